@@ -1,0 +1,97 @@
+/* The observed node: what discovery (lib/host) found under the sysfs root.
+ *
+ * Pure data shared by every layer: host fills it, policy/plan/deviceplugin/kube read it.
+ * Fixed-size strings for the short kernel names (PCI addresses, netdev and driver names) keep
+ * the structs flat; lists are arrays with counts. A function whose data could not be read fully
+ * keeps what was read and carries a human-readable `error` (the scan goes on). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PCI_ADDR_MAX 16 /* "0000:3b:02.1" + NUL, rounded */
+#define IFNAME_MAX   16 /* IFNAMSIZ */
+#define DRIVER_MAX   64
+#define MAC_MAX      48 /* IB hardware addresses are 20 bytes: 59 chars; we keep the text form */
+#define RDMA_NAME_MAX 64
+
+enum link_type {
+        LINK_TYPE_UNKNOWN = 0,
+        LINK_TYPE_ETH,
+        LINK_TYPE_IB,
+};
+const char *link_type_to_string(enum link_type t); /* "ETH", "IB", "" */
+
+struct rdma_device {
+        char name[RDMA_NAME_MAX];  /* mlx5_3, rxe0 */
+        char node_guid[24];        /* "0000:0000:0000:0000" form as sysfs prints it */
+        char link_layer[16];       /* "Ethernet", "InfiniBand" (port 1) */
+        char port_state[24];       /* "4: ACTIVE" (port 1) */
+        char **char_devices;       /* "/dev/infiniband/uverbs0", "umad0", "issm0", "rdma_cm" */
+        size_t n_char_devices;
+};
+
+struct netdev_info {
+        char name[IFNAME_MAX];
+        char mac[MAC_MAX];
+        int mtu;                   /* -1 unknown */
+        char operstate[16];        /* "up", "down", ... */
+        bool admin_up;             /* IFF_UP in `flags` */
+        int speed_mbps;            /* -1 unknown */
+        enum link_type link_type;  /* from `type`: 1 ether, 32 infiniband */
+};
+
+struct vf_info {
+        char pci_address[PCI_ADDR_MAX];
+        int vf_index;              /* N of the PF's virtfnN link */
+        uint16_t vendor, device;
+        char driver[DRIVER_MAX];   /* "" when unbound */
+        int numa_node;             /* -1 when unknown */
+        int iommu_group;           /* -1 when none */
+        struct netdev_info *netdevs; /* usually one */
+        size_t n_netdevs;
+        int vlan;                  /* admin VLAN from the PF's VF info; 0 none, -1 unknown */
+        struct rdma_device *rdma;
+        size_t n_rdma;
+        char *error;               /* NULL, or what could not be read */
+};
+
+struct pf_info {
+        char pci_address[PCI_ADDR_MAX];
+        uint16_t vendor, device, subsystem_vendor, subsystem_device;
+        char *vendor_name, *device_name; /* from pci.ids via libpci; may be NULL */
+        uint32_t class_code;       /* 0x020000 */
+        char driver[DRIVER_MAX];
+        int numa_node;
+        int iommu_group;
+        int total_vfs, num_vfs;
+        uint16_t vf_device;        /* sriov_vf_device */
+        struct netdev_info *netdevs;
+        size_t n_netdevs;
+        char eswitch_mode[16];     /* "legacy", "switchdev", "" unknown */
+        struct rdma_device *rdma;
+        size_t n_rdma;
+        struct vf_info *vfs;       /* sorted by vf_index */
+        size_t n_vfs;
+        char *error;
+};
+
+struct inventory {
+        struct pf_info *pfs;       /* sorted by PCI address */
+        size_t n_pfs;
+};
+
+void rdma_device_done(struct rdma_device *d);
+void netdev_info_init(struct netdev_info *n);
+void vf_info_done(struct vf_info *vf);
+void pf_info_done(struct pf_info *pf);
+void inventory_done(struct inventory *inv);
+
+/* Lookups; NULL when absent. */
+const struct pf_info *inventory_find_pf(const struct inventory *inv, const char *pci_address);
+const struct pf_info *inventory_find_pf_by_netdev(const struct inventory *inv, const char *ifname);
+const struct vf_info *pf_find_vf(const struct pf_info *pf, int vf_index);
+/* First netdev's name, or NULL. */
+const char *pf_netdev_name(const struct pf_info *pf);
+const char *vf_netdev_name(const struct vf_info *vf);

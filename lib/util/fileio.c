@@ -1,0 +1,224 @@
+#include "util/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/macro.h"
+
+int path_printf(char *buf, size_t size, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(buf, size, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return -EINVAL;
+        if ((size_t)n >= size)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
+int read_line_file(const char *path, char *buf, size_t size)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        if (size == 0)
+                return -ENOBUFS;
+
+        ssize_t n = read(fd, buf, size - 1);
+        if (n < 0)
+                return negative_errno();
+        buf[n] = '\0';
+        char *nl = strchr(buf, '\n');
+        if (nl)
+                *nl = '\0';
+        else if ((size_t)n == size - 1) {
+                /* Filled the buffer without a newline: there may be more. */
+                char extra;
+                if (read(fd, &extra, 1) == 1)
+                        return -ENOBUFS;
+        }
+        return 0;
+}
+
+int read_full_file(const char *path, size_t max_size, char **ret, size_t *ret_size)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+
+        size_t cap = 4096, len = 0;
+        _cleanup_free_ char *data = malloc(cap);
+        if (!data)
+                return -ENOMEM;
+        for (;;) {
+                if (len + 1 >= cap) {
+                        if (cap > max_size)
+                                return -EFBIG;
+                        cap *= 2;
+                        char *p = realloc(data, cap);
+                        if (!p)
+                                return -ENOMEM;
+                        data = p;
+                }
+                ssize_t n = read(fd, data + len, cap - len - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+                if (len > max_size)
+                        return -EFBIG;
+        }
+        data[len] = '\0';
+        if (ret_size)
+                *ret_size = len;
+        *ret = TAKE_PTR(data);
+        return 0;
+}
+
+int parse_int(const char *s, int *ret)
+{
+        char *end;
+        long v;
+
+        if (!s || !*s)
+                return -EINVAL;
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno == ERANGE || v < INT_MIN || v > INT_MAX)
+                return -ERANGE;
+        while (*end == ' ' || *end == '\t' || *end == '\n')
+                end++;
+        if (end == s || *end != '\0')
+                return -EINVAL;
+        *ret = (int)v;
+        return 0;
+}
+
+int parse_hex_u32(const char *s, uint32_t *ret)
+{
+        char *end;
+        unsigned long v;
+
+        if (!s || !*s)
+                return -EINVAL;
+        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+                s += 2;
+        if (!*s || *s == '-' || *s == '+' || *s == ' ')
+                return -EINVAL;
+        errno = 0;
+        v = strtoul(s, &end, 16);
+        if (errno == ERANGE || v > UINT32_MAX)
+                return -ERANGE;
+        while (*end == '\n')
+                end++;
+        if (*end != '\0')
+                return -EINVAL;
+        *ret = (uint32_t)v;
+        return 0;
+}
+
+int read_int_file(const char *path, int *ret)
+{
+        char buf[64];
+        int r = read_line_file(path, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        return parse_int(buf, ret);
+}
+
+int read_hex_u32_file(const char *path, uint32_t *ret)
+{
+        char buf[64];
+        int r = read_line_file(path, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        return parse_hex_u32(buf, ret);
+}
+
+int read_hex_u16_file(const char *path, uint16_t *ret)
+{
+        uint32_t v;
+        int r = read_hex_u32_file(path, &v);
+        if (r < 0)
+                return r;
+        if (v > UINT16_MAX)
+                return -ERANGE;
+        *ret = (uint16_t)v;
+        return 0;
+}
+
+int write_string_file(const char *path, const char *s)
+{
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        size_t len = strlen(s);
+        ssize_t n = write(fd, s, len);
+        if (n < 0)
+                return negative_errno();
+        if ((size_t)n != len)
+                return -EIO;
+        return 0;
+}
+
+int read_link_basename(const char *path, char *buf, size_t size)
+{
+        char target[PATH_MAX];
+        ssize_t n = readlink(path, target, sizeof(target) - 1);
+        if (n < 0)
+                return negative_errno();
+        target[n] = '\0';
+        while (n > 1 && target[n - 1] == '/')
+                target[--n] = '\0';
+        const char *base = strrchr(target, '/');
+        base = base ? base + 1 : target;
+        if (strlen(base) >= size)
+                return -ENOBUFS;
+        strcpy(buf, base);
+        return 0;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t size, unsigned mode)
+{
+        char tmp[PATH_MAX];
+        int r = path_printf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+        if (r < 0)
+                return r;
+
+        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+        if (fd < 0)
+                return negative_errno();
+        const char *p = data;
+        size_t left = size;
+        while (left > 0) {
+                ssize_t n = write(fd, p, left);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = negative_errno();
+                        unlink(tmp);
+                        return r;
+                }
+                p += n;
+                left -= (size_t)n;
+        }
+        if (fsync(fd) < 0 || rename(tmp, path) < 0) {
+                r = negative_errno();
+                unlink(tmp);
+                return r;
+        }
+        return 0;
+}

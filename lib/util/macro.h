@@ -1,0 +1,46 @@
+/* Small shared macros: array sizes, cleanup attributes, errno helpers.
+ * Header-only; nothing here allocates or logs. */
+#pragma once
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+
+static inline void freep(void *p)
+{
+        free(*(void **)p);
+}
+#define _cleanup_free_ _cleanup_(freep)
+
+static inline void closep(int *fd)
+{
+        if (*fd >= 0)
+                close(*fd);
+}
+#define _cleanup_close_ _cleanup_(closep)
+
+static inline void fclosep(FILE **f)
+{
+        if (*f)
+                fclose(*f);
+}
+#define _cleanup_fclose_ _cleanup_(fclosep)
+
+/* Hands ownership out of a _cleanup_ variable. */
+#define TAKE_PTR(p)                                                                                \
+        ({                                                                                         \
+                __typeof__(p) _p = (p);                                                            \
+                (p) = NULL;                                                                        \
+                _p;                                                                                \
+        })
+
+/* errno as a negative value, never 0 (some libc paths leave errno unset). */
+static inline int negative_errno(void)
+{
+        return errno > 0 ? -errno : -EIO;
+}

@@ -1,0 +1,91 @@
+/* Unit tests for lib/util: strict number parsing, sysfs-style file reads and name checks. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "util/fileio.h"
+#include "util/names.h"
+
+static void test_parse_int(void **state)
+{
+        int v = 0;
+        assert_int_equal(parse_int("42", &v), 0);
+        assert_int_equal(v, 42);
+        assert_int_equal(parse_int("-1\n", &v), 0);
+        assert_int_equal(v, -1);
+        assert_int_equal(parse_int("", &v), -EINVAL);
+        assert_int_equal(parse_int("4x", &v), -EINVAL);
+        assert_int_equal(parse_int("abc", &v), -EINVAL);
+        assert_int_equal(parse_int("99999999999", &v), -ERANGE);
+}
+
+static void test_parse_hex(void **state)
+{
+        uint32_t v = 0;
+        assert_int_equal(parse_hex_u32("0x15b3", &v), 0);
+        assert_int_equal(v, 0x15b3);
+        assert_int_equal(parse_hex_u32("8086\n", &v), 0);
+        assert_int_equal(v, 0x8086);
+        assert_int_equal(parse_hex_u32("0x", &v), -EINVAL);
+        assert_int_equal(parse_hex_u32("zz", &v), -EINVAL);
+        assert_int_equal(parse_hex_u32("-1", &v), -EINVAL);
+}
+
+static void test_read_files(void **state)
+{
+        char dir[] = "/tmp/sriov-test-util-XXXXXX";
+        char path[256], buf[8];
+        int v;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/attr", dir);
+        assert_int_equal(write_file_atomic(path, "7\n", 2, 0644), 0);
+        assert_int_equal(read_int_file(path, &v), 0);
+        assert_int_equal(v, 7);
+        assert_int_equal(write_file_atomic(path, "garbage\n", 8, 0644), 0);
+        assert_int_equal(read_int_file(path, &v), -EINVAL);
+        assert_int_equal(write_file_atomic(path, "0123456789", 10, 0644), 0);
+        assert_int_equal(read_line_file(path, buf, sizeof(buf)), -ENOBUFS);
+        unlink(path);
+        assert_int_equal(read_int_file(path, &v), -ENOENT);
+        rmdir(dir);
+}
+
+static void test_names(void **state)
+{
+        assert_true(ifname_is_valid("ens1f0"));
+        assert_false(ifname_is_valid("../x"));
+        assert_false(ifname_is_valid(".."));
+        assert_false(ifname_is_valid("a b"));
+        assert_false(ifname_is_valid("0123456789abcdef"));
+        assert_false(ifname_is_valid(""));
+        assert_true(pci_address_is_valid("0000:3b:02.1"));
+        assert_false(pci_address_is_valid("0000:3b:02.8"));
+        assert_false(pci_address_is_valid("0000:3b:02"));
+        assert_false(pci_address_is_valid("../3b:02.1/x"));
+        assert_true(resource_name_is_valid("sriov_highnet"));
+        assert_true(resource_name_is_valid("a-b"));
+        assert_false(resource_name_is_valid("-ab"));
+        assert_false(resource_name_is_valid("ab_"));
+        assert_false(resource_name_is_valid("a/b"));
+        assert_false(filename_is_valid(".."));
+        assert_false(filename_is_valid("a/b"));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_parse_int),
+                cmocka_unit_test(test_parse_hex),
+                cmocka_unit_test(test_read_files),
+                cmocka_unit_test(test_names),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
