@@ -7,7 +7,7 @@
 #   run_fails DESC CMD...     CMD must exit non-zero (a time-out is not a failure exit)
 # Checks on the last command's output:
 #   out_has / out_lacks / err_has DESC ERE     (grep -E, case-insensitive)
-#   jq_ok DESC FILTER [jq args...]             jq -e FILTER on $OUT must be true
+#   jq_ok DESC [--arg N V...] FILTER           jq -e FILTER on $OUT must be true
 # Other checks:
 #   check DESC CMD...          CMD (often `test ...`) must succeed
 #   expect_eq DESC ACTUAL EXPECTED
@@ -91,10 +91,9 @@ err_has() {
 
 jq_ok() {
     desc=$1
-    filter=$2
-    shift 2
-    if ! result=$(jq -e "$@" "$filter" "$OUT" 2>&1); then
-        fail "$desc" "jq filter is not true: $filter" "jq says: $(echo "$result" | head -c 300)"
+    shift
+    if ! result=$(jq -e "$@" "$OUT" 2>&1); then
+        fail "$desc" "jq filter is not true: $*" "jq says: $(echo "$result" | head -c 300)"
     fi
     ok "$desc"
 }
@@ -141,6 +140,9 @@ driver_of() {
         echo none
     fi
 }
+
+# is_up IFNAME: the interface is administratively up (IFF_UP in its flags)
+is_up() { [ $(($(cat "/sys/class/net/$1/flags") & 1)) -ne 0 ]; }
 
 iommu_group_of() { basename "$(readlink "$(pci_dir "$1")/iommu_group")"; }
 
