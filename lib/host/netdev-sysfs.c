@@ -9,6 +9,7 @@
 
 #include "host/device-error.h"
 #include "host/sysfs-at.h"
+#include "util/fileio.h"
 #include "util/macro.h"
 #include "util/names.h"
 
@@ -33,10 +34,13 @@ static int note(char **error, const char *ifname, const char *attr, int r)
         return device_error_append(error, "net/%s/%s: %s", ifname, attr, strerror(-r));
 }
 
-static int read_netdev(int net_fd, const char *ifname, struct netdev_info *n, char **error)
+static int read_netdev(int fn_dir_fd, const char *ifname, struct netdev_info *n, char **error)
 {
-        _cleanup_close_ int fd = sysfs_open_dir_at(net_fd, ifname);
         char buf[64];
+
+        if (path_printf(buf, sizeof(buf), "net/%s", ifname) < 0)
+                return note(error, ifname, "", -ENAMETOOLONG);
+        _cleanup_close_ int fd = sysfs_open_dir_at(fn_dir_fd, buf);
         uint32_t flags;
         int r, type;
 
@@ -94,24 +98,20 @@ int netdev_sysfs_read_function(int fn_dir_fd, struct netdev_info **ret, size_t *
         *ret = NULL;
         *ret_n = 0;
 
-        int net_fd = openat(fn_dir_fd, "net", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (net_fd < 0)
-                return errno == ENOENT ? 0 : device_error_append(error, "net: %m");
-        DIR *d = fdopendir(net_fd);
-        if (!d) {
-                close(net_fd);
-                return -ENOMEM;
-        }
+        struct sysfs_dir d;
+        r = sysfs_dir_open_at(&d, fn_dir_fd, "net");
+        if (r < 0)
+                return r == -ENOENT ? 0 : device_error_append(error, "net: %s", strerror(-r));
 
-        struct dirent *de;
-        while ((de = readdir(d))) {
+        const char *name;
+        while ((name = sysfs_dir_next(&d))) {
                 char shown[64];
 
-                if (de->d_name[0] == '.')
+                if (name[0] == '.')
                         continue;
-                if (!ifname_is_valid(de->d_name)) {
+                if (!ifname_is_valid(name)) {
                         r = device_error_append(error, "net/'%s': not a valid interface name",
-                                                printable_name(de->d_name, shown, sizeof(shown)));
+                                                printable_name(name, shown, sizeof(shown)));
                         if (r < 0)
                                 break;
                         continue;
@@ -122,11 +122,11 @@ int netdev_sysfs_read_function(int fn_dir_fd, struct netdev_info **ret, size_t *
                         break;
                 }
                 list = p;
-                r = read_netdev(dirfd(d), de->d_name, &list[n++], error);
+                r = read_netdev(fn_dir_fd, name, &list[n++], error);
                 if (r < 0)
                         break;
         }
-        closedir(d);
+        sysfs_dir_close(&d);
         if (r < 0) {
                 free(list);
                 return r;

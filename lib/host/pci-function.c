@@ -66,16 +66,14 @@ int pci_function_read_numa(int fn_fd, int *numa_node, char **error)
 int pci_function_read_iommu_group(int fn_fd, int *group, char **error)
 {
         char name[32];
-        bool dangling = false;
 
+        /* The number the link names is the group, dangling or not: no extra stat per VF. */
         *group = -1;
-        int r = sysfs_read_link_at(fn_fd, "iommu_group", name, sizeof(name), &dangling);
+        int r = sysfs_read_link_at(fn_fd, "iommu_group", name, sizeof(name), NULL);
         if (r == -ENOENT)
                 return 0;
         if (r < 0)
                 return note(error, "iommu_group", r);
-        if (dangling)
-                return device_error_append(error, "iommu_group: link to group '%s' dangles", name);
         if (parse_int(name, group) < 0 || *group < 0) {
                 char shown[40];
                 *group = -1;

@@ -6,6 +6,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,24 +49,19 @@ static bool is_network_pf(int devices_fd, const char *addr)
 /* Sorted PCI addresses of the network PFs. */
 static int list_pfs(int devices_fd, char ***ret, size_t *ret_n)
 {
-        int fd = openat(devices_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return -ENOMEM;
-        }
+        struct sysfs_dir d;
+        int r = sysfs_dir_open_at(&d, devices_fd, ".");
+        if (r < 0)
+                return r;
 
         char **list = NULL;
         size_t n = 0;
-        int r = 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                if (!pci_address_is_valid(de->d_name) || !is_network_pf(devices_fd, de->d_name))
+        const char *name;
+        while ((name = sysfs_dir_next(&d))) {
+                if (!pci_address_is_valid(name) || !is_network_pf(devices_fd, name))
                         continue;
                 char **p = realloc(list, (n + 1) * sizeof(*list));
-                if (!p || !(p[n] = strdup(de->d_name))) {
+                if (!p || !(p[n] = strdup(name))) {
                         list = p ? p : list;
                         r = -ENOMEM;
                         break;
@@ -72,7 +69,9 @@ static int list_pfs(int devices_fd, char ***ret, size_t *ret_n)
                 list = p;
                 n++;
         }
-        closedir(d);
+        sysfs_dir_close(&d);
+        if (r >= 0 && d.error < 0)
+                r = d.error; /* a partial PF list would look like PFs vanished */
         if (r < 0) {
                 for (size_t i = 0; i < n; i++)
                         free(list[i]);
@@ -135,9 +134,6 @@ static int read_pf(const struct discover_scan *scan, const char *addr, struct pf
                 pf->subsystem_device = 0;
         if (r >= 0 && sysfs_read_hex_u32_at(fd, "class", &pf->class_code) < 0)
                 pf->class_code = 0;
-        if (r >= 0 && pf->vendor)
-                r = pci_names_lookup(scan->names, pf->vendor, pf->device, &pf->vendor_name,
-                                     &pf->device_name);
         if (r >= 0)
                 r = pci_function_read_driver(fd, pf->driver, &pf->error);
         if (r >= 0)
@@ -154,6 +150,56 @@ static int read_pf(const struct discover_scan *scan, const char *addr, struct pf
         return r;
 }
 
+/* PFs are independent, so they are read by a few threads: on a node with 1000+ VFs the scan
+ * is bound by system-call latency, not by CPU, and this roughly divides it by the core count. */
+#define MAX_SCAN_THREADS 8
+
+struct pf_queue {
+        const struct discover_scan *scan;
+        char **addrs;
+        struct pf_info *pfs;
+        size_t n;
+        atomic_size_t next;
+        atomic_int error; /* first fatal error (-ENOMEM); stops the other workers */
+};
+
+static void *pf_worker(void *userdata)
+{
+        struct pf_queue *q = userdata;
+
+        for (;;) {
+                size_t i = atomic_fetch_add(&q->next, 1);
+                if (i >= q->n || atomic_load(&q->error) < 0)
+                        return NULL;
+                int r = read_pf(q->scan, q->addrs[i], &q->pfs[i]);
+                if (r < 0) {
+                        int expected = 0;
+                        atomic_compare_exchange_strong(&q->error, &expected, r);
+                }
+        }
+}
+
+static int read_pfs(struct pf_queue *q)
+{
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        size_t n_threads = cpus > 1 ? (size_t)cpus : 1;
+        if (n_threads > MAX_SCAN_THREADS)
+                n_threads = MAX_SCAN_THREADS;
+        if (n_threads > q->n)
+                n_threads = q->n;
+
+        pthread_t threads[MAX_SCAN_THREADS];
+        size_t started = 0;
+        /* The calling thread is one of the workers; failing to start more only costs time. */
+        for (; started + 1 < n_threads; started++)
+                if (pthread_create(&threads[started], NULL, pf_worker, q) != 0)
+                        break;
+        pf_worker(q);
+        for (size_t i = 0; i < started; i++)
+                pthread_join(threads[i], NULL);
+        return atomic_load(&q->error);
+}
+
 static int scan_pfs(const struct discover_scan *scan, struct inventory *inv)
 {
         char **addrs = NULL;
@@ -166,11 +212,18 @@ static int scan_pfs(const struct discover_scan *scan, struct inventory *inv)
                 inv->pfs = calloc(n, sizeof(*inv->pfs));
                 if (!inv->pfs)
                         r = -ENOMEM;
+                else
+                        inv->n_pfs = n; /* zeroed entries are safe for inventory_done() */
         }
-        for (size_t i = 0; r >= 0 && i < n; i++) {
-                r = read_pf(scan, addrs[i], &inv->pfs[i]);
-                inv->n_pfs = i + 1; /* so inventory_done() frees a half-read PF too */
+        if (r >= 0 && n > 0) {
+                struct pf_queue q = { .scan = scan, .addrs = addrs, .pfs = inv->pfs, .n = n };
+                r = read_pfs(&q);
         }
+        /* libpci's name database is not thread-safe: look names up after the workers. */
+        for (size_t i = 0; r >= 0 && i < inv->n_pfs; i++)
+                if (inv->pfs[i].vendor)
+                        r = pci_names_lookup(scan->names, inv->pfs[i].vendor, inv->pfs[i].device,
+                                             &inv->pfs[i].vendor_name, &inv->pfs[i].device_name);
         for (size_t i = 0; i < n; i++)
                 free(addrs[i]);
         free(addrs);

@@ -16,18 +16,6 @@
 
 #define DEV_INFINIBAND "/dev/infiniband/"
 
-/* readdir over dir_fd/path; NULL (errno set) when it cannot be opened. */
-static DIR *opendir_at(int dir_fd, const char *path)
-{
-        int fd = openat(dir_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return NULL;
-        DIR *d = fdopendir(fd);
-        if (!d)
-                close(fd);
-        return d;
-}
-
 static bool rdma_name_is_valid(const char *name)
 {
         return filename_is_valid(name) && strlen(name) < RDMA_NAME_MAX;
@@ -106,24 +94,24 @@ static struct rdma_device *find_device(struct rdma_device *list, size_t n, const
 static int read_local_char_devices(int fn_fd, const char *class_dir, struct rdma_device *list,
                                    size_t n, char **error)
 {
-        DIR *d = opendir_at(fn_fd, class_dir);
-        if (!d)
+        struct sysfs_dir d;
+        if (sysfs_dir_open_at(&d, fn_fd, class_dir) < 0)
                 return 0;
 
         int r = 0;
-        struct dirent *de;
-        while (r >= 0 && (de = readdir(d))) {
+        const char *name;
+        while (r >= 0 && (name = sysfs_dir_next(&d))) {
                 char rel[512], ibdev[RDMA_NAME_MAX + 1], shown[64], path[RDMA_NAME_MAX + 32];
 
-                if (de->d_name[0] == '.')
+                if (name[0] == '.')
                         continue;
-                if (!rdma_name_is_valid(de->d_name)) {
+                if (!rdma_name_is_valid(name)) {
                         r = device_error_append(error, "%s/'%s': not a valid device name",
                                                 class_dir,
-                                                printable_name(de->d_name, shown, sizeof(shown)));
+                                                printable_name(name, shown, sizeof(shown)));
                         continue;
                 }
-                if (path_printf(rel, sizeof(rel), "%s/%s/ibdev", class_dir, de->d_name) < 0)
+                if (path_printf(rel, sizeof(rel), "%s/%s/ibdev", class_dir, name) < 0)
                         continue;
                 int k = sysfs_read_line_at(fn_fd, rel, ibdev, sizeof(ibdev));
                 if (k < 0) {
@@ -138,37 +126,37 @@ static int read_local_char_devices(int fn_fd, const char *class_dir, struct rdma
                 struct rdma_device *dev = find_device(list, n, ibdev);
                 if (!dev)
                         continue;
-                if (path_printf(path, sizeof(path), DEV_INFINIBAND "%s", de->d_name) >= 0)
+                if (path_printf(path, sizeof(path), DEV_INFINIBAND "%s", name) >= 0)
                         r = add_char_device(dev, path);
         }
-        closedir(d);
+        sysfs_dir_close(&d);
         return r;
 }
 
 /* RDMA devices under the PCI function directory (ConnectX style). */
 static int read_pci_devices(int fn_fd, struct rdma_device **list, size_t *n, char **error)
 {
-        DIR *d = opendir_at(fn_fd, "infiniband");
-        if (!d)
+        struct sysfs_dir d;
+        if (sysfs_dir_open_at(&d, fn_fd, "infiniband") < 0)
                 return 0;
 
         int r = 0;
-        struct dirent *de;
-        while (r >= 0 && (de = readdir(d))) {
+        const char *name;
+        while (r >= 0 && (name = sysfs_dir_next(&d))) {
                 char rel[RDMA_NAME_MAX + 16], shown[64];
                 struct rdma_device *dev;
 
-                if (de->d_name[0] == '.')
+                if (name[0] == '.')
                         continue;
-                if (!rdma_name_is_valid(de->d_name)) {
+                if (!rdma_name_is_valid(name)) {
                         r = device_error_append(error, "infiniband/'%s': not a valid device name",
-                                                printable_name(de->d_name, shown, sizeof(shown)));
+                                                printable_name(name, shown, sizeof(shown)));
                         continue;
                 }
-                r = append_device(list, n, de->d_name, &dev);
+                r = append_device(list, n, name, &dev);
                 if (r < 0 || !dev)
                         continue;
-                if (path_printf(rel, sizeof(rel), "infiniband/%s", de->d_name) < 0)
+                if (path_printf(rel, sizeof(rel), "infiniband/%s", name) < 0)
                         continue;
                 _cleanup_close_ int dev_fd = sysfs_open_dir_at(fn_fd, rel);
                 if (dev_fd < 0)
@@ -176,7 +164,7 @@ static int read_pci_devices(int fn_fd, struct rdma_device **list, size_t *n, cha
                 else
                         r = read_device_attributes(dev_fd, dev, error);
         }
-        closedir(d);
+        sysfs_dir_close(&d);
         if (r < 0 || *n == 0)
                 return r;
         r = read_local_char_devices(fn_fd, "infiniband_verbs", *list, *n, error);
@@ -252,24 +240,24 @@ int rdma_sysfs_read_function(const struct rdma_scan *scan, int fn_dir_fd,
 
 static int read_ties(struct rdma_scan *scan)
 {
-        DIR *d = opendir_at(scan->root_fd, "class/infiniband");
-        if (!d)
+        struct sysfs_dir d;
+        if (sysfs_dir_open_at(&d, scan->root_fd, "class/infiniband") < 0)
                 return 0;
 
         int r = 0;
-        struct dirent *de;
-        while (r >= 0 && (de = readdir(d))) {
+        const char *name;
+        while (r >= 0 && (name = sysfs_dir_next(&d))) {
                 char rel[RDMA_NAME_MAX + 32], parent[IFNAME_MAX + 1], shown[64];
 
-                if (de->d_name[0] == '.' || !rdma_name_is_valid(de->d_name))
+                if (name[0] == '.' || !rdma_name_is_valid(name))
                         continue;
                 /* Only virtual devices have `parent`; PCI ones fail here with ENOENT. */
-                if (path_printf(rel, sizeof(rel), "class/infiniband/%s/parent", de->d_name) < 0 ||
+                if (path_printf(rel, sizeof(rel), "class/infiniband/%s/parent", name) < 0 ||
                     sysfs_read_line_at(scan->root_fd, rel, parent, sizeof(parent)) < 0)
                         continue;
                 if (!ifname_is_valid(parent)) {
                         log_warning("sysfs %s: '%s' is not a valid interface name, ignoring %s",
-                                    rel, printable_name(parent, shown, sizeof(shown)), de->d_name);
+                                    rel, printable_name(parent, shown, sizeof(shown)), name);
                         continue;
                 }
                 struct rdma_tie *p = realloc(scan->ties, (scan->n_ties + 1) * sizeof(*p));
@@ -278,11 +266,11 @@ static int read_ties(struct rdma_scan *scan)
                         break;
                 }
                 scan->ties = p;
-                strcpy(p[scan->n_ties].rdma_name, de->d_name);
+                strcpy(p[scan->n_ties].rdma_name, name);
                 strcpy(p[scan->n_ties].netdev, parent);
                 scan->n_ties++;
         }
-        closedir(d);
+        sysfs_dir_close(&d);
         return r;
 }
 
@@ -290,23 +278,23 @@ static int read_ties(struct rdma_scan *scan)
  * which the kernel places under devices/virtual/ rather than under a PCI function. */
 static int read_class_char_devices(struct rdma_scan *scan, const char *class_dir)
 {
-        DIR *d = opendir_at(scan->root_fd, class_dir);
-        if (!d)
+        struct sysfs_dir d;
+        if (sysfs_dir_open_at(&d, scan->root_fd, class_dir) < 0)
                 return 0;
 
         int r = 0;
-        struct dirent *de;
-        while (r >= 0 && (de = readdir(d))) {
+        const char *name;
+        while (r >= 0 && (name = sysfs_dir_next(&d))) {
                 char rel[512], ibdev[RDMA_NAME_MAX + 1];
 
-                if (de->d_name[0] == '.' || !rdma_name_is_valid(de->d_name))
+                if (name[0] == '.' || !rdma_name_is_valid(name))
                         continue;
-                if (path_printf(rel, sizeof(rel), "%s/%s/ibdev", class_dir, de->d_name) < 0 ||
+                if (path_printf(rel, sizeof(rel), "%s/%s/ibdev", class_dir, name) < 0 ||
                     sysfs_read_line_at(scan->root_fd, rel, ibdev, sizeof(ibdev)) < 0 ||
                     !rdma_name_is_valid(ibdev))
                         continue;
                 char path[sizeof(scan->class_char_devices->path)];
-                if (path_printf(path, sizeof(path), DEV_INFINIBAND "%s", de->d_name) < 0)
+                if (path_printf(path, sizeof(path), DEV_INFINIBAND "%s", name) < 0)
                         continue;
                 bool tied = false;
                 for (size_t t = 0; t < scan->n_ties && !tied; t++)
@@ -324,7 +312,7 @@ static int read_class_char_devices(struct rdma_scan *scan, const char *class_dir
                 strcpy(p->ibdev, ibdev);
                 strcpy(p->path, path);
         }
-        closedir(d);
+        sysfs_dir_close(&d);
         return r;
 }
 

@@ -1,8 +1,10 @@
 #include "host/sysfs-at.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -90,4 +92,53 @@ int sysfs_read_link_at(int dir_fd, const char *name, char *buf, size_t size, boo
 bool sysfs_exists_at(int dir_fd, const char *name)
 {
         return faccessat(dir_fd, name, F_OK, 0) == 0;
+}
+
+/* d_ino + d_off + d_reclen + d_type + 256-byte name, 8-aligned */
+#define DIRENT64_MAX_RECLEN (offsetof(struct dirent64, d_name) + 256 + 7)
+
+int sysfs_dir_open_at(struct sysfs_dir *d, int dir_fd, const char *path)
+{
+        d->pos = d->len = 0;
+        d->error = 0;
+        d->fd = openat(dir_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return d->fd < 0 ? negative_errno() : 0;
+}
+
+const char *sysfs_dir_next(struct sysfs_dir *d)
+{
+        for (;;) {
+                if (d->pos >= d->len) {
+                        if (d->fd < 0)
+                                return NULL;
+                        ssize_t n = getdents64(d->fd, d->buf, sizeof(d->buf));
+                        if (n <= 0) {
+                                if (n < 0)
+                                        d->error = negative_errno();
+                                close(d->fd);
+                                d->fd = -1;
+                                return NULL;
+                        }
+                        d->pos = 0;
+                        d->len = (size_t)n;
+                        /* kernfs (sysfs), tmpfs and ext4 fill the buffer while entries remain,
+                         * so a reply with room left for a longest record was the last one:
+                         * skip the getdents64() that would only say "end". */
+                        if ((size_t)n + DIRENT64_MAX_RECLEN <= sizeof(d->buf)) {
+                                close(d->fd);
+                                d->fd = -1;
+                        }
+                }
+                struct dirent64 *de = (struct dirent64 *)(d->buf + d->pos);
+                d->pos += de->d_reclen;
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                        return de->d_name;
+        }
+}
+
+void sysfs_dir_close(struct sysfs_dir *d)
+{
+        if (d->fd >= 0)
+                close(d->fd);
+        d->fd = -1;
 }

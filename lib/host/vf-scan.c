@@ -25,31 +25,27 @@ static int compare_vf_index(const void *a, const void *b)
 /* Lists virtfnN links; VFs get index and address only. Bad links become PF errors. */
 static int list_virtfn_links(int pf_fd, struct pf_info *pf)
 {
-        int fd = openat(pf_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return device_error_append(&pf->error, "cannot list the PF directory: %m");
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return -ENOMEM;
-        }
+        struct sysfs_dir d;
+        int r = sysfs_dir_open_at(&d, pf_fd, ".");
+        if (r < 0)
+                return device_error_append(&pf->error, "cannot list the PF directory: %s",
+                                           strerror(-r));
 
-        int r = 0;
-        struct dirent *de;
-        while (r >= 0 && (de = readdir(d))) {
+        const char *name;
+        while (r >= 0 && (name = sysfs_dir_next(&d))) {
                 char addr[PCI_ADDR_MAX + 1], shown[64];
                 int index;
 
-                if (strncmp(de->d_name, "virtfn", 6) != 0)
+                if (strncmp(name, "virtfn", 6) != 0)
                         continue;
-                if (parse_int(de->d_name + 6, &index) < 0 || index < 0) {
+                if (parse_int(name + 6, &index) < 0 || index < 0) {
                         r = device_error_append(&pf->error, "'%s': not a virtfn index",
-                                                printable_name(de->d_name, shown, sizeof(shown)));
+                                                printable_name(name, shown, sizeof(shown)));
                         continue;
                 }
-                int k = sysfs_read_link_at(pf_fd, de->d_name, addr, sizeof(addr), NULL);
+                int k = sysfs_read_link_at(pf_fd, name, addr, sizeof(addr), NULL);
                 if (k < 0 || !pci_address_is_valid(addr)) {
-                        r = device_error_append(&pf->error, "%s: %s", de->d_name,
+                        r = device_error_append(&pf->error, "%s: %s", name,
                                                 k < 0 ? strerror(-k)
                                                       : "link does not name a PCI address");
                         continue;
@@ -69,7 +65,7 @@ static int list_virtfn_links(int pf_fd, struct pf_info *pf)
                 strcpy(p[pf->n_vfs].pci_address, addr);
                 pf->n_vfs++;
         }
-        closedir(d);
+        sysfs_dir_close(&d);
         if (r >= 0 && pf->n_vfs > 1)
                 qsort(pf->vfs, pf->n_vfs, sizeof(*pf->vfs), compare_vf_index);
         return r;
