@@ -7,6 +7,7 @@
 
 static const struct command commands[] = {
         { "version", cmd_version, "print the version" },
+        { "debug", cmd_debug, NULL }, /* hidden: single host operations for tests */
 };
 
 static void print_help(FILE *f)
