@@ -48,5 +48,5 @@ out_has "iproute2: VF 0 trust off" 'vf 0 .*trust off'
 
 run_fails "vf-set on VF 5 (only 2 exist) is refused" "$AGENT" debug vf-set "$pf" 5 mac 02:00:00:00:00:55
 run_fails "vf-set with a malformed MAC is refused" "$AGENT" debug vf-set "$pf" 0 mac 02:00:00:00:00
-run_fails "vf-set with VLAN 4095 is refused" "$AGENT" debug vf-set "$pf" 0 vlan 4095
+run_fails "vf-set with VLAN 4096 (out of 802.1Q range) is refused" "$AGENT" debug vf-set "$pf" 0 vlan 4096
 run_fails "set-mtu on a missing interface is refused" "$AGENT" debug set-mtu nosuchif0 1500
