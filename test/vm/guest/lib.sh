@@ -8,6 +8,7 @@
 # Checks on the last command's output:
 #   out_has / out_lacks / err_has DESC ERE     (grep -E, case-insensitive)
 #   jq_ok DESC [--arg N V...] FILTER           jq -e FILTER on $OUT must be true
+#   jq_checks DESC FILTER [DESC FILTER...]     the same for many filters in one jq run
 # Other checks:
 #   check DESC CMD...          CMD (often `test ...`) must succeed
 #   expect_eq DESC ACTUAL EXPECTED
@@ -33,7 +34,8 @@ _show_output() {
     fi
 }
 
-ok() { echo "@@vm step-ok $VM_SCENARIO: $1"; }
+# the guest uptime at the end of each step shows where a slow scenario spends its time
+ok() { echo "@@vm step-ok $VM_SCENARIO: $1 [t=$(cut -d' ' -f1 /proc/uptime)]"; }
 
 fail() {
     echo "@@vm step-fail $VM_SCENARIO: $1"
@@ -96,6 +98,31 @@ jq_ok() {
         fail "$desc" "jq filter is not true: $*" "jq says: $(echo "$result" | head -c 300)"
     fi
     ok "$desc"
+}
+
+# jq_checks DESC FILTER [DESC FILTER...]: several checks on $OUT in ONE jq run (each jq start
+# costs 1-2 s under TCG). Values come in through exported variables: $ENV.NAME in a filter.
+# Each FILTER must give true (all its outputs true); an error counts as false.
+jq_checks() {
+    program='['
+    n=0
+    for arg in "$@"; do
+        n=$((n + 1))
+        [ $((n % 2)) -eq 0 ] || continue
+        program="$program(try ([$arg] | length > 0 and all(. == true)) catch false),"
+    done
+    program="${program%,}] | .[]"
+    if ! jq -r "$program" "$OUT" >/tmp/jq.results 2>/tmp/jq.err; then
+        fail "$1" "jq could not evaluate the checks: $(head -c 300 /tmp/jq.err)"
+    fi
+    exec 3</tmp/jq.results
+    while [ $# -ge 2 ]; do
+        read -r result <&3
+        [ "$result" = true ] || fail "$1" "jq filter is not true: $2"
+        ok "$1"
+        shift 2
+    done
+    exec 3<&-
 }
 
 check() {

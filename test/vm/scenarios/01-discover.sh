@@ -11,18 +11,20 @@ pf=$(netdev_of $IGB_PF)
 mac=$(cat /sys/class/net/"$pf"/address)
 group=$(iommu_group_of $IGB_PF)
 
+export IGB_PF PF_NET="$pf" PF_MAC="$mac" PF_GROUP="$group"
 run_ok "discover -o json" "$AGENT" discover -o json
-jq_ok "output is one object with an interfaces array" '.interfaces | type == "array"'
-jq_ok "exactly one interface: the igb PF" '.interfaces | length == 1'
-jq_ok "igb PF at $IGB_PF" --arg a "$IGB_PF" '.interfaces[0].pciAddress == $a'
-jq_ok "vendor 8086, deviceID 10c9" '.interfaces[0] | .vendor == "8086" and .deviceID == "10c9"'
-jq_ok "totalvfs 7, numVfs 0, no VFs" '.interfaces[0] | .totalvfs == 7 and .numVfs == 0 and (.Vfs | length) == 0'
-jq_ok "driver igb" '.interfaces[0].driver == "igb"'
-jq_ok "netdev name $pf" --arg n "$pf" '.interfaces[0].name == $n'
-jq_ok "MAC $mac" --arg m "$mac" '.interfaces[0].mac == $m'
-jq_ok "MTU 1500" '.interfaces[0].mtu == 1500'
-jq_ok "link type ETH" '.interfaces[0].linkType | ascii_downcase == "eth"'
-jq_ok "IOMMU group $group" --argjson g "$group" '.interfaces[0].iommuGroup == $g'
+jq_checks \
+    "output is one object with an interfaces array" '.interfaces | type == "array"' \
+    "exactly one interface: the igb PF" '.interfaces | length == 1' \
+    "igb PF at $IGB_PF" '.interfaces[0].pciAddress == $ENV.IGB_PF' \
+    "vendor 8086, deviceID 10c9" '.interfaces[0] | .vendor == "8086" and .deviceID == "10c9"' \
+    "totalvfs 7, numVfs 0, no VFs" '.interfaces[0] | .totalvfs == 7 and .numVfs == 0 and (.Vfs | length) == 0' \
+    "driver igb" '.interfaces[0].driver == "igb"' \
+    "netdev name $pf" '.interfaces[0].name == $ENV.PF_NET' \
+    "MAC $mac" '.interfaces[0].mac == $ENV.PF_MAC' \
+    "MTU 1500" '.interfaces[0].mtu == 1500' \
+    "link type ETH" '.interfaces[0].linkType | ascii_downcase == "eth"' \
+    "IOMMU group $group" '.interfaces[0].iommuGroup == ($ENV.PF_GROUP | tonumber)'
 out_lacks "the NVMe PF $nvme is not reported" "$nvme"
 out_lacks "the NVMe VF $nvme_vf is not reported" "$nvme_vf"
 out_lacks "nothing with the NVMe vendor 1b36" '"1b36"'

@@ -19,14 +19,16 @@ done
 check "rxe0 has a uverbs device ($uverbs)" test -n "$uverbs"
 wait_for "/dev/infiniband/$uverbs exists" 10 test -c "/dev/infiniband/$uverbs"
 
+export VF1_PCI="$vf1" VF0_PCI="$vf0" UVERBS="/dev/infiniband/$uverbs"
 run_ok "discover -o json" "$AGENT" discover -o json
-jq_ok "VF 1 ($vf1) has rdmaDevices [rxe0]" --arg a "$vf1" \
-    '[.interfaces[0].Vfs[] | select(.pciAddress == $a)][0].rdmaDevices | map(.name) == ["rxe0"]'
-jq_ok "rxe0's char devices include /dev/infiniband/$uverbs" --arg a "$vf1" --arg c "/dev/infiniband/$uverbs" \
-    '[.interfaces[0].Vfs[] | select(.pciAddress == $a)][0].rdmaDevices[0].charDevices | index($c) != null'
-jq_ok "VF 0 has no RDMA device" --arg a "$vf0" \
-    '[.interfaces[0].Vfs[] | select(.pciAddress == $a)][0] | (.rdmaDevices // []) | length == 0'
-jq_ok "the PF has no RDMA device" '.interfaces[0] | (.rdmaDevices // []) | length == 0'
+jq_checks \
+    "VF 1 ($vf1) has rdmaDevices [rxe0]" \
+    '[.interfaces[0].Vfs[] | select(.pciAddress == $ENV.VF1_PCI)][0].rdmaDevices | map(.name) == ["rxe0"]' \
+    "rxe0's char devices include /dev/infiniband/$uverbs" \
+    '[.interfaces[0].Vfs[] | select(.pciAddress == $ENV.VF1_PCI)][0].rdmaDevices[0].charDevices | index($ENV.UVERBS) != null' \
+    "VF 0 has no RDMA device" \
+    '[.interfaces[0].Vfs[] | select(.pciAddress == $ENV.VF0_PCI)][0] | (.rdmaDevices // []) | length == 0' \
+    "the PF has no RDMA device" '.interfaces[0] | (.rdmaDevices // []) | length == 0'
 
 rdma link delete rxe0 || fail "cleanup: rdma link delete rxe0"
 run_ok "discover after rxe0 is gone" "$AGENT" discover -o json
