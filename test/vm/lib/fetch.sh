@@ -174,7 +174,7 @@ module_deps() {
 resolve_modules() {
     local src=$1 dest=$2
     shift 2
-    local -A path_of=() done=()
+    local -A path_of=() seen=()
     local f n order=()
     while IFS= read -r f; do
         n=${f##*/}
@@ -184,8 +184,8 @@ resolve_modules() {
     mkdir -p "$dest"
     visit() {
         local name=${1//-/_} dep ko
-        [ -z "${done[$name]:-}" ] || return 0
-        done[$name]=1
+        [ -z "${seen[$name]:-}" ] || return 0
+        seen[$name]=1
         ko=${path_of[$name]:-}
         [ -n "$ko" ] || die "kernel module '$name' is not in the downloaded kernel"
         case $ko in

@@ -52,7 +52,7 @@ build_base_cpio() {
     loader=$(tree_loader "$root") || die "no dynamic loader in the userland tree"
     libpath="$root/usr/lib/$VM_ARCH_TRIPLET:$root/lib/$VM_ARCH_TRIPLET"
     rm -rf "$stage"
-    mkdir -p "$stage"/{usr/bin,usr/sbin,usr/lib64,usr/lib/$VM_ARCH_TRIPLET,etc,dev,proc,sys,tmp,run,root,vm}
+    mkdir -p "$stage"/{usr/bin,usr/sbin,usr/lib64,usr/lib/"$VM_ARCH_TRIPLET",etc,dev,proc,sys,tmp,run,root,vm}
     ln -s usr/bin "$stage/bin"
     ln -s usr/sbin "$stage/sbin"
     ln -s usr/lib "$stage/lib"
@@ -120,7 +120,7 @@ build_run_cpio() {
         mkdir -p "$stage$(dirname "$dest")"
         cp -L "$src" "$stage$dest"
         # a dynamic executable brings its host libraries along
-        if [ -x "$src" ] && [ -f "$src" ]; then
+        if [ -f "$src" ] && [ "$(head -c 4 "$src" | od -An -c | tr -d ' \n')" = '177ELF' ]; then
             copy_with_libs "$stage" "$(host_loader)" "" - "$src"
         fi
     done
