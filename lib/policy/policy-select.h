@@ -1,8 +1,8 @@
 /* Selection: does a policy apply to this node, and which of its PFs does it select?
  *
  * nodeSelector is matched against the node's labels (every key present with exactly that
- * value); nicSelector against discovered PFs: vendor and deviceID as hex numbers (so "15B3",
- * "15b3" and "0x15b3" agree), rootDevices by PCI address, pfNames by netdev name with an
+ * value); nicSelector against discovered PFs: vendor and deviceID as hex numbers (so "15B3" and
+ * "15b3" agree), rootDevices by PCI address (case-insensitive), pfNames by netdev name with an
  * optional "#first-last" VF range. All given nicSelector fields must match. Node-dependent
  * checks (numVfs against the PF, externally managed PFs, features the node lacks) live here
  * too. Pure functions over validated policies. */
