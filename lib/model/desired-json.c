@@ -20,17 +20,25 @@ static int set_opt_string(json_t *obj, const char *key, const char *v)
         return v && *v ? json_object_set_new(obj, key, json_string(v)) : 0;
 }
 
+/* Keys are added in the spec's order so dumps with JSON_PRESERVE_ORDER read like the CRD. */
 static json_t *group_to_json(const struct vf_group *g)
 {
         char range[32];
-        json_t *o;
+        json_t *o = json_object();
+        int r;
 
+        if (!o)
+                return NULL;
         snprintf(range, sizeof(range), "%d-%d", g->vf_start, g->vf_end);
-        o = json_pack("{s:s, s:s, s:s, s:s, s:b}", "resourceName", g->resource_name, "deviceType",
-                      device_type_to_string(g->device_type), "vfRange", range, "policyName",
-                      g->policy_name, "isRdma", g->is_rdma);
-        if (o && (set_opt_int(o, "mtu", g->mtu) < 0 ||
-                  set_opt_string(o, "vdpaType", g->vdpa_type) < 0)) {
+        r = json_object_set_new(o, "resourceName", json_string(g->resource_name));
+        r |= json_object_set_new(o, "deviceType",
+                                 json_string(device_type_to_string(g->device_type)));
+        r |= json_object_set_new(o, "vfRange", json_string(range));
+        r |= json_object_set_new(o, "policyName", json_string(g->policy_name));
+        r |= set_opt_int(o, "mtu", g->mtu);
+        r |= json_object_set_new(o, "isRdma", json_boolean(g->is_rdma));
+        r |= set_opt_string(o, "vdpaType", g->vdpa_type);
+        if (r) {
                 json_decref(o);
                 return NULL;
         }
@@ -39,23 +47,29 @@ static json_t *group_to_json(const struct vf_group *g)
 
 int desired_interface_to_json(const struct desired_interface *iface, json_t **ret)
 {
-        json_t *groups = json_array(), *o;
+        json_t *groups = json_array(), *o = json_object();
+        int r;
 
-        if (!groups)
+        if (!groups || !o) {
+                json_decref(groups);
+                json_decref(o);
                 return -ENOMEM;
+        }
         for (size_t i = 0; i < iface->n_groups; i++)
                 if (json_array_append_new(groups, group_to_json(&iface->groups[i])) < 0) {
                         json_decref(groups);
+                        json_decref(o);
                         return -ENOMEM;
                 }
-        o = json_pack("{s:s, s:i, s:b, s:o}", "pciAddress", iface->pci_address, "numVfs",
-                      iface->num_vfs, "externallyManaged", iface->externally_managed, "vfGroups",
-                      groups);
-        if (!o)
-                return -ENOMEM;
-        if (set_opt_string(o, "name", iface->name) < 0 || set_opt_int(o, "mtu", iface->mtu) < 0 ||
-            set_opt_string(o, "linkType", link_type_to_string(iface->link_type)) < 0 ||
-            set_opt_string(o, "eSwitchMode", eswitch_mode_to_string(iface->eswitch_mode)) < 0) {
+        r = json_object_set_new(o, "pciAddress", json_string(iface->pci_address));
+        r |= set_opt_string(o, "name", iface->name);
+        r |= json_object_set_new(o, "numVfs", json_integer(iface->num_vfs));
+        r |= set_opt_int(o, "mtu", iface->mtu);
+        r |= set_opt_string(o, "linkType", link_type_to_string(iface->link_type));
+        r |= set_opt_string(o, "eSwitchMode", eswitch_mode_to_string(iface->eswitch_mode));
+        r |= json_object_set_new(o, "externallyManaged", json_boolean(iface->externally_managed));
+        r |= json_object_set_new(o, "vfGroups", groups);
+        if (r) {
                 json_decref(o);
                 return -ENOMEM;
         }
