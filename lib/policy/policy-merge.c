@@ -98,6 +98,15 @@ static int screen_policy(struct engine *e, size_t i, const struct string_pair *l
                 return r;
         if (r < 0)
                 return set_result(e, i, POLICY_STATUS_INVALID, "%s", why);
+        for (size_t j = 0; j < i; j++) {
+                const struct policy *q = &e->policies[j];
+                if (!q->error && q->name && strcmp(q->name, p->name) == 0 &&
+                    strcmp(q->namespace ? q->namespace : "", p->namespace ? p->namespace : "") == 0)
+                        return set_result(e, i, POLICY_STATUS_INVALID,
+                                          "%s: field metadata.name: duplicate of the policy in %s "
+                                          "(names are unique per namespace)",
+                                          prefix, q->origin ? q->origin : "API");
+        }
         if (strcmp(p->name, "default") == 0)
                 return set_result(e, i, POLICY_STATUS_NOT_SELECTED,
                                   "%s: the policy named \"default\" is deprecated and skipped",
@@ -178,9 +187,12 @@ static int cmp_winner_first(const void *x, const void *y)
         const struct candidate *a = *(const struct candidate *const *)x;
         const struct candidate *b = *(const struct candidate *const *)y;
 
+        int r;
+
         if (a->policy->priority != b->policy->priority)
                 return a->policy->priority < b->policy->priority ? -1 : 1;
-        return strcmp(a->policy->name, b->policy->name);
+        r = strcmp(a->policy->name, b->policy->name);
+        return r ? r : (a->index > b->index) - (a->index < b->index);
 }
 
 /* Upstream's application order: larger priority number first, ties by name ascending. */
@@ -189,9 +201,12 @@ static int cmp_apply_order(const void *x, const void *y)
         const struct candidate *a = *(const struct candidate *const *)x;
         const struct candidate *b = *(const struct candidate *const *)y;
 
+        int r;
+
         if (a->policy->priority != b->policy->priority)
                 return a->policy->priority > b->policy->priority ? -1 : 1;
-        return strcmp(a->policy->name, b->policy->name);
+        r = strcmp(a->policy->name, b->policy->name);
+        return r ? r : (a->index > b->index) - (a->index < b->index);
 }
 
 static int collect_pending(struct engine *e, struct candidate ***ret, size_t *n)

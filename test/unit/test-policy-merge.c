@@ -489,6 +489,23 @@ static void test_mixed_valid_and_invalid(void **state)
         done(&res);
 }
 
+static void test_duplicate_names(void **state)
+{
+        char y[4096] = "";
+        struct result res;
+
+        add_doc(y, sizeof(y), "twice", 40, "first", 2, "{pfNames: [ens1f0]}", NULL);
+        add_doc(y, sizeof(y), "twice", 10, "second", 2, "{pfNames: [ens1f1]}", NULL);
+        run(&res, y);
+        assert_int_equal(res.report.results[0].status, POLICY_STATUS_APPLIED);
+        assert_int_equal(res.report.results[1].status, POLICY_STATUS_INVALID);
+        assert_non_null(strstr(res.report.results[1].reason,
+                               "t.yaml document 2: policy twice: field metadata.name: duplicate "
+                               "of the policy in t.yaml document 1"));
+        assert_int_equal(res.desired.n_interfaces, 1);
+        done(&res);
+}
+
 static void test_policy_selects_pf_api(void **state)
 {
         struct inventory inv;
@@ -528,6 +545,7 @@ int main(void)
                 cmocka_unit_test(test_node_checks),
                 cmocka_unit_test(test_switchdev_without_eswitch),
                 cmocka_unit_test(test_mixed_valid_and_invalid),
+                cmocka_unit_test(test_duplicate_names),
                 cmocka_unit_test(test_policy_selects_pf_api),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
