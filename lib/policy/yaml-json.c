@@ -185,7 +185,9 @@ static int node_to_json(struct convert_ctx *ctx, const yaml_node_t *node, unsign
         switch (node->type) {
         case YAML_SCALAR_NODE:
                 *ret = scalar_to_json(node);
-                return *ret ? 0 : fail(ctx, node, "scalar contains a NUL character or is not valid UTF-8");
+                return *ret ? 0
+                            : fail(ctx, node,
+                                   "scalar contains a NUL character or is not valid UTF-8");
         case YAML_SEQUENCE_NODE:
                 return sequence_to_json(ctx, node, depth, ret);
         case YAML_MAPPING_NODE:
