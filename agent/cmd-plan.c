@@ -4,35 +4,32 @@
  * the desired state and the plan, and prints all of it. Writes nothing anywhere.
  * Exit status: 0 when every policy is valid, 2 when any is invalid or conflicting or the plan
  * reports a problem (the plan of the valid ones is still printed), 1 on other errors. */
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "commands.h"
 #include "host/discover.h"
 #include "model/desired-json.h"
 #include "plan/applied-store.h"
 #include "plan/plan.h"
+#include "policy/node-labels.h"
+#include "policy/policy-files.h"
 #include "policy/policy-merge.h"
 #include "policy/policy.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
 
-#define POLICY_FILE_MAX_SIZE (16 * 1024 * 1024)
-#define MAX_POLICY_PATHS     64
-#define MAX_LABELS           128
+#define MAX_POLICY_PATHS 64
 
 struct plan_args {
         const char *paths[MAX_POLICY_PATHS];
         size_t n_paths;
-        struct string_pair labels[MAX_LABELS];
+        struct string_pair *labels;
         size_t n_labels;
-        char *labels_buf;
         const char *node_name;
         const char *sysfs_root;
         const char *state_dir;
@@ -52,44 +49,6 @@ static void print_usage(FILE *f)
                    "  -o, --output json|text output format (default text)\n\n"
                    "Exit status: 0 all policies valid, 2 a policy is invalid or conflicting,\n"
                    "1 other errors.\n");
-}
-
-static int add_label(struct plan_args *a, char *key, char *value)
-{
-        for (size_t i = 0; i < a->n_labels; i++)
-                if (strcmp(a->labels[i].key, key) == 0) {
-                        a->labels[i].value = value;
-                        return 0;
-                }
-        if (a->n_labels >= MAX_LABELS)
-                return -E2BIG;
-        a->labels[a->n_labels++] = (struct string_pair){ .key = key, .value = value };
-        return 0;
-}
-
-static int parse_labels(struct plan_args *a, const char *text)
-{
-        char *save = NULL, *item;
-
-        free(a->labels_buf);
-        a->n_labels = 0;
-        a->labels_buf = strdup(text);
-        if (!a->labels_buf)
-                return -ENOMEM;
-        for (item = strtok_r(a->labels_buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-                char *eq = strchr(item, '=');
-                if (!eq || eq == item) {
-                        fprintf(stderr,
-                                "sriov-agent plan: --node-labels: \"%s\" is not key=value\n", item);
-                        return -EINVAL;
-                }
-                *eq = '\0';
-                if (add_label(a, item, eq + 1) < 0) {
-                        fprintf(stderr, "sriov-agent plan: --node-labels: too many labels\n");
-                        return -E2BIG;
-                }
-        }
-        return 0;
 }
 
 static int parse_args(int argc, char **argv, struct plan_args *a)
@@ -153,71 +112,25 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
                 fprintf(stderr, "sriov-agent plan: --policies PATH is required\n");
                 return -EINVAL;
         }
-        if (labels && parse_labels(a, labels) < 0)
-                return -EINVAL;
-        if (a->node_name && add_label(a, "kubernetes.io/hostname", (char *)a->node_name) < 0)
+        if (labels) {
+                _cleanup_free_ char *error = NULL;
+                int r = node_labels_parse(labels, &a->labels, &a->n_labels, &error);
+                if (r < 0) {
+                        fprintf(stderr, "sriov-agent plan: --node-labels: %s\n",
+                                error ? error : strerror(-r));
+                        return -EINVAL;
+                }
+        }
+        if (a->node_name &&
+            node_labels_set(&a->labels, &a->n_labels, "kubernetes.io/hostname", a->node_name) < 0)
                 return -E2BIG;
         return 0;
-}
-
-static int load_file(struct policy_list *list, const char *path)
-{
-        _cleanup_free_ char *data = NULL;
-        size_t size;
-        int r = read_full_file(path, POLICY_FILE_MAX_SIZE, &data, &size);
-
-        if (r < 0)
-                return log_error_errno(r, "cannot read policy file %s: %s", path, strerror(-r));
-        r = policy_list_add_buffer(list, path, data, size);
-        return r < 0 ? log_error_errno(r, "%s: out of memory", path) : 0;
-}
-
-static bool is_policy_file_name(const char *name)
-{
-        static const char *const exts[] = { ".yaml", ".yml", ".json" };
-        size_t len = strlen(name);
-
-        if (name[0] == '.')
-                return false;
-        for (size_t i = 0; i < ELEMENTSOF(exts); i++) {
-                size_t n = strlen(exts[i]);
-                if (len > n && strcmp(name + len - n, exts[i]) == 0)
-                        return true;
-        }
-        return false;
-}
-
-static int load_dir(struct policy_list *list, const char *dir)
-{
-        struct dirent **names = NULL;
-        int n = scandir(dir, &names, NULL, alphasort), r = 0;
-
-        if (n < 0)
-                return log_error_errno(negative_errno(), "cannot list %s: %s", dir,
-                                       strerror(errno));
-        for (int i = 0; i < n; i++) {
-                char path[4096];
-                if (r >= 0 && is_policy_file_name(names[i]->d_name)) {
-                        r = path_printf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
-                        if (r >= 0)
-                                r = load_file(list, path);
-                }
-                free(names[i]);
-        }
-        free(names);
-        return r;
 }
 
 static int load_policies(const struct plan_args *a, struct policy_list *list)
 {
         for (size_t i = 0; i < a->n_paths; i++) {
-                struct stat st;
-                int r;
-                if (stat(a->paths[i], &st) < 0)
-                        return log_error_errno(negative_errno(), "--policies %s: %s", a->paths[i],
-                                               strerror(errno));
-                r = S_ISDIR(st.st_mode) ? load_dir(list, a->paths[i])
-                                        : load_file(list, a->paths[i]);
+                int r = policy_list_load_path(list, a->paths[i]);
                 if (r < 0)
                         return r;
         }
@@ -406,6 +319,6 @@ int cmd_plan(int argc, char **argv)
                 r = run(&a);
         else
                 r = r > 0 ? 0 : 1;
-        free(a.labels_buf);
+        node_labels_free(a.labels, a.n_labels);
         return r;
 }
