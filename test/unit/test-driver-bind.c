@@ -42,6 +42,7 @@ struct fake_kernel {
         pthread_mutex_t lock;
         char log[512]; /* "override=vfio-pci;unbind igbvf;probe;override=;" */
         atomic_bool stop;
+        atomic_bool ready; /* watches in place */
         pthread_t thread;
 };
 
@@ -167,6 +168,7 @@ static void *fake_kernel_run(void *userdata)
         k->wd[W_UNBIND_IGBVF] = inotify_add_watch(fd, path, IN_CLOSE_WRITE);
         PATHF(path, "%s/bus/pci/drivers/vfio-pci", k->root);
         k->wd[W_UNBIND_VFIO] = inotify_add_watch(fd, path, IN_CLOSE_WRITE); /* may be absent */
+        atomic_store(&k->ready, true);
 
         while (!atomic_load(&k->stop)) {
                 struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -248,7 +250,8 @@ static struct fake_kernel *fake_kernel_new(const char *bound_to, bool iommu, boo
         }
 
         assert_int_equal(pthread_create(&k->thread, NULL, fake_kernel_run, k), 0);
-        msleep(20); /* let the watches be in place */
+        while (!atomic_load(&k->ready))
+                msleep(1);
         return k;
 }
 
@@ -381,7 +384,7 @@ static void test_unbound_vf_gets_bound(void **state)
 static void test_probe_accepted_but_nothing_bound(void **state)
 {
         struct fake_kernel *k = fake_kernel_new("igbvf", true, true);
-        struct bind_options o = { .sysfs_root = k->root, .timeout_ms = 200 };
+        struct bind_options o = { .sysfs_root = k->root, .timeout_ms = 1000 };
         k->probe_binds = false;
         int saved;
         char *path = capture_stderr_begin(&saved);
@@ -400,7 +403,7 @@ static void test_probe_accepted_but_nothing_bound(void **state)
 static void test_vfio_failure_falls_back_to_default(void **state)
 {
         struct fake_kernel *k = fake_kernel_new("igbvf", true, true);
-        struct bind_options o = { .sysfs_root = k->root, .timeout_ms = 200 };
+        struct bind_options o = { .sysfs_root = k->root, .timeout_ms = 1000 };
         strcpy(k->refuse, "vfio-pci"); /* as vfio-pci's probe fails without a usable IOMMU */
         assert_int_equal(host_bind_vf_driver(&o, VF, "vfio-pci"), -ENODATA);
         /* the VF is usable again: back on its default driver, no override left */

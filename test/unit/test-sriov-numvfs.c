@@ -43,6 +43,7 @@ struct fake_kernel {
         int writes[16];
         atomic_int n_writes;
         atomic_bool stop;
+        atomic_bool ready; /* watches in place */
         pthread_t thread;
 };
 
@@ -126,6 +127,7 @@ static void *fake_kernel_run(void *userdata)
         int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
         assert_true(fd >= 0);
         assert_true(inotify_add_watch(fd, k->pf_dir, IN_CLOSE_WRITE) >= 0);
+        atomic_store(&k->ready, true);
 
         while (!atomic_load(&k->stop)) {
                 struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -203,7 +205,8 @@ static struct fake_kernel *fake_kernel_new(int total, int current)
 static void fake_kernel_start(struct fake_kernel *k)
 {
         assert_int_equal(pthread_create(&k->thread, NULL, fake_kernel_run, k), 0);
-        msleep(20); /* let the watch be in place */
+        while (!atomic_load(&k->ready))
+                msleep(1);
 }
 
 static void fake_kernel_free(struct fake_kernel *k)
