@@ -34,14 +34,16 @@ struct fake_kernel {
         char pf_dir[PATH_MAX];
         char devices_dir[PATH_MAX];
         /* behaviour */
-        bool create_links; /* false: a write is accepted but no VF ever appears */
-        bool bind_driver;  /* create a driver link for each VF */
-        bool wrong_physfn; /* physfn points at another device */
-        int delay_ms;      /* before each VF appears */
+        bool create_links;           /* false: a write is accepted but no VF ever appears */
+        bool bind_driver;            /* create a driver link for each VF */
+        bool wrong_physfn;           /* physfn points at another device */
+        int delay_ms;                /* before each VF appears */
+        const char *driver_override; /* what new VFs show in driver_override */
         /* record */
         int writes[16];
         atomic_int n_writes;
         atomic_bool stop;
+        atomic_bool ready; /* watches in place */
         pthread_t thread;
 };
 
@@ -103,7 +105,8 @@ static void create_vfs(struct fake_kernel *k, int n)
                 vf_addr(i, addr, sizeof(addr));
                 PATHF(path, "%s/%s", k->devices_dir, addr);
                 mkdir(path, 0755);
-                put_file(path, "driver_override", "(null)\n");
+                put_file(path, "driver_override",
+                         k->driver_override ? k->driver_override : "(null)\n");
                 PATHF(path, "%s/%s/physfn", k->devices_dir, addr);
                 (void)!symlink(k->wrong_physfn ? "../0000:02:00.0" : "../" PF, path);
                 PATHF(path, "%s/virtfn%d", k->pf_dir, i);
@@ -124,6 +127,7 @@ static void *fake_kernel_run(void *userdata)
         int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
         assert_true(fd >= 0);
         assert_true(inotify_add_watch(fd, k->pf_dir, IN_CLOSE_WRITE) >= 0);
+        atomic_store(&k->ready, true);
 
         while (!atomic_load(&k->stop)) {
                 struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -202,7 +206,8 @@ static struct fake_kernel *fake_kernel_new(int total, int current)
 static void fake_kernel_start(struct fake_kernel *k)
 {
         assert_int_equal(pthread_create(&k->thread, NULL, fake_kernel_run, k), 0);
-        msleep(20); /* let the watch be in place */
+        while (!atomic_load(&k->ready))
+                msleep(1);
 }
 
 static void fake_kernel_free(struct fake_kernel *k)
@@ -375,6 +380,36 @@ static void test_autoprobe_off_needs_no_driver(void **state)
         fake_kernel_free(k);
 }
 
+static void test_override_to_missing_driver_needs_no_driver(void **state)
+{
+        struct fake_kernel *k = fake_kernel_new(7, 0);
+        k->bind_driver = false;
+        k->driver_override = "vfio-pci\n"; /* not loaded: no bus/pci/drivers/vfio-pci */
+        fake_kernel_start(k);
+        struct numvfs_options o = { .sysfs_root = k->root,
+                                    .timeout_ms = 5000,
+                                    .unbound_grace_ms = 4000 };
+        long long t0 = now_ms();
+        assert_int_equal(host_set_num_vfs(&o, PF, 2), 0);
+        assert_true(now_ms() - t0 < 3000);
+        fake_kernel_free(k);
+}
+
+static void test_override_to_loaded_driver_waits(void **state)
+{
+        struct fake_kernel *k = fake_kernel_new(7, 0);
+        k->bind_driver = false;
+        k->driver_override = "igbvf\n"; /* loaded, so a bind may still come: wait the grace */
+        fake_kernel_start(k);
+        struct numvfs_options o = { .sysfs_root = k->root,
+                                    .timeout_ms = 5000,
+                                    .unbound_grace_ms = 300 };
+        long long t0 = now_ms();
+        assert_int_equal(host_set_num_vfs(&o, PF, 2), 0);
+        assert_true(now_ms() - t0 >= 300);
+        fake_kernel_free(k);
+}
+
 static void test_garbled_values(void **state)
 {
         struct fake_kernel *k = fake_kernel_new(7, 0);
@@ -456,6 +491,8 @@ int main(void)
                 cmocka_unit_test(test_waits_for_slow_driver_probe),
                 cmocka_unit_test(test_unbound_vfs_settle_after_grace),
                 cmocka_unit_test(test_autoprobe_off_needs_no_driver),
+                cmocka_unit_test(test_override_to_missing_driver_needs_no_driver),
+                cmocka_unit_test(test_override_to_loaded_driver_waits),
                 cmocka_unit_test(test_garbled_values),
                 cmocka_unit_test(test_hostile_addresses),
                 cmocka_unit_test(test_write_error_is_returned_at_once),
