@@ -315,7 +315,7 @@ static void test_timeout_when_no_vf_appears(void **state)
         assert_int_equal(host_set_num_vfs(&o, PF, 2), -ETIMEDOUT);
         long long took = now_ms() - t0;
         assert_true(took >= 300);
-        assert_true(took < 2000);
+        assert_true(took < 10000); /* bounded: the deadline is honoured, not overshot */
         assert_int_equal(atomic_load(&k->n_writes), 1);
         assert_non_null(strstr(host_numvfs_error_hint(-ETIMEDOUT), "dmesg"));
         fake_kernel_free(k);
@@ -387,11 +387,11 @@ static void test_override_to_missing_driver_needs_no_driver(void **state)
         k->driver_override = "vfio-pci\n"; /* not loaded: no bus/pci/drivers/vfio-pci */
         fake_kernel_start(k);
         struct numvfs_options o = { .sysfs_root = k->root,
-                                    .timeout_ms = 5000,
-                                    .unbound_grace_ms = 4000 };
+                                    .timeout_ms = 120000,
+                                    .unbound_grace_ms = 60000 };
         long long t0 = now_ms();
         assert_int_equal(host_set_num_vfs(&o, PF, 2), 0);
-        assert_true(now_ms() - t0 < 3000);
+        assert_true(now_ms() - t0 < 30000); /* did not sit through the grace */
         fake_kernel_free(k);
 }
 
@@ -460,11 +460,11 @@ static void test_write_error_is_returned_at_once(void **state)
         PATHF(path, "%s/sriov_numvfs", k->pf_dir);
         unlink(path);
         assert_int_equal(symlink("/proc/sys/kernel/ngroups_max", path), 0);
-        struct numvfs_options o = { .sysfs_root = k->root, .timeout_ms = 3000 };
+        struct numvfs_options o = { .sysfs_root = k->root, .timeout_ms = 120000 };
         long long t0 = now_ms();
         int r = host_set_num_vfs(&o, PF, 1);
         assert_true(r == -EACCES || r == -EROFS || r == -EPERM);
-        assert_true(now_ms() - t0 < 1000);
+        assert_true(now_ms() - t0 < 30000); /* returned at once, did not wait for VFs */
         fake_kernel_free(k);
 }
 
