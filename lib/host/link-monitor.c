@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <netlink/attr.h>
 #include <netlink/msg.h>
@@ -16,8 +17,10 @@
 #include <netlink/socket.h>
 
 #include "host/netlink-request.h"
+#include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/names.h"
 
 /* Datagrams read per wake-up: a flood of events must not starve the rest of the loop (the io
  * source is level-triggered and fires again). */
@@ -289,4 +292,46 @@ struct link_monitor *link_monitor_free(struct link_monitor *m)
 unsigned link_monitor_overruns(const struct link_monitor *m)
 {
         return m ? m->overruns : 0;
+}
+
+static bool inventory_knows_netdev(const struct inventory *inv, const char *ifname)
+{
+        if (!inv)
+                return false;
+        if (inventory_find_pf_by_netdev(inv, ifname))
+                return true;
+        for (size_t i = 0; i < inv->n_pfs; i++)
+                for (size_t j = 0; j < inv->pfs[i].n_vfs; j++) {
+                        const struct vf_info *vf = &inv->pfs[i].vfs[j];
+                        for (size_t k = 0; k < vf->n_netdevs; k++)
+                                if (strcmp(vf->netdevs[k].name, ifname) == 0)
+                                        return true;
+                }
+        return false;
+}
+
+static bool netdev_has_device(const char *sysfs_root, const char *ifname)
+{
+        char path[4096];
+        struct stat st;
+
+        if (!sysfs_root ||
+            path_printf(path, sizeof(path), "%s/class/net/%s/device", sysfs_root, ifname) < 0)
+                return false;
+        return stat(path, &st) == 0;
+}
+
+bool link_event_concerns_sriov(const struct link_event *ev, const struct inventory *inventory,
+                               const char *sysfs_root)
+{
+        if (!ev)
+                return false;
+        if (ev->resync)
+                return true;
+        /* the kernel never sends a name like "../x"; a forged one must not become a path */
+        if (!ifname_is_valid(ev->ifname))
+                return false;
+        if (inventory_knows_netdev(inventory, ev->ifname))
+                return true;
+        return ev->kind == LINK_EVENT_NEW && netdev_has_device(sysfs_root, ev->ifname);
 }

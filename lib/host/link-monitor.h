@@ -20,6 +20,8 @@
 
 #include <systemd/sd-event.h>
 
+#include "model/inventory.h"
+
 enum link_event_kind {
         LINK_EVENT_NEW, /* RTM_NEWLINK: a link appeared or changed */
         LINK_EVENT_DEL, /* RTM_DELLINK */
@@ -59,3 +61,11 @@ unsigned link_monitor_overruns(const struct link_monitor *m);
  * Exposed for tests: the monitor calls it for each message it reads. */
 struct nlmsghdr;
 int link_event_parse(const struct nlmsghdr *hdr, size_t len, struct link_event *ret);
+
+/* Whether an event may concern what the agent manages, so that pod veths and bridges churning
+ * on a busy node do not trigger re-plans. True for: resync events; any event about a netdev the
+ * inventory knows (a PF's or a VF's, by name); a new netdev backed by a device
+ * (<sysfs_root>/class/net/<name>/device exists: a VF someone created or rebound by hand, or a
+ * renamed one). inventory may be NULL (nothing known yet); sysfs_root is normally "/sys". */
+bool link_event_concerns_sriov(const struct link_event *ev, const struct inventory *inventory,
+                               const char *sysfs_root);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@
 #include <netlink/route/link/veth.h>
 #include <netlink/socket.h>
 
+#include "fake-inventory.h"
 #include "host/link-monitor.h"
 
 #define DEADLINE_USEC (5 * 1000 * 1000ULL)
@@ -405,6 +407,70 @@ static void test_parse_malformed(void **state)
         nlmsg_free(m);
 }
 
+static struct link_event new_link(enum link_event_kind kind, const char *ifname)
+{
+        struct link_event ev = { .kind = kind, .mtu = 1500, .num_vfs = -1 };
+        snprintf(ev.ifname, sizeof(ev.ifname), "%s", ifname);
+        return ev;
+}
+
+/* A busy node: pod veths come and go; only SR-IOV netdevs may trigger a re-plan. The sysfs is
+ * a temp dir: ens9v0 has a device link (a VF created by hand), veth1234 has none. */
+static void test_concerns_sriov(void **state)
+{
+        char root[] = "/tmp/test-link-monitor-XXXXXX", path[512];
+        struct inventory inv = { 0 };
+        struct link_event ev;
+
+        assert_non_null(mkdtemp(root));
+        snprintf(path, sizeof(path), "%s/class", root);
+        assert_int_equal(mkdir(path, 0755), 0);
+        snprintf(path, sizeof(path), "%s/class/net", root);
+        assert_int_equal(mkdir(path, 0755), 0);
+        snprintf(path, sizeof(path), "%s/class/net/ens9v0", root);
+        assert_int_equal(mkdir(path, 0755), 0);
+        snprintf(path, sizeof(path), "%s/class/net/veth1234", root);
+        assert_int_equal(mkdir(path, 0755), 0);
+        snprintf(path, sizeof(path), "%s/pci-fn", root);
+        assert_int_equal(mkdir(path, 0755), 0);
+        snprintf(path, sizeof(path), "%s/class/net/ens9v0/device", root);
+        assert_int_equal(symlink("../../../pci-fn", path), 0);
+        fake_add_pf(&inv, "0000:3b:00.0", "ens1f0", 0x8086, 0x1592, 8, 2, 1500, "iavf");
+
+        ev = (struct link_event){ .resync = true };
+        assert_true(link_event_concerns_sriov(&ev, NULL, root));
+        ev = new_link(LINK_EVENT_NEW, "ens1f0"); /* the PF: someone changed its MTU */
+        assert_true(link_event_concerns_sriov(&ev, &inv, root));
+        ev = new_link(LINK_EVENT_DEL, "ens1f0v1"); /* a VF netdev vanished: numvfs reset */
+        assert_true(link_event_concerns_sriov(&ev, &inv, root));
+        ev = new_link(LINK_EVENT_NEW, "ens9v0"); /* unknown but backed by a device */
+        assert_true(link_event_concerns_sriov(&ev, &inv, root));
+        assert_true(link_event_concerns_sriov(&ev, NULL, root));
+        ev = new_link(LINK_EVENT_DEL, "ens9v0"); /* gone, and never ours */
+        assert_false(link_event_concerns_sriov(&ev, &inv, root));
+        ev = new_link(LINK_EVENT_NEW, "veth1234"); /* a pod's veth */
+        assert_false(link_event_concerns_sriov(&ev, &inv, root));
+        ev = new_link(LINK_EVENT_DEL, "veth1234");
+        assert_false(link_event_concerns_sriov(&ev, &inv, root));
+        const char *hostile[] = { "", "..", "../pci-fn", "a/b" };
+        for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
+                ev = new_link(LINK_EVENT_NEW, hostile[i]);
+                assert_false(link_event_concerns_sriov(&ev, &inv, root));
+        }
+        assert_false(link_event_concerns_sriov(NULL, &inv, root));
+
+        snprintf(path, sizeof(path), "%s/class/net/ens9v0/device", root);
+        assert_int_equal(unlink(path), 0);
+        const char *dirs[] = { "class/net/ens9v0", "class/net/veth1234",
+                               "class/net",        "class",
+                               "pci-fn",           "" };
+        for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+                snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
+                assert_int_equal(rmdir(path), 0);
+        }
+        inventory_done(&inv);
+}
+
 static int run_all_tests(void)
 {
         const struct CMUnitTest tests[] = {
@@ -414,6 +480,7 @@ static int run_all_tests(void)
                 cmocka_unit_test(test_bad_arguments),
                 cmocka_unit_test(test_parse_complete_message),
                 cmocka_unit_test(test_parse_malformed),
+                cmocka_unit_test(test_concerns_sriov),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
