@@ -101,9 +101,11 @@ static int read_vf(const struct discover_scan *scan, int pf_fd, const struct pf_
                                            fd == -ENOENT ? "VF directory is missing"
                                                          : strerror(-fd));
 
+        /* The kernel sets a VF's ids from its PF (vendor, sriov_vf_device) rather than from
+         * config space, so reading them back per VF would cost six calls to learn nothing. */
+        vf->vendor = pf->vendor;
+        vf->device = pf->vf_device;
         r = check_physfn(fd, pf, vf);
-        if (r >= 0)
-                r = pci_function_read_ids(fd, &vf->vendor, &vf->device, &vf->error);
         if (r >= 0)
                 r = pci_function_read_driver(fd, vf->driver, &vf->error);
         if (r >= 0)
