@@ -408,7 +408,12 @@ def main():
     profile = args.profile or ("seed" if not args.pf and not args.scale else "none")
     specs = list(PROFILES[profile])
     for pf in args.pf:
-        specs = [s for s in specs if s[1] != pf[1]] + [pf]
+        # A replaced profile PF keeps its place, so it keeps its PCI address.
+        names = [s[1] for s in specs]
+        if pf[1] in names:
+            specs[names.index(pf[1])] = pf
+        else:
+            specs.append(pf)
     if args.scale:
         specs += args.scale
     rxe = PROFILE_RXE[profile] if args.rxe is None else [
