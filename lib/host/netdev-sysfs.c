@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "host/device-error.h"
+#include "host/printable.h"
 #include "host/sysfs-at.h"
 #include "util/fileio.h"
 #include "util/macro.h"

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "host/device-error.h"
+#include "host/printable.h"
 #include "host/netdev-sysfs.h"
 #include "host/sysfs-at.h"
 #include "util/fileio.h"

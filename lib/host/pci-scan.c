@@ -13,9 +13,10 @@
 #include <unistd.h>
 
 #include "host/device-error.h"
+#include "host/printable.h"
 #include "host/discover.h"
 #include "host/pci-function.h"
-#include "host/rdma-verbs.h"
+#include "host/discover-kernel.h"
 #include "host/sysfs-at.h"
 #include "util/fileio.h"
 #include "util/log.h"
@@ -252,9 +253,7 @@ int host_discover(const struct discover_options *opts, struct inventory *ret)
         if (r >= 0)
                 r = scan_pfs(&scan, &inv);
         if (r >= 0 && opts && opts->query_kernel)
-                rdma_verbs_query_ports(&inv); /* best effort: sysfs values stay otherwise */
-        /* The VFs' admin VLAN comes from the PF's IFLA_VFINFO_LIST (netlink); until that reader
-         * fills vf_info.vlan here under query_kernel, it stays -1 ("unknown"). */
+                discover_query_kernel(&inv); /* VLANs, eswitch mode, verbs port attributes */
         rdma_scan_done(&scan.rdma);
         pci_names_free(scan.names);
         if (r < 0) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "host/device-error.h"
+#include "host/printable.h"
 #include "host/pci-function.h"
 #include "host/sysfs-at.h"
 #include "util/fileio.h"
