@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include "host/device-error.h"
-#include "host/printable.h"
+#include "host/discover-kernel.h"
 #include "host/discover.h"
 #include "host/pci-function.h"
-#include "host/discover-kernel.h"
+#include "host/printable.h"
 #include "host/sysfs-at.h"
 #include "util/fileio.h"
 #include "util/log.h"
@@ -144,8 +144,8 @@ static int read_pf(const struct discover_scan *scan, const char *addr, struct pf
         if (r >= 0)
                 r = read_sriov_counts(fd, pf);
         if (r >= 0)
-                r = pci_function_read_net_rdma(scan, fd, &pf->netdevs, &pf->n_netdevs, &pf->rdma,
-                                               &pf->n_rdma, &pf->error);
+                r = pci_function_read_net_rdma(scan, fd, false, &pf->netdevs, &pf->n_netdevs,
+                                               &pf->rdma, &pf->n_rdma, &pf->error);
         if (r >= 0)
                 r = sriov_read_vfs(scan, fd, pf);
         return r;

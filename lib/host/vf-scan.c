@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "host/device-error.h"
-#include "host/printable.h"
 #include "host/pci-function.h"
+#include "host/printable.h"
 #include "host/sysfs-at.h"
 #include "util/fileio.h"
 #include "util/macro.h"
@@ -114,8 +114,8 @@ static int read_vf(const struct discover_scan *scan, int pf_fd, const struct pf_
         if (r >= 0)
                 r = pci_function_read_iommu_group(fd, &vf->iommu_group, &vf->error);
         if (r >= 0)
-                r = pci_function_read_net_rdma(scan, fd, &vf->netdevs, &vf->n_netdevs, &vf->rdma,
-                                               &vf->n_rdma, &vf->error);
+                r = pci_function_read_net_rdma(scan, fd, true, &vf->netdevs, &vf->n_netdevs,
+                                               &vf->rdma, &vf->n_rdma, &vf->error);
         return r;
 }
 
