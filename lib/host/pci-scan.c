@@ -95,7 +95,7 @@ static int read_sriov_counts(int fd, struct pf_info *pf)
                                         r == -EINVAL ? "not a number" : strerror(-r)) < 0)
                         return -ENOMEM;
         }
-        char buf[32], shown[40];
+        char buf[32] = "", shown[40];
         r = sysfs_read_line_at(fd, "sriov_numvfs", buf, sizeof(buf));
         if (r >= 0)
                 r = parse_int(buf, &pf->num_vfs);
