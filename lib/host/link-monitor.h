@@ -53,7 +53,8 @@ int link_monitor_new(sd_event *event, size_t rcvbuf, link_event_fn callback, voi
                      struct link_monitor **ret);
 /* Detaches from the loop and closes the socket. NULL is fine. Returns NULL. */
 struct link_monitor *link_monitor_free(struct link_monitor *m);
-/* How many times the kernel reported lost messages since the monitor was created. */
+/* How many resync events were delivered: lost messages (ENOBUFS), dropped oversized
+ * messages, or a socket failure (after which the monitor stops listening). */
 unsigned link_monitor_overruns(const struct link_monitor *m);
 
 /* Parses one RTM_NEWLINK/RTM_DELLINK message of `len` bytes (the netlink header included).
