@@ -28,6 +28,14 @@ out_has "iproute2: VF 0 spoof checking off" 'vf 0 .*spoof checking off'
 out_has "iproute2: VF 0 trust on" 'vf 0 .*trust on'
 out_has "iproute2: VF 1 untouched (spoof checking on)" 'vf 1 .*spoof checking on'
 
+run_ok "discover -o json" "$AGENT" discover -o json
+export VF0_PCI="$vf0"
+jq_checks "discovery reports VF 0's VLAN 10 (read from the kernel)" \
+    '[.interfaces[0].Vfs[] | select(.pciAddress == $ENV.VF0_PCI)][0].Vlan == 10' \
+    "discovery reports the PF MTU 9000" '.interfaces[0].mtu == 9000' \
+    "discovery reports VF 0's MTU 4000" \
+    '[.interfaces[0].Vfs[] | select(.pciAddress == $ENV.VF0_PCI)][0].mtu == 4000'
+
 run_ok "vf-list $pf" "$AGENT" debug vf-list "$pf"
 out_has "vf-list shows VF 0's settings" \
     '^vf 0 mac 02:00:00:00:00:11 vlan 10 trust on spoofchk off link-state [a-z]+$'
