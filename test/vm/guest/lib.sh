@@ -4,7 +4,7 @@
 #
 # Steps that run a command (stdout -> $OUT, stderr -> $ERR, killed after $STEP_TIMEOUT s):
 #   run_ok DESC CMD...        CMD must exit 0
-#   run_fails DESC CMD...     CMD must exit non-zero (a time-out is not a failure exit)
+#   run_fails DESC CMD...     CMD must fail cleanly: exit 1..125, not a crash or time-out
 # Checks on the last command's output:
 #   out_has / out_lacks / err_has DESC ERE     (grep -E, case-insensitive)
 #   jq_ok DESC [--arg N V...] FILTER           jq -e FILTER on $OUT must be true
@@ -67,10 +67,13 @@ run_fails() {
     shift
     _run "$@"
     rc=$?
+    # a refusal is a clean error exit: a crash, a time-out or a missing program is not one
     case $rc in
         0) fail "$desc" "command: $*" "exit status 0, expected a failure" ;;
-        124 | 137 | 143) fail "$desc" "command: $*" "timed out after ${STEP_TIMEOUT}s" ;;
+        124 | 143) fail "$desc" "command: $*" "timed out after ${STEP_TIMEOUT}s" ;;
+        126 | 127) fail "$desc" "command: $*" "could not be run (exit $rc)" ;;
     esac
+    [ "$rc" -lt 128 ] || fail "$desc" "command: $*" "killed by signal $((rc - 128))"
     ok "$desc (exit $rc)"
 }
 
