@@ -1,7 +1,7 @@
 # Scenario 4: MTU and VF attributes through the agent's netlink code: PF MTU 9000 and a VF
 # MTU; VF MAC, trust, spoofchk and VLAN; VF link state is "not supported" on igb and does not
 # stop the other attributes. Each result is checked with iproute2 (independent of the agent)
-# and with the agent's own vf-list.
+# and with the agent's own vf-list. devlink (igb has none) must answer "not supported".
 
 pf=$(netdev_of $IGB_PF)
 run_ok "link-up $pf" "$AGENT" debug link-up "$pf"
@@ -58,3 +58,7 @@ run_fails "vf-set on VF 5 (only 2 exist) is refused" "$AGENT" debug vf-set "$pf"
 run_fails "vf-set with a malformed MAC is refused" "$AGENT" debug vf-set "$pf" 0 mac 02:00:00:00:00
 run_fails "vf-set with VLAN 4096 (out of 802.1Q range) is refused" "$AGENT" debug vf-set "$pf" 0 vlan 4096
 run_fails "set-mtu on a missing interface is refused" "$AGENT" debug set-mtu nosuchif0 1500
+
+# igb does not register with devlink: the kernel's devlink family answers, the device is unknown
+run_ok "devlink query of the igb PF answers cleanly" "$AGENT" debug devlink $IGB_PF
+out_has "eswitch mode is reported as not supported" '^eswitch-mode: not supported'
