@@ -1,0 +1,148 @@
+#include "deviceplugin/grpc-conn.h"
+
+#include <errno.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+static int on_defer(sd_event_source *s, void *userdata)
+{
+        struct grpc_conn *c = userdata;
+        sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        if (c->on_dead)
+                c->on_dead(c, c->userdata); /* may free c */
+        return 0;
+}
+
+void grpc_conn_kill(struct grpc_conn *c)
+{
+        if (c->dead)
+                return;
+        c->dead = true;
+        if (c->io)
+                sd_event_source_set_enabled(c->io, SD_EVENT_OFF);
+        if (c->defer)
+                sd_event_source_set_enabled(c->defer, SD_EVENT_ONESHOT);
+}
+
+static void update_events(struct grpc_conn *c)
+{
+        if (c->dead)
+                return;
+        if (!nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session) &&
+            c->n_pending == 0) {
+                grpc_conn_kill(c); /* both sides finished, e.g. after GOAWAY */
+                return;
+        }
+        uint32_t events = EPOLLIN | EPOLLRDHUP;
+        if (c->n_pending > 0)
+                events |= EPOLLOUT;
+        sd_event_source_set_io_events(c->io, events);
+}
+
+int grpc_conn_flush(struct grpc_conn *c)
+{
+        if (c->dead)
+                return -ECONNRESET;
+        if (c->in_recv)
+                return 0; /* on_io flushes once mem_recv returned */
+        for (;;) {
+                if (c->n_pending == 0) {
+                        const uint8_t *data;
+                        ssize_t n = nghttp2_session_mem_send(c->session, &data);
+                        if (n < 0) {
+                                log_debug("grpc: nghttp2 send failed: %s", nghttp2_strerror((int)n));
+                                grpc_conn_kill(c);
+                                return -EPROTO;
+                        }
+                        if (n == 0)
+                                break;
+                        c->pending = data;
+                        c->n_pending = (size_t)n;
+                }
+                ssize_t w = send(c->fd, c->pending, c->n_pending, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (w < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                break;
+                        int r = -errno;
+                        grpc_conn_kill(c);
+                        return r;
+                }
+                c->pending += w;
+                c->n_pending -= (size_t)w;
+        }
+        update_events(c);
+        return 0;
+}
+
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        struct grpc_conn *c = userdata;
+
+        if (revents & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+                uint8_t buf[16384];
+                for (;;) {
+                        ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+                        if (n < 0) {
+                                if (errno == EAGAIN || errno == EINTR)
+                                        break;
+                                grpc_conn_kill(c);
+                                return 0;
+                        }
+                        if (n == 0) { /* peer closed */
+                                grpc_conn_kill(c);
+                                return 0;
+                        }
+                        c->in_recv = true;
+                        ssize_t k = nghttp2_session_mem_recv(c->session, buf, (size_t)n);
+                        c->in_recv = false;
+                        if (k < 0) {
+                                log_debug("grpc: dropping connection: %s",
+                                          nghttp2_strerror((int)k));
+                                /* Let nghttp2 send its GOAWAY if it queued one, then drop. */
+                                (void)grpc_conn_flush(c);
+                                grpc_conn_kill(c);
+                                return 0;
+                        }
+                        if (c->dead)
+                                return 0;
+                        if ((size_t)n < sizeof(buf))
+                                break;
+                }
+        }
+        (void)grpc_conn_flush(c);
+        return 0;
+}
+
+int grpc_conn_init(struct grpc_conn *c, sd_event *event, int fd, nghttp2_session *session,
+                   grpc_conn_dead_fn on_dead, void *userdata)
+{
+        *c = (struct grpc_conn){ .fd = fd, .session = session, .on_dead = on_dead,
+                                 .userdata = userdata };
+        int r = sd_event_add_io(event, &c->io, fd, EPOLLIN | EPOLLRDHUP, on_io, c);
+        if (r < 0)
+                goto fail;
+        r = sd_event_add_defer(event, &c->defer, on_defer, c);
+        if (r < 0)
+                goto fail;
+        sd_event_source_set_enabled(c->defer, SD_EVENT_OFF);
+        return 0;
+fail:
+        grpc_conn_done(c);
+        return r;
+}
+
+void grpc_conn_done(struct grpc_conn *c)
+{
+        c->io = sd_event_source_disable_unref(c->io);
+        c->defer = sd_event_source_disable_unref(c->defer);
+        if (c->session) {
+                nghttp2_session_del(c->session);
+                c->session = NULL;
+        }
+        if (c->fd >= 0)
+                close(c->fd);
+        c->fd = -1;
+}

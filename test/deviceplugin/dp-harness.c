@@ -1,0 +1,216 @@
+/* dp-harness: serves the device-plugin pools of a (generated) node for the integration tests.
+ *
+ *   dp-harness --sysfs-root DIR --desired FILE.json --kubelet-dir DIR --devinfo-dir DIR
+ *              [--resource-prefix P] [--rdma-shared-config FILE] [--vhost-net RES]...
+ *              [--exclude-topology RES]...
+ *
+ * Discovers the tree, builds SR-IOV pools from the desired state (the desired-state JSON of
+ * lib/model/desired-json.h; needVhostNet/excludeTopology are not part of that JSON, so they are
+ * set per resourceName with the flags above) and whole-card RDMA pools from the config, and
+ * serves them with the plugin manager. Commands on stdin, one per line: "rescan" (discover
+ * again and update the pools), "shutdown" (graceful stop: Unhealthy first). Prints "ready" and
+ * "rescanned" on stdout when the pools are applied. SIGTERM also stops gracefully. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <systemd/sd-event.h>
+
+#include "deviceplugin/manager.h"
+#include "deviceplugin/rdma-shared-config.h"
+#include "host/discover.h"
+#include "model/desired-json.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+struct harness {
+        const char *sysfs_root, *desired_path, *rdma_config_path, *prefix;
+        char **vhost, **notopo;
+        size_t n_vhost, n_notopo;
+        struct dp_manager_options opts;
+        struct dp_manager *manager;
+        sd_event *event;
+        char line[256];
+        size_t line_len;
+};
+
+static void apply_flags(struct harness *h, struct desired_state *d)
+{
+        for (size_t i = 0; i < d->n_interfaces; i++)
+                for (size_t j = 0; j < d->interfaces[i].n_groups; j++) {
+                        struct vf_group *g = &d->interfaces[i].groups[j];
+                        if (strv_contains(h->vhost, h->n_vhost, g->resource_name))
+                                g->need_vhost_net = true;
+                        if (strv_contains(h->notopo, h->n_notopo, g->resource_name))
+                                g->exclude_topology = true;
+                }
+}
+
+static int load_desired(struct harness *h, struct desired_state *ret)
+{
+        json_error_t jerr;
+        json_t *root = json_load_file(h->desired_path, 0, &jerr);
+        if (!root)
+                return log_error_errno(EINVAL, "%s: %s", h->desired_path, jerr.text);
+        _cleanup_free_ char *error = NULL;
+        int r = desired_state_from_json(root, ret, &error);
+        json_decref(root);
+        if (r < 0)
+                return log_error_errno(r, "%s: %s", h->desired_path, error ?: "invalid");
+        apply_flags(h, ret);
+        return 0;
+}
+
+static int build_pools(struct harness *h, struct dp_pool_set *ret)
+{
+        struct inventory inv = { 0 };
+        struct desired_state desired = { 0 };
+        struct dp_pool_set sriov = { 0 }, rdma = { 0 };
+        struct rdma_shared_config rc = { 0 };
+        const struct discover_options dopts = { .sysfs_root = h->sysfs_root };
+        int r = host_discover(&dopts, &inv);
+        if (r < 0)
+                goto out;
+        if (h->desired_path) {
+                r = load_desired(h, &desired);
+                if (r < 0)
+                        goto out;
+        }
+        r = dp_pools_from_desired(&desired, &inv, h->prefix, &sriov);
+        if (r < 0)
+                goto out;
+        if (h->rdma_config_path) {
+                r = rdma_shared_config_load(h->rdma_config_path, &rc);
+                if (r < 0)
+                        goto out;
+                r = dp_pools_from_rdma_shared(&rc, &inv, &rdma);
+                if (r < 0)
+                        goto out;
+        }
+        r = dp_pool_set_take(ret, &sriov);
+        if (r >= 0)
+                r = dp_pool_set_take(ret, &rdma);
+out:
+        rdma_shared_config_done(&rc);
+        dp_pool_set_done(&sriov);
+        dp_pool_set_done(&rdma);
+        desired_state_done(&desired);
+        inventory_done(&inv);
+        return r;
+}
+
+static int rescan(struct harness *h)
+{
+        struct dp_pool_set pools = { 0 };
+        int r = build_pools(h, &pools);
+        if (r >= 0)
+                r = dp_manager_set_pools(h->manager, &pools);
+        dp_pool_set_done(&pools);
+        return r;
+}
+
+static void stop(struct harness *h)
+{
+        dp_manager_shutdown(h->manager);
+        sd_event_exit(h->event, 0);
+}
+
+static void command(struct harness *h, const char *cmd)
+{
+        if (strcmp(cmd, "rescan") == 0) {
+                int r = rescan(h);
+                printf(r < 0 ? "rescan-failed\n" : "rescanned\n");
+                fflush(stdout);
+        } else if (strcmp(cmd, "shutdown") == 0)
+                stop(h);
+        else if (cmd[0])
+                log_warning("dp-harness: unknown command \"%s\"", cmd);
+}
+
+static int on_stdin(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        struct harness *h = userdata;
+        char buf[256];
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n <= 0) {
+                sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                stop(h);
+                return 0;
+        }
+        for (ssize_t i = 0; i < n; i++) {
+                if (buf[i] == '\n') {
+                        h->line[h->line_len] = 0;
+                        h->line_len = 0;
+                        command(h, h->line);
+                } else if (h->line_len < sizeof(h->line) - 1)
+                        h->line[h->line_len++] = buf[i];
+        }
+        return 0;
+}
+
+static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+        stop(userdata);
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        struct harness h = { .sysfs_root = "/sys" };
+        static const struct option options[] = {
+                { "sysfs-root", required_argument, NULL, 's' },
+                { "desired", required_argument, NULL, 'd' },
+                { "kubelet-dir", required_argument, NULL, 'k' },
+                { "devinfo-dir", required_argument, NULL, 'i' },
+                { "resource-prefix", required_argument, NULL, 'p' },
+                { "rdma-shared-config", required_argument, NULL, 'r' },
+                { "vhost-net", required_argument, NULL, 'v' },
+                { "exclude-topology", required_argument, NULL, 't' },
+                {},
+        };
+        int c, r;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+                switch (c) {
+                case 's': h.sysfs_root = optarg; break;
+                case 'd': h.desired_path = optarg; break;
+                case 'k': h.opts.kubelet_dir = optarg; break;
+                case 'i': h.opts.devinfo_dir = optarg; break;
+                case 'p': h.prefix = optarg; break;
+                case 'r': h.rdma_config_path = optarg; break;
+                case 'v': (void)strv_push_dup(&h.vhost, &h.n_vhost, optarg); break;
+                case 't': (void)strv_push_dup(&h.notopo, &h.n_notopo, optarg); break;
+                default: return 2;
+                }
+        }
+        log_setup(LOG_TARGET_STDERR, LOG_DEBUG);
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+
+        r = sd_event_new(&h.event);
+        if (r < 0)
+                return 1;
+        (void)sd_event_add_signal(h.event, NULL, SIGTERM, on_sigterm, &h);
+        (void)sd_event_add_signal(h.event, NULL, SIGINT, on_sigterm, &h);
+        (void)sd_event_add_io(h.event, NULL, STDIN_FILENO, EPOLLIN, on_stdin, &h);
+        r = dp_manager_new(h.event, &h.opts, &h.manager);
+        if (r >= 0)
+                r = rescan(&h);
+        if (r >= 0) {
+                printf("ready\n");
+                fflush(stdout);
+                r = sd_event_loop(h.event);
+        }
+        dp_manager_free(h.manager);
+        sd_event_unref(h.event);
+        strv_free_n(h.vhost, h.n_vhost);
+        strv_free_n(h.notopo, h.n_notopo);
+        return r < 0 ? 1 : 0;
+}
