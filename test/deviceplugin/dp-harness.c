@@ -22,6 +22,7 @@
 #include <systemd/sd-event.h>
 
 #include "deviceplugin/manager.h"
+#include "deviceplugin/podresources.h"
 #include "deviceplugin/rdma-shared-config.h"
 #include "host/discover.h"
 #include "model/desired-json.h"
@@ -35,7 +36,7 @@ struct harness {
         struct dp_manager_options opts;
         struct dp_manager *manager;
         sd_event *event;
-        char line[256];
+        char line[4096];
         size_t line_len;
 };
 
@@ -120,8 +121,36 @@ static void stop(struct harness *h)
         sd_event_exit(h->event, 0);
 }
 
+/* "podresources PATH": List through our client, printed as {"in-use": {resource: [ids]}}. */
+static void print_usage(const char *path)
+{
+        struct dp_usage u = { 0 };
+        int r = dp_podresources_list_sync(path, 5 * 1000000ULL, &u);
+        if (r < 0) {
+                printf("{\"error\": %d}\n", r);
+                fflush(stdout);
+                return;
+        }
+        json_t *in_use = json_object();
+        for (size_t i = 0; i < u.n_resources; i++) {
+                json_t *ids = json_array();
+                for (size_t j = 0; j < u.resources[i].n_ids; j++)
+                        json_array_append_new(ids, json_string(u.resources[i].ids[j]));
+                json_object_set_new(in_use, u.resources[i].resource, ids);
+        }
+        json_t *root = json_pack("{s:o}", "in-use", in_use);
+        char *s = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
+        printf("%s\n", s ?: "{}");
+        fflush(stdout);
+        free(s);
+        json_decref(root);
+        dp_usage_done(&u);
+}
+
 static void command(struct harness *h, const char *cmd)
 {
+        if (strncmp(cmd, "podresources ", 13) == 0)
+                return print_usage(cmd + 13);
         if (strcmp(cmd, "rescan") == 0) {
                 int r = rescan(h);
                 printf(r < 0 ? "rescan-failed\n" : "rescanned\n");
@@ -135,7 +164,7 @@ static void command(struct harness *h, const char *cmd)
 static int on_stdin(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
         struct harness *h = userdata;
-        char buf[256];
+        char buf[4096];
         ssize_t n = read(fd, buf, sizeof(buf));
         if (n <= 0) {
                 sd_event_source_set_enabled(s, SD_EVENT_OFF);
