@@ -46,8 +46,8 @@ int grpc_conn_flush(struct grpc_conn *c)
 {
         if (c->dead)
                 return -ECONNRESET;
-        if (c->in_recv)
-                return 0; /* on_io flushes once mem_recv returned */
+        if (c->hold)
+                return 0; /* flushed once the holder is done */
         for (;;) {
                 if (c->n_pending == 0) {
                         const uint8_t *data;
@@ -95,9 +95,9 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                                 grpc_conn_kill(c);
                                 return 0;
                         }
-                        c->in_recv = true;
+                        c->hold = true;
                         ssize_t k = nghttp2_session_mem_recv(c->session, buf, (size_t)n);
-                        c->in_recv = false;
+                        c->hold = false;
                         if (k < 0) {
                                 log_debug("grpc: dropping connection: %s",
                                           nghttp2_strerror((int)k));

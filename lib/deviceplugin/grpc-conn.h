@@ -25,7 +25,8 @@ struct grpc_conn {
         const uint8_t *pending;    /* unsent tail of the last mem_send chunk */
         size_t n_pending;
         bool dead;
-        bool in_recv;              /* inside mem_recv: nghttp2 forbids mem_send now */
+        bool hold;                 /* inside mem_recv (nghttp2 forbids mem_send then) or a batch:
+                                    * flushes wait until it is cleared */
         grpc_conn_dead_fn on_dead;
         void *userdata;
 };

@@ -495,10 +495,13 @@ struct grpc_server *grpc_server_free(struct grpc_server *s)
         if (!s)
                 return NULL;
         for (struct server_conn *sc = s->conns; sc; sc = sc->next) {
+                /* Writing may close streams and free their calls: queue everything first. */
+                sc->conn.hold = true;
                 for (struct grpc_call *call = sc->calls; call; call = call->next)
                         if (call->dispatched && !call->finishing)
                                 (void)grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE,
                                                        "device plugin shutting down");
+                sc->conn.hold = false;
                 if (!sc->conn.dead) {
                         nghttp2_submit_goaway(sc->conn.session, NGHTTP2_FLAG_NONE,
                                               nghttp2_session_get_last_proc_stream_id(

@@ -92,9 +92,12 @@ static int pack_list(const struct dp_pool *pool, bool all_unhealthy, uint8_t **r
 
 static void send_to_watchers(struct dp_plugin *p, const uint8_t *msg, size_t len)
 {
-        for (struct watcher *w = p->watchers; w; w = w->next)
+        /* A send can end its own stream (client too slow), freeing w: step first. */
+        for (struct watcher *w = p->watchers, *next; w; w = next) {
+                next = w->next;
                 if (grpc_call_send(w->call, msg, len) < 0)
                         log_ctx_msg(LOG_DEBUG, 0, LOG_RES(p), "ListAndWatch client not reachable");
+        }
 }
 
 static void watcher_closed(struct grpc_call *call, void *userdata)
