@@ -217,14 +217,12 @@ def latest_devices(kubelet, resource, timeout=2.0, pred=None):
 def run_checks(kubelet, harness, expected, manifest, sysfs, kdir, devinfo, prsock, assignments,
                ready, cx, ice, igb, rdma_vfs, vfio_vfs):
     # Registration of every pool, after the kubelet appeared late.
-    regs = {}
-    for _ in expected:
-        e = kubelet.wait_for(ev("register"), 5)
-        if e:
-            regs[e["resource"]] = e
+    # (a plugin may register before the kubelet printed "ready": look at what was seen too)
+    regs = {e["resource"]: e for e in kubelet.seen if ev("register")(e)}
+    regs.update(first_per_resource(kubelet, ev("register"), [r for r in expected if r not in regs], 5))
     check("every pool registered", sorted(regs) == sorted(expected), str(sorted(regs)))
     late = max([e["t"] for e in regs.values()] or [0]) - ready["t"]
-    check("registration <= 1 s after a late kubelet appears", 0 <= late <= 1000, "%d ms" % late)
+    check("registration <= 1 s after a late kubelet appears", late <= 1000, "%d ms" % late)
     for res, e in regs.items():
         prefix, name = res.split("/")
         check("register %s: version, endpoint, preferred option" % res,
