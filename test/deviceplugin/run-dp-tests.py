@@ -183,9 +183,13 @@ def main():
     return 1 if FAILURES else 0
 
 
-def first_per_resource(kubelet, pred, resources, timeout):
-    """Gathers events until pred matched one per resource; {resource: first matching event}."""
+def first_per_resource(kubelet, pred, resources, timeout, since=None):
+    """Gathers events until pred matched one per resource; {resource: first matching event}.
+    With since (an index into kubelet.seen), events already seen from there on count too."""
     found = {}
+    for e in kubelet.seen[since:] if since is not None else []:
+        if pred(e) and e.get("resource") in resources and e["resource"] not in found:
+            found[e["resource"]] = e
     end = time.monotonic() + timeout
     while set(found) != set(resources):
         left = end - time.monotonic()
@@ -383,13 +387,11 @@ def run_checks(kubelet, harness, expected, manifest, sysfs, kdir, devinfo, prsoc
           all(d["health"] == "Healthy" for d in e["devices"]), json.dumps(e))
 
     # Kubelet restart: sockets deleted, new kubelet.sock; every pool re-registered within 1 s.
+    mark = len(kubelet.seen)
     kubelet.send({"cmd": "restart"})
     restarted = kubelet.wait_for(ev("restart"), 5)
-    regs = {}
-    for _ in expected:
-        e = kubelet.wait_for(ev("register"), 3)
-        if e:
-            regs[e["resource"]] = e["t"]
+    regs = {r: e["t"] for r, e in first_per_resource(kubelet, ev("register"), list(expected), 3,
+                                                      since=mark).items()}
     check("kubelet restart: every pool re-registered", sorted(regs) == sorted(expected), str(regs))
     if restarted and regs:
         delay = max(regs.values()) - restarted["t"]
@@ -397,7 +399,7 @@ def run_checks(kubelet, harness, expected, manifest, sysfs, kdir, devinfo, prsoc
     for res in expected:
         check("kubelet restart: socket of %s recreated" % res, os.path.exists(
             os.path.join(kdir, res.replace("/", "_") + ".sock")))
-    lists = first_per_resource(kubelet, ev("devices"), list(expected), 3)
+    lists = first_per_resource(kubelet, ev("devices"), list(expected), 3, since=mark)
     for res, (ids, _) in expected.items():
         e = lists.get(res)
         check("kubelet restart: %s listed again" % res, e is not None and
