@@ -8,14 +8,15 @@
  * lib/model/desired-json.h; needVhostNet/excludeTopology are not part of that JSON, so they are
  * set per resourceName with the flags above) and whole-card RDMA pools from the config, and
  * serves them with the plugin manager. Commands on stdin, one per line: "rescan" (discover
- * again and update the pools), "shutdown" (graceful stop: Unhealthy first). Prints "ready" and
- * "rescanned" on stdout when the pools are applied. SIGTERM also stops gracefully. */
+ * again and update the pools), "shutdown" (graceful stop: Unhealthy first). Prints "ready", then
+ * {"event": "rescanned", "t_apply": <wall-clock ms when the pools went to the manager>} on stdout. SIGTERM also stops gracefully. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -36,6 +37,7 @@ struct harness {
         struct dp_manager_options opts;
         struct dp_manager *manager;
         sd_event *event;
+        long long applied_ms; /* wall clock when the pools were last handed to the manager */
         char line[4096];
         size_t line_len;
 };
@@ -109,6 +111,9 @@ static int rescan(struct harness *h)
 {
         struct dp_pool_set pools = { 0 };
         int r = build_pools(h, &pools);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        h->applied_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
         if (r >= 0)
                 r = dp_manager_set_pools(h->manager, &pools);
         dp_pool_set_done(&pools);
@@ -153,7 +158,8 @@ static void command(struct harness *h, const char *cmd)
                 return print_usage(cmd + 13);
         if (strcmp(cmd, "rescan") == 0) {
                 int r = rescan(h);
-                printf(r < 0 ? "rescan-failed\n" : "rescanned\n");
+                printf("{\"event\": \"%s\", \"t_apply\": %lld}\n",
+                       r < 0 ? "rescan-failed" : "rescanned", h->applied_ms);
                 fflush(stdout);
         } else if (strcmp(cmd, "shutdown") == 0)
                 stop(h);
