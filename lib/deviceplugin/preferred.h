@@ -3,7 +3,7 @@
  * The rule (also in README, "Device plugin"):
  *  1. every must_include ID comes first, in the order given;
  *  2. the rest is taken from healthy available devices of the pool (IDs the pool does not know
- *     or reports unhealthy are only used when nothing else is left);
+ *     or reports unhealthy are only used when nothing else is left, in the order given);
  *  3. one NUMA node is preferred: the node most must_include devices are on, else the node
  *     that has the most candidates (ties: lowest node); other nodes only fill what it lacks;
  *  4. within a node, picks spread across PFs: each pick goes to the PF with the fewest devices
