@@ -182,8 +182,9 @@ int dp_pools_from_desired(const struct desired_state *desired, const struct inve
                 }
         }
         for (size_t i = 0; i < set.n_pools; i++)
-                qsort(set.pools[i].devices, set.pools[i].n_devices, sizeof(struct dp_device),
-                      compare_devices);
+                if (set.pools[i].n_devices > 1)
+                                qsort(set.pools[i].devices, set.pools[i].n_devices,
+                              sizeof(struct dp_device), compare_devices);
         *ret = set;
         return 0;
 }

@@ -37,7 +37,8 @@ static int echo(void *userdata, const uint8_t *req, size_t len, uint8_t **ret, s
                 struct grpc_status *st)
 {
         *ret = malloc(len ?: 1);
-        memcpy(*ret, req, len);
+        if (len)
+                memcpy(*ret, req, len);
         *ret_len = len;
         return GRPC_STATUS_OK;
 }
