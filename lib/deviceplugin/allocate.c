@@ -163,8 +163,8 @@ static int device_specs(const struct dp_pool *pool, const struct dp_device *d,
         return r;
 }
 
-static int allocate_sriov(const struct dp_pool *pool, const struct dp_device *const *devs,
-                          size_t n, struct dp_container_allocation *a)
+static int allocate_sriov(const struct dp_pool *pool, const struct dp_device *const *devs, size_t n,
+                          struct dp_container_allocation *a)
 {
         size_t len = 1;
         for (size_t i = 0; i < n; i++)
@@ -236,8 +236,7 @@ static void resource_file_prefix(const char *resource, char *buf, size_t size)
                         *c = '-';
 }
 
-int dp_devinfo_path(const char *dir, const char *resource, const char *id, char *buf,
-                    size_t size)
+int dp_devinfo_path(const char *dir, const char *resource, const char *id, char *buf, size_t size)
 {
         char res[DP_RESOURCE_MAX + 1];
         resource_file_prefix(resource, res, sizeof(res));
@@ -294,10 +293,10 @@ int dp_devinfo_write(const char *dir, const struct dp_pool *pool, const struct d
                                    "cannot create device-info directory %s: %m", dir);
         r = write_file_atomic(path, json, strlen(json), 0644);
         if (r < 0)
-                return log_ctx_msg(LOG_WARNING, r,
-                                   &(const struct log_ctx){ .resource = pool->resource,
-                                                            .vf = dev->id },
-                                   "cannot write device-info file %s: %m", path);
+                return log_ctx_msg(
+                    LOG_WARNING, r,
+                    &(const struct log_ctx){ .resource = pool->resource, .vf = dev->id },
+                    "cannot write device-info file %s: %m", path);
         return 0;
 }
 

@@ -43,8 +43,7 @@ int dp_allocate_container(const struct dp_pool *pool, char *const *ids, size_t n
                           struct dp_container_allocation *ret, struct grpc_status *st);
 
 /* <dir>/<resource with '/' → '-'>-<id>-device.json */
-int dp_devinfo_path(const char *dir, const char *resource, const char *id, char *buf,
-                    size_t size);
+int dp_devinfo_path(const char *dir, const char *resource, const char *id, char *buf, size_t size);
 /* The device-info file content for an SR-IOV device ({"type":"pci","version":"1.1.0",...}). */
 char *dp_devinfo_json(const struct dp_pool *pool, const struct dp_device *dev);
 int dp_devinfo_write(const char *dir, const struct dp_pool *pool, const struct dp_device *dev);

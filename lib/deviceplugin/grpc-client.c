@@ -23,7 +23,7 @@ struct grpc_client_call {
         struct grpc_conn conn;
         sd_event_source *timer;
         int32_t stream_id;
-        uint8_t *request;       /* framed */
+        uint8_t *request; /* framed */
         size_t request_len, request_off;
         struct grpc_frame_reader reader;
         bool have_status;
@@ -47,7 +47,7 @@ static void call_free(struct grpc_client_call *c)
 }
 
 static void set_result(struct grpc_client_call *c, int code, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void set_result(struct grpc_client_call *c, int code, const char *fmt, ...)
 {
         if (c->have_result)
@@ -117,8 +117,8 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
                 return 0;
         int r = grpc_frame_reader_feed(&c->reader, data, len);
         if (r < 0) {
-                set_result(c, r == -EMSGSIZE ? GRPC_STATUS_RESOURCE_EXHAUSTED :
-                                               GRPC_STATUS_INTERNAL,
+                set_result(c,
+                           r == -EMSGSIZE ? GRPC_STATUS_RESOURCE_EXHAUSTED : GRPC_STATUS_INTERNAL,
                            "bad response framing: %s", strerror(-r));
                 nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
         }
@@ -133,8 +133,9 @@ static void finish_from_stream(struct grpc_client_call *c, uint32_t error_code)
                 if (c->http_status != 0 && c->http_status != 200)
                         set_result(c, GRPC_STATUS_UNAVAILABLE, "HTTP status %d", c->http_status);
                 else
-                        set_result(c, error_code == NGHTTP2_CANCEL ? GRPC_STATUS_CANCELLED :
-                                                                     GRPC_STATUS_UNAVAILABLE,
+                        set_result(c,
+                                   error_code == NGHTTP2_CANCEL ? GRPC_STATUS_CANCELLED
+                                                                : GRPC_STATUS_UNAVAILABLE,
                                    "stream closed without grpc-status (%s)",
                                    nghttp2_http2_strerror(error_code));
                 return;
@@ -210,7 +211,7 @@ static int connect_unix(const char *path)
 
 #define NV(n, v)                                                                                   \
         {                                                                                          \
-                (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE      \
+                (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE     \
         }
 
 static int client_session_new(struct grpc_client_call *c, nghttp2_session **ret)
@@ -270,8 +271,8 @@ int grpc_unary_call(sd_event *event, const char *socket_path, const char *method
         };
         nghttp2_data_provider prd = { .source.ptr = c, .read_callback = request_read };
         if (nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, NULL, 0) != 0 ||
-            (c->stream_id = nghttp2_submit_request(session, NULL, hdrs, ELEMENTSOF(hdrs), &prd,
-                                                   NULL)) < 0) {
+            (c->stream_id =
+                 nghttp2_submit_request(session, NULL, hdrs, ELEMENTSOF(hdrs), &prd, NULL)) < 0) {
                 call_free(c);
                 return -EPROTO;
         }
@@ -329,8 +330,8 @@ int grpc_unary_call_sync(const char *socket_path, const char *method_path, const
         if (r < 0)
                 return r;
         struct sync_result res = { .st = st };
-        r = grpc_unary_call(event, socket_path, method_path, request, len, timeout_usec,
-                            sync_done, &res, NULL);
+        r = grpc_unary_call(event, socket_path, method_path, request, len, timeout_usec, sync_done,
+                            &res, NULL);
         while (r >= 0 && !res.done) {
                 r = sd_event_run(event, UINT64_MAX);
                 if (r > 0)

@@ -1,6 +1,8 @@
 #include "deviceplugin/grpc-conn.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -32,14 +34,35 @@ static void update_events(struct grpc_conn *c)
         if (c->dead)
                 return;
         if (!nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session) &&
-            c->n_pending == 0) {
+            c->n_out == c->out_off) {
                 grpc_conn_kill(c); /* both sides finished, e.g. after GOAWAY */
                 return;
         }
         uint32_t events = EPOLLIN | EPOLLRDHUP;
-        if (c->n_pending > 0)
+        if (c->n_out > c->out_off || c->more)
                 events |= EPOLLOUT;
         sd_event_source_set_io_events(c->io, events);
+}
+
+#define OUT_HIGH_WATER (256u * 1024u)
+
+static int out_append(struct grpc_conn *c, const uint8_t *data, size_t n)
+{
+        if (c->out_off > 0 && c->out_off == c->n_out)
+                c->out_off = c->n_out = 0;
+        if (c->n_out + n > c->out_allocated) {
+                size_t size = c->out_allocated ? c->out_allocated : 16384;
+                while (size < c->n_out + n)
+                        size *= 2;
+                uint8_t *b = realloc(c->out, size);
+                if (!b)
+                        return -ENOMEM;
+                c->out = b;
+                c->out_allocated = size;
+        }
+        memcpy(c->out + c->n_out, data, n);
+        c->n_out += n;
+        return 0;
 }
 
 int grpc_conn_flush(struct grpc_conn *c)
@@ -48,21 +71,31 @@ int grpc_conn_flush(struct grpc_conn *c)
                 return -ECONNRESET;
         if (c->hold)
                 return 0; /* flushed once the holder is done */
+        /* Collect what nghttp2 has (headers, data, trailers of several streams) ... */
+        c->more = false;
         for (;;) {
-                if (c->n_pending == 0) {
-                        const uint8_t *data;
-                        ssize_t n = nghttp2_session_mem_send(c->session, &data);
-                        if (n < 0) {
-                                log_debug("grpc: nghttp2 send failed: %s", nghttp2_strerror((int)n));
-                                grpc_conn_kill(c);
-                                return -EPROTO;
-                        }
-                        if (n == 0)
-                                break;
-                        c->pending = data;
-                        c->n_pending = (size_t)n;
+                if (c->n_out - c->out_off >= OUT_HIGH_WATER) {
+                        c->more = true; /* more to take once the socket drained */
+                        break;
                 }
-                ssize_t w = send(c->fd, c->pending, c->n_pending, MSG_NOSIGNAL | MSG_DONTWAIT);
+                const uint8_t *data;
+                ssize_t n = nghttp2_session_mem_send(c->session, &data);
+                if (n < 0) {
+                        log_debug("grpc: nghttp2 send failed: %s", nghttp2_strerror((int)n));
+                        grpc_conn_kill(c);
+                        return -EPROTO;
+                }
+                if (n == 0)
+                        break;
+                if (out_append(c, data, (size_t)n) < 0) {
+                        grpc_conn_kill(c);
+                        return -ENOMEM;
+                }
+        }
+        /* ... and write it in as few calls as the socket allows. */
+        while (c->out_off < c->n_out) {
+                ssize_t w = send(c->fd, c->out + c->out_off, c->n_out - c->out_off,
+                                 MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (w < 0) {
                         if (errno == EAGAIN || errno == EINTR)
                                 break;
@@ -70,9 +103,10 @@ int grpc_conn_flush(struct grpc_conn *c)
                         grpc_conn_kill(c);
                         return r;
                 }
-                c->pending += w;
-                c->n_pending -= (size_t)w;
+                c->out_off += (size_t)w;
         }
+        if (c->out_off == c->n_out)
+                c->out_off = c->n_out = 0;
         update_events(c);
         return 0;
 }
@@ -119,8 +153,9 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 int grpc_conn_init(struct grpc_conn *c, sd_event *event, int fd, nghttp2_session *session,
                    grpc_conn_dead_fn on_dead, void *userdata)
 {
-        *c = (struct grpc_conn){ .fd = fd, .session = session, .on_dead = on_dead,
-                                 .userdata = userdata };
+        *c = (struct grpc_conn){
+                .fd = fd, .session = session, .on_dead = on_dead, .userdata = userdata
+        };
         int r = sd_event_add_io(event, &c->io, fd, EPOLLIN | EPOLLRDHUP, on_io, c);
         if (r < 0)
                 goto fail;
@@ -145,4 +180,7 @@ void grpc_conn_done(struct grpc_conn *c)
         if (c->fd >= 0)
                 close(c->fd);
         c->fd = -1;
+        free(c->out);
+        c->out = NULL;
+        c->n_out = c->out_off = c->out_allocated = 0;
 }

@@ -22,11 +22,12 @@ struct grpc_conn {
         int fd;
         nghttp2_session *session;
         sd_event_source *io, *defer;
-        const uint8_t *pending;    /* unsent tail of the last mem_send chunk */
-        size_t n_pending;
+        uint8_t *out; /* frames from mem_send not yet written, coalesced so */
+        size_t n_out, out_off, out_allocated; /* that one response is one send(2) */
+        bool more;                            /* stopped taking frames at the high-water mark */
         bool dead;
-        bool hold;                 /* inside mem_recv (nghttp2 forbids mem_send then) or a batch:
-                                    * flushes wait until it is cleared */
+        bool hold; /* inside mem_recv (nghttp2 forbids mem_send then) or a batch:
+                    * flushes wait until it is cleared */
         grpc_conn_dead_fn on_dead;
         void *userdata;
 };

@@ -10,12 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GRPC_FRAME_PREFIX_SIZE 5
+#define GRPC_FRAME_PREFIX_SIZE   5
 #define GRPC_MESSAGE_MAX_DEFAULT (4u * 1024u * 1024u)
 
 struct grpc_frame_reader {
         uint8_t *buf;
-        size_t size;      /* bytes held */
+        size_t size; /* bytes held */
         size_t allocated;
         size_t max_message;
 };

@@ -19,10 +19,10 @@
 #include "util/log.h"
 #include "util/macro.h"
 
-#define MAX_CONNECTIONS       64
-#define MAX_STREAMS_PER_CONN  100
-#define MAX_PATH_HEADER       256
-#define MAX_QUEUED_OUTPUT     (16u * 1024u * 1024u)
+#define MAX_CONNECTIONS      64
+#define MAX_STREAMS_PER_CONN 100
+#define MAX_PATH_HEADER      256
+#define MAX_QUEUED_OUTPUT    (16u * 1024u * 1024u)
 
 struct server_conn;
 
@@ -31,10 +31,10 @@ struct grpc_call {
         int32_t stream_id;
         char path[MAX_PATH_HEADER];
         bool content_type_ok;
-        bool dispatched;    /* request handled; further request data is ignored */
-        bool responded;     /* response headers submitted */
-        bool finishing;     /* trailers go out once the queue is empty */
-        bool deferred;      /* data provider returned DEFERRED */
+        bool dispatched; /* request handled; further request data is ignored */
+        bool responded;  /* response headers submitted */
+        bool finishing;  /* trailers go out once the queue is empty */
+        bool deferred;   /* data provider returned DEFERRED */
         int final_code;
         char *final_message;
         struct grpc_frame_reader reader;
@@ -115,12 +115,11 @@ static void on_conn_dead(struct grpc_conn *conn, void *userdata)
 
 #define NV(n, v)                                                                                   \
         {                                                                                          \
-                (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE      \
+                (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE     \
         }
 
-static ssize_t data_read(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
-                         size_t length, uint32_t *data_flags, nghttp2_data_source *source,
-                         void *user_data)
+static ssize_t data_read(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
+                         uint32_t *data_flags, nghttp2_data_source *source, void *user_data)
 {
         struct grpc_call *call = source->ptr;
         size_t avail = call->out_size - call->out_off;
@@ -138,8 +137,7 @@ static ssize_t data_read(nghttp2_session *session, int32_t stream_id, uint8_t *b
                         NV("grpc-message", msg ?: ""),
                 };
                 *data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-                if (nghttp2_submit_trailer(session, stream_id, trailers,
-                                           msg && *msg ? 2 : 1) != 0)
+                if (nghttp2_submit_trailer(session, stream_id, trailers, msg && *msg ? 2 : 1) != 0)
                         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
                 return 0;
         }
@@ -232,8 +230,8 @@ int grpc_call_finish(struct grpc_call *call, int code, const char *message)
                 NV("grpc-message", msg),
         };
         call->responded = true;
-        if (nghttp2_submit_response(call->sc->conn.session, call->stream_id, hdrs,
-                                    *msg ? 4 : 3, NULL) != 0)
+        if (nghttp2_submit_response(call->sc->conn.session, call->stream_id, hdrs, *msg ? 4 : 3,
+                                    NULL) != 0)
                 return -EPROTO;
         return grpc_conn_flush(&call->sc->conn);
 }
@@ -254,7 +252,7 @@ static const struct grpc_method *find_method(const struct grpc_server *s, const 
 }
 
 static void call_fail(struct grpc_call *call, int code, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void call_fail(struct grpc_call *call, int code, const char *fmt, ...)
 {
         char msg[GRPC_STATUS_MESSAGE_MAX];
@@ -304,8 +302,7 @@ static void call_dispatch(struct grpc_call *call)
                 call_fail(call, code, "%s", st.message);
 }
 
-static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame,
-                            void *user_data)
+static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
         struct server_conn *sc = user_data;
         if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
@@ -421,8 +418,7 @@ static int on_accept(sd_event_source *source, int fd, uint32_t revents, void *us
                         return 0;
                 }
                 if (s->n_conns >= MAX_CONNECTIONS) {
-                        log_warning("grpc: %s: too many connections, refusing one",
-                                    s->socket_path);
+                        log_warning("grpc: %s: too many connections, refusing one", s->socket_path);
                         close(cfd);
                         continue;
                 }
@@ -458,9 +454,12 @@ int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_
         struct grpc_server *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        *s = (struct grpc_server){ .event = sd_event_ref(event), .listen_fd = -1,
-                                   .methods = methods, .n_methods = n_methods,
-                                   .userdata = userdata, .socket_path = strdup(socket_path) };
+        *s = (struct grpc_server){ .event = sd_event_ref(event),
+                                   .listen_fd = -1,
+                                   .methods = methods,
+                                   .n_methods = n_methods,
+                                   .userdata = userdata,
+                                   .socket_path = strdup(socket_path) };
         int r = -ENOMEM;
         if (!s->socket_path)
                 goto fail;
@@ -503,10 +502,10 @@ struct grpc_server *grpc_server_free(struct grpc_server *s)
                                                        "device plugin shutting down");
                 sc->conn.hold = false;
                 if (!sc->conn.dead) {
-                        nghttp2_submit_goaway(sc->conn.session, NGHTTP2_FLAG_NONE,
-                                              nghttp2_session_get_last_proc_stream_id(
-                                                      sc->conn.session),
-                                              NGHTTP2_NO_ERROR, NULL, 0);
+                        nghttp2_submit_goaway(
+                            sc->conn.session, NGHTTP2_FLAG_NONE,
+                            nghttp2_session_get_last_proc_stream_id(sc->conn.session),
+                            NGHTTP2_NO_ERROR, NULL, 0);
                         (void)grpc_conn_flush(&sc->conn);
                 }
         }

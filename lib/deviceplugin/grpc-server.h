@@ -33,7 +33,7 @@ typedef void (*grpc_call_closed_handler)(struct grpc_call *call, void *userdata)
 
 struct grpc_method {
         const char *path;
-        grpc_unary_handler unary;   /* exactly one of unary/stream */
+        grpc_unary_handler unary; /* exactly one of unary/stream */
         grpc_stream_handler stream;
 };
 

@@ -76,8 +76,8 @@ char *grpc_percent_decode(const char *s, size_t len)
                 return NULL;
         for (size_t i = 0; i < len; i++) {
                 int hi, lo;
-                if (s[i] == '%' && i + 2 < len &&
-                    (hi = hexval(s[i + 1])) >= 0 && (lo = hexval(s[i + 2])) >= 0) {
+                if (s[i] == '%' && i + 2 < len && (hi = hexval(s[i + 1])) >= 0 &&
+                    (lo = hexval(s[i + 2])) >= 0) {
                         *o++ = (char)(hi << 4 | lo);
                         i += 2;
                 } else

@@ -42,6 +42,7 @@ struct grpc_status {
         char message[GRPC_STATUS_MESSAGE_MAX];
 };
 
-/* Sets code and a printf-formatted message; returns code so handlers can `return grpc_fail(...)`. */
+/* Sets code and a printf-formatted message; returns code so handlers can `return grpc_fail(...)`.
+ */
 int grpc_fail(struct grpc_status *st, int code, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));

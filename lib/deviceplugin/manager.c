@@ -46,8 +46,8 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 static int add_watch(struct dp_manager *m)
 {
         if (inotify_add_watch(m->inotify_fd, m->kubelet_dir,
-                              IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
-                                      IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) < 0)
+                              IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |
+                                  IN_MOVE_SELF | IN_ONLYDIR) < 0)
                 return log_warning_errno(errno, "cannot watch %s: %m", m->kubelet_dir);
         return 0;
 }
@@ -158,8 +158,7 @@ int dp_manager_set_pools(struct dp_manager *m, const struct dp_pool_set *pools)
                 if (p) {
                         r = dp_plugin_update(p, pool);
                 } else {
-                        struct dp_plugin **l = realloc(m->plugins,
-                                                       (m->n_plugins + 1) * sizeof(*l));
+                        struct dp_plugin **l = realloc(m->plugins, (m->n_plugins + 1) * sizeof(*l));
                         if (!l)
                                 return -ENOMEM;
                         m->plugins = l;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "deviceplugin.pb-c.h"
 #include "deviceplugin/allocate.h"
@@ -65,8 +66,7 @@ static int pack_list(const struct dp_pool *pool, bool all_unhealthy, uint8_t **r
                 const struct dp_device *d = &pool->devices[i];
                 devs[i] = (V1beta1__Device)V1BETA1__DEVICE__INIT;
                 devs[i].id = (char *)d->id;
-                devs[i].health = (char *)(d->healthy && !all_unhealthy ? DP_HEALTHY :
-                                                                         DP_UNHEALTHY);
+                devs[i].health = (char *)(d->healthy && !all_unhealthy ? DP_HEALTHY : DP_UNHEALTHY);
                 if (d->numa_node >= 0) {
                         nodes[i] = (V1beta1__NUMANode)V1BETA1__NUMANODE__INIT;
                         nodes[i].id = d->numa_node;
@@ -113,8 +113,8 @@ static void watcher_closed(struct grpc_call *call, void *userdata)
         free(w);
 }
 
-static int on_list_and_watch(void *userdata, struct grpc_call *call, const uint8_t *req,
-                             size_t len, struct grpc_status *st)
+static int on_list_and_watch(void *userdata, struct grpc_call *call, const uint8_t *req, size_t len,
+                             struct grpc_status *st)
 {
         struct dp_plugin *p = userdata;
         V1beta1__Empty *e = v1beta1__empty__unpack(NULL, len, req);
@@ -168,7 +168,7 @@ static int on_prestart(void *userdata, const uint8_t *req, size_t len, uint8_t *
                        size_t *ret_len, struct grpc_status *st)
 {
         V1beta1__PreStartContainerRequest *r =
-                v1beta1__pre_start_container_request__unpack(NULL, len, req);
+            v1beta1__pre_start_container_request__unpack(NULL, len, req);
         if (!r)
                 return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT, "malformed request");
         v1beta1__pre_start_container_request__free_unpacked(r, NULL);
@@ -181,7 +181,7 @@ static int on_preferred(void *userdata, const uint8_t *req, size_t len, uint8_t 
 {
         struct dp_plugin *p = userdata;
         V1beta1__PreferredAllocationRequest *r =
-                v1beta1__preferred_allocation_request__unpack(NULL, len, req);
+            v1beta1__preferred_allocation_request__unpack(NULL, len, req);
         if (!r)
                 return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT,
                                  "malformed PreferredAllocationRequest");
@@ -195,18 +195,16 @@ static int on_preferred(void *userdata, const uint8_t *req, size_t len, uint8_t 
         for (size_t i = 0; code == GRPC_STATUS_OK && i < n; i++) {
                 const V1beta1__ContainerPreferredAllocationRequest *c = r->container_requests[i];
                 crs[i] = (V1beta1__ContainerPreferredAllocationResponse)
-                        V1BETA1__CONTAINER_PREFERRED_ALLOCATION_RESPONSE__INIT;
+                    V1BETA1__CONTAINER_PREFERRED_ALLOCATION_RESPONSE__INIT;
                 ptrs[i] = &crs[i];
                 if (c->allocation_size < 0)
                         code = grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT,
                                          "allocation_size %d is negative", c->allocation_size);
-                else if (dp_preferred_allocation(&p->pool, c->available_deviceids,
-                                                 c->n_available_deviceids,
-                                                 c->must_include_deviceids,
-                                                 c->n_must_include_deviceids,
-                                                 (size_t)c->allocation_size,
-                                                 (const char ***)&crs[i].deviceids,
-                                                 &crs[i].n_deviceids) < 0)
+                else if (dp_preferred_allocation(
+                             &p->pool, c->available_deviceids, c->n_available_deviceids,
+                             c->must_include_deviceids, c->n_must_include_deviceids,
+                             (size_t)c->allocation_size, (const char ***)&crs[i].deviceids,
+                             &crs[i].n_deviceids) < 0)
                         code = grpc_fail(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
         }
         if (code == GRPC_STATUS_OK) {
@@ -225,6 +223,13 @@ static int on_preferred(void *userdata, const uint8_t *req, size_t len, uint8_t 
 static void remember_devinfo(struct dp_plugin *p, const struct dp_device *d)
 {
         if (p->pool.kind != DP_POOL_SRIOV)
+                return;
+        /* The content only depends on the pool: a file we wrote and that is still there is
+         * current (pool changes remove the files of devices that went). */
+        char path[4096];
+        if (strv_contains(p->devinfo_ids, p->n_devinfo_ids, d->id) &&
+            dp_devinfo_path(p->devinfo_dir, p->pool.resource, d->id, path, sizeof(path)) >= 0 &&
+            access(path, F_OK) == 0)
                 return;
         if (dp_devinfo_write(p->devinfo_dir, &p->pool, d) < 0)
                 return;
@@ -250,7 +255,7 @@ static int view_init(struct container_view *v, const struct dp_container_allocat
                 return -ENOMEM;
         for (size_t i = 0; i < a->n_envs; i++) {
                 v->envs[i] = (V1beta1__ContainerAllocateResponse__EnvsEntry)
-                        V1BETA1__CONTAINER_ALLOCATE_RESPONSE__ENVS_ENTRY__INIT;
+                    V1BETA1__CONTAINER_ALLOCATE_RESPONSE__ENVS_ENTRY__INIT;
                 v->envs[i].key = a->env_keys[i];
                 v->envs[i].value = a->env_values[i];
                 v->env_ptrs[i] = &v->envs[i];
@@ -311,9 +316,9 @@ static int on_allocate(void *userdata, const uint8_t *req, size_t len, uint8_t *
         if (code == GRPC_STATUS_OK)
                 for (size_t i = 0; i < n; i++)
                         for (size_t j = 0; j < r->container_requests[i]->n_devices_ids; j++)
-                                remember_devinfo(p, dp_pool_find_device(
-                                                            &p->pool,
-                                                            r->container_requests[i]->devices_ids[j]));
+                                remember_devinfo(
+                                    p, dp_pool_find_device(
+                                           &p->pool, r->container_requests[i]->devices_ids[j]));
         if (code == GRPC_STATUS_OK)
                 log_ctx_msg(LOG_INFO, 0, LOG_RES(p), "Allocate: %zu container(s)", n);
         else
@@ -356,8 +361,8 @@ static void schedule_retry(struct dp_plugin *p)
         p->backoff_usec = p->backoff_usec ? p->backoff_usec * 2 : BACKOFF_MIN_USEC;
         if (p->backoff_usec > BACKOFF_MAX_USEC)
                 p->backoff_usec = BACKOFF_MAX_USEC;
-        if (sd_event_add_time_relative(p->event, &p->retry_timer, CLOCK_MONOTONIC,
-                                       p->backoff_usec, 10000, on_retry, p) < 0)
+        if (sd_event_add_time_relative(p->event, &p->retry_timer, CLOCK_MONOTONIC, p->backoff_usec,
+                                       10000, on_retry, p) < 0)
                 log_ctx_msg(LOG_ERR, 0, LOG_RES(p), "cannot arm the registration retry timer");
 }
 
@@ -493,9 +498,12 @@ int dp_plugin_update(struct dp_plugin *p, const struct dp_pool *pool)
         int r = dp_pool_copy(pool, &copy);
         if (r < 0)
                 return r;
-        /* Device-info files of devices that left the pool go with them. */
+        /* Device-info files of devices that left the pool go with them; those of devices that
+         * stay are rewritten (an RDMA device name may have changed). */
         for (size_t i = 0; i < p->n_devinfo_ids;) {
-                if (dp_pool_find_device(&copy, p->devinfo_ids[i])) {
+                const struct dp_device *kept = dp_pool_find_device(&copy, p->devinfo_ids[i]);
+                if (kept) {
+                        (void)dp_devinfo_write(p->devinfo_dir, &copy, kept);
                         i++;
                         continue;
                 }

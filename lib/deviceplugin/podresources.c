@@ -40,10 +40,11 @@ static int add_ids(struct dp_usage *u, const V1__ContainerDevices *cd)
 {
         if (!cd->resource_name || !*cd->resource_name)
                 return 0;
-        struct dp_resource_usage *r = (struct dp_resource_usage *)dp_usage_find(u, cd->resource_name);
+        struct dp_resource_usage *r =
+            (struct dp_resource_usage *)dp_usage_find(u, cd->resource_name);
         if (!r) {
-                struct dp_resource_usage *l = realloc(u->resources,
-                                                      (u->n_resources + 1) * sizeof(*l));
+                struct dp_resource_usage *l =
+                    realloc(u->resources, (u->n_resources + 1) * sizeof(*l));
                 if (!l)
                         return -ENOMEM;
                 u->resources = l;
@@ -65,8 +66,8 @@ static int add_ids(struct dp_usage *u, const V1__ContainerDevices *cd)
 
 int dp_usage_from_list_response(const uint8_t *data, size_t len, struct dp_usage *ret)
 {
-        V1__ListPodResourcesResponse *resp = v1__list_pod_resources_response__unpack(NULL, len,
-                                                                                   data);
+        V1__ListPodResourcesResponse *resp =
+            v1__list_pod_resources_response__unpack(NULL, len, data);
         if (!resp)
                 return -EBADMSG;
         struct dp_usage u = { 0 };

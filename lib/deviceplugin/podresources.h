@@ -15,8 +15,8 @@
 #define DP_PODRESOURCES_SOCKET_DEFAULT "/var/lib/kubelet/pod-resources/kubelet.sock"
 
 struct dp_resource_usage {
-        char *resource;   /* "openshift.io/sriov_net" */
-        char **ids;       /* distinct device IDs, in the order first seen */
+        char *resource; /* "openshift.io/sriov_net" */
+        char **ids;     /* distinct device IDs, in the order first seen */
         size_t n_ids;
 };
 

@@ -59,8 +59,8 @@ static int add_char_devices(struct dp_device *d, const struct rdma_device *rd)
         return 0;
 }
 
-static int pool_add_device(struct dp_pool *pool, const struct vf_group *g,
-                           const struct pf_info *pf, const struct vf_info *vf)
+static int pool_add_device(struct dp_pool *pool, const struct vf_group *g, const struct pf_info *pf,
+                           const struct vf_info *vf)
 {
         struct dp_device *devs = realloc(pool->devices, (pool->n_devices + 1) * sizeof(*devs));
         if (!devs)
@@ -134,11 +134,11 @@ static int add_group(struct dp_pool_set *set, const char *prefix,
         if (!pool)
                 return r;
         if (pool->device_type != g->device_type)
-                log_ctx_msg(LOG_WARNING, 0,
-                            &(const struct log_ctx){ .policy = g->policy_name,
-                                                     .resource = pool->resource },
-                            "VF groups of one resource disagree on deviceType; using %s",
-                            device_type_to_string(pool->device_type));
+                log_ctx_msg(
+                    LOG_WARNING, 0,
+                    &(const struct log_ctx){ .policy = g->policy_name, .resource = pool->resource },
+                    "VF groups of one resource disagree on deviceType; using %s",
+                    device_type_to_string(pool->device_type));
         if (!pf)
                 return 0; /* PF not present (yet): the resource exists with what others give */
         for (int i = g->vf_start; i <= g->vf_end; i++) {
@@ -183,7 +183,7 @@ int dp_pools_from_desired(const struct desired_state *desired, const struct inve
         }
         for (size_t i = 0; i < set.n_pools; i++)
                 if (set.pools[i].n_devices > 1)
-                                qsort(set.pools[i].devices, set.pools[i].n_devices,
+                        qsort(set.pools[i].devices, set.pools[i].n_devices,
                               sizeof(struct dp_device), compare_devices);
         *ret = set;
         return 0;

@@ -83,8 +83,8 @@ int dp_pool_copy(const struct dp_pool *src, struct dp_pool *ret)
         p.n_devices = 0;
         p.shared_char_devices = NULL;
         p.n_shared_char_devices = 0;
-        int r = strv_copy(src->shared_char_devices, src->n_shared_char_devices,
-                          &p.shared_char_devices);
+        int r =
+            strv_copy(src->shared_char_devices, src->n_shared_char_devices, &p.shared_char_devices);
         if (r < 0)
                 return r;
         p.n_shared_char_devices = src->n_shared_char_devices;

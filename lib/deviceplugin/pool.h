@@ -13,9 +13,9 @@
 #include "model/desired.h"
 #include "model/inventory.h"
 
-#define DP_PREFIX_MAX   254
-#define DP_RESOURCE_MAX (DP_PREFIX_MAX + 1 + RESOURCE_NAME_MAX)
-#define DP_DEVICE_ID_MAX 64 /* the kubelet allows 63 characters */
+#define DP_PREFIX_MAX              254
+#define DP_RESOURCE_MAX            (DP_PREFIX_MAX + 1 + RESOURCE_NAME_MAX)
+#define DP_DEVICE_ID_MAX           64 /* the kubelet allows 63 characters */
 #define DP_RESOURCE_PREFIX_DEFAULT "openshift.io"
 
 #define DP_HEALTHY   "Healthy"
@@ -29,11 +29,11 @@ enum dp_pool_kind {
 struct dp_device {
         char id[DP_DEVICE_ID_MAX];
         bool healthy;
-        int numa_node;              /* -1: no topology advertised */
-        char pf[PCI_ADDR_MAX];      /* SR-IOV: the VF's PF, for spreading */
-        int iommu_group;            /* -1 none */
+        int numa_node;                   /* -1: no topology advertised */
+        char pf[PCI_ADDR_MAX];           /* SR-IOV: the VF's PF, for spreading */
+        int iommu_group;                 /* -1 none */
         char rdma_device[RDMA_NAME_MAX]; /* "" when none */
-        char **char_devices;        /* host paths of the VF's RDMA char devices, not rdma_cm */
+        char **char_devices;             /* host paths of the VF's RDMA char devices, not rdma_cm */
         size_t n_char_devices;
 };
 
@@ -44,9 +44,9 @@ struct dp_pool {
         enum dp_pool_kind kind;
         enum device_type device_type;
         bool is_rdma, need_vhost_net, exclude_topology;
-        struct dp_device *devices;          /* sorted by id (numerically for RDMA shared) */
+        struct dp_device *devices; /* sorted by id (numerically for RDMA shared) */
         size_t n_devices;
-        char **shared_char_devices;         /* RDMA shared: every selected HCA's char devices */
+        char **shared_char_devices; /* RDMA shared: every selected HCA's char devices */
         size_t n_shared_char_devices;
 };
 

@@ -98,8 +98,8 @@ static int preferred_node(const struct candidate *cs, size_t n, const struct pic
 }
 
 int dp_preferred_allocation(const struct dp_pool *pool, char *const *available, size_t n_available,
-                            char *const *must, size_t n_must, size_t size,
-                            const char ***ret, size_t *ret_n)
+                            char *const *must, size_t n_must, size_t size, const char ***ret,
+                            size_t *ret_n)
 {
         struct picker p = { .out = calloc(size ?: 1, sizeof(char *)), .size = size };
         struct candidate *cs = calloc(n_available ?: 1, sizeof(*cs));
@@ -117,9 +117,9 @@ int dp_preferred_allocation(const struct dp_pool *pool, char *const *available, 
         if (pool->kind == DP_POOL_SRIOV) {
                 int node = preferred_node(cs, n_available, &p, pool);
                 if (node >= 0)
-                        for (struct candidate *c; p.n_out < size &&
-                                                  (c = best_on_node(cs, n_available, &p, pool,
-                                                                    node, false));)
+                        for (struct candidate *c;
+                             p.n_out < size &&
+                             (c = best_on_node(cs, n_available, &p, pool, node, false));)
                                 c->taken = true, pick(&p, c->id);
                 for (struct candidate *c;
                      p.n_out < size && (c = best_on_node(cs, n_available, &p, pool, 0, true));)

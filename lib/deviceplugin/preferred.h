@@ -18,5 +18,5 @@
 
 /* ret receives a new list of pointers into `available`/`must` strings (free only the array). */
 int dp_preferred_allocation(const struct dp_pool *pool, char *const *available, size_t n_available,
-                            char *const *must, size_t n_must, size_t size,
-                            const char ***ret, size_t *ret_n);
+                            char *const *must, size_t n_must, size_t size, const char ***ret,
+                            size_t *ret_n);

@@ -67,17 +67,17 @@ static const char *selector_value_error(enum selector_kind kind, const char *v)
         case SEL_HEX:
                 return is_hex_id(v) ? NULL : "is not a hexadecimal PCI ID";
         case SEL_DRIVER:
-                return v[0] && strlen(v) < DRIVER_MAX && !strchr(v, '/') ? NULL :
-                                                                          "is not a driver name";
+                return v[0] && strlen(v) < DRIVER_MAX && !strchr(v, '/') ? NULL
+                                                                         : "is not a driver name";
         case SEL_IFNAME:
-                return v[0] && strlen(v) < IFNAME_MAX && !strchr(v, '/') ?
-                               NULL :
-                               "is not an interface name";
+                return v[0] && strlen(v) < IFNAME_MAX && !strchr(v, '/')
+                           ? NULL
+                           : "is not an interface name";
         case SEL_LINK_TYPE:
                 return strcasecmp(v, "ether") == 0 || strcasecmp(v, "infiniband") == 0 ||
-                                       strcasecmp(v, "eth") == 0 || strcasecmp(v, "ib") == 0 ?
-                               NULL :
-                               "is not a link type (ether or infiniband)";
+                               strcasecmp(v, "eth") == 0 || strcasecmp(v, "ib") == 0
+                           ? NULL
+                           : "is not a link type (ether or infiniband)";
         }
         return "is invalid";
 }
@@ -90,7 +90,8 @@ static int parse_string_list(json_t *arr, const char *origin, size_t item, const
                                        origin, item, field);
         size_t i;
         json_t *v;
-        json_array_foreach(arr, i, v) {
+        json_array_foreach(arr, i, v)
+        {
                 if (!json_is_string(v))
                         return log_error_errno(EINVAL, "%s: configList[%zu].%s[%zu]: not a string",
                                                origin, item, field, i);
@@ -113,7 +114,8 @@ static int parse_selectors(json_t *obj, const char *origin, size_t item,
                                        origin, item);
         const char *key;
         json_t *v;
-        json_object_foreach(obj, key, v) {
+        json_object_foreach(obj, key, v)
+        {
                 int r;
                 if (strcmp(key, "vendors") == 0)
                         r = parse_string_list(v, origin, item, "selectors.vendors", SEL_HEX,
@@ -128,8 +130,8 @@ static int parse_selectors(json_t *obj, const char *origin, size_t item,
                         r = parse_string_list(v, origin, item, "selectors.ifNames", SEL_IFNAME,
                                               &s->if_names, &s->n_if_names);
                 else if (strcmp(key, "linkTypes") == 0)
-                        r = parse_string_list(v, origin, item, "selectors.linkTypes",
-                                              SEL_LINK_TYPE, &s->link_types, &s->n_link_types);
+                        r = parse_string_list(v, origin, item, "selectors.linkTypes", SEL_LINK_TYPE,
+                                              &s->link_types, &s->n_link_types);
                 else
                         r = log_error_errno(EINVAL,
                                             "%s: configList[%zu].selectors: unknown selector "
@@ -233,7 +235,8 @@ int rdma_shared_config_parse(const char *text, const char *origin, struct rdma_s
         }
         size_t i;
         json_t *item;
-        json_array_foreach(list, i, item) {
+        json_array_foreach(list, i, item)
+        {
                 c.n_resources = i + 1;
                 r = parse_resource(item, origin, i, &c.resources[i]);
                 if (r < 0)
@@ -375,8 +378,8 @@ static int build_pool(const struct rdma_shared_resource *res, const struct inven
         if (!pool->devices)
                 return -ENOMEM;
         for (int i = 0; i < res->hca_max; i++) {
-                pool->devices[i] = (struct dp_device){ .healthy = true, .numa_node = -1,
-                                                       .iommu_group = -1 };
+                pool->devices[i] =
+                    (struct dp_device){ .healthy = true, .numa_node = -1, .iommu_group = -1 };
                 snprintf(pool->devices[i].id, sizeof(pool->devices[i].id), "%d", i);
         }
         pool->n_devices = (size_t)res->hca_max;

@@ -9,7 +9,8 @@
  * set per resourceName with the flags above) and whole-card RDMA pools from the config, and
  * serves them with the plugin manager. Commands on stdin, one per line: "rescan" (discover
  * again and update the pools), "shutdown" (graceful stop: Unhealthy first). Prints "ready", then
- * {"event": "rescanned", "t_apply": <wall-clock ms when the pools went to the manager>} on stdout. SIGTERM also stops gracefully. */
+ * {"event": "rescanned", "t_apply": <wall-clock ms when the pools went to the manager>} on stdout.
+ * SIGTERM also stops gracefully. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -211,15 +212,32 @@ int main(int argc, char **argv)
         int c, r;
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
                 switch (c) {
-                case 's': h.sysfs_root = optarg; break;
-                case 'd': h.desired_path = optarg; break;
-                case 'k': h.opts.kubelet_dir = optarg; break;
-                case 'i': h.opts.devinfo_dir = optarg; break;
-                case 'p': h.prefix = optarg; break;
-                case 'r': h.rdma_config_path = optarg; break;
-                case 'v': (void)strv_push_dup(&h.vhost, &h.n_vhost, optarg); break;
-                case 't': (void)strv_push_dup(&h.notopo, &h.n_notopo, optarg); break;
-                default: return 2;
+                case 's':
+                        h.sysfs_root = optarg;
+                        break;
+                case 'd':
+                        h.desired_path = optarg;
+                        break;
+                case 'k':
+                        h.opts.kubelet_dir = optarg;
+                        break;
+                case 'i':
+                        h.opts.devinfo_dir = optarg;
+                        break;
+                case 'p':
+                        h.prefix = optarg;
+                        break;
+                case 'r':
+                        h.rdma_config_path = optarg;
+                        break;
+                case 'v':
+                        (void)strv_push_dup(&h.vhost, &h.n_vhost, optarg);
+                        break;
+                case 't':
+                        (void)strv_push_dup(&h.notopo, &h.n_notopo, optarg);
+                        break;
+                default:
+                        return 2;
                 }
         }
         log_setup(LOG_TARGET_STDERR, LOG_DEBUG);

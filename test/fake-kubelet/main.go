@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -184,6 +185,8 @@ type command struct {
 	Size       int32      `json:"size"`
 	Method     string     `json:"method"`
 	Pad        int        `json:"pad"`
+	N          int        `json:"n"`
+	IDs        []string   `json:"ids"`
 }
 
 func (k *kubelet) plugin(resource string) *plugin {
@@ -251,6 +254,29 @@ func (k *kubelet) handle(c command) {
 			ids = append(ids, cr.DeviceIDs...)
 		}
 		ev["ids"] = ids
+	case "bench": // N sequential Allocate calls, one device each, cycling through IDs
+		if len(c.IDs) == 0 || c.N <= 0 {
+			ev["code"] = "BadBench"
+			return
+		}
+		lat := make([]time.Duration, 0, c.N)
+		for i := 0; i < c.N; i++ {
+			req := &dp.AllocateRequest{ContainerRequests: []*dp.ContainerAllocateRequest{
+				{DevicesIds: []string{c.IDs[i%len(c.IDs)]}}}}
+			t0 := time.Now()
+			_, err := p.client.Allocate(context.Background(), req)
+			lat = append(lat, time.Since(t0))
+			if err != nil {
+				errFields(ev, err)
+				return
+			}
+		}
+		sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
+		ev["code"] = "OK"
+		ev["calls"] = c.N
+		ev["median_us"] = lat[len(lat)/2].Microseconds()
+		ev["p99_us"] = lat[len(lat)*99/100].Microseconds()
+		ev["max_us"] = lat[len(lat)-1].Microseconds()
 	case "prestart":
 		_, err := p.client.PreStartContainer(ctx, &dp.PreStartContainerRequest{})
 		ev["code"] = "OK"

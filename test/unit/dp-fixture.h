@@ -9,15 +9,20 @@
 #include "model/desired.h"
 #include "model/inventory.h"
 
-/* Appends a PF "0000:BB:00.0" (the returned pointer is valid until the next fx_add_pf) with netdev ifname (operstate up) and n VFs "0000:BB:01.i"
- * bound to vf_driver with netdev "<ifname>v<i>", IOMMU group 100+BB*16+i, on numa. */
+/* Appends a PF "0000:BB:00.0" (the returned pointer is valid until the next fx_add_pf) with netdev
+ * ifname (operstate up) and n VFs "0000:BB:01.i" bound to vf_driver with netdev "<ifname>v<i>",
+ * IOMMU group 100+BB*16+i, on numa. */
 static inline struct pf_info *fx_add_pf(struct inventory *inv, int bus, const char *ifname,
                                         const char *vf_driver, int n, int numa)
 {
         inv->pfs = realloc(inv->pfs, (inv->n_pfs + 1) * sizeof(*inv->pfs));
         struct pf_info *pf = &inv->pfs[inv->n_pfs++];
-        *pf = (struct pf_info){ .vendor = 0x15b3, .device = 0x101b, .numa_node = numa,
-                                .iommu_group = bus, .num_vfs = n, .total_vfs = 16 };
+        *pf = (struct pf_info){ .vendor = 0x15b3,
+                                .device = 0x101b,
+                                .numa_node = numa,
+                                .iommu_group = bus,
+                                .num_vfs = n,
+                                .total_vfs = 16 };
         snprintf(pf->pci_address, sizeof(pf->pci_address), "0000:%02x:00.0", bus & 0xff);
         strcpy(pf->driver, "mlx5_core");
         pf->netdevs = calloc(1, sizeof(*pf->netdevs));
@@ -30,7 +35,8 @@ static inline struct pf_info *fx_add_pf(struct inventory *inv, int bus, const ch
         pf->n_vfs = n;
         for (int i = 0; i < n; i++) {
                 struct vf_info *vf = &pf->vfs[i];
-                *vf = (struct vf_info){ .vf_index = i, .numa_node = numa,
+                *vf = (struct vf_info){ .vf_index = i,
+                                        .numa_node = numa,
                                         .iommu_group = 100 + bus * 16 + i };
                 snprintf(vf->pci_address, sizeof(vf->pci_address), "0000:%02x:01.%d", bus & 0xff,
                          i & 7);
@@ -64,8 +70,8 @@ static inline void fx_add_rdma(struct rdma_device **list, size_t *n, int k)
 
 /* Appends an interface for pf with one group. */
 static inline struct vf_group *fx_add_group(struct desired_state *d, const char *pf_addr,
-                                            const char *resource, enum device_type type,
-                                            int first, int last)
+                                            const char *resource, enum device_type type, int first,
+                                            int last)
 {
         struct desired_interface *iface = NULL;
         for (size_t i = 0; i < d->n_interfaces; i++)

@@ -36,16 +36,14 @@ static void test_env_name_mangling(void **state)
 static void build_pool(struct dp_pool *p, bool vfio, bool rdma, bool vhost)
 {
         struct inventory inv = { 0 };
-        struct pf_info *pf = fx_add_pf(&inv, 0x3b, "ens1f0", vfio ? "vfio-pci" : "mlx5_core", 2,
-                                       0);
+        struct pf_info *pf = fx_add_pf(&inv, 0x3b, "ens1f0", vfio ? "vfio-pci" : "mlx5_core", 2, 0);
         if (rdma) {
                 fx_add_rdma(&pf->vfs[0].rdma, &pf->vfs[0].n_rdma, 1);
                 fx_add_rdma(&pf->vfs[1].rdma, &pf->vfs[1].n_rdma, 2);
         }
         struct desired_state d = { 0 };
-        struct vf_group *g = fx_add_group(&d, "0000:3b:00.0", "res", vfio ? DEVICE_TYPE_VFIO_PCI :
-                                                                          DEVICE_TYPE_NETDEVICE,
-                                          0, 1);
+        struct vf_group *g = fx_add_group(
+            &d, "0000:3b:00.0", "res", vfio ? DEVICE_TYPE_VFIO_PCI : DEVICE_TYPE_NETDEVICE, 0, 1);
         g->is_rdma = rdma;
         g->need_vhost_net = vhost;
         struct dp_pool_set s = { 0 };
@@ -77,22 +75,23 @@ static void test_netdevice_rdma_vhost(void **state)
         assert_int_equal(a.n_envs, 2);
         assert_string_equal(env(&a, "PCIDEVICE_EXAMPLE_COM_RES"), "0000:3b:01.1,0000:3b:01.0");
         assert_string_equal(
-                env(&a, "PCIDEVICE_EXAMPLE_COM_RES_INFO"),
-                "{\"0000:3b:01.0\":{\"generic\":{\"deviceID\":\"0000:3b:01.0\"},"
-                "\"rdma\":{\"issm\":\"/dev/infiniband/issm1\",\"rdma_cm\":\"/dev/infiniband/rdma_cm\","
-                "\"rdma_dev\":\"mlx5_1\",\"umad\":\"/dev/infiniband/umad1\","
-                "\"uverbs\":\"/dev/infiniband/uverbs1\"},"
-                "\"vhost\":{\"net-mount\":\"/dev/vhost-net\",\"tun-mount\":\"/dev/net/tun\"}},"
-                "\"0000:3b:01.1\":{\"generic\":{\"deviceID\":\"0000:3b:01.1\"},"
-                "\"rdma\":{\"issm\":\"/dev/infiniband/issm2\",\"rdma_cm\":\"/dev/infiniband/rdma_cm\","
-                "\"rdma_dev\":\"mlx5_2\",\"umad\":\"/dev/infiniband/umad2\","
-                "\"uverbs\":\"/dev/infiniband/uverbs2\"},"
-                "\"vhost\":{\"net-mount\":\"/dev/vhost-net\",\"tun-mount\":\"/dev/net/tun\"}}}");
+            env(&a, "PCIDEVICE_EXAMPLE_COM_RES_INFO"),
+            "{\"0000:3b:01.0\":{\"generic\":{\"deviceID\":\"0000:3b:01.0\"},"
+            "\"rdma\":{\"issm\":\"/dev/infiniband/issm1\",\"rdma_cm\":\"/dev/infiniband/rdma_cm\","
+            "\"rdma_dev\":\"mlx5_1\",\"umad\":\"/dev/infiniband/umad1\","
+            "\"uverbs\":\"/dev/infiniband/uverbs1\"},"
+            "\"vhost\":{\"net-mount\":\"/dev/vhost-net\",\"tun-mount\":\"/dev/net/tun\"}},"
+            "\"0000:3b:01.1\":{\"generic\":{\"deviceID\":\"0000:3b:01.1\"},"
+            "\"rdma\":{\"issm\":\"/dev/infiniband/issm2\",\"rdma_cm\":\"/dev/infiniband/rdma_cm\","
+            "\"rdma_dev\":\"mlx5_2\",\"umad\":\"/dev/infiniband/umad2\","
+            "\"uverbs\":\"/dev/infiniband/uverbs2\"},"
+            "\"vhost\":{\"net-mount\":\"/dev/vhost-net\",\"tun-mount\":\"/dev/net/tun\"}}}");
         /* uverbs/umad/issm of both VFs, rdma_cm, vhost-net, tun: each once, rw */
         const char *want[] = { "/dev/infiniband/uverbs2", "/dev/infiniband/umad2",
-                               "/dev/infiniband/issm2", "/dev/infiniband/rdma_cm",
-                               "/dev/vhost-net", "/dev/net/tun", "/dev/infiniband/uverbs1",
-                               "/dev/infiniband/umad1", "/dev/infiniband/issm1" };
+                               "/dev/infiniband/issm2",   "/dev/infiniband/rdma_cm",
+                               "/dev/vhost-net",          "/dev/net/tun",
+                               "/dev/infiniband/uverbs1", "/dev/infiniband/umad1",
+                               "/dev/infiniband/issm1" };
         assert_int_equal(a.n_specs, 9);
         for (size_t i = 0; i < 9; i++) {
                 assert_string_equal(a.specs[i].host_path, want[i]);
@@ -119,12 +118,13 @@ static void test_vfio(void **state)
         assert_string_equal(a.specs[1].host_path, g0);
         assert_string_equal(a.specs[2].host_path, g1);
         char want[512];
-        snprintf(want, sizeof(want),
-                 "{\"0000:3b:01.0\":{\"generic\":{\"deviceID\":\"0000:3b:01.0\"},\"vfio\":{"
-                 "\"dev-mount\":\"%s\",\"mount\":\"/dev/vfio/vfio\"}},\"0000:3b:01.1\":{\"generic\":"
-                 "{\"deviceID\":\"0000:3b:01.1\"},\"vfio\":{\"dev-mount\":\"%s\",\"mount\":"
-                 "\"/dev/vfio/vfio\"}}}",
-                 g0, g1);
+        snprintf(
+            want, sizeof(want),
+            "{\"0000:3b:01.0\":{\"generic\":{\"deviceID\":\"0000:3b:01.0\"},\"vfio\":{"
+            "\"dev-mount\":\"%s\",\"mount\":\"/dev/vfio/vfio\"}},\"0000:3b:01.1\":{\"generic\":"
+            "{\"deviceID\":\"0000:3b:01.1\"},\"vfio\":{\"dev-mount\":\"%s\",\"mount\":"
+            "\"/dev/vfio/vfio\"}}}",
+            g0, g1);
         assert_string_equal(env(&a, "PCIDEVICE_EXAMPLE_COM_RES_INFO"), want);
         dp_container_allocation_done(&a);
         dp_pool_done(&p);

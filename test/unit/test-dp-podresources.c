@@ -38,7 +38,8 @@ static void pack_sample(uint8_t **ret, size_t *ret_len)
         d4.n_device_ids = 1;
         d4.device_ids = vf;
         V1__ContainerDevices *c1d[] = { &d1, &d3 }, *c2d[] = { &d2 }, *c3d[] = { &d4 };
-        V1__ContainerResources c1 = V1__CONTAINER_RESOURCES__INIT, c2 = V1__CONTAINER_RESOURCES__INIT,
+        V1__ContainerResources c1 = V1__CONTAINER_RESOURCES__INIT,
+                               c2 = V1__CONTAINER_RESOURCES__INIT,
                                c3 = V1__CONTAINER_RESOURCES__INIT;
         c1.name = "c1";
         c1.n_devices = 2;

@@ -68,8 +68,8 @@ static void test_rdma_topology_health(void **state)
         fx_add_rdma(&pf->vfs[2].rdma, &pf->vfs[2].n_rdma, 3);
         pf->vfs[2].numa_node = -1;
         struct desired_state d = { 0 };
-        struct vf_group *g = fx_add_group(&d, "0000:3b:00.0", "rdma_vfs", DEVICE_TYPE_NETDEVICE,
-                                          0, 2);
+        struct vf_group *g =
+            fx_add_group(&d, "0000:3b:00.0", "rdma_vfs", DEVICE_TYPE_NETDEVICE, 0, 2);
         g->is_rdma = true;
 
         struct dp_pool_set s = { 0 };

@@ -78,7 +78,8 @@ static void test_must_include_counts_for_spread(void **state)
         dp_pool_done(&p);
 }
 
-/* Not enough on one node: fill from the other. Unhealthy and unknown IDs only at the end, in the order given. */
+/* Not enough on one node: fill from the other. Unhealthy and unknown IDs only at the end, in the
+ * order given. */
 static void test_fill_across_nodes_then_leftovers(void **state)
 {
         struct dp_pool p;
@@ -95,7 +96,8 @@ static void test_rdma_shared_order(void **state)
         struct dp_pool p = { .kind = DP_POOL_RDMA_SHARED };
         p.devices = calloc(3, sizeof(*p.devices));
         for (int i = 0; i < 3; i++)
-                p.devices[i] = (struct dp_device){ .id = { (char)('0' + i) }, .healthy = true,
+                p.devices[i] = (struct dp_device){ .id = { (char)('0' + i) },
+                                                   .healthy = true,
                                                    .numa_node = -1 };
         p.n_devices = 3;
         char *avail[] = { "2", "0", "1" }, *must[] = { "1" };

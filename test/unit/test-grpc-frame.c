@@ -137,7 +137,8 @@ static void test_percent_encoding(void **state)
 static void test_status_names(void **state)
 {
         assert_string_equal(grpc_status_to_string(GRPC_STATUS_OK), "OK");
-        assert_string_equal(grpc_status_to_string(GRPC_STATUS_INVALID_ARGUMENT), "INVALID_ARGUMENT");
+        assert_string_equal(grpc_status_to_string(GRPC_STATUS_INVALID_ARGUMENT),
+                            "INVALID_ARGUMENT");
         assert_string_equal(grpc_status_to_string(GRPC_STATUS_RESOURCE_EXHAUSTED),
                             "RESOURCE_EXHAUSTED");
         assert_string_equal(grpc_status_to_string(99), "UNKNOWN_STATUS");

@@ -3,9 +3,9 @@
  * unknown methods, oversized requests, a held server stream answered later (deferred data),
  * client deadlines and the server learning that a client went away. */
 #include <errno.h>
-#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,8 +43,8 @@ static int echo(void *userdata, const uint8_t *req, size_t len, uint8_t **ret, s
         return GRPC_STATUS_OK;
 }
 
-static int fail_handler(void *userdata, const uint8_t *req, size_t len, uint8_t **ret, size_t *ret_len,
-                struct grpc_status *st)
+static int fail_handler(void *userdata, const uint8_t *req, size_t len, uint8_t **ret,
+                        size_t *ret_len, struct grpc_status *st)
 {
         return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT, "bad \"x\" 100%%\nnext line");
 }
@@ -116,8 +116,8 @@ static void call(struct fixture *f, const char *method, const void *req, size_t 
                  uint64_t timeout)
 {
         f->done = false;
-        assert_int_equal(grpc_unary_call(f->event, f->path, method, (const uint8_t *)req, len, timeout, on_done, f,
-                                         NULL),
+        assert_int_equal(grpc_unary_call(f->event, f->path, method, (const uint8_t *)req, len,
+                                         timeout, on_done, f, NULL),
                          0);
         run_until_done(f);
 }
@@ -169,8 +169,8 @@ static void test_held_stream_answered_later(void **state)
 {
         struct fixture *f = *state;
         f->done = false;
-        assert_int_equal(grpc_unary_call(f->event, f->path, "/t.T/Hold", (const uint8_t *)"", 0, 2000000, on_done,
-                                         f, NULL),
+        assert_int_equal(grpc_unary_call(f->event, f->path, "/t.T/Hold", (const uint8_t *)"", 0,
+                                         2000000, on_done, f, NULL),
                          0);
         for (int i = 0; i < 100 && !f->held; i++)
                 assert_true(sd_event_run(f->event, 100000) >= 0);
@@ -207,14 +207,15 @@ static void test_no_server(void **state)
         struct fixture *f = *state;
         char path[160];
         snprintf(path, sizeof(path), "%s/absent.sock", f->dir);
-        assert_int_equal(grpc_unary_call(f->event, path, "/t.T/Echo", (const uint8_t *)"x", 1, 0, on_done, f, NULL),
+        assert_int_equal(grpc_unary_call(f->event, path, "/t.T/Echo", (const uint8_t *)"x", 1, 0,
+                                         on_done, f, NULL),
                          -ENOENT);
         struct grpc_status st;
         uint8_t *resp = NULL;
         size_t len;
-        assert_int_equal(grpc_unary_call_sync(path, "/t.T/Echo", (const uint8_t *)"x", 1, 0, &st,
-                                              &resp, &len),
-                         -ENOENT);
+        assert_int_equal(
+            grpc_unary_call_sync(path, "/t.T/Echo", (const uint8_t *)"x", 1, 0, &st, &resp, &len),
+            -ENOENT);
 }
 
 int main(void)

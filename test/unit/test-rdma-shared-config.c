@@ -32,9 +32,9 @@ static void test_defaults_and_devices_alias(void **state)
 {
         struct rdma_shared_config c = { 0 };
         assert_int_equal(rdma_shared_config_parse(
-                                 "{\"configList\":[{\"resourceName\":\"hca_a\",\"resourcePrefix\":"
-                                 "\"nvidia.com\",\"rdmaHcaMax\":63,\"devices\":[\"ib0\",\"ib1\"]}]}",
-                                 "t", &c),
+                             "{\"configList\":[{\"resourceName\":\"hca_a\",\"resourcePrefix\":"
+                             "\"nvidia.com\",\"rdmaHcaMax\":63,\"devices\":[\"ib0\",\"ib1\"]}]}",
+                             "t", &c),
                          0);
         assert_int_equal(c.periodic_update_sec, 60);
         assert_string_equal(c.resources[0].prefix, "nvidia.com");
@@ -58,24 +58,33 @@ static void test_bad_input(void **state)
                 "[]",
                 "{}",
                 "{\"configList\":[]}",
-                "{\"periodicUpdateInterval\":-1,\"configList\":[{\"resourceName\":\"a\",\"selectors\":{}}]}",
-                "{\"periodicUpdateInterval\":\"60\",\"configList\":[{\"resourceName\":\"a\",\"selectors\":{}}]}",
+                "{\"periodicUpdateInterval\":-1,\"configList\":[{\"resourceName\":\"a\","
+                "\"selectors\":{}}]}",
+                "{\"periodicUpdateInterval\":\"60\",\"configList\":[{\"resourceName\":\"a\","
+                "\"selectors\":{}}]}",
                 "{\"configList\":[{\"selectors\":{}}]}",
                 "{\"configList\":[{\"resourceName\":\"../x\",\"selectors\":{}}]}",
                 "{\"configList\":[{\"resourceName\":\"a-b\",\"selectors\":{}}]}",
-                "{\"configList\":[{\"resourceName\":\"a\",\"resourcePrefix\":\"a/b\",\"selectors\":{}}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"resourcePrefix\":\"a/"
+                "b\",\"selectors\":{}}]}",
                 "{\"configList\":[{\"resourceName\":\"a\",\"rdmaHcaMax\":-1,\"selectors\":{}}]}",
                 "{\"configList\":[{\"resourceName\":\"a\",\"rdmaHcaMax\":\"3\",\"selectors\":{}}]}",
-                "{\"configList\":[{\"resourceName\":\"a\",\"rdmaHcaMax\":1000000,\"selectors\":{}}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"rdmaHcaMax\":1000000,\"selectors\":{}}]"
+                "}",
                 "{\"configList\":[{\"resourceName\":\"a\"}]}",
-                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{},\"devices\":[\"ib0\"]}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{},\"devices\":[\"ib0\"]}]"
+                "}",
                 "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"vendor\":[\"15b3\"]}}]}",
                 "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"vendors\":\"15b3\"}}]}",
-                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"vendors\":[\"mellanox\"]}}]}",
-                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"linkTypes\":[\"token\"]}}]}",
-                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"ifNames\":[\"../../x\"]}}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"vendors\":[\"mellanox\"]"
+                "}}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"linkTypes\":[\"token\"]}"
+                "}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"ifNames\":[\"../../"
+                "x\"]}}]}",
                 "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"drivers\":[1]}}]}",
-                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{}},{\"resourceName\":\"a\",\"selectors\":{}}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{}},{\"resourceName\":"
+                "\"a\",\"selectors\":{}}]}",
                 "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{}}],\"configList\":[]}",
                 "{\"configList\":[\"a\"]}",
         };
@@ -104,14 +113,18 @@ static void test_pools_from_cards(void **state)
 
         struct rdma_shared_config c = { 0 };
         assert_int_equal(
-                rdma_shared_config_parse(
-                        "{\"configList\":["
-                        "{\"resourceName\":\"all\",\"rdmaHcaMax\":3,\"selectors\":{\"vendors\":[\"15b3\"]}},"
-                        "{\"resourceName\":\"ib\",\"rdmaHcaMax\":2,\"selectors\":{\"linkTypes\":[\"infiniband\"]}},"
-                        "{\"resourceName\":\"one\",\"rdmaHcaMax\":1,\"selectors\":{\"ifNames\":[\"ens1f0\"],\"deviceIDs\":[\"101b\"],\"drivers\":[\"mlx5_core\"]}},"
-                        "{\"resourceName\":\"none\",\"rdmaHcaMax\":5,\"selectors\":{\"vendors\":[\"8086\"]}}]}",
-                        "t", &c),
-                0);
+            rdma_shared_config_parse(
+                "{\"configList\":["
+                "{\"resourceName\":\"all\",\"rdmaHcaMax\":3,\"selectors\":{\"vendors\":[\"15b3\"]}}"
+                ","
+                "{\"resourceName\":\"ib\",\"rdmaHcaMax\":2,\"selectors\":{\"linkTypes\":["
+                "\"infiniband\"]}},"
+                "{\"resourceName\":\"one\",\"rdmaHcaMax\":1,\"selectors\":{\"ifNames\":[\"ens1f0\"]"
+                ",\"deviceIDs\":[\"101b\"],\"drivers\":[\"mlx5_core\"]}},"
+                "{\"resourceName\":\"none\",\"rdmaHcaMax\":5,\"selectors\":{\"vendors\":[\"8086\"]}"
+                "}]}",
+                "t", &c),
+            0);
         struct dp_pool_set s = { 0 };
         assert_int_equal(dp_pools_from_rdma_shared(&c, &inv, &s), 0);
         assert_int_equal(s.n_pools, 4);
