@@ -456,6 +456,12 @@ void dp_plugin_check(struct dp_plugin *p)
         }
 }
 
+void dp_plugin_register_again(struct dp_plugin *p)
+{
+        p->backoff_usec = 0;
+        register_now(p);
+}
+
 int dp_plugin_new(sd_event *event, const struct dp_plugin_options *opts, const struct dp_pool *pool,
                   struct dp_plugin **ret)
 {

@@ -38,6 +38,9 @@ void dp_plugin_report_unhealthy(struct dp_plugin *p);
 /* Checks the socket and kubelet.sock: recreates a removed socket, registers again with a new
  * kubelet. Cheap; called on inotify events and periodically. */
 void dp_plugin_check(struct dp_plugin *p);
+/* Registers again now (a new kubelet.sock appeared; its inode number may equal the old one's,
+ * so dp_plugin_check() alone cannot tell). */
+void dp_plugin_register_again(struct dp_plugin *p);
 /* Stops serving, removes its socket and device-info files. NULL-safe; returns NULL. */
 struct dp_plugin *dp_plugin_free(struct dp_plugin *p);
 
