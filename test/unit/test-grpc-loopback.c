@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -218,6 +220,46 @@ static void test_no_server(void **state)
             -ENOENT);
 }
 
+static int raw_connect(const char *path)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        strcpy(sa.sun_path, path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        return fd;
+}
+
+/* Peers that send garbage, stop mid-frame, or send random frames after a valid preface are
+ * dropped; the server keeps serving. */
+static void test_garbage_peers(void **state)
+{
+        struct fixture *f = *state;
+        static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+        uint8_t junk[4096];
+        srand(42);
+        for (size_t i = 0; i < sizeof(junk); i++)
+                junk[i] = (uint8_t)rand();
+        for (int kind = 0; kind < 4; kind++) {
+                int fd = raw_connect(f->path);
+                if (kind >= 1)
+                        assert_int_equal(write(fd, preface, sizeof(preface) - 1),
+                                         (ssize_t)sizeof(preface) - 1);
+                if (kind == 0 || kind == 2)
+                        assert_int_equal(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+                if (kind == 3) /* a SETTINGS frame header announcing 64 bytes, then nothing */
+                        assert_int_equal(write(fd, "\x00\x00\x40\x04\x00\x00\x00\x00\x00", 9), 9);
+                for (int i = 0; i < 20; i++)
+                        assert_true(sd_event_run(f->event, 10000) >= 0);
+                close(fd);
+                for (int i = 0; i < 100 && grpc_server_n_connections(f->server) > 0; i++)
+                        assert_true(sd_event_run(f->event, 10000) >= 0);
+                assert_int_equal(grpc_server_n_connections(f->server), 0);
+                call(f, "/t.T/Echo", "ok", 2, 2000000);
+                assert_int_equal(f->st.code, GRPC_STATUS_OK);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -229,6 +271,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_deadline_and_server_notices_cancel, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_no_server, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_garbage_peers, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
