@@ -260,6 +260,10 @@ int grpc_unary_call(sd_event *event, const char *socket_path, const char *method
                 return r;
         }
 
+        /* The deadline travels too, so the server may give up as early as we do. */
+        char timeout_value[24];
+        snprintf(timeout_value, sizeof(timeout_value), "%lluu",
+                 (unsigned long long)(timeout_usec < 100000000ULL ? timeout_usec : 99999999ULL));
         nghttp2_nv hdrs[] = {
                 NV(":method", "POST"),
                 NV(":scheme", "http"),
@@ -268,11 +272,12 @@ int grpc_unary_call(sd_event *event, const char *socket_path, const char *method
                 NV("content-type", "application/grpc"),
                 NV("te", "trailers"),
                 NV("user-agent", "sriov-agent-grpc/" SRIOV_AGENT_VERSION),
+                NV("grpc-timeout", timeout_value), /* last: left out without a deadline */
         };
         nghttp2_data_provider prd = { .source.ptr = c, .read_callback = request_read };
         if (nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, NULL, 0) != 0 ||
-            (c->stream_id =
-                 nghttp2_submit_request(session, NULL, hdrs, ELEMENTSOF(hdrs), &prd, NULL)) < 0) {
+            (c->stream_id = nghttp2_submit_request(
+                 session, NULL, hdrs, ELEMENTSOF(hdrs) - (timeout_usec ? 0 : 1), &prd, NULL)) < 0) {
                 call_free(c);
                 return -EPROTO;
         }

@@ -25,6 +25,7 @@
 
 #include "deviceplugin/manager.h"
 #include "deviceplugin/podresources.h"
+#include "deviceplugin/pool-set.h"
 #include "deviceplugin/rdma-shared-config.h"
 #include "host/discover.h"
 #include "model/desired-json.h"
@@ -74,35 +75,17 @@ static int build_pools(struct harness *h, struct dp_pool_set *ret)
 {
         struct inventory inv = { 0 };
         struct desired_state desired = { 0 };
-        struct dp_pool_set sriov = { 0 }, rdma = { 0 };
         struct rdma_shared_config rc = { 0 };
         const struct discover_options dopts = { .sysfs_root = h->sysfs_root };
         int r = host_discover(&dopts, &inv);
-        if (r < 0)
-                goto out;
-        if (h->desired_path) {
+        if (r >= 0 && h->desired_path)
                 r = load_desired(h, &desired);
-                if (r < 0)
-                        goto out;
-        }
-        r = dp_pools_from_desired(&desired, &inv, h->prefix, &sriov);
-        if (r < 0)
-                goto out;
-        if (h->rdma_config_path) {
+        if (r >= 0 && h->rdma_config_path)
                 r = rdma_shared_config_load(h->rdma_config_path, &rc);
-                if (r < 0)
-                        goto out;
-                r = dp_pools_from_rdma_shared(&rc, &inv, &rdma);
-                if (r < 0)
-                        goto out;
-        }
-        r = dp_pool_set_take(ret, &sriov);
         if (r >= 0)
-                r = dp_pool_set_take(ret, &rdma);
-out:
+                r = dp_pools_build(&desired, &inv, h->prefix, h->rdma_config_path ? &rc : NULL,
+                                   ret);
         rdma_shared_config_done(&rc);
-        dp_pool_set_done(&sriov);
-        dp_pool_set_done(&rdma);
         desired_state_done(&desired);
         inventory_done(&inv);
         return r;

@@ -7,6 +7,7 @@
 
 #include <cmocka.h>
 
+#include "deviceplugin/pool-set.h"
 #include "dp-fixture.h"
 
 static const struct dp_pool *find(const struct dp_pool_set *s, const char *res)
@@ -152,6 +153,39 @@ static void test_invalid_names(void **state)
         assert_int_equal(dp_pool_set_names(&p, "a.io", "a b"), -EINVAL);
 }
 
+static void test_build_with_rdma_shared(void **state)
+{
+        struct inventory inv = { 0 };
+        fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 2, 0);
+        fx_add_rdma(&inv.pfs[0].rdma, &inv.pfs[0].n_rdma, 0);
+        struct desired_state d = { 0 };
+        fx_add_group(&d, "0000:3b:00.0", "sriov_a", DEVICE_TYPE_NETDEVICE, 0, 1);
+        struct rdma_shared_config c = { 0 };
+        assert_int_equal(rdma_shared_config_parse("{\"configList\":[{\"resourceName\":\"hca\","
+                                                  "\"rdmaHcaMax\":2,\"selectors\":{}}]}",
+                                                  "t", &c),
+                         0);
+        struct dp_pool_set s = { 0 };
+        assert_int_equal(dp_pools_build(&d, &inv, NULL, &c, &s), 0);
+        assert_int_equal(s.n_pools, 2);
+        assert_int_equal(dp_pool_set_find(&s, "openshift.io/sriov_a")->n_devices, 2);
+        assert_int_equal(dp_pool_set_find(&s, "rdma/hca")->n_devices, 2);
+        dp_pool_set_done(&s);
+        rdma_shared_config_done(&c);
+
+        /* the same resource from both sides is refused */
+        assert_int_equal(rdma_shared_config_parse("{\"configList\":[{\"resourceName\":\"sriov_a\","
+                                                  "\"resourcePrefix\":\"openshift.io\","
+                                                  "\"selectors\":{}}]}",
+                                                  "t", &c),
+                         0);
+        assert_int_equal(dp_pools_build(&d, &inv, NULL, &c, &s), -EEXIST);
+        assert_int_equal(s.n_pools, 0);
+        rdma_shared_config_done(&c);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -159,6 +193,7 @@ int main(void)
                 cmocka_unit_test(test_rdma_topology_health),
                 cmocka_unit_test(test_groups_on_two_pfs_share_a_pool),
                 cmocka_unit_test(test_invalid_names),
+                cmocka_unit_test(test_build_with_rdma_shared),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
