@@ -152,8 +152,9 @@ static int parse_vf_settings(int argc, char **argv, struct vf_settings *s)
                         if (parse_on_off(value, &s->spoofchk) < 0)
                                 return fail("vf-set", 0, "spoofchk must be on or off");
                 } else if (strcmp(key, "vlan") == 0) {
-                        if (parse_int(value, &s->vlan) < 0 || s->vlan < 0 || s->vlan > 4095)
-                                return fail("vf-set", 0, "invalid VLAN '%s' (0..4095)", value);
+                        if (parse_int(value, &s->vlan) < 0 || s->vlan < 0 || s->vlan > 4094)
+                                return fail("vf-set", 0,
+                                            "invalid VLAN '%s' (0 for none, or 1..4094)", value);
                 } else if (strcmp(key, "link-state") == 0) {
                         s->link_state = vf_link_state_from_string(value);
                         if (s->link_state < 0)

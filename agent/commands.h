@@ -11,3 +11,4 @@ struct command {
 int cmd_version(int argc, char **argv);
 int cmd_discover(int argc, char **argv);
 int cmd_debug(int argc, char **argv);
+int cmd_plan(int argc, char **argv);

@@ -9,6 +9,7 @@ static const struct command commands[] = {
         { "version", cmd_version, "print the version" },
         { "discover", cmd_discover, "list SR-IOV PFs, VFs and RDMA devices of this node" },
         { "debug", cmd_debug, NULL }, /* hidden: single host operations for tests */
+        { "plan", cmd_plan, "show the desired state and the actions, change nothing" },
 };
 
 static void print_help(FILE *f)

@@ -26,11 +26,12 @@ struct bind_options {
 };
 
 /* Binds vf_pci to driver (e.g. "vfio-pci"), or, with driver NULL or "", to whatever driver
- * the kernel picks without an override (its default driver). Returns 0 when the `driver` link
- * names the wanted driver afterwards, else a negative errno:
- * -EINVAL bad address/driver name, -ENODEV no such device, -EPERM not a VF,
- * -ENXIO no IOMMU group (for vfio-pci), -ENOENT target driver not loaded,
- * -ENODATA probe wrote but nothing bound, -EIO bound to another driver, -ETIMEDOUT. */
+ * the kernel picks without an override (its default driver). A VF already bound to a driver
+ * other than vfio-pci, with no driver_override, counts as being on its default driver. Returns 0
+ * when the `driver` link names the wanted driver afterwards, else a negative errno: -EINVAL bad
+ * address/driver name, -ENODEV no such device, -EPERM not a VF, -ENXIO no IOMMU group (for
+ * vfio-pci), -ENOENT target driver not loaded, -ENODATA probe wrote but nothing bound, -EIO bound
+ * to another driver, -ETIMEDOUT. */
 int host_bind_vf_driver(const struct bind_options *opts, const char *vf_pci, const char *driver);
 
 /* The VF's current driver name into buf ("" when unbound). */

@@ -192,7 +192,7 @@ static int validate_vf_settings(const char *pf, int vf, const struct vf_settings
 {
         if (vf < 0)
                 return log_error_errno(-EINVAL, "%s: invalid VF index %d", pf, vf);
-        if (s->vlan > 4095 || s->qos < 0 || s->qos > 7)
+        if (s->vlan > 4094 || s->qos < 0 || s->qos > 7)
                 return log_error_errno(-EINVAL, "%s VF %d: invalid VLAN %d / QoS %d", pf, vf,
                                        s->vlan, s->qos);
         if (s->trust > 1 || s->spoofchk > 1)
@@ -230,39 +230,10 @@ static int set_one_vf_attr(struct nl_sock *sk, int ifindex, const char *pf, int 
         return r;
 }
 
-int host_netlink_set_vf(const char *pf_ifname, int vf_index, const struct vf_settings *s,
-                        struct vf_set_result *ret)
-{
-        struct vf_set_result res = { 0 };
-        int ifindex, r = resolve_ifindex(pf_ifname, &ifindex);
-        if (r < 0)
-                return r;
-        r = validate_vf_settings(pf_ifname, vf_index, s);
-        if (r < 0)
-                return r;
-        _cleanup_(nl_socket_freep) struct nl_sock *sk = NULL;
-        r = netlink_open(NETLINK_ROUTE, 0, &sk);
-        if (r < 0)
-                return log_error_errno(r, "%s: cannot open an rtnetlink socket", pf_ifname);
-
-        int first_error = 0;
-        for (enum vf_attr a = 0; a < _VF_ATTR_MAX; a++) {
-                if (!attr_is_set(a, s))
-                        continue;
-                res.attempted[a] = true;
-                res.error[a] = set_one_vf_attr(sk, ifindex, pf_ifname, vf_index, a, s);
-                if (res.error[a] < 0 && !netlink_error_is_not_supported(res.error[a]) &&
-                    first_error == 0)
-                        first_error = res.error[a];
-        }
-        if (ret)
-                *ret = res;
-        return first_error;
-}
-
 struct vf_list {
         struct netlink_vf_info *vfs;
         size_t n;
+        int num_vfs; /* IFLA_NUM_VF, -1 when the device has no parent bus to ask */
         const char *pf;
 };
 
@@ -348,23 +319,24 @@ static int on_link_reply(struct nl_msg *msg, void *userdata)
         int r = host_netlink_parse_vf_list(nlmsg_hdr(msg), &l->vfs, &l->n);
         if (r < 0)
                 return log_error_errno(r, "%s: malformed link reply", l->pf);
+        struct nlattr *tb[IFLA_MAX + 1];
+        if (nlmsg_parse(nlmsg_hdr(msg), sizeof(struct ifinfomsg), tb, IFLA_MAX, NULL) == 0 &&
+            tb[IFLA_NUM_VF])
+                l->num_vfs = (int)nla_get_u32(tb[IFLA_NUM_VF]);
         return 0;
 }
 
-int host_netlink_get_vf_list(const char *pf_ifname, struct netlink_vf_info **ret, size_t *n)
+static int query_vfs(const char *pf_ifname, int ifindex, struct vf_list *ret)
 {
-        int ifindex, r = resolve_ifindex(pf_ifname, &ifindex);
-        if (r < 0)
-                return r;
         _cleanup_(nl_socket_freep) struct nl_sock *sk = NULL;
-        r = netlink_open(NETLINK_ROUTE, VF_LIST_RCVBUF, &sk);
+        int r = netlink_open(NETLINK_ROUTE, VF_LIST_RCVBUF, &sk);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot open an rtnetlink socket", pf_ifname);
         _cleanup_(nlmsg_freep) struct nl_msg *m = link_request(RTM_GETLINK, 0, ifindex, 0, 0);
         if (!m || nla_put_u32(m, IFLA_EXT_MASK, RTEXT_FILTER_VF | RTEXT_FILTER_SKIP_STATS) < 0)
                 return -ENOMEM;
 
-        struct vf_list l = { .pf = pf_ifname };
+        struct vf_list l = { .pf = pf_ifname, .num_vfs = -1 };
         char extack[EXTACK_MAX];
         r = netlink_transact(sk, m, on_link_reply, &l, extack, sizeof(extack));
         if (r < 0) {
@@ -372,7 +344,78 @@ int host_netlink_get_vf_list(const char *pf_ifname, struct netlink_vf_info **ret
                 return log_error_errno(r, "%s: cannot read the VF list%s%s", pf_ifname,
                                        extack[0] ? ": " : "", extack);
         }
+        *ret = l;
+        return 0;
+}
+
+int host_netlink_get_vf_list(const char *pf_ifname, struct netlink_vf_info **ret, size_t *n)
+{
+        struct vf_list l;
+        int ifindex, r = resolve_ifindex(pf_ifname, &ifindex);
+        if (r < 0)
+                return r;
+        r = query_vfs(pf_ifname, ifindex, &l);
+        if (r < 0)
+                return r;
         *ret = l.vfs;
         *n = l.n;
         return 0;
+}
+
+int host_netlink_get_num_vfs(const char *pf_ifname, int *ret)
+{
+        struct vf_list l;
+        int ifindex, r = resolve_ifindex(pf_ifname, &ifindex);
+        if (r < 0)
+                return r;
+        r = query_vfs(pf_ifname, ifindex, &l);
+        if (r < 0)
+                return r;
+        free(l.vfs);
+        if (l.num_vfs < 0)
+                return -ENODATA;
+        *ret = l.num_vfs;
+        return 0;
+}
+
+int host_netlink_set_vf(const char *pf_ifname, int vf_index, const struct vf_settings *s,
+                        struct vf_set_result *ret)
+{
+        struct vf_set_result res = { 0 };
+        int ifindex, r = resolve_ifindex(pf_ifname, &ifindex);
+        if (r < 0)
+                return r;
+        r = validate_vf_settings(pf_ifname, vf_index, s);
+        if (r < 0)
+                return r;
+        /* Drivers answer an index past their VFs differently (EINVAL, or EOPNOTSUPP for an
+         * attribute they lack, which would read as success): check it here when the kernel
+         * reports the PF's VF count (PCI devices do). */
+        struct vf_list l;
+        r = query_vfs(pf_ifname, ifindex, &l);
+        if (r < 0)
+                return r;
+        free(l.vfs);
+        if (l.num_vfs >= 0 && vf_index >= l.num_vfs)
+                return log_error_errno(-ENOENT, "%s has %d VFs: there is no VF %d", pf_ifname,
+                                       l.num_vfs, vf_index);
+
+        _cleanup_(nl_socket_freep) struct nl_sock *sk = NULL;
+        r = netlink_open(NETLINK_ROUTE, 0, &sk);
+        if (r < 0)
+                return log_error_errno(r, "%s: cannot open an rtnetlink socket", pf_ifname);
+
+        int first_error = 0;
+        for (enum vf_attr a = 0; a < _VF_ATTR_MAX; a++) {
+                if (!attr_is_set(a, s))
+                        continue;
+                res.attempted[a] = true;
+                res.error[a] = set_one_vf_attr(sk, ifindex, pf_ifname, vf_index, a, s);
+                if (res.error[a] < 0 && !netlink_error_is_not_supported(res.error[a]) &&
+                    first_error == 0)
+                        first_error = res.error[a];
+        }
+        if (ret)
+                *ret = res;
+        return first_error;
 }

@@ -42,7 +42,7 @@ int vf_link_state_from_string(const char *s); /* enum value or -EINVAL */
 struct vf_settings {
         bool set_mac;
         uint8_t mac[6];
-        int vlan;       /* -1 unset, 0 none, 1..4095 */
+        int vlan;       /* -1 unset, 0 none, 1..4094 (4095 is reserved) */
         int qos;        /* 802.1p priority with vlan, 0..7 */
         int trust;      /* -1 unset, 0 off, 1 on */
         int spoofchk;   /* -1 unset, 0 off, 1 on */
@@ -64,7 +64,8 @@ int host_netlink_set_up(const char *ifname);
 
 /* Applies every set attribute of s to VF vf_index of pf_ifname, each in its own request.
  * Returns 0 when every attempted attribute succeeded or was not supported, else the first
- * other error; ret (optional) gets each attribute's result. */
+ * other error; ret (optional) gets each attribute's result. An index at or past the PF's VF
+ * count is refused (-ENOENT) before anything is sent. */
 int host_netlink_set_vf(const char *pf_ifname, int vf_index, const struct vf_settings *s,
                         struct vf_set_result *ret);
 
@@ -76,6 +77,10 @@ struct netlink_vf_info {
         int spoofchk;   /* 0/1, -1 when not reported */
         int link_state; /* enum vf_link_state, -1 when not reported */
 };
+
+/* The PF's VF count as rtnetlink reports it (IFLA_NUM_VF); -ENODATA for a device that has
+ * no bus parent to ask (virtual devices). */
+int host_netlink_get_num_vfs(const char *pf_ifname, int *ret);
 
 /* The PF's VFs as the kernel reports them, sorted by index (malloc'ed; free() it). */
 int host_netlink_get_vf_list(const char *pf_ifname, struct netlink_vf_info **ret, size_t *n);

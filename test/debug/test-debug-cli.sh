@@ -62,6 +62,7 @@ if "$AGENT" --help | grep -q debug; then
         failures=$((failures + 1))
 fi
 check "vf-set bad attribute" 1 "unknown attribute 'speed'" -- "$AGENT" debug vf-set lo 0 speed 10
+check "vf-set VLAN 4095 (reserved)" 1 "invalid VLAN '4095'" -- "$AGENT" debug vf-set lo 0 vlan 4095
 check "vf-set bad trust" 1 "trust must be on or off" -- "$AGENT" debug vf-set lo 0 trust yes
 check "devlink without devlink device" 0 "eswitch-mode: (not supported|legacy|switchdev)" -- \
         "$AGENT" debug devlink 0000:fe:1f.7

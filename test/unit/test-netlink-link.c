@@ -149,12 +149,18 @@ static void test_vf_attributes_not_supported_each(void **state)
         assert_int_equal(host_netlink_get_vf_list("sriovt2", &vfs, &n), 0);
         assert_int_equal(n, 0);
         free(vfs);
+        /* a virtual device has no PCI parent: the kernel does not report a VF count */
+        int num = 99;
+        assert_int_equal(host_netlink_get_num_vfs("sriovt2", &num), -ENODATA);
+        assert_int_equal(num, 99);
 }
 
 static void test_vf_settings_validated(void **state)
 {
         struct vf_settings s = VF_SETTINGS_INIT;
         s.vlan = 4096;
+        assert_int_equal(host_netlink_set_vf("lo", 0, &s, NULL), -EINVAL);
+        s.vlan = 4095; /* reserved by 802.1Q */
         assert_int_equal(host_netlink_set_vf("lo", 0, &s, NULL), -EINVAL);
         s = VF_SETTINGS_INIT;
         assert_int_equal(host_netlink_set_vf("lo", -1, &s, NULL), -EINVAL);
