@@ -20,18 +20,12 @@ struct dp_manager {
         sd_event_source *inotify_source, *check_defer, *check_timer;
         struct dp_plugin **plugins;
         size_t n_plugins;
-        bool new_kubelet; /* kubelet.sock was created since the last check */
 };
 
 static void check_all(struct dp_manager *m)
 {
-        bool again = m->new_kubelet;
-        m->new_kubelet = false;
-        for (size_t i = 0; i < m->n_plugins; i++) {
-                dp_plugin_check(m->plugins[i]);
-                if (again)
-                        dp_plugin_register_again(m->plugins[i]);
-        }
+        for (size_t i = 0; i < m->n_plugins; i++)
+                (void)dp_plugin_check(m->plugins[i]);
 }
 
 static int on_check(sd_event_source *s, void *userdata)
@@ -75,9 +69,6 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
                         const struct inotify_event *ev = (const struct inotify_event *)p;
                         if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED))
                                 dir_gone = true;
-                        if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && ev->len > 0 &&
-                            strcmp(ev->name, DP_KUBELET_SOCKET) == 0)
-                                m->new_kubelet = true;
                         p += sizeof(*ev) + ev->len;
                 }
         }

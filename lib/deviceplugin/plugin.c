@@ -41,9 +41,8 @@ struct dp_plugin {
         sd_event_source *retry_timer;
         uint64_t backoff_usec;
         bool registered;
-        dev_t kubelet_dev; /* kubelet.sock we registered with */
-        ino_t kubelet_ino;
-        char **devinfo_ids; /* device-info files we wrote */
+        struct stat kubelet_st; /* kubelet.sock we registered with (zero: none) */
+        char **devinfo_ids;     /* device-info files we wrote */
         size_t n_devinfo_ids;
 };
 
@@ -391,12 +390,11 @@ static void register_now(struct dp_plugin *p)
         p->registered = false;
         p->retry_timer = sd_event_source_disable_unref(p->retry_timer);
         if (stat(p->kubelet_socket, &st) < 0) {
-                p->kubelet_ino = 0;
+                p->kubelet_st = (struct stat){ 0 };
                 schedule_retry(p);
                 return;
         }
-        p->kubelet_dev = st.st_dev;
-        p->kubelet_ino = st.st_ino;
+        p->kubelet_st = st;
 
         V1beta1__DevicePluginOptions opts = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
         opts.get_preferred_allocation_available = true;
@@ -430,36 +428,37 @@ static int serve(struct dp_plugin *p)
         return 0;
 }
 
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+               a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
 static bool socket_present(const char *path)
 {
         struct stat st;
         return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
-void dp_plugin_check(struct dp_plugin *p)
+bool dp_plugin_check(struct dp_plugin *p)
 {
         if (!socket_present(p->socket_path)) {
                 log_ctx_msg(LOG_NOTICE, 0, LOG_RES(p),
                             "socket %s removed (kubelet restart?): serving anew", p->socket_path);
                 if (serve(p) < 0)
-                        return;
+                        return false;
                 p->backoff_usec = 0;
                 register_now(p);
-                return;
+                return true;
         }
         struct stat st;
-        if (stat(p->kubelet_socket, &st) == 0 &&
-            (st.st_ino != p->kubelet_ino || st.st_dev != p->kubelet_dev)) {
+        if (stat(p->kubelet_socket, &st) == 0 && !same_file(&st, &p->kubelet_st)) {
                 log_ctx_msg(LOG_NOTICE, 0, LOG_RES(p), "new kubelet socket: registering again");
                 p->backoff_usec = 0;
                 register_now(p);
+                return true;
         }
-}
-
-void dp_plugin_register_again(struct dp_plugin *p)
-{
-        p->backoff_usec = 0;
-        register_now(p);
+        return false;
 }
 
 int dp_plugin_new(sd_event *event, const struct dp_plugin_options *opts, const struct dp_pool *pool,

@@ -36,11 +36,10 @@ int dp_plugin_update(struct dp_plugin *p, const struct dp_pool *pool);
 /* Sends every device as Unhealthy to the open ListAndWatch streams (graceful stop). */
 void dp_plugin_report_unhealthy(struct dp_plugin *p);
 /* Checks the socket and kubelet.sock: recreates a removed socket, registers again with a new
- * kubelet. Cheap; called on inotify events and periodically. */
-void dp_plugin_check(struct dp_plugin *p);
-/* Registers again now (a new kubelet.sock appeared; its inode number may equal the old one's,
- * so dp_plugin_check() alone cannot tell). */
-void dp_plugin_register_again(struct dp_plugin *p);
+ * kubelet (a kubelet.sock file other than the one we registered with: device, inode and ctime,
+ * as inode numbers are reused at once). Cheap; called on inotify events and periodically.
+ * Returns true when it started a registration. */
+bool dp_plugin_check(struct dp_plugin *p);
 /* Stops serving, removes its socket and device-info files. NULL-safe; returns NULL. */
 struct dp_plugin *dp_plugin_free(struct dp_plugin *p);
 

@@ -1,13 +1,14 @@
 /* dp-harness: serves the device-plugin pools of a (generated) node for the integration tests.
  *
- *   dp-harness --sysfs-root DIR --desired FILE.json --kubelet-dir DIR --devinfo-dir DIR
- *              [--resource-prefix P] [--rdma-shared-config FILE] [--vhost-net RES]...
- *              [--exclude-topology RES]...
+ *   dp-harness --sysfs-root DIR (--policy-dir DIR --node-labels k=v,... | --desired FILE.json)
+ *              --kubelet-dir DIR --devinfo-dir DIR [--resource-prefix P]
+ *              [--rdma-shared-config FILE] [--vhost-net RES]... [--exclude-topology RES]...
  *
- * Discovers the tree, builds SR-IOV pools from the desired state (the desired-state JSON of
- * lib/model/desired-json.h; needVhostNet/excludeTopology are not part of that JSON, so they are
- * set per resourceName with the flags above) and whole-card RDMA pools from the config, and
- * serves them with the plugin manager. Commands on stdin, one per line: "rescan" (discover
+ * Discovers the tree, builds the desired state from SriovNetworkNodePolicy files with the
+ * policy engine (or reads it from desired-state JSON, lib/model/desired-json.h, which has no
+ * needVhostNet/excludeTopology: the two flags set them per resourceName), builds the SR-IOV
+ * pools from it and whole-card RDMA pools from the config, and serves them with the plugin
+ * manager. Commands on stdin, one per line: "rescan" (discover
  * again and update the pools), "shutdown" (graceful stop: Unhealthy first). Prints "ready", then
  * {"event": "rescanned", "t_apply": <wall-clock ms when the pools went to the manager>} on stdout.
  * SIGTERM also stops gracefully. */
@@ -29,11 +30,16 @@
 #include "deviceplugin/rdma-shared-config.h"
 #include "host/discover.h"
 #include "model/desired-json.h"
+#include "policy/node-labels.h"
+#include "policy/policy-files.h"
+#include "policy/policy-merge.h"
 #include "util/log.h"
 #include "util/macro.h"
 
 struct harness {
-        const char *sysfs_root, *desired_path, *rdma_config_path, *prefix;
+        const char *sysfs_root, *desired_path, *rdma_config_path, *prefix, *policy_dir;
+        struct string_pair *labels;
+        size_t n_labels;
         char **vhost, **notopo;
         size_t n_vhost, n_notopo;
         struct dp_manager_options opts;
@@ -71,6 +77,24 @@ static int load_desired(struct harness *h, struct desired_state *ret)
         return 0;
 }
 
+static int desired_from_policies(struct harness *h, const struct inventory *inv,
+                                 struct desired_state *ret)
+{
+        struct policy_list list = { 0 };
+        struct policy_report report = { 0 };
+        int r = policy_list_load_path(&list, h->policy_dir);
+        if (r >= 0)
+                r = policy_build_desired_state(list.items, list.n_items, h->labels, h->n_labels,
+                                               inv, ret, &report);
+        for (size_t i = 0; r >= 0 && i < report.n_results; i++)
+                log_info("dp-harness: policy %s: %s (%s)", report.results[i].name ?: "?",
+                         policy_status_to_string(report.results[i].status),
+                         report.results[i].reason ?: "");
+        policy_report_done(&report);
+        policy_list_done(&list);
+        return r;
+}
+
 static int build_pools(struct harness *h, struct dp_pool_set *ret)
 {
         struct inventory inv = { 0 };
@@ -80,6 +104,11 @@ static int build_pools(struct harness *h, struct dp_pool_set *ret)
         int r = host_discover(&dopts, &inv);
         if (r >= 0 && h->desired_path)
                 r = load_desired(h, &desired);
+        else if (r >= 0 && h->policy_dir) {
+                r = desired_from_policies(h, &inv, &desired);
+                if (r >= 0)
+                        apply_flags(h, &desired);
+        }
         if (r >= 0 && h->rdma_config_path)
                 r = rdma_shared_config_load(h->rdma_config_path, &rc);
         if (r >= 0)
@@ -190,6 +219,8 @@ int main(int argc, char **argv)
                 { "rdma-shared-config", required_argument, NULL, 'r' },
                 { "vhost-net", required_argument, NULL, 'v' },
                 { "exclude-topology", required_argument, NULL, 't' },
+                { "policy-dir", required_argument, NULL, 'P' },
+                { "node-labels", required_argument, NULL, 'L' },
                 {},
         };
         int c, r;
@@ -219,7 +250,19 @@ int main(int argc, char **argv)
                 case 't':
                         (void)strv_push_dup(&h.notopo, &h.n_notopo, optarg);
                         break;
+                case 'P':
+                        h.policy_dir = optarg;
+                        break;
+                case 'L': {
+                        _cleanup_free_ char *error = NULL;
+                        if (node_labels_parse(optarg, &h.labels, &h.n_labels, &error) < 0) {
+                                fprintf(stderr, "dp-harness: --node-labels: %s\n", error ?: "?");
+                                return 2;
+                        }
+                        break;
+                }
                 default:
+                        fprintf(stderr, "dp-harness: unknown option\n");
                         return 2;
                 }
         }
@@ -248,5 +291,6 @@ int main(int argc, char **argv)
         sd_event_unref(h.event);
         strv_free_n(h.vhost, h.n_vhost);
         strv_free_n(h.notopo, h.n_notopo);
+        node_labels_free(h.labels, h.n_labels);
         return r < 0 ? 1 : 0;
 }

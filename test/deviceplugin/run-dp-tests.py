@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Device-plugin integration test: the C plugin (dp-harness) against the grpc-go fake kubelet.
 
-A generated seed node (gen-sysfs.py) with four SR-IOV pools (RDMA netdevice VFs, vfio-pci VFs,
-plain netdevice VFs, igb VFs with needVhostNet + excludeTopology) and the whole-card pool
+A generated seed node (gen-sysfs.py), SriovNetworkNodePolicies run through the policy engine
+giving four SR-IOV pools (RDMA netdevice VFs, vfio-pci VFs, plain netdevice VFs, igb VFs with
+needVhostNet + excludeTopology; a fifth policy is for another node), and the whole-card pool
 rdma/rdma_hca (rdmaHcaMax 1). Expectations come from the generator's manifest, never from
 hard-coded layouts. Every check prints PASS/FAIL with what it compared; exit 1 on any failure.
 """
@@ -123,18 +124,26 @@ def main():
     for v in vfio_vfs:
         bind_vfio(sysfs, v["pciAddress"])
 
-    def group(res, dtype, rng, rdma=False):
-        return {"resourceName": res, "deviceType": dtype, "vfRange": rng, "policyName": "p-" + res,
-                "isRdma": rdma}
-    desired = {"interfaces": [
-        {"pciAddress": cx["pciAddress"], "name": "ens1f0", "numVfs": 8, "vfGroups": [
-            group("sriov_rdma", "netdevice", "0-3", True), group("sriov_vfio", "vfio-pci", "4-7")]},
-        {"pciAddress": ice["pciAddress"], "name": "ens2f0", "numVfs": ice["numVfs"], "vfGroups": [
-            group("sriov_net", "netdevice", "0-%d" % (ice["numVfs"] - 1))]},
-        {"pciAddress": igb["pciAddress"], "name": "eno1", "numVfs": igb["numVfs"], "vfGroups": [
-            group("sriov_igb", "netdevice", "0-%d" % (igb["numVfs"] - 1))]}]}
-    with open(os.path.join(work, "desired.json"), "w") as f:
-        json.dump(desired, f)
+    # SriovNetworkNodePolicies, through the policy engine: two groups on ens1f0 split by VF
+    # range, one per other PF, and one for another node that must not show up.
+    def policy(name, res, pf, num_vfs, dtype="netdevice", labels=None, **extra):
+        spec = {"resourceName": res, "nodeSelector": labels or {"highnet-node": "true"},
+                "numVfs": num_vfs, "nicSelector": {"pfNames": [pf]}, "deviceType": dtype}
+        spec.update(extra)
+        return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodePolicy",
+                "metadata": {"name": name, "namespace": "sriov-network-operator"}, "spec": spec}
+    policies = [
+        policy("highnet-rdma", "sriov_highnet", "ens1f0#0-3", 8, isRdma=True),
+        policy("highnet-vfio", "sriov_vfio", "ens1f0#4-7", 8, dtype="vfio-pci"),
+        policy("net", "sriov_net", "ens2f0", ice["numVfs"]),
+        policy("igb", "sriov_igb", "eno1", igb["numVfs"], needVhostNet=True, excludeTopology=True),
+        policy("elsewhere", "sriov_elsewhere", "ens2f0", 4, labels={"other-node": "true"}),
+    ]
+    poldir = os.path.join(work, "policies")
+    os.makedirs(poldir)
+    for pol in policies:
+        with open(os.path.join(poldir, pol["metadata"]["name"] + ".json"), "w") as f:
+            json.dump(pol, f)
     rdma_cfg = os.path.join(os.environ.get("SRCDIR", "."), "test/fixtures/rdma-shared-hca.json")
     if not os.path.exists(rdma_cfg):
         rdma_cfg = os.path.join(os.path.dirname(__file__), "..", "fixtures", "rdma-shared-hca.json")
@@ -147,7 +156,7 @@ def main():
         json.dump(assignments, f)
 
     expected = {
-        "openshift.io/sriov_rdma": ([v["pciAddress"] for v in rdma_vfs], [cx["numa"]]),
+        "openshift.io/sriov_highnet": ([v["pciAddress"] for v in rdma_vfs], [cx["numa"]]),
         "openshift.io/sriov_vfio": ([v["pciAddress"] for v in vfio_vfs], [cx["numa"]]),
         "openshift.io/sriov_net": ([v["pciAddress"] for v in ice["vfs"]], [ice["numa"]]),
         "openshift.io/sriov_igb": ([v["pciAddress"] for v in igb["vfs"]], None),
@@ -155,10 +164,10 @@ def main():
     }
 
     # The plugin starts first: the kubelet is absent, registration must be retried.
-    harness = Proc([args.harness, "--sysfs-root", sysfs, "--desired",
-                    os.path.join(work, "desired.json"), "--kubelet-dir", kdir, "--devinfo-dir",
-                    devinfo, "--rdma-shared-config", rdma_cfg, "--vhost-net", "sriov_igb",
-                    "--exclude-topology", "sriov_igb"], os.path.join(work, "harness.log"))
+    harness = Proc([args.harness, "--sysfs-root", sysfs, "--policy-dir", poldir,
+                    "--node-labels", "highnet-node=true,kubernetes.io/os=linux",
+                    "--kubelet-dir", kdir, "--devinfo-dir", devinfo,
+                    "--rdma-shared-config", rdma_cfg], os.path.join(work, "harness.log"))
     kubelet = None
     try:
         check("harness ready", harness.wait_for(lambda e: e == "ready", 10) is not None)
@@ -280,17 +289,17 @@ def run_checks(kubelet, harness, expected, manifest, sysfs, kdir, devinfo, prsoc
     # Allocate: RDMA VF.
     vf = rdma_vfs[1]
     rd = vf["rdma"][0]
-    r = allocate(kubelet, "openshift.io/sriov_rdma", [vf["pciAddress"]])
+    r = allocate(kubelet, "openshift.io/sriov_highnet", [vf["pciAddress"]])
     if check("Allocate RDMA VF OK", r.get("code") == "OK", json.dumps(r)):
         want = sorted("/dev/infiniband/" + rd[k] for k in ("uverbs", "umad", "issm")) + \
             ["/dev/infiniband/rdma_cm"]
         check("RDMA VF device specs", specs_of(r) == sorted(want), "%s vs %s" % (specs_of(r), want))
-        info = json.loads(r["responses"][0]["envs"]["PCIDEVICE_OPENSHIFT_IO_SRIOV_RDMA_INFO"])
+        info = json.loads(r["responses"][0]["envs"]["PCIDEVICE_OPENSHIFT_IO_SRIOV_HIGHNET_INFO"])
         check("RDMA _INFO JSON", info[vf["pciAddress"]].get("rdma") == {
             "rdma_cm": "/dev/infiniband/rdma_cm", "rdma_dev": rd["name"],
             "uverbs": "/dev/infiniband/" + rd["uverbs"], "umad": "/dev/infiniband/" + rd["umad"],
             "issm": "/dev/infiniband/" + rd["issm"]}, json.dumps(info))
-        p = devinfo_path(devinfo, "openshift.io/sriov_rdma", vf["pciAddress"])
+        p = devinfo_path(devinfo, "openshift.io/sriov_highnet", vf["pciAddress"])
         content = json.load(open(p)) if os.path.exists(p) else {}
         check("RDMA device-info file names the RDMA device",
               content.get("pci", {}).get("rdma-device") == rd["name"], str(content))
@@ -394,6 +403,10 @@ def run_checks(kubelet, harness, expected, manifest, sysfs, kdir, devinfo, prsoc
     regs = {r: e["t"] for r, e in first_per_resource(kubelet, ev("register"), list(expected), 3,
                                                       since=mark).items()}
     check("kubelet restart: every pool re-registered", sorted(regs) == sorted(expected), str(regs))
+    time.sleep(0.3)
+    kubelet.wait_for(lambda e: False, 0.2)
+    n_regs = len([e for e in kubelet.seen[mark:] if ev("register")(e)])
+    check("kubelet restart: one registration per pool", n_regs == len(expected), str(n_regs))
     if restarted and regs:
         delay = max(regs.values()) - restarted["t"]
         check("kubelet restart: re-registered within 1 s", delay <= 1000, "%d ms" % delay)
@@ -408,9 +421,10 @@ def run_checks(kubelet, harness, expected, manifest, sysfs, kdir, devinfo, prsoc
                   i for i in ids if i != gone), json.dumps(e))
 
     # Graceful shutdown: every device reported Unhealthy before the streams end.
+    t_shutdown = int(time.time() * 1000)  # the kubelet stamps whole milliseconds
     harness.send("shutdown")
-    firsts = first_per_resource(kubelet, lambda x: ev("devices")(x) or ev("watch-end")(x),
-                                list(expected), 5)
+    firsts = first_per_resource(kubelet, lambda x: (ev("devices")(x) or ev("watch-end")(x)) and
+                                x["t"] >= t_shutdown, list(expected), 5)
     for res in expected:
         e = firsts.get(res)
         check("shutdown: %s devices reported Unhealthy first" % res,
