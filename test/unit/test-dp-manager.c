@@ -26,7 +26,7 @@ struct kubelet {
         char dir[64], sock[128], devinfo[128];
         sd_event *event;
         struct grpc_server *server;
-        int n_registered;
+        int n_registered, want_registrations;
         char last_resource[128], last_endpoint[128], last_version[32];
         bool last_preferred;
         /* client result */
@@ -70,10 +70,9 @@ static void run_until(struct kubelet *k, bool (*pred)(struct kubelet *k), int ma
         assert_true(pred(k));
 }
 
-static int want_registrations;
 static bool registered_enough(struct kubelet *k)
 {
-        return k->n_registered >= want_registrations;
+        return k->n_registered >= k->want_registrations;
 }
 
 static bool call_done(struct kubelet *k)
@@ -125,7 +124,8 @@ static void test_manager_lifecycle(void **state)
         strcpy(k.dir, "/tmp/test-dpm-XXXXXX");
         assert_non_null(mkdtemp(k.dir));
         snprintf(k.sock, sizeof(k.sock), "%s/kubelet.sock", k.dir);
-        snprintf(k.devinfo, sizeof(k.devinfo), "%s/devinfo", k.dir);
+        strcpy(k.devinfo, "/tmp/test-dpm-devinfo-XXXXXX");
+        assert_non_null(mkdtemp(k.devinfo));
         assert_int_equal(sd_event_new(&k.event), 0);
 
         /* The plugins start before the kubelet: they retry, and register once it is there. */
@@ -140,7 +140,7 @@ static void test_manager_lifecycle(void **state)
                 assert_true(sd_event_run(k.event, 10000) >= 0);
         assert_false(dp_manager_all_registered(m));
         kubelet_start(&k);
-        want_registrations = 2;
+        k.want_registrations = 2;
         run_until(&k, registered_enough, 1000); /* inotify sees kubelet.sock: well within 1 s */
         for (int i = 0; i < 100 && !dp_manager_all_registered(m); i++)
                 assert_true(sd_event_run(k.event, 10000) >= 0); /* the answers travel back */
@@ -219,7 +219,7 @@ static void test_manager_lifecycle(void **state)
         char net_sock[192];
         snprintf(net_sock, sizeof(net_sock), "%s/openshift.io_net.sock", k.dir);
         assert_int_equal(unlink(net_sock), 0);
-        want_registrations = k.n_registered + 1;
+        k.want_registrations = k.n_registered + 1;
         run_until(&k, registered_enough, 1000);
         assert_int_equal(access(net_sock, F_OK), 0);
         assert_string_equal(k.last_resource, "openshift.io/net");
@@ -227,8 +227,26 @@ static void test_manager_lifecycle(void **state)
         /* A new kubelet.sock: everybody registers again. */
         k.server = grpc_server_free(k.server);
         kubelet_start(&k);
-        want_registrations = k.n_registered + 2;
+        k.want_registrations = k.n_registered + 2;
         run_until(&k, registered_enough, 1000);
+
+        /* The whole directory replaced (kubelet reinstalled): sockets come back, and the
+         * plugins register with the kubelet that appears in the new directory. */
+        k.server = grpc_server_free(k.server);
+        char cmd[160];
+        snprintf(cmd, sizeof(cmd), "%s/openshift.io_dpdk.sock", k.dir);
+        unlink(cmd);
+        unlink(net_sock);
+        unlink(k.sock);
+        assert_int_equal(rmdir(k.dir), 0);
+        for (int i = 0; i < 20; i++)
+                assert_true(sd_event_run(k.event, 10000) >= 0);
+        assert_int_equal(access(k.dir, F_OK), 0); /* recreated by the manager */
+        kubelet_start(&k);
+        k.want_registrations = k.n_registered + 2;
+        run_until(&k, registered_enough, 1000);
+        assert_int_equal(access(net_sock, F_OK), 0);
+        assert_int_equal(access(cmd, F_OK), 0);
 
         /* The vfio resource goes away: its socket and device-info files go with it. */
         dp_pool_set_done(&pools);
