@@ -405,8 +405,11 @@ static void register_now(struct dp_plugin *p)
         req.options = &opts;
         uint8_t buf[1024];
         size_t len = v1beta1__register_request__get_packed_size(&req);
-        if (len > sizeof(buf))
+        if (len > sizeof(buf)) { /* names are bounded far below this; never silently stuck */
+                log_ctx_msg(LOG_ERR, EMSGSIZE, LOG_RES(p), "RegisterRequest too large: %zu bytes",
+                            len);
                 return;
+        }
         v1beta1__register_request__pack(&req, buf);
         int r = grpc_unary_call(p->event, p->kubelet_socket, "/v1beta1.Registration/Register", buf,
                                 len, REGISTER_TIMEOUT_USEC, on_registered, p, &p->register_call);
