@@ -211,6 +211,19 @@ static void test_manager_lifecycle(void **state)
         call(&k, "openshift.io_net.sock", "/v1beta1.DevicePlugin/GetPreferredAllocation", &pr.base);
         assert_int_equal(k.st.code, GRPC_STATUS_INVALID_ARGUMENT);
 
+        /* Bytes that are no AllocateRequest: INVALID_ARGUMENT, and the plugin goes on. */
+        {
+                const uint8_t junk[] = { 0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01 };
+                char path[256];
+                snprintf(path, sizeof(path), "%s/openshift.io_dpdk.sock", k.dir);
+                k.done = false;
+                assert_int_equal(grpc_unary_call(k.event, path, "/v1beta1.DevicePlugin/Allocate",
+                                                 junk, sizeof(junk), 2000000, on_done, &k, NULL),
+                                 0);
+                run_until(&k, call_done, 3000);
+                assert_int_equal(k.st.code, GRPC_STATUS_INVALID_ARGUMENT);
+        }
+
         V1beta1__PreStartContainerRequest ps = V1BETA1__PRE_START_CONTAINER_REQUEST__INIT;
         call(&k, "openshift.io_net.sock", "/v1beta1.DevicePlugin/PreStartContainer", &ps.base);
         assert_int_equal(k.st.code, GRPC_STATUS_OK);
