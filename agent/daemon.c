@@ -140,9 +140,15 @@ static int persist_applied(const struct agent *a, const struct plan *plan,
                 json_decref(obj);
                 if (!text)
                         return -ENOMEM;
+                /* Every converged reconcile re-states ownership; only a change is written. */
+                _cleanup_free_ char *old_text = NULL;
+                if (read_full_file(path, 1024 * 1024, &old_text, NULL) >= 0 &&
+                    strcmp(old_text, text) == 0)
+                        continue;
                 r = write_file_atomic(path, text, strlen(text), 0644);
                 if (r < 0)
                         return log_pf(LOG_ERR, r, pf->pci_address, "cannot write %s", path);
+                log_pf(LOG_DEBUG, 0, pf->pci_address, "recorded the applied state in %s", path);
         }
 
         for (size_t i = 0; i < previous->n_pfs; i++) {
@@ -154,9 +160,10 @@ static int persist_applied(const struct agent *a, const struct plan *plan,
                 if (applied_record_filename(pci, name, sizeof(name)) < 0 ||
                     path_printf(path, sizeof(path), "%s/%s", a->config.state_dir, name) < 0)
                         continue;
-                if (unlink(path) < 0 && errno != ENOENT)
-                        log_pf(LOG_WARNING, errno, pci, "cannot remove %s", path);
-                else
+                if (unlink(path) < 0) {
+                        if (errno != ENOENT)
+                                log_pf(LOG_WARNING, errno, pci, "cannot remove %s", path);
+                } else
                         log_pf(LOG_INFO, 0, pci, "PF released: no policy selects it any more");
         }
         return 0;
@@ -368,8 +375,12 @@ static int reconcile(struct agent *a)
                         for (size_t i = 0; i < plan.n_problems; i++)
                                 log_pf(LOG_WARNING, 0, plan.problems[i].pf, "%s",
                                        plan.problems[i].message);
-                if (plan.n_actions == 0)
+                if (plan.n_actions == 0) {
+                        /* Converged: the agent manages exactly the desired PFs now. */
+                        if (!a->config.dry_run)
+                                persist_applied(a, &plan, &previous, &(struct apply_report){});
                         break;
+                }
                 if (a->config.dry_run) {
                         for (size_t i = 0; i < plan.n_actions; i++) {
                                 char line[256];

@@ -144,6 +144,14 @@ def main():
                                        for d in devs["devices"]), str(devs))
         check("a node that already matches gets no writes", tree_digest(sysfs) == before,
               "sysfs tree changed")
+        record = os.path.join(state, cx["pciAddress"] + ".json")
+        end = time.monotonic() + 5
+        while time.monotonic() < end and not os.path.exists(record):
+            time.sleep(0.1)
+        with open(record) if os.path.exists(record) else open(os.devnull) as f:
+            text = f.read()
+        check("the agent records that it manages ens1f0 (with its original MTU)",
+              '"originalMtu"' in text and "sriov_highnet" in text, record)
 
         # 2. Allocate: env with the PCI address, RDMA char devices of that VF.
         kubelet.send({"cmd": "allocate", "resource": SEED_RESOURCE, "containers": [[cx_vfs[0]]]})
