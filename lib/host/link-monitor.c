@@ -111,11 +111,18 @@ static void report_resync(struct link_monitor *m, const char *why)
         m->callback(&ev, m->userdata);
 }
 
+/* NLMSG_OK() without its signed/unsigned comparison (clang's -Wsign-compare rejects it). */
+static bool nlmsg_fits(const struct nlmsghdr *h, int rem)
+{
+        return rem >= (int)sizeof(*h) && h->nlmsg_len >= sizeof(*h) &&
+               h->nlmsg_len <= (unsigned)rem;
+}
+
 static void dispatch_datagram(struct link_monitor *m, size_t len)
 {
-        int rem = (int)len; /* NLMSG_OK compares as int; len is at most DATAGRAM_MAX */
+        int rem = (int)len; /* NLMSG_NEXT counts down an int; len is at most DATAGRAM_MAX */
 
-        for (const struct nlmsghdr *h = m->buf; NLMSG_OK(h, rem); h = NLMSG_NEXT(h, rem)) {
+        for (const struct nlmsghdr *h = m->buf; nlmsg_fits(h, rem); h = NLMSG_NEXT(h, rem)) {
                 struct link_event ev;
 
                 if (h->nlmsg_type != RTM_NEWLINK && h->nlmsg_type != RTM_DELLINK)
