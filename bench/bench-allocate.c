@@ -196,7 +196,17 @@ int main(int argc, char **argv)
                 self[n > 0 ? n : 0] = 0;
                 snprintf(prog, sizeof(prog), "%s/fake-kubelet", dirname(self));
         }
-        struct bench b = { .calls = argc > 2 ? atol(argv[2]) : 10000 };
+        long calls = 10000;
+        if (argc > 2) {
+                char *end;
+                errno = 0;
+                calls = strtol(argv[2], &end, 10);
+                if (errno != 0 || end == argv[2] || *end != '\0' || calls <= 0) {
+                        fprintf(stderr, "bench-allocate: CALLS must be a positive number\n");
+                        return 2;
+                }
+        }
+        struct bench b = { .calls = calls };
         if (access(prog, X_OK) < 0) {
                 fprintf(stderr,
                         "bench-allocate: no fake kubelet at %s (build target fake-kubelet)\n",

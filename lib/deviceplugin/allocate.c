@@ -178,6 +178,7 @@ static int allocate_sriov(const struct dp_pool *pool, const struct dp_device *co
                 strcat(list, devs[i]->id);
                 int r = device_specs(pool, devs[i], a);
                 if (r < 0)
+                        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                         return r;
         }
         char key[DP_RESOURCE_MAX + 32], info_key[DP_RESOURCE_MAX + 40];
@@ -214,6 +215,7 @@ int dp_allocate_container(const struct dp_pool *pool, char *const *ids, size_t n
         }
         int r = 0;
         if (pool->kind == DP_POOL_RDMA_SHARED) {
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 for (size_t i = 0; r >= 0 && i < pool->n_shared_char_devices; i++)
                         r = add_spec(&a, pool->shared_char_devices[i],
                                      pool->shared_char_devices[i]);

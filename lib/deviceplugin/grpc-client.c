@@ -95,7 +95,8 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
         if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
                 char buf[8] = { 0 };
                 memcpy(buf, value, valuelen < 7 ? valuelen : 7);
-                c->http_status = atoi(buf);
+                if (parse_int(buf, &c->http_status) < 0)
+                        c->http_status = 0; /* not a number: no HTTP status seen */
         } else if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0) {
                 char buf[8] = { 0 };
                 memcpy(buf, value, valuelen < 7 ? valuelen : 7);

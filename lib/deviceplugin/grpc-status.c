@@ -87,7 +87,7 @@ char *grpc_percent_decode(const char *s, size_t len)
         return out;
 }
 
-int grpc_fail(struct grpc_status *st, int code, const char *fmt, ...)
+int(grpc_fail)(struct grpc_status *st, int code, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);

@@ -60,6 +60,7 @@ static int pack_list(const struct dp_pool *pool, bool all_unhealthy, uint8_t **r
         _cleanup_free_ V1beta1__NUMANode *nodes = calloc(n ?: 1, sizeof(*nodes));
         _cleanup_free_ V1beta1__NUMANode **node_ptrs = calloc(n ?: 1, sizeof(*node_ptrs));
         if (!devs || !ptrs || !topos || !nodes || !node_ptrs)
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 const struct dp_device *d = &pool->devices[i];

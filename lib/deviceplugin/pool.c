@@ -83,10 +83,11 @@ int dp_pool_copy(const struct dp_pool *src, struct dp_pool *ret)
         p.n_devices = 0;
         p.shared_char_devices = NULL;
         p.n_shared_char_devices = 0;
-        int r =
-            strv_copy(src->shared_char_devices, src->n_shared_char_devices, &p.shared_char_devices);
+        char **shared = NULL;
+        int r = strv_copy(src->shared_char_devices, src->n_shared_char_devices, &shared);
         if (r < 0)
                 return r;
+        p.shared_char_devices = shared;
         p.n_shared_char_devices = src->n_shared_char_devices;
         if (src->n_devices > 0) {
                 p.devices = calloc(src->n_devices, sizeof(*p.devices));

@@ -166,6 +166,7 @@ static int read_one(struct link_monitor *m, int fd)
 {
         struct sockaddr_nl sender = { 0 };
         struct iovec iov;
+        char sink; /* receives the first byte of a datagram that is dropped */
         struct msghdr msg = {
                 .msg_name = &sender, .msg_namelen = sizeof(sender), .msg_iov = &iov, .msg_iovlen = 1
         };
@@ -182,8 +183,8 @@ static int read_one(struct link_monitor *m, int fd)
                 return (int)size;
         /* Too large or no memory: consume it with a tiny buffer (MSG_TRUNC) and resync. */
         drop = (size_t)size > DATAGRAM_MAX || ensure_buffer(m, (size_t)size) < 0;
-        iov = (struct iovec){ .iov_base = drop ? &(char){ 0 } : m->buf,
-                              .iov_len = drop ? 1 : (size_t)size };
+        iov =
+            (struct iovec){ .iov_base = drop ? &sink : m->buf, .iov_len = drop ? 1 : (size_t)size };
         do
                 n = recvmsg(fd, &msg, MSG_DONTWAIT);
         while (n < 0 && errno == EINTR);

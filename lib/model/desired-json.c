@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/fileio.h"
 #include "util/macro.h"
 #include "util/names.h"
 
@@ -158,11 +159,18 @@ static int get_bool(const json_t *o, const char *key, const char *path, bool *re
         return 0;
 }
 
+/* "START-END": parse_int() rather than sscanf("%d"), which is undefined on overflow. */
 static int parse_range(const char *s, int *start, int *end)
 {
-        char tail;
+        const char *dash = strchr(s, '-');
+        char first[16];
 
-        if (strspn(s, "0123456789-") != strlen(s) || sscanf(s, "%d-%d%c", start, end, &tail) != 2)
+        if (strspn(s, "0123456789-") != strlen(s) || !dash || dash == s ||
+            (size_t)(dash - s) >= sizeof(first))
+                return -EINVAL;
+        memcpy(first, s, (size_t)(dash - s));
+        first[dash - s] = '\0';
+        if (parse_int(first, start) < 0 || parse_int(dash + 1, end) < 0)
                 return -EINVAL;
         return *start >= 0 && *end >= *start ? 0 : -EINVAL;
 }

@@ -74,7 +74,7 @@ static int pf_verdict_init(struct pf_verdict *v, const struct pf_info *pf,
 
 static ssize_t vf_slot_by_address(const struct pf_verdict *v, const char *address)
 {
-        for (size_t i = 0; v->pf && *address && i < v->pf->n_vfs; i++)
+        for (size_t i = 0; v->pf && v->pf->vfs && *address && i < v->pf->n_vfs; i++)
                 if (strcasecmp(v->pf->vfs[i].pci_address, address) == 0)
                         return (ssize_t)i;
         return -1;

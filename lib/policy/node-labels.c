@@ -55,6 +55,7 @@ int node_labels_parse(const char *text, struct string_pair **ret, size_t *ret_n,
 
         if (!copy)
                 return -ENOMEM;
+        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
         for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
                 char *eq = strchr(item, '=');
                 if (!eq || eq == item) {

@@ -252,6 +252,7 @@ static int resolve_conflicts(struct engine *e)
                 if (r < 0)
                         return r;
         }
+        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
         return 0;
 }
 
@@ -378,6 +379,7 @@ static int merge_accepted(struct engine *e)
                 }
                 previous_priority = p->priority;
         }
+        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
         return 0;
 }
 

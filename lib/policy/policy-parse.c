@@ -539,6 +539,7 @@ int policy_list_add_buffer(struct policy_list *list, const char *file, const cha
                         r = -ENOMEM;
                         break;
                 }
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 r = add_json_value(list, doc, origin, 0);
                 if (r < 0)
                         break;

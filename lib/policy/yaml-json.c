@@ -123,7 +123,7 @@ static int sequence_to_json(struct convert_ctx *ctx, const yaml_node_t *node, un
                 return -ENOMEM;
         for (yaml_node_item_t *it = node->data.sequence.items.start;
              it < node->data.sequence.items.top; it++) {
-                json_t *v;
+                json_t *v = NULL;
                 int r = node_to_json(ctx, yaml_document_get_node(ctx->doc, *it), depth + 1, &v);
                 if (r < 0 || json_array_append_new(arr, v) < 0) {
                         json_decref(arr);
@@ -144,7 +144,7 @@ static int mapping_to_json(struct convert_ctx *ctx, const yaml_node_t *node, uns
         for (yaml_node_pair_t *pr = node->data.mapping.pairs.start;
              pr < node->data.mapping.pairs.top; pr++) {
                 const yaml_node_t *key = yaml_document_get_node(ctx->doc, pr->key);
-                json_t *v;
+                json_t *v = NULL;
                 int r;
 
                 if (!key || key->type != YAML_SCALAR_NODE) {

@@ -21,8 +21,18 @@ static bool stderr_is_journal(void)
         const char *e = getenv("JOURNAL_STREAM");
         struct stat st;
         unsigned long long dev, ino;
+        char *end;
 
-        if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2)
+        /* "DEV:INO"; strtoull() rather than sscanf(), which is undefined on overflow */
+        if (!e || !*e)
+                return false;
+        errno = 0;
+        dev = strtoull(e, &end, 10);
+        if (errno != 0 || end == e || *end != ':')
+                return false;
+        e = end + 1;
+        ino = strtoull(e, &end, 10);
+        if (errno != 0 || end == e || *end != '\0')
                 return false;
         if (fstat(STDERR_FILENO, &st) < 0)
                 return false;
@@ -78,8 +88,8 @@ static void log_to_stderr(int level, const struct log_ctx *ctx, const char *msg)
                 const struct {
                         const char *key, *val;
                 } fields[] = {
-                        { "PF", ctx->pf },           { "VF", ctx->vf },
-                        { "POLICY", ctx->policy },   { "RESOURCE", ctx->resource },
+                        { "PF", ctx->pf },         { "VF", ctx->vf },
+                        { "POLICY", ctx->policy }, { "RESOURCE", ctx->resource },
                         { "ACTION", ctx->action },
                 };
                 for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
@@ -104,8 +114,8 @@ static void log_to_journal(int level, int error, const struct log_ctx *ctx, cons
                 int len = snprintf(fields[n], sizeof(fields[n]), __VA_ARGS__);                     \
                 iov[n] = (struct iovec){ .iov_base = fields[n],                                    \
                                          .iov_len = (size_t)len < sizeof(fields[n])                \
-                                                            ? (size_t)len                          \
-                                                            : sizeof(fields[n]) - 1 };             \
+                                                        ? (size_t)len                              \
+                                                        : sizeof(fields[n]) - 1 };                 \
                 n++;                                                                               \
         } while (0)
 
@@ -133,7 +143,7 @@ static void log_to_journal(int level, int error, const struct log_ctx *ctx, cons
         sd_journal_sendv(iov, (int)n);
 }
 
-int log_ctx_msg(int level, int error, const struct log_ctx *ctx, const char *fmt, ...)
+int(log_ctx_msg)(int level, int error, const struct log_ctx *ctx, const char *fmt, ...)
 {
         int saved_errno = errno;
         int ret = error == 0 ? 0 : -abs(error);

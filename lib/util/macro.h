@@ -42,5 +42,10 @@ static inline void fclosep(FILE **f)
 /* errno as a negative value, never 0 (some libc paths leave errno unset). */
 static inline int negative_errno(void)
 {
-        return errno > 0 ? -errno : -EIO;
+        const int e = errno > 0 ? -errno : -EIO;
+#ifdef __clang_analyzer__
+        if (e >= 0) /* clang-tidy's analyzer cannot infer -errno < 0 from errno > 0 */
+                __builtin_unreachable();
+#endif
+        return e;
 }

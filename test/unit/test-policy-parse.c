@@ -407,7 +407,7 @@ static void test_alias_bomb_and_depth(void **state)
         struct policy_list list;
         char deep[4096] = "";
 
-        for (char c = 'b'; c <= 'j'; c++) {
+        for (int c = 'b'; c <= 'j'; c++) {
                 char line[128];
                 snprintf(line, sizeof(line), "%c: &%c [*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c]\n",
                          c, c, c - 1, c - 1, c - 1, c - 1, c - 1, c - 1, c - 1, c - 1, c - 1,

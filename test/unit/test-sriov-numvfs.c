@@ -5,6 +5,7 @@
  * with physfn back-links, driver links and virtfnN links (after a delay) for N. So the waits,
  * the 0-first rule (visible as the sequence of writes) and the timeouts run for real. */
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -210,15 +211,19 @@ static void fake_kernel_start(struct fake_kernel *k)
                 msleep(1);
 }
 
+/* nftw() callback: removes the fake sysfs tree bottom-up (FTW_DEPTH). */
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        return remove(path);
+}
+
 static void fake_kernel_free(struct fake_kernel *k)
 {
-        char cmd[PATH_MAX + 16];
         if (k->thread) {
                 atomic_store(&k->stop, true);
                 pthread_join(k->thread, NULL);
         }
-        PATHF(cmd, "rm -rf '%s'", k->root);
-        assert_int_equal(system(cmd), 0);
+        assert_int_equal(nftw(k->root, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
         free(k);
 }
 
