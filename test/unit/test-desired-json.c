@@ -122,6 +122,13 @@ static void test_parse_errors(void **state)
                 { "{\"interfaces\": [{\"pciAddress\": \"0000:3b:00.0\", \"vfGroups\": "
                   "[{\"resourceName\": \"r\", \"vfRange\": \"1\"}]}]}",
                   "vfGroups[0].vfRange: \"1\" is not \"first-last\"" },
+                /* out of int range: once undefined behaviour of sscanf("%d") */
+                { "{\"interfaces\": [{\"pciAddress\": \"0000:3b:00.0\", \"vfGroups\": "
+                  "[{\"resourceName\": \"r\", \"vfRange\": \"0-99999999999\"}]}]}",
+                  "vfGroups[0].vfRange: \"0-99999999999\" is not \"first-last\"" },
+                { "{\"interfaces\": [{\"pciAddress\": \"0000:3b:00.0\", \"vfGroups\": "
+                  "[{\"resourceName\": \"r\", \"vfRange\": \"1-2-3\"}]}]}",
+                  "vfGroups[0].vfRange: \"1-2-3\" is not \"first-last\"" },
                 { "{\"interfaces\": [{\"pciAddress\": \"0000:3b:00.0\", \"vfGroups\": "
                   "[{\"resourceName\": \"r\", \"vfRange\": \"0-1\", \"deviceType\": \"dpdk\"}]}]}",
                   "vfGroups[0].deviceType: \"dpdk\" is not netdevice or vfio-pci" },
