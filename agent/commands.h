@@ -9,3 +9,4 @@ struct command {
 };
 
 int cmd_version(int argc, char **argv);
+int cmd_watch(int argc, char **argv);

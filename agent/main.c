@@ -7,6 +7,7 @@
 
 static const struct command commands[] = {
         { "version", cmd_version, "print the version" },
+        { "watch", cmd_watch, "print the policy and node changes the agent sees" },
 };
 
 static void print_help(FILE *f)
