@@ -1,5 +1,6 @@
 /* sriov-agent watch: prints every change the agent's informers see, one JSON line each.
  * A debugging aid for users: it shows exactly what the daemon would react to. */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
 #include "kube/watch.h"
+#include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
 
@@ -78,7 +80,19 @@ static void print_usage(FILE *f)
                    "  --kubeconfig FILE  default: $KUBECONFIG, in-cluster, ~/.kube/config\n"
                    "  --namespace NS     where the policies live (default " DEFAULT_NAMESPACE ")\n"
                    "  --log-level LEVEL  err, warning, notice, info, debug\n"
+                   "  --watch-timeout S  ask the server to end each watch after S seconds\n"
+                   "                     (default: random 300..599, renewed transparently)\n"
                    "Exit with SIGINT or SIGTERM.\n");
+}
+
+static int parse_unsigned(const char *s, unsigned *ret)
+{
+        int v;
+        int k = parse_int(s, &v);
+        if (k < 0 || v < 0)
+                return k < 0 ? k : -ERANGE;
+        *ret = (unsigned)v;
+        return 0;
 }
 
 static sd_event *event_unrefp_helper(sd_event **e)
@@ -93,10 +107,12 @@ int cmd_watch(int argc, char **argv)
                 { "kubeconfig", required_argument, NULL, 'k' },
                 { "namespace", required_argument, NULL, 's' },
                 { "log-level", required_argument, NULL, 'l' },
+                { "watch-timeout", required_argument, NULL, 't' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         const char *node = NULL, *kubeconfig = NULL, *namespace_ = DEFAULT_NAMESPACE;
+        unsigned watch_timeout = 0;
         int c, level;
         optind = 0;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
@@ -117,6 +133,12 @@ int cmd_watch(int argc, char **argv)
                                 return 2;
                         }
                         log_setup(LOG_TARGET_AUTO, level);
+                        break;
+                case 't':
+                        if (parse_unsigned(optarg, &watch_timeout) < 0 || watch_timeout == 0) {
+                                fprintf(stderr, "watch: invalid --watch-timeout '%s'\n", optarg);
+                                return 2;
+                        }
                         break;
                 case 'h':
                         print_usage(stdout);
@@ -171,6 +193,7 @@ int cmd_watch(int argc, char **argv)
                                .userdata = &policy_printer },
                 .on_synced = on_synced,
                 .synced_userdata = &policy_printer,
+                .watch_timeout_s = watch_timeout,
         };
         const struct kube_informer_opts node_opts = {
                 .kind = node_printer.kind,
@@ -182,6 +205,7 @@ int cmd_watch(int argc, char **argv)
                                .userdata = &node_printer },
                 .on_synced = on_synced,
                 .synced_userdata = &node_printer,
+                .watch_timeout_s = watch_timeout,
         };
         _cleanup_(kube_informer_freep) struct kube_informer *policies = NULL, *nodes = NULL;
         if (kube_informer_new(http, &policy_opts, &policies) < 0 ||

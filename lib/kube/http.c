@@ -37,6 +37,7 @@ struct kube_request {
         int abort_error;  /* set when on_data or the size cap aborted the transfer */
         bool in_callback; /* cancel from inside a callback is deferred to after it */
         bool cancelled;
+        char error_text[CURL_ERROR_SIZE];
 };
 
 static void request_free(struct kube_request *r)
@@ -69,6 +70,11 @@ void kube_request_cancel(struct kube_request *req)
                 return;
         }
         request_free(req);
+}
+
+const char *kube_request_error_text(const struct kube_request *req)
+{
+        return req->error_text;
 }
 
 long kube_request_status(struct kube_request *req)
@@ -389,6 +395,7 @@ static int request_setup(struct kube_request *r, const struct kube_request_opts 
         curl_easy_setopt(e, CURLOPT_URL, r->url);
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
         curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->error_text);
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
         curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);

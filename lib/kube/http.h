@@ -60,6 +60,9 @@ int kube_http_start(struct kube_http *h, const struct kube_request_opts *opts,
 void kube_request_cancel(struct kube_request *req);
 /* The HTTP status once headers have arrived (0 before). */
 long kube_request_status(struct kube_request *req);
+/* curl's description of a transport failure ("SSL certificate problem: ...", "Connection
+ * refused"); "" when none. Valid inside on_done. */
+const char *kube_request_error_text(const struct kube_request *req);
 
 /* Percent-encodes s for a query parameter value. Caller frees. */
 char *kube_http_escape(const char *s);

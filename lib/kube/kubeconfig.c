@@ -39,19 +39,30 @@ struct kube_config *kube_config_free(struct kube_config *c)
         return NULL;
 }
 
-/* Finds the entry `name` in a kubeconfig list like clusters: [{name:, cluster: {...}}]. */
-static json_t *named_entry(json_t *root, const char *list, const char *name, const char *inner)
+/* Finds the entry `name` in a kubeconfig list like clusters: [{name:, cluster: {...}}] and
+ * returns its inner mapping; logs and fails naming the field when absent or malformed. */
+static int named_entry(const char *file, const char *referrer, json_t *root, const char *list,
+                       const char *name, const char *inner, json_t **ret)
 {
         json_t *arr = json_object_get(root, list);
         size_t i;
         json_t *item;
+        if (arr && !json_is_array(arr))
+                return config_error(-EINVAL, "kubeconfig %s: %s: must be a list", file, list);
         json_array_foreach(arr, i, item)
         {
                 const char *n = json_string_value(json_object_get(item, "name"));
-                if (n && strcmp(n, name) == 0)
-                        return json_object_get(item, inner);
+                if (!n || strcmp(n, name) != 0)
+                        continue;
+                *ret = json_object_get(item, inner);
+                if (!json_is_object(*ret))
+                        return config_error(-EINVAL,
+                                            "kubeconfig %s: %s[%s].%s: missing or not a mapping",
+                                            file, list, name, inner);
+                return 0;
         }
-        return NULL;
+        return config_error(-EINVAL, "kubeconfig %s: %s: \"%s\" names no entry in %s", file,
+                            referrer, name, list);
 }
 
 /* Optional string field; a non-string value is an error naming the field. */
@@ -227,12 +238,10 @@ static int config_from_json(const char *file, json_t *root, struct kube_config *
         if (!context_name || !*context_name)
                 return config_error(-EINVAL, "kubeconfig %s: current-context: missing", file);
 
-        json_t *context = named_entry(root, "contexts", context_name, "context");
-        if (!json_is_object(context))
-                return config_error(-EINVAL,
-                                    "kubeconfig %s: current-context: \"%s\" names no entry "
-                                    "in contexts",
-                                    file, context_name);
+        json_t *context;
+        if ((k = named_entry(file, "current-context", root, "contexts", context_name, "context",
+                             &context)) < 0)
+                return k;
         _cleanup_free_ char *ctx_where = NULL;
         if (asprintf(&ctx_where, "contexts[%s].context", context_name) < 0)
                 return -ENOMEM;
@@ -243,12 +252,14 @@ static int config_from_json(const char *file, json_t *root, struct kube_config *
         if (!cluster_name)
                 return config_error(-EINVAL, "kubeconfig %s: %s.cluster: missing", file, ctx_where);
 
-        json_t *cluster = named_entry(root, "clusters", cluster_name, "cluster");
-        if (!json_is_object(cluster))
-                return config_error(-EINVAL,
-                                    "kubeconfig %s: %s.cluster: \"%s\" names no entry in "
-                                    "clusters",
-                                    file, ctx_where, cluster_name);
+        _cleanup_free_ char *cluster_ref = NULL, *user_ref = NULL;
+        if (asprintf(&cluster_ref, "%s.cluster", ctx_where) < 0 ||
+            asprintf(&user_ref, "%s.user", ctx_where) < 0)
+                return -ENOMEM;
+        json_t *cluster;
+        if ((k = named_entry(file, cluster_ref, root, "clusters", cluster_name, "cluster",
+                             &cluster)) < 0)
+                return k;
         _cleanup_free_ char *cluster_where = NULL;
         if (asprintf(&cluster_where, "clusters[%s].cluster", cluster_name) < 0)
                 return -ENOMEM;
@@ -257,11 +268,9 @@ static int config_from_json(const char *file, json_t *root, struct kube_config *
 
         if (!user_name || !*user_name)
                 return 0; /* anonymous */
-        json_t *user = named_entry(root, "users", user_name, "user");
-        if (!json_is_object(user))
-                return config_error(-EINVAL,
-                                    "kubeconfig %s: %s.user: \"%s\" names no entry in users", file,
-                                    ctx_where, user_name);
+        json_t *user;
+        if ((k = named_entry(file, user_ref, root, "users", user_name, "user", &user)) < 0)
+                return k;
         _cleanup_free_ char *user_where = NULL;
         if (asprintf(&user_where, "users[%s].user", user_name) < 0)
                 return -ENOMEM;
@@ -280,8 +289,8 @@ int kube_config_load_file(const char *path, struct kube_config **ret)
         _cleanup_free_ char *error = NULL;
         k = yaml_to_json(text, size, &root, &error);
         if (k < 0)
-                return log_error_errno(k, "kubeconfig %s: invalid YAML: %s", path,
-                                       error ? error : "parse error");
+                return config_error(k, "kubeconfig %s: invalid YAML: %s", path,
+                                    error ? error : "parse error");
 
         _cleanup_(kube_config_freep) struct kube_config *c = calloc(1, sizeof(*c));
         if (!c)

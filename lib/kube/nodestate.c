@@ -239,7 +239,9 @@ static void request_done(struct kube_request *req, int error, long status, const
         }
         char desc[512];
         if (error < 0 && status == 0)
-                snprintf(desc, sizeof(desc), "%s", strerror(-error));
+                snprintf(desc, sizeof(desc), "%s",
+                         *kube_request_error_text(req) ? kube_request_error_text(req)
+                                                       : strerror(-error));
         else
                 kube_status_describe(status, body, body_len, desc, sizeof(desc));
         static const char *const op_names[] = { [OP_GET] = "read",

@@ -107,15 +107,21 @@ static void set_resource_version(struct kube_informer *inf, json_t *object)
 }
 
 /* Logs a failed list or watch response and picks the retry. */
-static void handle_http_failure(struct kube_informer *inf, enum informer_step step, int error,
-                                long status, const char *body, size_t body_len)
+static void handle_http_failure(struct kube_informer *inf, struct kube_request *req,
+                                enum informer_step step, int error, long status, const char *body,
+                                size_t body_len)
 {
         const char *what = step == STEP_LIST ? "list" : "watch";
         char desc[512];
 
         if (error < 0 && status == 0) {
-                log_warning_errno(error, "%s informer: %s of %s failed", inf->kind, what,
-                                  kube_http_server(inf->http));
+                const char *text = req ? kube_request_error_text(req) : "";
+                if (*text)
+                        log_warning("%s informer: %s of %s failed: %s", inf->kind, what,
+                                    kube_http_server(inf->http), text);
+                else
+                        log_warning_errno(error, "%s informer: %s of %s failed", inf->kind, what,
+                                          kube_http_server(inf->http));
                 schedule_backoff(inf, step);
                 return;
         }
@@ -198,7 +204,7 @@ static void list_done(struct kube_request *req, int error, long status, const ch
                 free(inf->list_continue);
                 inf->list_continue = NULL; /* an expired continue token means start over */
                 json_array_clear(inf->list_items);
-                handle_http_failure(inf, STEP_LIST, error, status, body, body_len);
+                handle_http_failure(inf, req, STEP_LIST, error, status, body, body_len);
                 return;
         }
         json_error_t jerr;
@@ -318,12 +324,13 @@ static void watch_done(struct kube_request *req, int error, long status, const c
                 return;
         }
         if (status != 200 && status != 0) {
-                handle_http_failure(inf, STEP_WATCH, error, status, body, body_len);
+                handle_http_failure(inf, req, STEP_WATCH, error, status, body, body_len);
                 return;
         }
         if (error < 0) {
-                log_warning_errno(error, "%s informer: watch connection lost after %u events",
-                                  inf->kind, inf->watch_events);
+                const char *text = kube_request_error_text(req);
+                log_warning("%s informer: watch connection lost after %u events: %s", inf->kind,
+                            inf->watch_events, *text ? text : strerror(-error));
                 schedule_backoff(inf, STEP_WATCH);
                 return;
         }

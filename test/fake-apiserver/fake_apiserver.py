@@ -9,7 +9,9 @@ core/v1 events. Objects of CRDs are validated against the CRD's openAPIV3Schema 
 enums, ranges, patterns, required fields, defaults; unknown fields rejected under
 fieldValidation=Strict).
 
-Fault switches (for tests), POST /_fake/faults with a JSON object, any subset of:
+Fault switches (for tests), POST /_fake/faults with a JSON object, any subset of the list
+below. errors_500, conflicts and reject_token only hit requests that carry a bearer token (the
+agent's), so an anonymous kubectl can drive the test meanwhile:
   close_watches: true        end every open watch stream now (without the final chunk)
   expire_watches: N          the next N watches that name a resourceVersion get 410 Expired
   compact: true              forget the history: any older resourceVersion is now expired
@@ -18,7 +20,10 @@ Fault switches (for tests), POST /_fake/faults with a JSON object, any subset of
   garble_events: N           the next N watch events are sent as broken JSON
   truncate_events: N         the next N watch events are cut in half and the stream closed
   huge_events: N             the next N watch events are padded past 17 MiB
-  reject_token: true|false   answer 401 Unauthorized to every API request while true
+  reject_token: true|false   answer 401 Unauthorized to every request that carries a bearer
+                             token while true (anonymous kubectl keeps working)
+  token: "T"                 from now on require bearer token T (rotation tests)
+  conflicts: N               the next N PATCH/PUT requests get 409 Conflict
 GET /_fake/faults shows the switches and counters; GET /_fake/stats shows request counts.
 
 Start: fake_apiserver.py [--port 0] [--node NAME]... [--token T [--anonymous]]
@@ -71,6 +76,7 @@ class Resource:
         self.kind, self.namespaced, self.status, self.short = kind, namespaced, status, short or []
         self.schema = schema
         self.builtin = schema is None
+        self.printer_columns = None
 
     @property
     def gv(self):
@@ -229,7 +235,8 @@ class Store:
         self.history = []     # (rv, group, plural, ns, type, obj, old)
         self.history_floor = 1
         self.faults = {"expire_watches": 0, "errors_500": 0, "slow_ms": 0, "garble_events": 0,
-                       "truncate_events": 0, "huge_events": 0, "reject_token": False}
+                       "truncate_events": 0, "huge_events": 0, "reject_token": False,
+                       "conflicts": 0}
         self.close_generation = 0
         self.stats = {"requests": 0, "watches": 0, "lists": 0, "patches": 0, "creates": 0}
         for r in BUILTINS:
@@ -425,6 +432,7 @@ class Store:
                            spec.get("scope", "Namespaced") == "Namespaced",
                            status="status" in (v.get("subresources") or {}),
                            short=names.get("shortNames"), schema=schema)
+            res.printer_columns = v.get("additionalPrinterColumns")
             self.resources[(res.group, res.version, res.plural)] = res
         crd["status"] = {
             "conditions": [
@@ -446,6 +454,100 @@ class Store:
             obj = self.objects.pop(k)
             obj["metadata"]["resourceVersion"] = self.next_rv()
             self.record(res, k[2], "DELETED", obj)
+
+
+# ---------------------------------------------------------------- server-side printing
+
+def human_age(timestamp):
+    """kubectl's short duration style: 42s, 5m10s, 3h, 2d."""
+    if not timestamp:
+        return "<unknown>"
+    try:
+        then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return "<invalid>"
+    secs = max(0, int((datetime.now(timezone.utc) - then).total_seconds()))
+    if secs < 120:
+        return f"{secs}s"
+    if secs < 600:
+        return f"{secs // 60}m{secs % 60}s"
+    if secs < 3 * 3600:
+        return f"{secs // 60}m"
+    if secs < 48 * 3600:
+        return f"{secs // 3600}h"
+    return f"{secs // 86400}d"
+
+
+def json_path(obj, path):
+    """Evaluates the simple JSONPath of CRD printer columns: .a.b, with \\. escaping dots."""
+    parts = re.split(r"(?<!\\)\.", path.lstrip("."))
+    cur = obj
+    for part in parts:
+        part = part.replace("\\.", ".")
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def table_columns(res):
+    col = lambda name, typ="string", fmt="", prio=0: {
+        "name": name, "type": typ, "format": fmt, "description": "", "priority": prio}
+    if res.plural == "events":
+        return [col("Last Seen"), col("Type"), col("Reason"), col("Object"), col("Message")]
+    if res.plural == "nodes":
+        return [col("Name", fmt="name"), col("Status"), col("Roles"), col("Age"),
+                col("Version")]
+    if res.plural == "namespaces":
+        return [col("Name", fmt="name"), col("Status"), col("Age")]
+    if res.builtin:
+        return [col("Name", fmt="name"), col("Age")]
+    cols = [col("Name", fmt="name")]
+    for c in res.printer_columns or [{"name": "Age", "type": "date",
+                                      "jsonPath": ".metadata.creationTimestamp"}]:
+        cols.append(col(c["name"], "string" if c.get("type") == "date" else c.get("type",
+                                                                               "string"),
+                        prio=c.get("priority", 0)))
+    return cols
+
+
+def table_cells(res, obj):
+    meta = obj.get("metadata", {})
+    if res.plural == "events":
+        inv = obj.get("involvedObject", {})
+        return [human_age(obj.get("lastTimestamp") or meta.get("creationTimestamp")),
+                obj.get("type", ""), obj.get("reason", ""),
+                f"{inv.get('kind', '').lower()}/{inv.get('name', '')}", obj.get("message", "")]
+    if res.plural == "nodes":
+        return [meta.get("name"), "Ready", "<none>", human_age(meta.get("creationTimestamp")),
+                "v1.32.0-fake"]
+    if res.plural == "namespaces":
+        return [meta.get("name"), obj.get("status", {}).get("phase", "Active"),
+                human_age(meta.get("creationTimestamp"))]
+    if res.builtin:
+        return [meta.get("name"), human_age(meta.get("creationTimestamp"))]
+    cells = [meta.get("name")]
+    for c in res.printer_columns or [{"name": "Age", "type": "date",
+                                      "jsonPath": ".metadata.creationTimestamp"}]:
+        v = json_path(obj, c.get("jsonPath", ""))
+        if c.get("type") == "date":
+            v = human_age(v) if v else None
+        cells.append(v)
+    return cells
+
+
+def to_table(res, objects, rv, include_object):
+    rows = []
+    for o in objects:
+        if include_object == "Object":
+            ref = o
+        else:
+            ref = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                   "metadata": o.get("metadata", {})}
+        rows.append({"cells": table_cells(res, o), "object": ref})
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
+            "metadata": {"resourceVersion": rv}, "columnDefinitions": table_columns(res),
+            "rows": rows}
 
 
 # ---------------------------------------------------------------- HTTP
@@ -473,6 +575,9 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def read_body(self):
+        if self.body_consumed:
+            return None
+        self.body_consumed = True
         n = int(self.headers.get("Content-Length") or 0)
         data = self.rfile.read(n) if n else b""
         if not data:
@@ -484,16 +589,17 @@ class Handler(BaseHTTPRequestHandler):
                            f"format: {e}")
 
     def authorized(self):
+        given = self.headers.get("Authorization")
         with self.store.lock:
-            if self.store.faults["reject_token"]:
+            if self.store.faults["reject_token"] and given is not None:
                 return False
         token = self.server.token
-        given = self.headers.get("Authorization")
         if token is None or (given is None and self.server.anonymous):
             return True
         return given == f"Bearer {token}"
 
     def dispatch(self, method):
+        self.body_consumed = False
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         try:
@@ -507,12 +613,16 @@ class Handler(BaseHTTPRequestHandler):
             if not self.authorized():
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             with self.store.lock:
-                if self.store.faults["errors_500"] > 0:
+                if self.store.faults["errors_500"] > 0 and self.headers.get("Authorization"):
                     self.store.faults["errors_500"] -= 1
                     raise ApiError(500, "InternalError",
                                    "Internal error occurred: injected fault")
             self.route(method, url.path, query)
         except ApiError as e:
+            try:
+                self.read_body()  # an unread body would be parsed as the next request
+            except ApiError:
+                pass
             self.send_json(e.code, e.status())
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -529,7 +639,9 @@ class Handler(BaseHTTPRequestHandler):
             body = self.read_body() or {}
             with st.lock:
                 for k, v in body.items():
-                    if k == "close_watches":
+                    if k == "token":
+                        self.server.token = v
+                    elif k == "close_watches":
                         st.close_generation += 1
                     elif k == "compact":
                         st.history.clear()
@@ -612,10 +724,22 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(405, "MethodNotAllowed", "method not allowed")
         strict = query.get("fieldValidation") == "Strict"
         if method == "GET":
-            return self.send_json(200, self.store.get(res, ns, name))
+            obj = self.store.get(res, ns, name)
+            if self.wants_table():
+                obj = to_table(res, [obj], obj["metadata"]["resourceVersion"],
+                               query.get("includeObject"))
+            return self.send_json(200, obj)
         if method == "DELETE":
             self.read_body()
             return self.send_json(200, self.store.delete(res, ns, name))
+        if method in ("PUT", "PATCH"):
+            with self.store.lock:
+                if self.store.faults["conflicts"] > 0 and self.headers.get("Authorization"):
+                    self.store.faults["conflicts"] -= 1
+                    self.read_body()
+                    raise ApiError(409, "Conflict", f"Operation cannot be fulfilled on "
+                                   f"{res.gr} \"{name}\": injected conflict",
+                                   {"name": name, "group": res.group, "kind": res.plural})
         if method == "PUT":
             body = self.read_body()
             if not isinstance(body, dict):
@@ -740,14 +864,24 @@ class Handler(BaseHTTPRequestHandler):
                      if k[0] == res.group and k[1] == res.plural
                      and self.matching(res, ns, query, o)]
             rv = str(self.store.rv)
+        if self.wants_table():
+            return self.send_json(200, to_table(res, items, rv, query.get("includeObject")))
         self.send_json(200, {"kind": f"{res.kind}List", "apiVersion": res.gv,
                              "metadata": {"resourceVersion": rv}, "items": items})
+
+    def wants_table(self):
+        """kubectl asks for server-side printing with Accept: ...;as=Table;...; we prefer it
+        whenever it is offered, like the real server."""
+        return "as=Table" in (self.headers.get("Accept") or "")
 
     def write_chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
-    def encode_event(self, etype, obj):
+    def encode_event(self, etype, obj, res=None, query=None):
+        if res is not None and etype != "BOOKMARK" and self.wants_table():
+            obj = to_table(res, [obj], obj["metadata"].get("resourceVersion"),
+                           (query or {}).get("includeObject"))
         st = self.store
         with st.lock:
             f = st.faults
@@ -811,7 +945,7 @@ class Handler(BaseHTTPRequestHandler):
             last_bookmark = time.monotonic()
             while True:
                 for etype, obj in pending:
-                    line, cut = self.encode_event(etype, obj)
+                    line, cut = self.encode_event(etype, obj, res, query)
                     self.write_chunk(line)
                     if cut:
                         return  # abrupt close, no final chunk

@@ -1,14 +1,16 @@
 /* Test driver for lib/kube pieces that have no CLI of their own (NodeState writer, events,
  * kubeconfig parsing). Used by test/kube/test_kube.py against the fake API server.
  *
- *   kube-harness kubeconfig FILE
+ *   kube-harness kubeconfig FILE | kube-harness in-cluster SA_DIR
  *       prints a JSON summary of the parsed configuration, exit 1 on error
  *   kube-harness nodestate --kubeconfig K --node N [--namespace NS] [--spec JSON]
  *                [--interfaces JSON --sync-status S [--error TEXT]] [--events]
  *       writes the NodeState, waits until the server matches; prints {"writes":n}
  *   kube-harness event --kubeconfig K --kind KIND --api-version V --name N [--namespace NS]
- *                --reason R --message M [--repeat N] [--interval-ms MS] [--uid U]
- *       posts the event N times (deduplicated), waits for the requests; prints nothing */
+ *                --reason R --message M [--repeat N] [--spacing-ms MS] [--interval-ms MS]
+ *                [--uid U]
+ *       posts the event N times SPACING apart (deduplicated with the given repeat interval),
+ *       waits for the requests; prints nothing */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -33,13 +35,14 @@ struct harness {
         unsigned repeats_left;
         const struct kube_object_ref *ref;
         const char *reason, *message;
-        uint64_t interval_usec;
+        uint64_t spacing_usec;
 };
 
-static int cmd_kubeconfig(const char *path)
+static int cmd_kubeconfig(const char *path, bool in_cluster)
 {
         _cleanup_(kube_config_freep) struct kube_config *c = NULL;
-        if (kube_config_load_file(path, &c) < 0)
+        if ((in_cluster ? kube_config_load_in_cluster(path, &c) : kube_config_load_file(path, &c)) <
+            0)
                 return 1;
         const char *token = NULL;
         kube_config_current_token(c, &token);
@@ -88,7 +91,7 @@ static int repeat_cb(sd_event_source *s, uint64_t usec, void *userdata)
         kube_events_post(h->events, h->ref, "Warning", h->reason, h->message);
         h->repeats_left--;
         if (h->repeats_left > 0) {
-                sd_event_source_set_time(s, usec + h->interval_usec / 4 + 1);
+                sd_event_source_set_time(s, usec + h->spacing_usec);
                 sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         }
         return 0;
@@ -98,7 +101,9 @@ int main(int argc, char **argv)
 {
         log_setup(LOG_TARGET_STDERR, LOG_INFO);
         if (argc >= 3 && strcmp(argv[1], "kubeconfig") == 0)
-                return cmd_kubeconfig(argv[2]);
+                return cmd_kubeconfig(argv[2], false);
+        if (argc >= 3 && strcmp(argv[1], "in-cluster") == 0)
+                return cmd_kubeconfig(argv[2], true);
         if (argc < 2)
                 return 2;
         const char *mode = argv[1];
@@ -119,6 +124,7 @@ int main(int argc, char **argv)
                 { "message", required_argument, NULL, 'M' },
                 { "repeat", required_argument, NULL, 'r' },
                 { "interval-ms", required_argument, NULL, 'I' },
+                { "spacing-ms", required_argument, NULL, 'S' },
                 {},
         };
         const char *kubeconfig = NULL, *node = NULL, *ns = NULL, *spec = NULL, *ifaces = NULL;
@@ -127,7 +133,7 @@ int main(int argc, char **argv)
         const char *reason = NULL, *message = NULL;
         bool want_events = false;
         unsigned repeat = 1;
-        uint64_t interval_usec = 0;
+        uint64_t interval_usec = 0, spacing_usec = 10 * 1000;
         int c;
         optind = 2;
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
@@ -180,6 +186,9 @@ int main(int argc, char **argv)
                 case 'I':
                         interval_usec = (uint64_t)atoll(optarg) * 1000;
                         break;
+                case 'S':
+                        spacing_usec = (uint64_t)atoll(optarg) * 1000;
+                        break;
                 default:
                         return 2;
                 }
@@ -230,7 +239,7 @@ int main(int argc, char **argv)
                 h.ref = &ref;
                 h.reason = reason;
                 h.message = message;
-                h.interval_usec = interval_usec;
+                h.spacing_usec = spacing_usec;
                 h.repeats_left = repeat;
                 if (!ref.kind || !ref.name || !reason || !message)
                         return 2;
