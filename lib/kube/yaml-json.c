@@ -53,6 +53,31 @@ static int next_event(struct yaml_reader *r, yaml_event_t *ev)
         return 0;
 }
 
+/* Reads one "key: value" pair of a mapping, given the key's event. */
+static int read_mapping_entry(struct yaml_reader *r, yaml_event_t *key_ev, unsigned depth,
+                              json_t *out)
+{
+        if (key_ev->type != YAML_SCALAR_EVENT) {
+                int k = reader_fail(r, &key_ev->start_mark, "mapping keys must be plain strings");
+                yaml_event_delete(key_ev);
+                return k;
+        }
+        _cleanup_free_ char *key = strdup((const char *)key_ev->data.scalar.value);
+        yaml_event_delete(key_ev);
+        if (!key)
+                return -ENOMEM;
+        yaml_event_t value_ev;
+        int k = next_event(r, &value_ev);
+        if (k < 0)
+                return k;
+        json_t *value;
+        k = read_node(r, &value_ev, depth + 1, &value);
+        if (k < 0)
+                return k;
+        json_object_set_new(out, key, value);
+        return 0;
+}
+
 static int read_collection(struct yaml_reader *r, bool mapping, unsigned depth, json_t **ret)
 {
         json_t *out = mapping ? json_object() : json_array();
@@ -61,45 +86,27 @@ static int read_collection(struct yaml_reader *r, bool mapping, unsigned depth, 
         for (;;) {
                 yaml_event_t ev;
                 int k = next_event(r, &ev);
-                if (k < 0)
-                        goto fail;
+                if (k < 0) {
+                        json_decref(out);
+                        return k;
+                }
                 if (ev.type == (mapping ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT)) {
                         yaml_event_delete(&ev);
                         *ret = out;
                         return 0;
                 }
-                if (!mapping) {
+                if (mapping)
+                        k = read_mapping_entry(r, &ev, depth, out);
+                else {
                         json_t *item;
                         k = read_node(r, &ev, depth + 1, &item);
-                        if (k < 0)
-                                goto fail;
-                        json_array_append_new(out, item);
-                        continue;
+                        if (k >= 0)
+                                json_array_append_new(out, item);
                 }
-                if (ev.type != YAML_SCALAR_EVENT) {
-                        k = reader_fail(r, &ev.start_mark, "mapping keys must be plain strings");
-                        yaml_event_delete(&ev);
-                        goto fail;
+                if (k < 0) {
+                        json_decref(out);
+                        return k;
                 }
-                _cleanup_free_ char *key = strdup((const char *)ev.data.scalar.value);
-                yaml_event_delete(&ev);
-                if (!key) {
-                        k = -ENOMEM;
-                        goto fail;
-                }
-                yaml_event_t value_ev;
-                k = next_event(r, &value_ev);
-                if (k < 0)
-                        goto fail;
-                json_t *value;
-                k = read_node(r, &value_ev, depth + 1, &value);
-                if (k < 0)
-                        goto fail;
-                json_object_set_new(out, key, value);
-                continue;
-        fail:
-                json_decref(out);
-                return k;
         }
 }
 
