@@ -19,6 +19,7 @@
 
 #define DEFAULT_NAMESPACE "sriov-network-operator"
 
+/* Userdata of each informer's callbacks: which kind the printed line names. */
 struct watch_printer {
         const char *kind;
 };
@@ -95,11 +96,6 @@ static int parse_unsigned(const char *s, unsigned *ret)
         return 0;
 }
 
-static sd_event *event_unrefp_helper(sd_event **e)
-{
-        return sd_event_unref(*e);
-}
-
 int cmd_watch(int argc, char **argv)
 {
         static const struct option options[] = {
@@ -159,7 +155,7 @@ int cmd_watch(int argc, char **argv)
         if (kube_config_load(kubeconfig, &config) < 0)
                 return 1; /* logged, naming the file and field */
 
-        _cleanup_(event_unrefp_helper) sd_event *event = NULL;
+        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         int k = sd_event_default(&event);
         if (k < 0)
                 return log_error_errno(k, "cannot create the event loop"), 1;
