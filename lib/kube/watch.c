@@ -28,6 +28,7 @@ struct kube_informer {
         struct kube_http *http;
         char *kind, *path, *field_selector, *label_selector;
         unsigned watch_timeout_s;
+        unsigned list_page_size;
         void (*on_synced)(struct kube_informer *, void *);
         void *synced_userdata;
 
@@ -237,7 +238,7 @@ static void list_done(struct kube_request *req, int error, long status, const ch
 static int informer_list(struct kube_informer *inf)
 {
         _cleanup_free_ char *url = NULL;
-        if (asprintf(&url, "%s?limit=%d", inf->path, LIST_PAGE_SIZE) < 0)
+        if (asprintf(&url, "%s?limit=%u", inf->path, inf->list_page_size) < 0)
                 return -ENOMEM;
         int k = selector_query(inf, &url);
         if (k < 0)
@@ -399,6 +400,7 @@ int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *o
         *inf = (struct kube_informer){
                 .http = http,
                 .watch_timeout_s = opts->watch_timeout_s,
+                .list_page_size = opts->list_page_size ? opts->list_page_size : LIST_PAGE_SIZE,
                 .on_synced = opts->on_synced,
                 .synced_userdata = opts->synced_userdata,
         };

@@ -32,6 +32,7 @@ struct kube_informer_opts {
         void *synced_userdata;
         unsigned watch_timeout_s; /* server-side timeoutSeconds; 0 = random 300..599 */
         size_t max_event_size;    /* 0 = KUBE_WATCH_MAX_EVENT (16 MiB) */
+        unsigned list_page_size;  /* 0 = 500 */
 };
 
 int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *opts,

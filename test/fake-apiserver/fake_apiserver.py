@@ -14,7 +14,8 @@ below. errors_500, conflicts and reject_token only hit requests that carry a bea
 agent's), so an anonymous kubectl can drive the test meanwhile:
   close_watches: true        end every open watch stream now (without the final chunk)
   expire_watches: N          the next N watches that name a resourceVersion get 410 Expired
-  compact: true              forget the history: any older resourceVersion is now expired
+  compact: true              forget the history: any older resourceVersion (and any list
+                             continue token) is now expired
   errors_500: N              the next N API requests get 500 InternalError
   slow_ms: MS                delay every API reply by MS milliseconds (0 turns it off)
   garble_events: N           the next N watch events are sent as broken JSON
@@ -238,6 +239,7 @@ class Store:
                        "truncate_events": 0, "huge_events": 0, "reject_token": False,
                        "conflicts": 0}
         self.close_generation = 0
+        self.snapshots = {}   # continue token id -> (resourceVersion, items) of a paged list
         self.stats = {"requests": 0, "watches": 0, "lists": 0, "patches": 0, "creates": 0}
         for r in BUILTINS:
             self.resources[(r.group, r.version, r.plural)] = r
@@ -644,6 +646,7 @@ class Handler(BaseHTTPRequestHandler):
                     elif k == "close_watches":
                         st.close_generation += 1
                     elif k == "compact":
+                        st.snapshots.clear()
                         st.history.clear()
                         st.history_floor = st.rv + 1
                         st.rv += 1
@@ -857,17 +860,38 @@ class Handler(BaseHTTPRequestHandler):
                 and fields_match(query.get("fieldSelector"), obj))
 
     def list(self, res, ns, query):
+        limit = int(query.get("limit") or 0)
+        cont = query.get("continue")
         with self.store.lock:
             self.store.stats["lists"] += 1
-            items = [copy.deepcopy(o) for k, o in sorted(self.store.objects.items(),
-                                                          key=lambda kv: str(kv[0]))
-                     if k[0] == res.group and k[1] == res.plural
-                     and self.matching(res, ns, query, o)]
-            rv = str(self.store.rv)
+            if cont:
+                # Later pages come from the snapshot taken by the first one, like etcd.
+                try:
+                    snap_id, offset = json.loads(base64.b64decode(cont))
+                    rv, items = self.store.snapshots[snap_id]
+                except (ValueError, KeyError, TypeError):
+                    raise ApiError(410, "Expired", "The provided continue parameter is too old "
+                                   "to display a consistent list result. You can start a new "
+                                   "list without the continue parameter.")
+            else:
+                offset = 0
+                items = [copy.deepcopy(o) for k, o in sorted(self.store.objects.items(),
+                                                              key=lambda kv: str(kv[0]))
+                         if k[0] == res.group and k[1] == res.plural
+                         and self.matching(res, ns, query, o)]
+                rv = str(self.store.rv)
+            meta = {"resourceVersion": rv}
+            if limit and len(items) > offset + limit:
+                snap_id = str(uuid.uuid4())
+                self.store.snapshots[snap_id] = (rv, items)
+                meta["continue"] = base64.b64encode(
+                    json.dumps([snap_id, offset + limit]).encode()).decode()
+                meta["remainingItemCount"] = len(items) - offset - limit
+            items = items[offset:offset + limit] if limit else items
         if self.wants_table():
             return self.send_json(200, to_table(res, items, rv, query.get("includeObject")))
         self.send_json(200, {"kind": f"{res.kind}List", "apiVersion": res.gv,
-                             "metadata": {"resourceVersion": rv}, "items": items})
+                             "metadata": meta, "items": items})
 
     def wants_table(self):
         """kubectl asks for server-side printing with Accept: ...;as=Table;...; we prefer it

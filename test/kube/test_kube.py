@@ -345,6 +345,13 @@ def case_crds_and_policy(env):
 
 
 def case_watch_events(env):
+    r = subprocess.run([AGENT, "watch"], capture_output=True, text=True, env=env.env)
+    check(r.returncode == 2 and "--node-name is required" in r.stderr,
+          "sriov-agent watch without --node-name is a usage error")
+    r = subprocess.run([AGENT, "watch", "--help"], capture_output=True, text=True, env=env.env)
+    check(r.returncode == 0 and "--kubeconfig" in r.stdout, "sriov-agent watch --help")
+    r = subprocess.run([AGENT, "--help"], capture_output=True, text=True, env=env.env)
+    check("watch" in r.stdout, "sriov-agent --help lists the watch command")
     env.setup_crds()
     w = Watcher(env)
     w.wait_for(event_is("ADDED", "Node", "node1"), "the agent sees its Node")
