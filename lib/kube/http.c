@@ -10,6 +10,9 @@
 
 #define CONNECT_TIMEOUT_S 10
 #define DEFAULT_TIMEOUT_S 30
+/* One node agent should never open more than this many connections to the API server (the two
+ * watches included); further requests wait inside curl. Over HTTP/2 they share one anyway. */
+#define MAX_CONNECTIONS         16
 /* A list of every policy in a namespace is small; this bounds a hostile or broken server. */
 #define MAX_COLLECTED_BODY (64u * 1024 * 1024)
 
@@ -276,6 +279,7 @@ int kube_http_new(sd_event *event, struct kube_config *config, struct kube_http 
         curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
         curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timerfunc_cb);
         curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+        curl_multi_setopt(h->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)MAX_CONNECTIONS);
         *ret = h;
         return 0;
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -14,6 +15,7 @@
 struct yaml_reader {
         yaml_parser_t parser;
         char **error;
+        unsigned flags;
 };
 
 static int reader_fail(struct yaml_reader *r, const yaml_mark_t *mark, const char *what)
@@ -32,10 +34,32 @@ static int reader_parser_fail(struct yaml_reader *r)
 
 static int read_node(struct yaml_reader *r, yaml_event_t *first, unsigned depth, json_t **ret);
 
-static json_t *scalar_to_json(const yaml_event_t *ev)
+/* A plain scalar that is a number in the YAML 1.2 core schema, or NULL. */
+static json_t *plain_number(const char *value)
+{
+        if (!*value)
+                return NULL;
+        char *end;
+        errno = 0;
+        long long i = strtoll(value, &end, 10);
+        if (*end == '\0' && errno == 0 && strspn(value, "+-0123456789") == strlen(value))
+                return json_integer(i);
+        if (strspn(value, "+-0123456789.eE") != strlen(value) || !strpbrk(value, "0123456789"))
+                return NULL;
+        errno = 0;
+        double d = strtod(value, &end);
+        if (*end == '\0' && errno == 0)
+                return json_real(d);
+        return NULL;
+}
+
+static json_t *scalar_to_json(const struct yaml_reader *r, const yaml_event_t *ev)
 {
         const char *value = (const char *)ev->data.scalar.value;
         if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
+                json_t *number = (r->flags & YAML_JSON_TYPED) ? plain_number(value) : NULL;
+                if (number)
+                        return number;
                 if (strcmp(value, "true") == 0)
                         return json_true();
                 if (strcmp(value, "false") == 0)
@@ -121,7 +145,7 @@ static int read_node(struct yaml_reader *r, yaml_event_t *first, unsigned depth,
         }
         switch (first->type) {
         case YAML_SCALAR_EVENT:
-                *ret = scalar_to_json(first);
+                *ret = scalar_to_json(r, first);
                 yaml_event_delete(first);
                 return *ret ? 0 : -ENOMEM;
         case YAML_SEQUENCE_START_EVENT:
@@ -141,9 +165,9 @@ static int read_node(struct yaml_reader *r, yaml_event_t *first, unsigned depth,
         return k;
 }
 
-int yaml_to_json(const char *text, size_t len, json_t **ret, char **ret_error)
+int yaml_to_json(const char *text, size_t len, unsigned flags, json_t **ret, char **ret_error)
 {
-        struct yaml_reader r = { .error = ret_error };
+        struct yaml_reader r = { .error = ret_error, .flags = flags };
         *ret_error = NULL;
         if (!yaml_parser_initialize(&r.parser))
                 return -ENOMEM;

@@ -1015,6 +1015,7 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 256  # clients open many connections at once; 5 would drop SYNs
 
     def __init__(self, addr, store, token, anonymous, verbose):
         super().__init__(addr, Handler)

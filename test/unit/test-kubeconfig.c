@@ -143,27 +143,42 @@ static void test_yaml_to_json(void **state)
         json_t *j;
         char *err;
         const char *doc = "a: 1\nb: [x, \"true\", true]\nc: {d: null}\n";
-        assert_int_equal(yaml_to_json(doc, strlen(doc), &j, &err), 0);
+        assert_int_equal(yaml_to_json(doc, strlen(doc), 0, &j, &err), 0);
         assert_string_equal(json_string_value(json_object_get(j, "a")), "1");
         assert_true(json_is_string(json_array_get(json_object_get(j, "b"), 1)));
         assert_true(json_is_true(json_array_get(json_object_get(j, "b"), 2)));
         assert_true(json_is_null(json_object_get(json_object_get(j, "c"), "d")));
         json_decref(j);
 
+        const char *typed = "i: 8\nn: -1\nf: 1.5\nq: \"8\"\nv: 1.2.3\nh: 0x10\ne: .\ns: abc\n";
+        assert_int_equal(yaml_to_json(typed, strlen(typed), YAML_JSON_TYPED, &j, &err), 0);
+        assert_int_equal(json_integer_value(json_object_get(j, "i")), 8);
+        assert_int_equal(json_integer_value(json_object_get(j, "n")), -1);
+        assert_true(json_is_real(json_object_get(j, "f")));
+        assert_string_equal(json_string_value(json_object_get(j, "q")), "8"); /* quoted */
+        assert_string_equal(json_string_value(json_object_get(j, "v")), "1.2.3");
+        assert_string_equal(json_string_value(json_object_get(j, "h")), "0x10");
+        assert_string_equal(json_string_value(json_object_get(j, "e")), ".");
+        assert_string_equal(json_string_value(json_object_get(j, "s")), "abc");
+        json_decref(j);
+        assert_int_equal(yaml_to_json(typed, strlen(typed), 0, &j, &err), 0);
+        assert_string_equal(json_string_value(json_object_get(j, "i")), "8"); /* untyped */
+        json_decref(j);
+
         const char *alias = "a: &x [1]\nb: *x\n";
-        assert_int_equal(yaml_to_json(alias, strlen(alias), &j, &err), -EINVAL);
+        assert_int_equal(yaml_to_json(alias, strlen(alias), 0, &j, &err), -EINVAL);
         assert_non_null(strstr(err, "aliases are not supported"));
         free(err);
 
         const char *bad = "a: [1, 2\n";
-        assert_int_equal(yaml_to_json(bad, strlen(bad), &j, &err), -EINVAL);
+        assert_int_equal(yaml_to_json(bad, strlen(bad), 0, &j, &err), -EINVAL);
         assert_non_null(strstr(err, "line "));
         free(err);
 
         char deep[400] = "";
         for (int i = 0; i < 100; i++)
                 strcat(deep, "[");
-        assert_int_equal(yaml_to_json(deep, strlen(deep), &j, &err), -EINVAL);
+        assert_int_equal(yaml_to_json(deep, strlen(deep), 0, &j, &err), -EINVAL);
         assert_non_null(err);
         free(err);
 }
