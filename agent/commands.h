@@ -9,4 +9,8 @@ struct command {
 };
 
 int cmd_version(int argc, char **argv);
+int cmd_discover(int argc, char **argv);
+int cmd_debug(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 int cmd_watch(int argc, char **argv);

@@ -7,6 +7,10 @@
 
 static const struct command commands[] = {
         { "version", cmd_version, "print the version" },
+        { "discover", cmd_discover, "list SR-IOV PFs, VFs and RDMA devices of this node" },
+        { "debug", cmd_debug, NULL }, /* hidden: single host operations for tests */
+        { "plan", cmd_plan, "show the desired state and the actions, change nothing" },
+        { "run", cmd_run, "the node daemon: configure VFs and serve them to the kubelet" },
         { "watch", cmd_watch, "print the policy and node changes the agent sees" },
 };
 

@@ -13,7 +13,7 @@
 #define PCI_ADDR_MAX 16 /* "0000:3b:02.1" + NUL, rounded */
 #define IFNAME_MAX   16 /* IFNAMSIZ */
 #define DRIVER_MAX   64
-#define MAC_MAX      48 /* IB hardware addresses are 20 bytes: 59 chars; we keep the text form */
+#define MAC_MAX      64 /* IB hardware addresses are 20 bytes: 59 chars; we keep the text form */
 #define RDMA_NAME_MAX 64
 
 enum link_type {

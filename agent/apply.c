@@ -1,0 +1,171 @@
+#include "apply.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host/driver-bind.h"
+#include "host/netlink-link.h"
+#include "host/sriov-numvfs.h"
+#include "util/log.h"
+
+void apply_report_done(struct apply_report *r)
+{
+        free(r->pfs);
+        *r = (struct apply_report){ 0 };
+}
+
+const struct apply_pf_result *apply_report_find(const struct apply_report *r, const char *pf)
+{
+        for (size_t i = 0; i < r->n_pfs; i++)
+                if (strcmp(r->pfs[i].pf, pf) == 0)
+                        return &r->pfs[i];
+        return NULL;
+}
+
+bool action_is_pf_level(enum action_kind kind)
+{
+        return kind != ACTION_BIND_DRIVER && kind != ACTION_SET_VF_MTU;
+}
+
+size_t apply_report_n_failed(const struct apply_report *r)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < r->n_pfs; i++)
+                n += r->pfs[i].error != 0;
+        return n;
+}
+
+static struct apply_pf_result *report_pf(struct apply_report *r, const char *pf)
+{
+        if (r->n_pfs > 0 && strcmp(r->pfs[r->n_pfs - 1].pf, pf) == 0)
+                return &r->pfs[r->n_pfs - 1];
+        struct apply_pf_result *p = realloc(r->pfs, (r->n_pfs + 1) * sizeof(*p));
+        if (!p)
+                return NULL;
+        r->pfs = p;
+        p = &r->pfs[r->n_pfs++];
+        *p = (struct apply_pf_result){ 0 };
+        snprintf(p->pf, sizeof(p->pf), "%s", pf);
+        return p;
+}
+
+/* The VF's netdev name from the inventory the plan was built on, or NULL. */
+static const char *vf_netdev(const struct inventory *inv, const struct action *a)
+{
+        const struct pf_info *pf = inventory_find_pf(inv, a->pf);
+        const struct vf_info *vf = pf ? pf_find_vf(pf, a->vf_index) : NULL;
+        return vf ? vf_netdev_name(vf) : NULL;
+}
+
+static const char *error_hint(const struct action *a, int error)
+{
+        switch (a->kind) {
+        case ACTION_SET_NUM_VFS:
+        case ACTION_RESET_PF:
+                return host_numvfs_error_hint(error);
+        case ACTION_BIND_DRIVER:
+                if (error == -ENXIO)
+                        return "enable the IOMMU (intel_iommu=on / amd_iommu=on on the kernel "
+                               "command line)";
+                if (error == -ENOENT)
+                        return "load the vfio-pci module (e.g. /etc/modules-load.d/vfio-pci.conf)";
+                return NULL;
+        default:
+                return NULL;
+        }
+}
+
+/* Runs one action. 1 when skipped (its VF does not exist yet), 0 done, negative errno. */
+static int apply_action(const struct apply_options *opts, const struct action *a,
+                        const struct inventory *observed)
+{
+        const struct numvfs_options numvfs = {
+                .sysfs_root = opts->sysfs_root,
+                .timeout_ms = opts->vf_timeout_ms,
+        };
+        const struct bind_options bind = { .sysfs_root = opts->sysfs_root };
+        const char *ifname;
+
+        switch (a->kind) {
+        case ACTION_SET_NUM_VFS:
+                return host_set_num_vfs(&numvfs, a->pf, a->value);
+        case ACTION_RESET_PF:
+                return host_set_num_vfs(&numvfs, a->pf, 0);
+        case ACTION_SET_PF_MTU:
+        case ACTION_RESTORE_PF_MTU:
+                if (!a->pf_name[0])
+                        return -ENODEV;
+                return host_netlink_set_mtu(a->pf_name, a->value);
+        case ACTION_PF_LINK_UP:
+                if (!a->pf_name[0])
+                        return -ENODEV;
+                return host_netlink_set_up(a->pf_name);
+        case ACTION_BIND_DRIVER:
+                if (!a->vf_address[0])
+                        return 1;
+                return host_bind_vf_driver(&bind, a->vf_address, a->text[0] ? a->text : NULL);
+        case ACTION_SET_VF_MTU:
+                ifname = vf_netdev(observed, a);
+                if (!a->vf_address[0] || !ifname)
+                        return 1;
+                return host_netlink_set_mtu(ifname, a->value);
+        case ACTION_SET_ESWITCH_MODE:
+                /* devlink eswitch changes need switchdev-capable hardware and are refused by
+                 * the policy layer on nodes without it; nothing reaches here on supported
+                 * setups. */
+                return -EOPNOTSUPP;
+        default:
+                return -EINVAL;
+        }
+}
+
+int apply_plan(const struct apply_options *opts, const struct plan *plan,
+               const struct inventory *observed, struct apply_report *ret)
+{
+        struct apply_report r = { 0 };
+
+        for (size_t i = 0; i < plan->n_actions; i++) {
+                const struct action *a = &plan->actions[i];
+                struct apply_pf_result *pf = report_pf(&r, a->pf);
+                char line[256];
+
+                if (!pf) {
+                        apply_report_done(&r);
+                        return -ENOMEM;
+                }
+                if (pf->error != 0) {
+                        r.n_skipped++;
+                        continue;
+                }
+                action_format(a, line, sizeof(line));
+                const struct log_ctx ctx = {
+                        .pf = a->pf,
+                        .vf = a->vf_address[0] ? a->vf_address : NULL,
+                        .action = action_kind_to_string(a->kind),
+                };
+                int rr = apply_action(opts, a, observed);
+                if (rr == 1) {
+                        log_ctx_msg(LOG_DEBUG, 0, &ctx, "deferred until the VF exists: %s", line);
+                        r.n_skipped++;
+                        continue;
+                }
+                if (rr < 0) {
+                        const char *hint = error_hint(a, rr);
+                        pf->error = rr;
+                        pf->failed_kind = a->kind;
+                        snprintf(pf->message, sizeof(pf->message), "PF %s: %s: %s%s%s", a->pf, line,
+                                 strerror(-rr), hint ? ": " : "", hint ? hint : "");
+                        log_ctx_msg(LOG_ERR, 0, &ctx, "%s", pf->message);
+                        continue;
+                }
+                log_ctx_msg(LOG_NOTICE, 0, &ctx, "%s", line);
+                pf->n_done++;
+                r.n_done++;
+                if (a->kind == ACTION_SET_NUM_VFS || a->kind == ACTION_RESET_PF)
+                        r.changed_vf_count = true;
+        }
+        *ret = r;
+        return 0;
+}

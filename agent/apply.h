@@ -1,0 +1,48 @@
+/* Applying a plan to the host: each action of lib/plan through the matching lib/host call.
+ *
+ * PFs are independent: the first failing action of a PF stops that PF's remaining actions and
+ * is recorded with the PF, the error and the user-facing fix; other PFs go on. Actions on VFs
+ * that do not exist yet (the plan was made before their creation) are skipped: the caller
+ * re-discovers and re-plans after a VF-count change, so they are planned again with real
+ * addresses and netdev names. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "model/inventory.h"
+#include "plan/plan.h"
+
+struct apply_options {
+        const char *sysfs_root;
+        int vf_timeout_ms; /* VF creation deadline; 0 = host default */
+};
+
+struct apply_pf_result {
+        char pf[PCI_ADDR_MAX];
+        int error;                    /* 0 or negative errno of the first failed action */
+        enum action_kind failed_kind; /* the kind of that action */
+        char message[512];            /* "PF 0000:3b:00.0: set-num-vfs 8: ...: <hint>" */
+        size_t n_done;                /* actions that succeeded */
+};
+
+struct apply_report {
+        struct apply_pf_result *pfs; /* one per PF that had actions, in plan order */
+        size_t n_pfs;
+        size_t n_done, n_skipped;
+        bool changed_vf_count; /* re-discover and re-plan before trusting VF-level state */
+};
+
+void apply_report_done(struct apply_report *r);
+const struct apply_pf_result *apply_report_find(const struct apply_report *r, const char *pf);
+/* True for actions that configure the PF itself (VF count, eswitch mode, PF MTU, link):
+ * while one of them is pending or failed, none of the PF's VFs may be advertised. VF-level
+ * actions need no such gate: a VF with the wrong driver is not ready, so no pool has it. */
+bool action_is_pf_level(enum action_kind kind);
+/* Number of PFs with an error. */
+size_t apply_report_n_failed(const struct apply_report *r);
+
+/* observed is the inventory the plan was made from (for VF netdev names). 0 or -ENOMEM;
+ * per-PF failures are in the report, not the return value. */
+int apply_plan(const struct apply_options *opts, const struct plan *plan,
+               const struct inventory *observed, struct apply_report *ret);

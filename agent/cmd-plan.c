@@ -1,0 +1,324 @@
+/* `sriov-agent plan`: what would the agent do on this node with these policies?
+ *
+ * Reads policy files, discovers the node (read-only), loads the applied-state records, builds
+ * the desired state and the plan, and prints all of it. Writes nothing anywhere.
+ * Exit status: 0 when every policy is valid, 2 when any is invalid or conflicting or the plan
+ * reports a problem (the plan of the valid ones is still printed), 1 on other errors. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "host/discover.h"
+#include "model/desired-json.h"
+#include "plan/applied-store.h"
+#include "plan/plan.h"
+#include "policy/node-labels.h"
+#include "policy/policy-files.h"
+#include "policy/policy-merge.h"
+#include "policy/policy.h"
+#include "util/fileio.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+#define MAX_POLICY_PATHS 64
+
+struct plan_args {
+        const char *paths[MAX_POLICY_PATHS];
+        size_t n_paths;
+        struct string_pair *labels;
+        size_t n_labels;
+        const char *node_name;
+        const char *sysfs_root;
+        const char *state_dir;
+        bool json;
+};
+
+static void print_usage(FILE *f)
+{
+        fprintf(f, "Usage: sriov-agent plan --policies PATH [--policies PATH ...] [OPTIONS]\n\n"
+                   "Show the desired state, the actions and the status of every policy,\n"
+                   "without changing anything.\n\n"
+                   "  --policies PATH        policy file or directory (*.yaml, *.yml, *.json)\n"
+                   "  --node-labels k=v,...  labels of this node (nodeSelector matching)\n"
+                   "  --node-name N          node name (adds label kubernetes.io/hostname=N)\n"
+                   "  --sysfs-root DIR       discover under DIR instead of /sys\n"
+                   "  --state-dir DIR        records of previously applied PFs (<pci>.json)\n"
+                   "  -o, --output json|text output format (default text)\n\n"
+                   "Exit status: 0 all policies valid, 2 a policy is invalid or conflicting,\n"
+                   "1 other errors.\n");
+}
+
+static int parse_args(int argc, char **argv, struct plan_args *a)
+{
+        enum { OPT_POLICIES = 0x100, OPT_LABELS, OPT_NODE, OPT_SYSFS, OPT_STATE };
+        static const struct option options[] = {
+                { "policies", required_argument, NULL, OPT_POLICIES },
+                { "node-labels", required_argument, NULL, OPT_LABELS },
+                { "node-name", required_argument, NULL, OPT_NODE },
+                { "sysfs-root", required_argument, NULL, OPT_SYSFS },
+                { "state-dir", required_argument, NULL, OPT_STATE },
+                { "output", required_argument, NULL, 'o' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *labels = NULL;
+        int c;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "o:h", options, NULL)) >= 0) {
+                switch (c) {
+                case OPT_POLICIES:
+                        if (a->n_paths >= MAX_POLICY_PATHS) {
+                                fprintf(stderr, "sriov-agent plan: too many --policies\n");
+                                return -E2BIG;
+                        }
+                        a->paths[a->n_paths++] = optarg;
+                        break;
+                case OPT_LABELS:
+                        labels = optarg;
+                        break;
+                case OPT_NODE:
+                        a->node_name = optarg;
+                        break;
+                case OPT_SYSFS:
+                        a->sysfs_root = optarg;
+                        break;
+                case OPT_STATE:
+                        a->state_dir = optarg;
+                        break;
+                case 'o':
+                        if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
+                                fprintf(stderr, "sriov-agent plan: -o must be json or text\n");
+                                return -EINVAL;
+                        }
+                        a->json = strcmp(optarg, "json") == 0;
+                        break;
+                case 'h':
+                        print_usage(stdout);
+                        return 1;
+                default:
+                        print_usage(stderr);
+                        return -EINVAL;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "sriov-agent plan: unexpected argument \"%s\"\n", argv[optind]);
+                return -EINVAL;
+        }
+        if (a->n_paths == 0) {
+                fprintf(stderr, "sriov-agent plan: --policies PATH is required\n");
+                return -EINVAL;
+        }
+        if (labels) {
+                _cleanup_free_ char *error = NULL;
+                int r = node_labels_parse(labels, &a->labels, &a->n_labels, &error);
+                if (r < 0) {
+                        fprintf(stderr, "sriov-agent plan: --node-labels: %s\n",
+                                error ? error : strerror(-r));
+                        return -EINVAL;
+                }
+        }
+        if (a->node_name &&
+            node_labels_set(&a->labels, &a->n_labels, "kubernetes.io/hostname", a->node_name) < 0)
+                return -E2BIG;
+        return 0;
+}
+
+static int load_policies(const struct plan_args *a, struct policy_list *list)
+{
+        for (size_t i = 0; i < a->n_paths; i++) {
+                int r = policy_list_load_path(list, a->paths[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static void print_group_text(const struct vf_group *g)
+{
+        printf("    VFs %d-%d: %s (%s", g->vf_start, g->vf_end, g->resource_name,
+               device_type_to_string(g->device_type));
+        if (g->mtu)
+                printf(", mtu %d", g->mtu);
+        if (g->is_rdma)
+                printf(", rdma");
+        if (g->vdpa_type[0])
+                printf(", vdpa %s", g->vdpa_type);
+        printf(", policy %s)\n", g->policy_name);
+}
+
+static void print_text(const struct desired_state *d, const struct plan *p,
+                       const struct policy_report *rep, const struct policy_list *list)
+{
+        printf("Desired state (%zu PF%s):\n", d->n_interfaces, d->n_interfaces == 1 ? "" : "s");
+        for (size_t i = 0; i < d->n_interfaces; i++) {
+                const struct desired_interface *di = &d->interfaces[i];
+                printf("  %s %s: numVfs %d", di->pci_address, di->name[0] ? di->name : "-",
+                       di->num_vfs);
+                if (di->mtu)
+                        printf(", mtu %d", di->mtu);
+                if (di->link_type != LINK_TYPE_UNKNOWN)
+                        printf(", linkType %s", link_type_to_string(di->link_type));
+                if (di->eswitch_mode != ESWITCH_MODE_UNSET)
+                        printf(", eSwitchMode %s", eswitch_mode_to_string(di->eswitch_mode));
+                printf("%s\n", di->externally_managed ? ", externally managed" : "");
+                for (size_t j = 0; j < di->n_groups; j++)
+                        print_group_text(&di->groups[j]);
+        }
+        printf("\nActions (%zu):\n", p->n_actions);
+        for (size_t i = 0; i < p->n_actions; i++) {
+                char line[512];
+                action_format(&p->actions[i], line, sizeof(line));
+                printf("  %s\n", line);
+        }
+        for (size_t i = 0; i < p->n_problems; i++)
+                printf("  problem: %s: %s\n", p->problems[i].pf, p->problems[i].message);
+        printf("\nPolicies (%zu):\n", rep->n_results);
+        for (size_t i = 0; i < rep->n_results; i++) {
+                const struct policy_result *res = &rep->results[i];
+                printf("  %-13s %s\n                %s\n", policy_status_to_string(res->status),
+                       res->name ? res->name : res->origin, res->reason ? res->reason : "");
+        }
+        for (size_t i = 0; i < list->n_notes; i++)
+                printf("  note: %s\n", list->notes[i]);
+}
+
+static json_t *report_to_json(const struct policy_report *rep)
+{
+        json_t *arr = json_array();
+
+        for (size_t i = 0; arr && i < rep->n_results; i++) {
+                const struct policy_result *res = &rep->results[i];
+                if (json_array_append_new(
+                        arr, json_pack("{s:s, s:s, s:s, s:s}", "name",
+                                       res->name ? res->name : res->origin, "origin", res->origin,
+                                       "status", policy_status_to_string(res->status), "reason",
+                                       res->reason ? res->reason : "")) < 0) {
+                        json_decref(arr);
+                        return NULL;
+                }
+        }
+        return arr;
+}
+
+static json_t *strings_to_json(char *const *items, size_t n)
+{
+        json_t *arr = json_array();
+
+        for (size_t i = 0; arr && i < n; i++)
+                if (json_array_append_new(arr, json_string(items[i])) < 0) {
+                        json_decref(arr);
+                        return NULL;
+                }
+        return arr;
+}
+
+static json_t *problems_to_json(const struct plan *p)
+{
+        json_t *arr = json_array();
+
+        for (size_t i = 0; arr && i < p->n_problems; i++)
+                if (json_array_append_new(arr, json_pack("{s:s, s:s}", "pf", p->problems[i].pf,
+                                                         "message", p->problems[i].message)) < 0) {
+                        json_decref(arr);
+                        return NULL;
+                }
+        return arr;
+}
+
+static int print_json(const struct desired_state *d, const struct plan *p,
+                      const struct policy_report *rep, const struct policy_list *list)
+{
+        json_t *desired = NULL, *actions = NULL, *out;
+        char *text;
+
+        if (desired_state_to_json(d, &desired) < 0 || plan_actions_to_json(p, &actions) < 0) {
+                json_decref(desired);
+                return log_error_errno(-ENOMEM, "out of memory");
+        }
+        out = json_pack("{s:o, s:o, s:o*, s:o*, s:o*}", "desired", desired, "actions", actions,
+                        "policies", report_to_json(rep), "problems", problems_to_json(p), "notes",
+                        strings_to_json(list->notes, list->n_notes));
+        if (!out)
+                return log_error_errno(-ENOMEM, "out of memory");
+        text = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        json_decref(out);
+        if (!text)
+                return log_error_errno(-ENOMEM, "out of memory");
+        printf("%s\n", text);
+        free(text);
+        return 0;
+}
+
+static int run(const struct plan_args *a)
+{
+        struct policy_list list = { 0 };
+        struct inventory inv = { 0 };
+        struct applied_state previous = { 0 };
+        struct desired_state desired = { 0 };
+        struct policy_report report = { 0 };
+        struct plan plan = { 0 };
+        _cleanup_free_ char *state_error = NULL;
+        int r, ret = 1;
+
+        r = load_policies(a, &list);
+        if (r < 0)
+                goto out;
+        r = host_discover(&(const struct discover_options){ .sysfs_root = a->sysfs_root,
+                                                            .query_kernel = !a->sysfs_root },
+                          &inv);
+        if (r < 0) {
+                log_error_errno(r, "discovery under %s failed: %s",
+                                a->sysfs_root ? a->sysfs_root : "/sys", strerror(-r));
+                goto out;
+        }
+        if (a->state_dir) {
+                r = applied_state_load_dir(a->state_dir, &previous, &state_error);
+                if (r < 0) {
+                        log_error_errno(r, "--state-dir %s: %s", a->state_dir,
+                                        state_error ? state_error : strerror(-r));
+                        goto out;
+                }
+        }
+        r = policy_build_desired_state(list.items, list.n_items, a->labels, a->n_labels, &inv,
+                                       &desired, &report);
+        if (r < 0) {
+                log_error_errno(r, "building the desired state: %s", strerror(-r));
+                goto out;
+        }
+        r = plan_build(&desired, &inv, &previous, &plan);
+        if (r < 0) {
+                log_error_errno(r, "planning: %s", strerror(-r));
+                goto out;
+        }
+        if (a->json) {
+                if (print_json(&desired, &plan, &report, &list) < 0)
+                        goto out;
+        } else
+                print_text(&desired, &plan, &report, &list);
+        ret = policy_report_has_errors(&report) || plan.n_problems > 0 ? 2 : 0;
+out:
+        plan_done(&plan);
+        policy_report_done(&report);
+        desired_state_done(&desired);
+        applied_state_done(&previous);
+        inventory_done(&inv);
+        policy_list_done(&list);
+        return ret;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+        struct plan_args a = { 0 };
+        int r = parse_args(argc, argv, &a);
+
+        if (r == 0)
+                r = run(&a);
+        else
+                r = r > 0 ? 0 : 1;
+        node_labels_free(a.labels, a.n_labels);
+        return r;
+}

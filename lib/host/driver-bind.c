@@ -1,0 +1,267 @@
+#include "host/driver-bind.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "host/printable.h"
+#include "util/fileio.h"
+#include "util/log.h"
+#include "util/macro.h"
+#include "util/names.h"
+
+#define VFIO_DRIVER "vfio-pci"
+#define IOMMU_HINT  "enable the IOMMU (intel_iommu=on / amd_iommu=on on the kernel command line)"
+#define POLL_MS     20
+
+struct bind_ctx {
+        const char *root;
+        const char *vf;
+        char dev_dir[PATH_MAX];
+        int timeout_ms;
+};
+
+static bool path_exists(const char *path)
+{
+        struct stat st;
+        return stat(path, &st) == 0;
+}
+
+static bool dev_attr_exists(const struct bind_ctx *c, const char *attr)
+{
+        char path[PATH_MAX];
+        return path_printf(path, sizeof(path), "%s/%s", c->dev_dir, attr) == 0 && path_exists(path);
+}
+
+static int current_driver(const struct bind_ctx *c, char *buf, size_t size)
+{
+        char path[PATH_MAX];
+        int r = path_printf(path, sizeof(path), "%s/driver", c->dev_dir);
+        if (r < 0)
+                return r;
+        buf[0] = '\0';
+        if (!path_exists(path)) /* unbound, or a dangling link */
+                return 0;
+        r = read_link_basename(path, buf, size);
+        if (r < 0)
+                return r;
+        if (!filename_is_valid(buf))
+                return -EINVAL;
+        return 0;
+}
+
+int host_vf_current_driver(const char *sysfs_root, const char *vf_pci, char *buf, size_t size)
+{
+        struct bind_ctx c = { .root = sysfs_root ? sysfs_root : "/sys", .vf = vf_pci };
+        if (!vf_pci || !pci_address_is_valid(vf_pci))
+                return -EINVAL;
+        int r = path_printf(c.dev_dir, sizeof(c.dev_dir), "%s/bus/pci/devices/%s", c.root, vf_pci);
+        if (r < 0)
+                return r;
+        return current_driver(&c, buf, size);
+}
+
+static int write_attr(const struct bind_ctx *c, const char *path, const char *value)
+{
+        int r = write_string_file(path, value);
+        if (r < 0)
+                return log_vf(LOG_ERR, r, NULL, c->vf, "cannot write '%s' to %s",
+                              value[0] == '\n' ? "\\n" : value, path);
+        return 0;
+}
+
+static int write_driver_override(const struct bind_ctx *c, const char *driver)
+{
+        char path[PATH_MAX];
+        int r = path_printf(path, sizeof(path), "%s/driver_override", c->dev_dir);
+        if (r < 0)
+                return r;
+        /* A lone newline clears the override. */
+        return write_attr(c, path, driver && driver[0] ? driver : "\n");
+}
+
+static long long now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Polls (sleeping) until the VF is bound (want_bound) or unbound; 0 or -ETIMEDOUT. */
+static int wait_for_binding(const struct bind_ctx *c, bool want_bound)
+{
+        long long deadline = now_ms() + c->timeout_ms;
+        for (;;) {
+                char drv[256];
+                if (current_driver(c, drv, sizeof(drv)) == 0 && (drv[0] != '\0') == want_bound)
+                        return 0;
+                if (now_ms() >= deadline)
+                        return -ETIMEDOUT;
+                nanosleep(&(struct timespec){ .tv_nsec = POLL_MS * 1000000L }, NULL);
+        }
+}
+
+static int unbind(const struct bind_ctx *c, const char *driver)
+{
+        char path[PATH_MAX];
+        int r = path_printf(path, sizeof(path), "%s/bus/pci/drivers/%s/unbind", c->root, driver);
+        if (r < 0)
+                return r;
+        r = write_attr(c, path, c->vf);
+        if (r < 0)
+                return r;
+        if (wait_for_binding(c, false) < 0)
+                return log_vf(LOG_ERR, -ETIMEDOUT, NULL, c->vf,
+                              "still bound to %s %d ms after unbind", driver, c->timeout_ms);
+        return 0;
+}
+
+/* Asks the kernel to probe the VF and waits for a driver link. */
+static int probe(const struct bind_ctx *c)
+{
+        char path[PATH_MAX];
+        int r = path_printf(path, sizeof(path), "%s/bus/pci/drivers_probe", c->root);
+        if (r < 0)
+                return r;
+        r = write_string_file(path, c->vf);
+        if (r < 0)
+                return log_vf(LOG_ERR, r, NULL, c->vf, "drivers_probe refused the VF");
+        if (wait_for_binding(c, true) < 0)
+                return -ENODATA;
+        return 0;
+}
+
+/* After a failed bind: clear the override and let the default driver take the VF again. */
+static void restore_default(const struct bind_ctx *c)
+{
+        char drv[256];
+        (void)write_driver_override(c, NULL);
+        if (current_driver(c, drv, sizeof(drv)) == 0 && drv[0])
+                return;
+        if (probe(c) == 0 && current_driver(c, drv, sizeof(drv)) == 0 && drv[0])
+                log_vf(LOG_NOTICE, 0, NULL, c->vf, "left bound to its default driver %s", drv);
+        else
+                log_vf(LOG_WARNING, 0, NULL, c->vf, "left without a driver");
+}
+
+static int check_target(const struct bind_ctx *c, const char *driver)
+{
+        char path[PATH_MAX];
+
+        if (strcmp(driver, VFIO_DRIVER) == 0 && !dev_attr_exists(c, "iommu_group"))
+                return log_vf(LOG_ERR, -ENXIO, NULL, c->vf, "VF %s has no IOMMU group: " IOMMU_HINT,
+                              c->vf);
+        int r = path_printf(path, sizeof(path), "%s/bus/pci/drivers/%s", c->root, driver);
+        if (r < 0)
+                return r;
+        if (!path_exists(path))
+                return log_vf(LOG_ERR, -ENOENT, NULL, c->vf,
+                              "driver %s is not loaded (%s does not exist): load its module, "
+                              "e.g. list it in /etc/modules-load.d/",
+                              driver, path);
+        return 0;
+}
+
+static int bind_failed(const struct bind_ctx *c, const char *driver, int error, const char *got)
+{
+        bool vfio = driver && strcmp(driver, VFIO_DRIVER) == 0;
+        if (vfio && !dev_attr_exists(c, "iommu_group"))
+                log_vf(LOG_ERR, 0, NULL, c->vf, "VF %s has no IOMMU group: " IOMMU_HINT, c->vf);
+        else if (error == -ENODATA)
+                log_vf(LOG_ERR, 0, NULL, c->vf,
+                       "VF %s: drivers_probe was accepted but no driver bound to it (wanted %s)",
+                       c->vf, driver && driver[0] ? driver : "its default driver");
+        else if (error == -EIO)
+                log_vf(LOG_ERR, 0, NULL, c->vf, "VF %s bound to %s instead of %s", c->vf, got,
+                       driver);
+        if (vfio && !dev_attr_exists(c, "iommu_group"))
+                error = -ENXIO;
+        restore_default(c);
+        return error;
+}
+
+int host_bind_vf_driver(const struct bind_options *opts, const char *vf_pci, const char *driver)
+{
+        struct bind_ctx c = {
+                .root = opts && opts->sysfs_root ? opts->sysfs_root : "/sys",
+                .vf = vf_pci,
+                .timeout_ms =
+                    opts && opts->timeout_ms > 0 ? opts->timeout_ms : HOST_BIND_DEFAULT_TIMEOUT_MS,
+        };
+        const bool want_default = !driver || !driver[0];
+        char cur[256], override[256] = "", path[PATH_MAX];
+        int r;
+
+        if (!vf_pci || !pci_address_is_valid(vf_pci))
+                return log_error_errno(-EINVAL, "invalid PCI address '%s' for a VF",
+                                       PRINTABLE(vf_pci));
+        if (!want_default && !filename_is_valid(driver))
+                return log_vf(LOG_ERR, -EINVAL, NULL, vf_pci, "invalid driver name '%s'",
+                              PRINTABLE(driver));
+        r = path_printf(c.dev_dir, sizeof(c.dev_dir), "%s/bus/pci/devices/%s", c.root, vf_pci);
+        if (r < 0)
+                return log_vf(LOG_ERR, r, NULL, vf_pci, "sysfs path too long");
+        if (!path_exists(c.dev_dir))
+                return log_vf(LOG_ERR, -ENODEV, NULL, vf_pci,
+                              "no such PCI device: %s does not exist", c.dev_dir);
+        if (dev_attr_exists(&c, "sriov_totalvfs"))
+                return log_vf(LOG_ERR, -EPERM, NULL, vf_pci,
+                              "%s is an SR-IOV PF: refusing to change the driver of a PF", vf_pci);
+        if (!dev_attr_exists(&c, "physfn"))
+                return log_vf(LOG_ERR, -EPERM, NULL, vf_pci,
+                              "%s is not a VF (no physfn link): refusing to change its driver",
+                              vf_pci);
+        if (!want_default) {
+                r = check_target(&c, driver);
+                if (r < 0)
+                        return r;
+        }
+
+        r = current_driver(&c, cur, sizeof(cur));
+        if (r < 0)
+                return log_vf(LOG_ERR, r, NULL, vf_pci, "cannot read the driver link");
+        if (path_printf(path, sizeof(path), "%s/driver_override", c.dev_dir) == 0 &&
+            read_line_file(path, override, sizeof(override)) == 0 &&
+            strcmp(override, "(null)") == 0)
+                override[0] = '\0';
+
+        if (!want_default && strcmp(cur, driver) == 0) {
+                log_vf(LOG_DEBUG, 0, NULL, vf_pci, "already bound to %s", driver);
+                return 0;
+        }
+        if (want_default && cur[0] && !override[0] && strcmp(cur, VFIO_DRIVER) != 0) {
+                log_vf(LOG_DEBUG, 0, NULL, vf_pci, "already bound to its default driver %s", cur);
+                return 0;
+        }
+
+        log_vf(LOG_INFO, 0, NULL, vf_pci, "binding to %s (currently %s)",
+               want_default ? "its default driver" : driver, cur[0] ? cur : "unbound");
+        r = write_driver_override(&c, driver);
+        if (r < 0)
+                return r;
+        if (cur[0]) {
+                r = unbind(&c, cur);
+                if (r < 0) {
+                        (void)write_driver_override(&c, NULL);
+                        return r;
+                }
+        }
+        r = probe(&c);
+        if (r < 0)
+                return bind_failed(&c, driver, r, "");
+        /* The binding holds without the override; clearing it keeps later probes normal. */
+        r = write_driver_override(&c, NULL);
+        if (r < 0)
+                return r;
+
+        r = current_driver(&c, cur, sizeof(cur));
+        if (r < 0 || !cur[0])
+                return bind_failed(&c, driver, -ENODATA, "");
+        if (!want_default && strcmp(cur, driver) != 0)
+                return bind_failed(&c, driver, -EIO, cur);
+        log_vf(LOG_INFO, 0, NULL, vf_pci, "bound to %s", cur);
+        return 0;
+}

@@ -1,0 +1,91 @@
+/* Link configuration over rtnetlink: MTU, admin state, and a PF's VF attributes.
+ *
+ * Interface names are checked with ifname_is_valid() before use. Every function returns 0 or
+ * a negative errno as the kernel gave it and logs with the interface (and VF index) as
+ * context, adding the kernel's extended-ack text when there is one.
+ *
+ * VF attributes are sent one request per attribute: the kernel stops at the first attribute
+ * a driver rejects, and drivers differ (igb has no VF link state: EOPNOTSUPP). The result of
+ * each attribute is reported separately; "not supported" does not make the call fail.
+ *
+ * The VF list of a PF is one RTM_GETLINK reply carrying every VF. With stats included it
+ * outgrows the 64 KiB an attribute nest can describe at ~222 Ethernet VFs (EMSGSIZE), so the
+ * request asks for VF info without VF stats (RTEXT_FILTER_SKIP_STATS) and reads the reply with
+ * a large peeking receive buffer. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum vf_attr {
+        VF_ATTR_MAC,
+        VF_ATTR_VLAN,
+        VF_ATTR_TRUST,
+        VF_ATTR_SPOOFCHK,
+        VF_ATTR_LINK_STATE,
+        _VF_ATTR_MAX,
+};
+const char *
+vf_attr_to_string(enum vf_attr a); /* "mac", "vlan", "trust", "spoofchk", "link-state" */
+
+/* Values as IFLA_VF_LINK_STATE_* */
+enum vf_link_state {
+        VF_LINK_STATE_AUTO = 0,
+        VF_LINK_STATE_ENABLE = 1,
+        VF_LINK_STATE_DISABLE = 2,
+};
+const char *vf_link_state_to_string(int s);   /* "auto", "enable", "disable", "unknown" */
+int vf_link_state_from_string(const char *s); /* enum value or -EINVAL */
+
+/* What to change on one VF; attributes left at their "unset" value are not sent. */
+struct vf_settings {
+        bool set_mac;
+        uint8_t mac[6];
+        int vlan;       /* -1 unset, 0 none, 1..4094 (4095 is reserved) */
+        int qos;        /* 802.1p priority with vlan, 0..7 */
+        int trust;      /* -1 unset, 0 off, 1 on */
+        int spoofchk;   /* -1 unset, 0 off, 1 on */
+        int link_state; /* -1 unset, or enum vf_link_state */
+};
+#define VF_SETTINGS_INIT                                                                           \
+        ((struct vf_settings){ .vlan = -1, .trust = -1, .spoofchk = -1, .link_state = -1 })
+
+struct vf_set_result {
+        bool attempted[_VF_ATTR_MAX];
+        int error[_VF_ATTR_MAX]; /* 0 or negative errno, per attempted attribute */
+};
+
+/* -EOPNOTSUPP: the driver does not implement this setting. */
+bool netlink_error_is_not_supported(int error);
+
+int host_netlink_set_mtu(const char *ifname, int mtu);
+int host_netlink_set_up(const char *ifname);
+
+/* Applies every set attribute of s to VF vf_index of pf_ifname, each in its own request.
+ * Returns 0 when every attempted attribute succeeded or was not supported, else the first
+ * other error; ret (optional) gets each attribute's result. An index at or past the PF's VF
+ * count is refused (-ENOENT) before anything is sent. */
+int host_netlink_set_vf(const char *pf_ifname, int vf_index, const struct vf_settings *s,
+                        struct vf_set_result *ret);
+
+struct netlink_vf_info {
+        int vf;         /* VF index */
+        char mac[18];   /* "aa:bb:cc:dd:ee:ff" */
+        int vlan, qos;  /* 0 when none */
+        int trust;      /* 0/1, -1 when the kernel did not report it */
+        int spoofchk;   /* 0/1, -1 when not reported */
+        int link_state; /* enum vf_link_state, -1 when not reported */
+};
+
+/* The PF's VF count as rtnetlink reports it (IFLA_NUM_VF); -ENODATA for a device that has
+ * no bus parent to ask (virtual devices). */
+int host_netlink_get_num_vfs(const char *pf_ifname, int *ret);
+
+/* The PF's VFs as the kernel reports them, sorted by index (malloc'ed; free() it). */
+int host_netlink_get_vf_list(const char *pf_ifname, struct netlink_vf_info **ret, size_t *n);
+
+/* Parses one RTM_NEWLINK message (as host_netlink_get_vf_list receives it); -EBADMSG when
+ * malformed. Exposed for callers that read link replies themselves, and for tests. */
+struct nlmsghdr;
+int host_netlink_parse_vf_list(const struct nlmsghdr *hdr, struct netlink_vf_info **ret, size_t *n);

@@ -1,0 +1,338 @@
+#include "host/rdma-sysfs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host/device-error.h"
+#include "host/printable.h"
+#include "host/sysfs-at.h"
+#include "util/fileio.h"
+#include "util/log.h"
+#include "util/macro.h"
+#include "util/names.h"
+
+#define DEV_INFINIBAND "/dev/infiniband/"
+
+static bool rdma_name_is_valid(const char *name)
+{
+        return filename_is_valid(name) && strlen(name) < RDMA_NAME_MAX;
+}
+
+static int add_char_device(struct rdma_device *dev, const char *path)
+{
+        for (size_t i = 0; i < dev->n_char_devices; i++)
+                if (strcmp(dev->char_devices[i], path) == 0)
+                        return 0;
+        char **p = realloc(dev->char_devices, (dev->n_char_devices + 1) * sizeof(char *));
+        if (!p)
+                return -ENOMEM;
+        dev->char_devices = p;
+        p[dev->n_char_devices] = strdup(path);
+        if (!p[dev->n_char_devices])
+                return -ENOMEM;
+        dev->n_char_devices++;
+        return 0;
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* node_guid and port 1 of the device directory base_fd/dir, read by relative path: no
+ * directory handle per RDMA device. */
+static int read_device_attributes(int base_fd, const char *dir, struct rdma_device *dev,
+                                  char **error)
+{
+        char rel[RDMA_NAME_MAX + 48], buf[64];
+        int r;
+
+        r = path_printf(rel, sizeof(rel), "%s/node_guid", dir);
+        if (r >= 0)
+                r = sysfs_read_line_at(base_fd, rel, buf, sizeof(buf));
+        if (r >= 0 && strlen(buf) < sizeof(dev->node_guid))
+                strcpy(dev->node_guid, buf);
+        else if (device_error_append(error, "%s/node_guid: %s", dir,
+                                     strerror(r < 0 ? -r : ENOBUFS)) < 0)
+                return -ENOMEM;
+        /* Port attributes are optional: a device without ports/ is still an RDMA device. */
+        if (path_printf(rel, sizeof(rel), "%s/ports/1/state", dir) >= 0 &&
+            sysfs_read_line_at(base_fd, rel, buf, sizeof(buf)) >= 0 &&
+            strlen(buf) < sizeof(dev->port_state))
+                strcpy(dev->port_state, buf);
+        if (path_printf(rel, sizeof(rel), "%s/ports/1/link_layer", dir) >= 0 &&
+            sysfs_read_line_at(base_fd, rel, buf, sizeof(buf)) >= 0 &&
+            strlen(buf) < sizeof(dev->link_layer))
+                strcpy(dev->link_layer, buf);
+        return 0;
+}
+
+static int append_device(struct rdma_device **list, size_t *n, const char *name,
+                         struct rdma_device **ret)
+{
+        for (size_t i = 0; i < *n; i++)
+                if (strcmp((*list)[i].name, name) == 0) {
+                        *ret = NULL; /* already known, e.g. under the PCI dir and tied */
+                        return 0;
+                }
+        struct rdma_device *p = realloc(*list, (*n + 1) * sizeof(**list));
+        if (!p)
+                return -ENOMEM;
+        *list = p;
+        p[*n] = (struct rdma_device){ 0 };
+        strcpy(p[*n].name, name);
+        *ret = &p[(*n)++];
+        return 0;
+}
+
+static struct rdma_device *find_device(struct rdma_device *list, size_t n, const char *name)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(list[i].name, name) == 0)
+                        return &list[i];
+        return NULL;
+}
+
+/* Char devices under the function: <class_dir>/<entry>/ibdev names the RDMA device. */
+static int read_local_char_devices(int fn_fd, const char *class_dir, struct rdma_device *list,
+                                   size_t n, char **error)
+{
+        struct sysfs_dir d;
+        if (sysfs_dir_open_at(&d, fn_fd, class_dir) < 0)
+                return 0;
+
+        int r = 0;
+        const char *name;
+        while (r >= 0 && (name = sysfs_dir_next(&d))) {
+                char rel[512], ibdev[RDMA_NAME_MAX + 1], shown[64], path[RDMA_NAME_MAX + 32];
+
+                if (name[0] == '.')
+                        continue;
+                if (!rdma_name_is_valid(name)) {
+                        r = device_error_append(error, "%s/'%s': not a valid device name",
+                                                class_dir,
+                                                printable_name(name, shown, sizeof(shown)));
+                        continue;
+                }
+                if (path_printf(rel, sizeof(rel), "%s/%s/ibdev", class_dir, name) < 0)
+                        continue;
+                int k = sysfs_read_line_at(fn_fd, rel, ibdev, sizeof(ibdev));
+                if (k < 0) {
+                        r = device_error_append(error, "%s: %s", rel, strerror(-k));
+                        continue;
+                }
+                if (!rdma_name_is_valid(ibdev)) {
+                        r = device_error_append(error, "%s: '%s' is not a valid RDMA device name",
+                                                rel, printable_name(ibdev, shown, sizeof(shown)));
+                        continue;
+                }
+                struct rdma_device *dev = find_device(list, n, ibdev);
+                if (!dev)
+                        continue;
+                if (path_printf(path, sizeof(path), DEV_INFINIBAND "%s", name) >= 0)
+                        r = add_char_device(dev, path);
+        }
+        sysfs_dir_close(&d);
+        return r;
+}
+
+/* RDMA devices under the PCI function directory (ConnectX style). */
+static int read_pci_devices(int fn_fd, struct rdma_device **list, size_t *n, char **error)
+{
+        struct sysfs_dir d;
+        if (sysfs_dir_open_at(&d, fn_fd, "infiniband") < 0)
+                return 0;
+
+        int r = 0;
+        const char *name;
+        while (r >= 0 && (name = sysfs_dir_next(&d))) {
+                char rel[RDMA_NAME_MAX + 16], shown[64];
+                struct rdma_device *dev;
+
+                if (name[0] == '.')
+                        continue;
+                if (!rdma_name_is_valid(name)) {
+                        r = device_error_append(error, "infiniband/'%s': not a valid device name",
+                                                printable_name(name, shown, sizeof(shown)));
+                        continue;
+                }
+                r = append_device(list, n, name, &dev);
+                if (r < 0 || !dev)
+                        continue;
+                if (path_printf(rel, sizeof(rel), "infiniband/%s", name) < 0)
+                        continue;
+                r = read_device_attributes(fn_fd, rel, dev, error);
+        }
+        sysfs_dir_close(&d);
+        if (r < 0 || *n == 0)
+                return r;
+        r = read_local_char_devices(fn_fd, "infiniband_verbs", *list, *n, error);
+        if (r >= 0)
+                r = read_local_char_devices(fn_fd, "infiniband_mad", *list, *n, error);
+        return r;
+}
+
+/* Virtual RDMA devices (rxe) whose `parent` is one of the function's netdevs. */
+static int read_tied_devices(const struct rdma_scan *scan, const struct netdev_info *netdevs,
+                             size_t n_netdevs, struct rdma_device **list, size_t *n, char **error)
+{
+        for (size_t t = 0; t < scan->n_ties; t++) {
+                const struct rdma_tie *tie = &scan->ties[t];
+                bool ours = false;
+                for (size_t i = 0; i < n_netdevs && !ours; i++)
+                        ours = strcmp(netdevs[i].name, tie->netdev) == 0;
+                if (!ours)
+                        continue;
+
+                struct rdma_device *dev;
+                int r = append_device(list, n, tie->rdma_name, &dev);
+                if (r < 0)
+                        return r;
+                if (!dev)
+                        continue;
+                char rel[RDMA_NAME_MAX + 32];
+                (void)path_printf(rel, sizeof(rel), "class/infiniband/%s", tie->rdma_name);
+                r = read_device_attributes(scan->root_fd, rel, dev, error);
+                if (r < 0)
+                        return r;
+                for (size_t c = 0; c < scan->n_class_char_devices; c++)
+                        if (strcmp(scan->class_char_devices[c].ibdev, dev->name) == 0) {
+                                r = add_char_device(dev, scan->class_char_devices[c].path);
+                                if (r < 0)
+                                        return r;
+                        }
+        }
+        return 0;
+}
+
+int rdma_sysfs_read_function(const struct rdma_scan *scan, int fn_dir_fd,
+                             const struct netdev_info *netdevs, size_t n_netdevs,
+                             struct rdma_device **ret, size_t *ret_n, char **error)
+{
+        struct rdma_device *list = NULL;
+        size_t n = 0;
+
+        int r = read_pci_devices(fn_dir_fd, &list, &n, error);
+        if (r >= 0)
+                r = read_tied_devices(scan, netdevs, n_netdevs, &list, &n, error);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                if (scan->has_rdma_cm)
+                        r = add_char_device(&list[i], DEV_INFINIBAND "rdma_cm");
+                if (list[i].n_char_devices > 1)
+                        qsort(list[i].char_devices, list[i].n_char_devices, sizeof(char *),
+                              compare_strings);
+        }
+        if (r < 0) {
+                for (size_t i = 0; i < n; i++)
+                        rdma_device_done(&list[i]);
+                free(list);
+                return r;
+        }
+        *ret = list;
+        *ret_n = n;
+        return 0;
+}
+
+static int read_ties(struct rdma_scan *scan)
+{
+        struct sysfs_dir d;
+        if (sysfs_dir_open_at(&d, scan->root_fd, "class/infiniband") < 0)
+                return 0;
+
+        int r = 0;
+        const char *name;
+        while (r >= 0 && (name = sysfs_dir_next(&d))) {
+                char rel[RDMA_NAME_MAX + 32], parent[IFNAME_MAX + 1], shown[64];
+
+                if (name[0] == '.' || !rdma_name_is_valid(name))
+                        continue;
+                /* Only virtual devices have `parent`; PCI ones fail here with ENOENT. */
+                if (path_printf(rel, sizeof(rel), "class/infiniband/%s/parent", name) < 0 ||
+                    sysfs_read_line_at(scan->root_fd, rel, parent, sizeof(parent)) < 0)
+                        continue;
+                if (!ifname_is_valid(parent)) {
+                        log_warning("sysfs %s: '%s' is not a valid interface name, ignoring %s",
+                                    rel, printable_name(parent, shown, sizeof(shown)), name);
+                        continue;
+                }
+                struct rdma_tie *p = realloc(scan->ties, (scan->n_ties + 1) * sizeof(*p));
+                if (!p) {
+                        r = -ENOMEM;
+                        break;
+                }
+                scan->ties = p;
+                strcpy(p[scan->n_ties].rdma_name, name);
+                strcpy(p[scan->n_ties].netdev, parent);
+                scan->n_ties++;
+        }
+        sysfs_dir_close(&d);
+        return r;
+}
+
+/* class/<class_dir>/<entry>/ibdev for every entry: the char devices of virtual RDMA devices,
+ * which the kernel places under devices/virtual/ rather than under a PCI function. */
+static int read_class_char_devices(struct rdma_scan *scan, const char *class_dir)
+{
+        struct sysfs_dir d;
+        if (sysfs_dir_open_at(&d, scan->root_fd, class_dir) < 0)
+                return 0;
+
+        int r = 0;
+        const char *name;
+        while (r >= 0 && (name = sysfs_dir_next(&d))) {
+                char rel[512], ibdev[RDMA_NAME_MAX + 1];
+
+                if (name[0] == '.' || !rdma_name_is_valid(name))
+                        continue;
+                if (path_printf(rel, sizeof(rel), "%s/%s/ibdev", class_dir, name) < 0 ||
+                    sysfs_read_line_at(scan->root_fd, rel, ibdev, sizeof(ibdev)) < 0 ||
+                    !rdma_name_is_valid(ibdev))
+                        continue;
+                char path[sizeof(scan->class_char_devices->path)];
+                if (path_printf(path, sizeof(path), DEV_INFINIBAND "%s", name) < 0)
+                        continue;
+                bool tied = false;
+                for (size_t t = 0; t < scan->n_ties && !tied; t++)
+                        tied = strcmp(scan->ties[t].rdma_name, ibdev) == 0;
+                if (!tied)
+                        continue;
+                struct rdma_char_device *p = realloc(scan->class_char_devices,
+                                                     (scan->n_class_char_devices + 1) * sizeof(*p));
+                if (!p) {
+                        r = -ENOMEM;
+                        break;
+                }
+                scan->class_char_devices = p;
+                p += scan->n_class_char_devices++;
+                strcpy(p->ibdev, ibdev);
+                strcpy(p->path, path);
+        }
+        sysfs_dir_close(&d);
+        return r;
+}
+
+int rdma_scan_init(struct rdma_scan *scan, int root_fd)
+{
+        *scan = (struct rdma_scan){ .root_fd = root_fd };
+        scan->has_rdma_cm = sysfs_exists_at(root_fd, "class/misc/rdma_cm");
+
+        int r = read_ties(scan);
+        if (r >= 0 && scan->n_ties > 0)
+                r = read_class_char_devices(scan, "class/infiniband_verbs");
+        if (r >= 0 && scan->n_ties > 0)
+                r = read_class_char_devices(scan, "class/infiniband_mad");
+        if (r < 0)
+                rdma_scan_done(scan);
+        return r;
+}
+
+void rdma_scan_done(struct rdma_scan *scan)
+{
+        free(scan->ties);
+        free(scan->class_char_devices);
+        *scan = (struct rdma_scan){ .root_fd = -1 };
+}

@@ -1,0 +1,47 @@
+/* RDMA devices of PCI functions, read from sysfs.
+ *
+ * Two ways an RDMA device belongs to a function: it sits under the function's PCI directory
+ * (`infiniband/mlx5_N`, as ConnectX does), or it is a virtual device whose `parent` attribute
+ * names one of the function's netdevs (Soft-RoCE `rxe`). For each device: node GUID, port 1
+ * state and link layer, and its char devices as /dev paths: uverbsN (infiniband_verbs), umadN
+ * and issmN (infiniband_mad), and /dev/infiniband/rdma_cm when class/misc/rdma_cm exists.
+ *
+ * rdma_scan holds what is read once per discovery (rxe ties, rdma_cm, class-level char devices)
+ * so that per-function lookups stay cheap. Names read from files (ibdev, parent) are checked
+ * before they are used in paths; bad ones are reported, never followed. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "model/inventory.h"
+
+struct rdma_tie {
+        char rdma_name[RDMA_NAME_MAX];
+        char netdev[IFNAME_MAX];
+};
+
+struct rdma_char_device {
+        char ibdev[RDMA_NAME_MAX];
+        char path[RDMA_NAME_MAX + 32]; /* "/dev/infiniband/uverbs3" */
+};
+
+struct rdma_scan {
+        int root_fd;
+        bool has_rdma_cm;
+        struct rdma_tie *ties; /* class/infiniband/<name>/parent */
+        size_t n_ties;
+        struct rdma_char_device *class_char_devices; /* only read when ties exist */
+        size_t n_class_char_devices;
+};
+
+/* Reads the per-scan facts under root_fd (the sysfs root). Hostile or unreadable entries are
+ * logged and skipped: they belong to no PCI function that could carry the error. */
+int rdma_scan_init(struct rdma_scan *scan, int root_fd);
+void rdma_scan_done(struct rdma_scan *scan);
+
+/* RDMA devices of one function (fn_dir_fd), including those tied to its netdevs. Problems are
+ * appended to *error; returns 0 or -ENOMEM. */
+int rdma_sysfs_read_function(const struct rdma_scan *scan, int fn_dir_fd,
+                             const struct netdev_info *netdevs, size_t n_netdevs,
+                             struct rdma_device **ret, size_t *ret_n, char **error);

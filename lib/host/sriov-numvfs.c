@@ -1,0 +1,310 @@
+#include "host/sriov-numvfs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "host/printable.h"
+#include "util/fileio.h"
+#include "util/log.h"
+#include "util/macro.h"
+#include "util/names.h"
+
+#define POLL_FIRST_MS 10
+#define POLL_MAX_MS   200
+
+struct numvfs_ctx {
+        const char *root;
+        const char *pf;
+        char pf_dir[PATH_MAX];
+        int timeout_ms;
+        int grace_ms;
+};
+
+static const struct {
+        int error;
+        const char *hint;
+} numvfs_hints[] = {
+        { ERANGE, "the count is above what the PF supports (sriov_totalvfs)" },
+        { EBUSY, "VFs are in use (assigned to VMs or pods?) or the count cannot change while VFs "
+                 "exist: release them, set 0, then the new count" },
+        { ENOMEM, "not enough PCI BAR space: enable SR-IOV in BIOS or boot with pci=realloc" },
+        { ENOSPC, "out of MSI-X vectors" },
+        { ENOENT, "the PF has no driver bound, or its driver cannot configure SR-IOV via sysfs" },
+        { EOPNOTSUPP, "the device is not SR-IOV capable" },
+        { EPERM, "writing sriov_numvfs needs root and a writable /sys" },
+        { EACCES, "writing sriov_numvfs needs root and a writable /sys" },
+        { EROFS, "/sys is mounted read-only: run the agent privileged with a writable /sys" },
+        { EIO, "the PF driver failed to enable SR-IOV: see the kernel log (dmesg)" },
+        { ETIMEDOUT, "the kernel did not finish creating or probing the VFs in time: see the "
+                     "kernel log (dmesg), or raise the timeout" },
+};
+
+const char *host_numvfs_error_hint(int error)
+{
+        error = error < 0 ? -error : error;
+        for (size_t i = 0; i < ELEMENTSOF(numvfs_hints); i++)
+                if (numvfs_hints[i].error == error)
+                        return numvfs_hints[i].hint;
+        return NULL;
+}
+
+static long long now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sleeps for the next poll interval (growing up to POLL_MAX_MS), never past the deadline. */
+static void sleep_until_next_poll(int *interval_ms, long long deadline)
+{
+        long long left = deadline - now_ms();
+        long long ms = *interval_ms < left ? *interval_ms : left;
+        if (ms > 0)
+                nanosleep(
+                    &(struct timespec){ .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 },
+                    NULL);
+        if (*interval_ms < POLL_MAX_MS)
+                *interval_ms = *interval_ms * 2 > POLL_MAX_MS ? POLL_MAX_MS : *interval_ms * 2;
+}
+
+static int read_pf_int(const struct numvfs_ctx *c, const char *attr, int *ret)
+{
+        char path[PATH_MAX];
+        int r = path_printf(path, sizeof(path), "%s/%s", c->pf_dir, attr);
+        if (r < 0)
+                return log_pf(LOG_ERR, r, c->pf, "path to %s too long", attr);
+        r = read_int_file(path, ret);
+        if (r == -EINVAL || r == -ERANGE)
+                return log_pf(LOG_ERR, -EINVAL, c->pf, "%s does not hold a number", path);
+        if (r < 0)
+                return log_pf(LOG_ERR, r, c->pf, "cannot read %s", path);
+        return 0;
+}
+
+static bool is_virtfn_name(const char *name)
+{
+        if (strncmp(name, "virtfn", 6) != 0 || !name[6])
+                return false;
+        for (const char *p = name + 6; *p; p++)
+                if (*p < '0' || *p > '9')
+                        return false;
+        return true;
+}
+
+/* Number of virtfnN entries in the PF directory, or a negative errno. */
+static int count_virtfn_links(const struct numvfs_ctx *c)
+{
+        DIR *d = opendir(c->pf_dir);
+        if (!d)
+                return negative_errno();
+        int n = 0;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (is_virtfn_name(de->d_name))
+                        n++;
+        closedir(d);
+        return n;
+}
+
+static bool path_exists(const char *path)
+{
+        struct stat st;
+        return stat(path, &st) == 0;
+}
+
+/* A driver_override naming a driver that is not loaded means nothing will bind the VF. */
+static bool override_blocks_binding(const struct numvfs_ctx *c, const char *vf_dir)
+{
+        char path[PATH_MAX], name[256];
+        if (path_printf(path, sizeof(path), "%s/driver_override", vf_dir) < 0 ||
+            read_line_file(path, name, sizeof(name)) < 0)
+                return false;
+        if (!name[0] || strcmp(name, "(null)") == 0)
+                return false;
+        if (!filename_is_valid(name))
+                return true;
+        if (path_printf(path, sizeof(path), "%s/bus/pci/drivers/%s", c->root, name) < 0)
+                return false;
+        return !path_exists(path);
+}
+
+enum vf_state {
+        VF_MISSING, /* no virtfn link, or no physfn back-link yet */
+        VF_UNBOUND, /* present, no driver yet, one may still bind */
+        VF_SETTLED, /* present and bound, or known to stay unbound */
+};
+
+static enum vf_state vf_state(const struct numvfs_ctx *c, int index, bool autoprobe, char *why,
+                              size_t why_size)
+{
+        char vf_dir[PATH_MAX], path[PATH_MAX];
+        struct stat pf_st, st;
+
+        if (path_printf(vf_dir, sizeof(vf_dir), "%s/virtfn%d", c->pf_dir, index) < 0)
+                return VF_MISSING;
+        if (stat(vf_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                snprintf(why, why_size, "virtfn%d does not exist yet", index);
+                return VF_MISSING;
+        }
+        if (path_printf(path, sizeof(path), "%s/physfn", vf_dir) < 0 || stat(path, &st) < 0 ||
+            stat(c->pf_dir, &pf_st) < 0 || st.st_dev != pf_st.st_dev || st.st_ino != pf_st.st_ino) {
+                snprintf(why, why_size, "virtfn%d has no physfn link back to the PF yet", index);
+                return VF_MISSING;
+        }
+        if (path_printf(path, sizeof(path), "%s/driver", vf_dir) == 0 && path_exists(path))
+                return VF_SETTLED;
+        if (!autoprobe || override_blocks_binding(c, vf_dir))
+                return VF_SETTLED;
+        snprintf(why, why_size, "VF virtfn%d is not bound to a driver yet", index);
+        return VF_UNBOUND;
+}
+
+static int wait_for_no_vfs(const struct numvfs_ctx *c)
+{
+        long long deadline = now_ms() + c->timeout_ms;
+        int interval = POLL_FIRST_MS;
+        for (;;) {
+                int n = count_virtfn_links(c);
+                if (n < 0)
+                        return log_pf(LOG_ERR, n, c->pf, "cannot list %s", c->pf_dir);
+                if (n == 0)
+                        return 0;
+                if (now_ms() >= deadline)
+                        return log_pf(LOG_ERR, -ETIMEDOUT, c->pf,
+                                      "timed out after %d ms waiting for %d old VFs to be removed",
+                                      c->timeout_ms, n);
+                sleep_until_next_poll(&interval, deadline);
+        }
+}
+
+static int wait_for_vfs(const struct numvfs_ctx *c, int n)
+{
+        int autoprobe = 1;
+        char path[PATH_MAX];
+        /* Older kernels lack the attribute; they always probe. */
+        if (path_printf(path, sizeof(path), "%s/sriov_drivers_autoprobe", c->pf_dir) == 0 &&
+            read_int_file(path, &autoprobe) < 0)
+                autoprobe = 1;
+
+        long long start = now_ms(), deadline = start + c->timeout_ms, all_present_since = -1;
+        int interval = POLL_FIRST_MS;
+        for (;;) {
+                char why[128] = "";
+                int missing = 0, unbound = 0;
+                for (int i = 0; i < n && !missing; i++) {
+                        enum vf_state s = vf_state(c, i, autoprobe != 0, why, sizeof(why));
+                        missing += s == VF_MISSING;
+                        unbound += s == VF_UNBOUND;
+                }
+                long long now = now_ms();
+                if (!missing && all_present_since < 0)
+                        all_present_since = now;
+                if (!missing && !unbound)
+                        return 0;
+                if (!missing && now - all_present_since >= c->grace_ms) {
+                        log_pf(LOG_NOTICE, 0, c->pf,
+                               "%d of %d VFs stayed without a driver for %d ms; treating them as "
+                               "having none (is the VF driver module loaded?)",
+                               unbound, n, c->grace_ms);
+                        return 0;
+                }
+                if (now >= deadline)
+                        return log_pf(LOG_ERR, -ETIMEDOUT, c->pf,
+                                      "timed out after %d ms waiting for %d VFs: %s", c->timeout_ms,
+                                      n, why);
+                sleep_until_next_poll(&interval, deadline);
+        }
+}
+
+static int write_num_vfs(const struct numvfs_ctx *c, int n)
+{
+        char path[PATH_MAX], value[16];
+        int r = path_printf(path, sizeof(path), "%s/sriov_numvfs", c->pf_dir);
+        if (r < 0)
+                return log_pf(LOG_ERR, r, c->pf, "path to sriov_numvfs too long");
+        snprintf(value, sizeof(value), "%d", n);
+        log_pf(LOG_INFO, 0, c->pf, "writing %d to sriov_numvfs", n);
+        r = write_string_file(path, value);
+        if (r < 0) {
+                const char *hint = host_numvfs_error_hint(r);
+                return log_pf(LOG_ERR, r, c->pf, "cannot set sriov_numvfs to %d%s%s", n,
+                              hint ? ": " : "", hint ? hint : "");
+        }
+        return 0;
+}
+
+int host_set_num_vfs(const struct numvfs_options *opts, const char *pf_pci, int n)
+{
+        struct numvfs_ctx c = {
+                .root = opts && opts->sysfs_root ? opts->sysfs_root : "/sys",
+                .pf = pf_pci,
+                .timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms
+                                                           : HOST_NUMVFS_DEFAULT_TIMEOUT_MS,
+                .grace_ms = opts && opts->unbound_grace_ms > 0
+                                ? opts->unbound_grace_ms
+                                : HOST_NUMVFS_DEFAULT_UNBOUND_GRACE_MS,
+        };
+        int r, total, current;
+
+        if (!pf_pci || !pci_address_is_valid(pf_pci))
+                return log_error_errno(-EINVAL, "invalid PCI address '%s' for a PF",
+                                       PRINTABLE(pf_pci));
+        if (n < 0)
+                return log_pf(LOG_ERR, -ERANGE, pf_pci, "VF count %d is negative", n);
+        r = path_printf(c.pf_dir, sizeof(c.pf_dir), "%s/bus/pci/devices/%s", c.root, pf_pci);
+        if (r < 0)
+                return log_pf(LOG_ERR, r, pf_pci, "sysfs path too long");
+        if (!path_exists(c.pf_dir))
+                return log_pf(LOG_ERR, -ENODEV, pf_pci, "no such PCI device: %s does not exist",
+                              c.pf_dir);
+
+        char path[PATH_MAX];
+        if (path_printf(path, sizeof(path), "%s/sriov_totalvfs", c.pf_dir) == 0 &&
+            !path_exists(path))
+                return log_pf(LOG_ERR, -EOPNOTSUPP, pf_pci,
+                              "not an SR-IOV PF: it has no sriov_totalvfs");
+        r = read_pf_int(&c, "sriov_totalvfs", &total);
+        if (r < 0)
+                return r;
+        r = read_pf_int(&c, "sriov_numvfs", &current);
+        if (r < 0)
+                return r;
+        if (total < 0 || current < 0)
+                return log_pf(LOG_ERR, -EINVAL, pf_pci,
+                              "garbled SR-IOV state: sriov_totalvfs=%d sriov_numvfs=%d", total,
+                              current);
+
+        if (n > total)
+                return log_pf(LOG_ERR, -ERANGE, pf_pci,
+                              "%d VFs requested but the PF supports at most %d (sriov_totalvfs)", n,
+                              total);
+        if (n == current) {
+                log_pf(LOG_DEBUG, 0, pf_pci, "already has %d VFs", n);
+                return 0;
+        }
+
+        if (current != 0 && n != 0) {
+                /* The kernel refuses to change a non-zero count directly (EBUSY). */
+                r = write_num_vfs(&c, 0);
+                if (r < 0)
+                        return r;
+                r = wait_for_no_vfs(&c);
+                if (r < 0)
+                        return r;
+        }
+
+        r = write_num_vfs(&c, n);
+        if (r < 0)
+                return r;
+        r = n == 0 ? wait_for_no_vfs(&c) : wait_for_vfs(&c, n);
+        if (r < 0)
+                return r;
+        log_pf(LOG_INFO, 0, pf_pci, "now has %d VFs", n);
+        return 0;
+}

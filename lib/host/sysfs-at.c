@@ -1,0 +1,144 @@
+#include "host/sysfs-at.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/fileio.h"
+#include "util/macro.h"
+
+int sysfs_open_dir_at(int dir_fd, const char *path)
+{
+        int fd = openat(dir_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        return fd < 0 ? negative_errno() : fd;
+}
+
+int sysfs_read_line_at(int dir_fd, const char *name, char *buf, size_t size)
+{
+        if (size == 0)
+                return -ENOBUFS;
+        _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+
+        ssize_t n = read(fd, buf, size - 1);
+        if (n < 0)
+                return negative_errno();
+        buf[n] = '\0';
+        char *nl = strchr(buf, '\n');
+        if (nl)
+                *nl = '\0';
+        else if ((size_t)n == size - 1) {
+                char extra;
+                if (read(fd, &extra, 1) == 1)
+                        return -ENOBUFS;
+        }
+        return 0;
+}
+
+int sysfs_read_int_at(int dir_fd, const char *name, int *ret)
+{
+        char buf[64];
+        int r = sysfs_read_line_at(dir_fd, name, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        return parse_int(buf, ret);
+}
+
+int sysfs_read_hex_u32_at(int dir_fd, const char *name, uint32_t *ret)
+{
+        char buf[64];
+        int r = sysfs_read_line_at(dir_fd, name, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        return parse_hex_u32(buf, ret);
+}
+
+int sysfs_read_hex_u16_at(int dir_fd, const char *name, uint16_t *ret)
+{
+        uint32_t v;
+        int r = sysfs_read_hex_u32_at(dir_fd, name, &v);
+        if (r < 0)
+                return r;
+        if (v > UINT16_MAX)
+                return -ERANGE;
+        *ret = (uint16_t)v;
+        return 0;
+}
+
+int sysfs_read_link_at(int dir_fd, const char *name, char *buf, size_t size, bool *ret_dangling)
+{
+        char target[PATH_MAX];
+        ssize_t n = readlinkat(dir_fd, name, target, sizeof(target) - 1);
+        if (n < 0)
+                return negative_errno();
+        target[n] = '\0';
+        while (n > 1 && target[n - 1] == '/')
+                target[--n] = '\0';
+        const char *base = strrchr(target, '/');
+        base = base ? base + 1 : target;
+        if (strlen(base) >= size)
+                return -ENOBUFS;
+        strcpy(buf, base);
+        if (ret_dangling)
+                *ret_dangling = faccessat(dir_fd, name, F_OK, 0) < 0;
+        return 0;
+}
+
+bool sysfs_exists_at(int dir_fd, const char *name)
+{
+        return faccessat(dir_fd, name, F_OK, 0) == 0;
+}
+
+/* d_ino + d_off + d_reclen + d_type + 256-byte name, 8-aligned */
+#define DIRENT64_MAX_RECLEN (offsetof(struct dirent64, d_name) + 256 + 7)
+
+int sysfs_dir_open_at(struct sysfs_dir *d, int dir_fd, const char *path)
+{
+        d->pos = d->len = 0;
+        d->error = 0;
+        d->fd = openat(dir_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return d->fd < 0 ? negative_errno() : 0;
+}
+
+const char *sysfs_dir_next(struct sysfs_dir *d)
+{
+        for (;;) {
+                if (d->pos >= d->len) {
+                        if (d->fd < 0)
+                                return NULL;
+                        ssize_t n = getdents64(d->fd, d->buf, sizeof(d->buf));
+                        if (n <= 0) {
+                                if (n < 0)
+                                        d->error = negative_errno();
+                                close(d->fd);
+                                d->fd = -1;
+                                return NULL;
+                        }
+                        d->pos = 0;
+                        d->len = (size_t)n;
+                        /* kernfs (sysfs), tmpfs and ext4 fill the buffer while entries remain,
+                         * so a reply with room left for a longest record was the last one:
+                         * skip the getdents64() that would only say "end". */
+                        if ((size_t)n + DIRENT64_MAX_RECLEN <= sizeof(d->buf)) {
+                                close(d->fd);
+                                d->fd = -1;
+                        }
+                }
+                struct dirent64 *de = (struct dirent64 *)(d->buf + d->pos);
+                d->pos += de->d_reclen;
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                        return de->d_name;
+        }
+}
+
+void sysfs_dir_close(struct sysfs_dir *d)
+{
+        if (d->fd >= 0)
+                close(d->fd);
+        d->fd = -1;
+}

@@ -1,0 +1,173 @@
+#include "model/inventory-json.h"
+
+#include <stdio.h>
+
+/* json_object_set_new() steals the value even on failure; a NULL value makes it fail. */
+static int set(json_t *obj, const char *key, json_t *value)
+{
+        return json_object_set_new(obj, key, value);
+}
+
+static int set_string_if(json_t *obj, const char *key, const char *value)
+{
+        return value && *value ? set(obj, key, json_string(value)) : 0;
+}
+
+static int set_int_if(json_t *obj, const char *key, int value)
+{
+        return value >= 0 ? set(obj, key, json_integer(value)) : 0;
+}
+
+static int set_hex16(json_t *obj, const char *key, uint16_t value)
+{
+        char buf[8];
+        snprintf(buf, sizeof(buf), "%04x", value);
+        return set(obj, key, json_string(buf));
+}
+
+static json_t *rdma_to_json(const struct rdma_device *devs, size_t n)
+{
+        json_t *arr = json_array();
+        for (size_t i = 0; arr && i < n; i++) {
+                json_t *o = json_object(), *chars = json_array();
+                int r = o && chars ? 0 : -1;
+                for (size_t c = 0; r == 0 && c < devs[i].n_char_devices; c++)
+                        r = json_array_append_new(chars, json_string(devs[i].char_devices[c]));
+                if (r == 0)
+                        r = set(o, "name", json_string(devs[i].name));
+                if (r == 0)
+                        r = set(o, "charDevices", chars);
+                else
+                        json_decref(chars);
+                if (r == 0)
+                        r = json_array_append_new(arr, o);
+                else
+                        json_decref(o);
+                if (r != 0) {
+                        json_decref(arr);
+                        return NULL;
+                }
+        }
+        return arr;
+}
+
+/* name, mac, mtu of the first netdev: the status has one name per function. */
+static int set_netdev(json_t *o, const struct netdev_info *netdevs, size_t n)
+{
+        if (n == 0)
+                return 0;
+        int r = set_string_if(o, "name", netdevs[0].name);
+        if (r == 0)
+                r = set_string_if(o, "mac", netdevs[0].mac);
+        if (r == 0)
+                r = set_int_if(o, "mtu", netdevs[0].mtu);
+        return r;
+}
+
+json_t *vf_info_to_json(const struct vf_info *vf)
+{
+        json_t *o = json_object();
+        if (!o)
+                return NULL;
+        int r = set_netdev(o, vf->netdevs, vf->n_netdevs);
+        if (r == 0)
+                r = set_string_if(o, "driver", vf->driver);
+        if (r == 0)
+                r = set(o, "pciAddress", json_string(vf->pci_address));
+        if (r == 0 && vf->vendor)
+                r = set_hex16(o, "vendor", vf->vendor);
+        if (r == 0 && vf->device)
+                r = set_hex16(o, "deviceID", vf->device);
+        if (r == 0)
+                r = set(o, "vfID", json_integer(vf->vf_index));
+        if (r == 0)
+                r = set_int_if(o, "Vlan", vf->vlan);
+        if (r == 0)
+                r = set(o, "numaNode", json_integer(vf->numa_node));
+        if (r == 0)
+                r = set_int_if(o, "iommuGroup", vf->iommu_group);
+        if (r == 0 && vf->n_rdma > 0)
+                r = set(o, "rdmaDevices", rdma_to_json(vf->rdma, vf->n_rdma));
+        if (r == 0)
+                r = set_string_if(o, "error", vf->error);
+        if (r != 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+static int set_link(json_t *o, const struct pf_info *pf)
+{
+        if (pf->n_netdevs == 0)
+                return 0;
+        const struct netdev_info *n = &pf->netdevs[0];
+        int r = set_string_if(o, "linkType", link_type_to_string(n->link_type));
+        if (r == 0 && n->speed_mbps >= 0) {
+                char buf[32];
+                snprintf(buf, sizeof(buf), "%d Mb/s", n->speed_mbps);
+                r = set(o, "linkSpeed", json_string(buf));
+        }
+        if (r == 0)
+                r = set(o, "linkAdminState", json_string(n->admin_up ? "up" : "down"));
+        return r;
+}
+
+json_t *pf_info_to_json(const struct pf_info *pf)
+{
+        json_t *o = json_object(), *vfs = json_array();
+        if (!o || !vfs) {
+                json_decref(o);
+                json_decref(vfs);
+                return NULL;
+        }
+        int r = set_netdev(o, pf->netdevs, pf->n_netdevs);
+        if (r == 0)
+                r = set_string_if(o, "driver", pf->driver);
+        if (r == 0)
+                r = set(o, "pciAddress", json_string(pf->pci_address));
+        if (r == 0 && pf->vendor)
+                r = set_hex16(o, "vendor", pf->vendor);
+        if (r == 0 && pf->device)
+                r = set_hex16(o, "deviceID", pf->device);
+        if (r == 0)
+                r = set_int_if(o, "numVfs", pf->num_vfs);
+        if (r == 0)
+                r = set_int_if(o, "totalvfs", pf->total_vfs);
+        if (r == 0)
+                r = set_link(o, pf);
+        if (r == 0)
+                r = set_string_if(o, "eSwitchMode", pf->eswitch_mode);
+        if (r == 0)
+                r = set(o, "numaNode", json_integer(pf->numa_node));
+        if (r == 0)
+                r = set_int_if(o, "iommuGroup", pf->iommu_group);
+        if (r == 0 && pf->n_rdma > 0)
+                r = set(o, "rdmaDevices", rdma_to_json(pf->rdma, pf->n_rdma));
+        for (size_t i = 0; r == 0 && i < pf->n_vfs; i++)
+                r = json_array_append_new(vfs, vf_info_to_json(&pf->vfs[i]));
+        if (r == 0)
+                r = set(o, "Vfs", vfs);
+        else
+                json_decref(vfs);
+        if (r == 0)
+                r = set_string_if(o, "error", pf->error);
+        if (r != 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+json_t *inventory_to_json(const struct inventory *inv)
+{
+        json_t *root = json_object(), *ifs = json_array();
+        int r = root && ifs ? 0 : -1;
+        for (size_t i = 0; r == 0 && i < inv->n_pfs; i++)
+                r = json_array_append_new(ifs, pf_info_to_json(&inv->pfs[i]));
+        if (r == 0)
+                return set(root, "interfaces", ifs) == 0 ? root : (json_decref(root), NULL);
+        json_decref(ifs);
+        json_decref(root);
+        return NULL;
+}

@@ -1,0 +1,267 @@
+/* Unit tests for lib/host/netlink-link.
+ *
+ * Kernel-facing cases run in a private network namespace (the test process unshares its
+ * network namespace, which needs root): MTU and admin state on lo and on a veth pair, checked
+ * with ioctls independent of the code under test; VF attributes on a veth (which has no VFs)
+ * come back "not supported" per attribute without failing the call. Without root these are
+ * skipped with a message. Parsing of a 256-VF reply is checked on a built message. */
+#include <errno.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <netlink/attr.h>
+#include <netlink/msg.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/veth.h>
+#include <netlink/socket.h>
+
+#include "host/netlink-link.h"
+#include "util/log.h"
+
+static bool in_private_netns;
+
+static void require_netns(void)
+{
+        if (!in_private_netns) {
+                print_message("skipped: needs root to create a private network namespace\n");
+                skip();
+        }
+}
+
+static int if_mtu(const char *ifname)
+{
+        struct ifreq ifr = { 0 };
+        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        strncpy(ifr.ifr_name, ifname, IFNAMSIZ - 1);
+        assert_int_equal(ioctl(fd, SIOCGIFMTU, &ifr), 0);
+        close(fd);
+        return ifr.ifr_mtu;
+}
+
+static bool if_is_up(const char *ifname)
+{
+        struct ifreq ifr = { 0 };
+        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        strncpy(ifr.ifr_name, ifname, IFNAMSIZ - 1);
+        assert_int_equal(ioctl(fd, SIOCGIFFLAGS, &ifr), 0);
+        close(fd);
+        return ifr.ifr_flags & IFF_UP;
+}
+
+static void create_veth(const char *a, const char *b)
+{
+        struct nl_sock *sk = nl_socket_alloc();
+        assert_non_null(sk);
+        assert_int_equal(nl_connect(sk, NETLINK_ROUTE), 0);
+        int r = rtnl_link_veth_add(sk, a, b, getpid());
+        nl_socket_free(sk);
+        if (r < 0) {
+                print_message("skipped: cannot create a veth pair (%d)\n", r);
+                skip();
+        }
+}
+
+static void test_mtu_and_up_on_loopback(void **state)
+{
+        require_netns();
+        assert_false(if_is_up("lo"));
+        assert_int_equal(host_netlink_set_mtu("lo", 9000), 0);
+        assert_int_equal(if_mtu("lo"), 9000);
+        assert_int_equal(host_netlink_set_up("lo"), 0);
+        assert_true(if_is_up("lo"));
+        /* setting again is harmless */
+        assert_int_equal(host_netlink_set_up("lo"), 0);
+        assert_int_equal(host_netlink_set_mtu("lo", 65536), 0);
+        assert_int_equal(if_mtu("lo"), 65536);
+}
+
+static void test_mtu_and_up_on_veth(void **state)
+{
+        require_netns();
+        create_veth("sriovt0", "sriovt1");
+        assert_int_equal(host_netlink_set_mtu("sriovt0", 1400), 0);
+        assert_int_equal(if_mtu("sriovt0"), 1400);
+        assert_int_equal(if_mtu("sriovt1"), 1500);
+        assert_int_equal(host_netlink_set_up("sriovt0"), 0);
+        assert_true(if_is_up("sriovt0"));
+        assert_false(if_is_up("sriovt1"));
+        /* below the Ethernet minimum: the kernel's EINVAL comes back unchanged */
+        assert_int_equal(host_netlink_set_mtu("sriovt0", 20), -EINVAL);
+        assert_int_equal(if_mtu("sriovt0"), 1400);
+        assert_int_equal(host_netlink_set_mtu("sriovt0", 0), -EINVAL);
+}
+
+static void test_missing_and_hostile_names(void **state)
+{
+        const char *bad[] = {
+                "", "../eth0", "a/b", "eth 0", "0123456789abcdef", ".", "..", "eth0\n"
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                assert_int_equal(host_netlink_set_mtu(bad[i], 1500), -EINVAL);
+                assert_int_equal(host_netlink_set_up(bad[i]), -EINVAL);
+                struct netlink_vf_info *vfs = NULL;
+                size_t n = 0;
+                assert_int_equal(host_netlink_get_vf_list(bad[i], &vfs, &n), -EINVAL);
+        }
+        assert_int_equal(host_netlink_set_mtu(NULL, 1500), -EINVAL);
+        require_netns();
+        assert_int_equal(host_netlink_set_mtu("nosuchif0", 1500), -ENODEV);
+        assert_int_equal(host_netlink_set_up("nosuchif0"), -ENODEV);
+}
+
+static void test_vf_attributes_not_supported_each(void **state)
+{
+        require_netns();
+        create_veth("sriovt2", "sriovt3");
+        struct vf_settings s = VF_SETTINGS_INIT;
+        s.set_mac = true;
+        memcpy(s.mac, (uint8_t[]){ 0x02, 0, 0, 0, 0, 1 }, 6);
+        s.trust = 1;
+        s.link_state = VF_LINK_STATE_ENABLE;
+        struct vf_set_result res;
+        /* veth has no VFs: every attribute is answered on its own, none fails the call */
+        assert_int_equal(host_netlink_set_vf("sriovt2", 0, &s, &res), 0);
+        assert_true(res.attempted[VF_ATTR_MAC]);
+        assert_true(res.attempted[VF_ATTR_TRUST]);
+        assert_true(res.attempted[VF_ATTR_LINK_STATE]);
+        assert_false(res.attempted[VF_ATTR_VLAN]);
+        assert_false(res.attempted[VF_ATTR_SPOOFCHK]);
+        assert_true(netlink_error_is_not_supported(res.error[VF_ATTR_MAC]));
+        assert_true(netlink_error_is_not_supported(res.error[VF_ATTR_TRUST]));
+        assert_true(netlink_error_is_not_supported(res.error[VF_ATTR_LINK_STATE]));
+
+        struct netlink_vf_info *vfs = NULL;
+        size_t n = 99;
+        assert_int_equal(host_netlink_get_vf_list("sriovt2", &vfs, &n), 0);
+        assert_int_equal(n, 0);
+        free(vfs);
+        /* a virtual device has no PCI parent: the kernel does not report a VF count */
+        int num = 99;
+        assert_int_equal(host_netlink_get_num_vfs("sriovt2", &num), -ENODATA);
+        assert_int_equal(num, 99);
+}
+
+static void test_vf_settings_validated(void **state)
+{
+        struct vf_settings s = VF_SETTINGS_INIT;
+        s.vlan = 4096;
+        assert_int_equal(host_netlink_set_vf("lo", 0, &s, NULL), -EINVAL);
+        s.vlan = 4095; /* reserved by 802.1Q */
+        assert_int_equal(host_netlink_set_vf("lo", 0, &s, NULL), -EINVAL);
+        s = VF_SETTINGS_INIT;
+        assert_int_equal(host_netlink_set_vf("lo", -1, &s, NULL), -EINVAL);
+        s.link_state = 7;
+        assert_int_equal(host_netlink_set_vf("lo", 0, &s, NULL), -EINVAL);
+        s = VF_SETTINGS_INIT;
+        s.vlan = 10;
+        s.qos = 8;
+        assert_int_equal(host_netlink_set_vf("lo", 0, &s, NULL), -EINVAL);
+}
+
+static void test_string_tables(void **state)
+{
+        assert_int_equal(vf_link_state_from_string("auto"), VF_LINK_STATE_AUTO);
+        assert_int_equal(vf_link_state_from_string("enable"), VF_LINK_STATE_ENABLE);
+        assert_int_equal(vf_link_state_from_string("disable"), VF_LINK_STATE_DISABLE);
+        assert_int_equal(vf_link_state_from_string("on"), -EINVAL);
+        assert_int_equal(vf_link_state_from_string(NULL), -EINVAL);
+        assert_string_equal(vf_link_state_to_string(2), "disable");
+        assert_string_equal(vf_link_state_to_string(9), "unknown");
+        assert_string_equal(vf_attr_to_string(VF_ATTR_LINK_STATE), "link-state");
+        assert_string_equal(vf_attr_to_string(VF_ATTR_SPOOFCHK), "spoofchk");
+}
+
+/* A reply as a PF with 256 VFs sends it (without stats), VFs in reverse order. */
+static void test_parse_256_vfs(void **state)
+{
+        struct nl_msg *m = nlmsg_alloc_size(1024 * 1024);
+        assert_non_null(m);
+        assert_non_null(nlmsg_put(m, 0, 0, RTM_NEWLINK, 0, 0));
+        struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = 5 };
+        assert_int_equal(nlmsg_append(m, &ifi, sizeof(ifi), NLMSG_ALIGNTO), 0);
+        assert_int_equal(nla_put_u32(m, IFLA_NUM_VF, 256), 0);
+        struct nlattr *list = nla_nest_start(m, IFLA_VFINFO_LIST);
+        for (int i = 255; i >= 0; i--) {
+                struct nlattr *info = nla_nest_start(m, IFLA_VF_INFO);
+                struct ifla_vf_mac mac = {
+                        .vf = (uint32_t)i, .mac = { 0x02, 0, 0, 0, (uint8_t)(i >> 8), (uint8_t)i }
+                };
+                struct ifla_vf_vlan vlan = { .vf = (uint32_t)i,
+                                             .vlan = (uint32_t)(i % 7),
+                                             .qos = 0 };
+                struct ifla_vf_trust trust = { .vf = (uint32_t)i, .setting = (uint32_t)(i & 1) };
+                struct ifla_vf_spoofchk sc = { .vf = (uint32_t)i, .setting = (uint32_t)-1 };
+                struct ifla_vf_link_state ls = { .vf = (uint32_t)i, .link_state = 2 };
+                struct ifla_vf_tx_rate rate = { .vf = (uint32_t)i };
+                assert_int_equal(nla_put(m, IFLA_VF_MAC, sizeof(mac), &mac), 0);
+                assert_int_equal(nla_put(m, IFLA_VF_VLAN, sizeof(vlan), &vlan), 0);
+                assert_int_equal(nla_put(m, IFLA_VF_TX_RATE, sizeof(rate), &rate), 0);
+                assert_int_equal(nla_put(m, IFLA_VF_SPOOFCHK, sizeof(sc), &sc), 0);
+                assert_int_equal(nla_put(m, IFLA_VF_LINK_STATE, sizeof(ls), &ls), 0);
+                assert_int_equal(nla_put(m, IFLA_VF_TRUST, sizeof(trust), &trust), 0);
+                nla_nest_end(m, info);
+        }
+        nla_nest_end(m, list);
+        /* it must still fit a u16 attribute length, as the kernel's reply does */
+        assert_true(nla_len(list) < 65535);
+
+        struct netlink_vf_info *vfs = NULL;
+        size_t n = 0;
+        assert_int_equal(host_netlink_parse_vf_list(nlmsg_hdr(m), &vfs, &n), 0);
+        assert_int_equal(n, 256);
+        for (int i = 0; i < 256; i++) {
+                char mac[18];
+                snprintf(mac, sizeof(mac), "02:00:00:00:%02x:%02x", i >> 8, i & 0xff);
+                assert_int_equal(vfs[i].vf, i);
+                assert_string_equal(vfs[i].mac, mac);
+                assert_int_equal(vfs[i].vlan, i % 7);
+                assert_int_equal(vfs[i].trust, i & 1);
+                assert_int_equal(vfs[i].spoofchk, -1);
+                assert_int_equal(vfs[i].link_state, VF_LINK_STATE_DISABLE);
+        }
+        free(vfs);
+
+        /* not a link message */
+        nlmsg_hdr(m)->nlmsg_type = RTM_NEWADDR;
+        assert_int_equal(host_netlink_parse_vf_list(nlmsg_hdr(m), &vfs, &n), -EBADMSG);
+        nlmsg_free(m);
+}
+
+static int setup(void **state)
+{
+        log_setup(LOG_TARGET_STDERR, LOG_INFO);
+        if (geteuid() == 0 && unshare(CLONE_NEWNET) == 0)
+                in_private_netns = true;
+        else
+                fprintf(stderr, "note: not root or unshare(CLONE_NEWNET) failed (%m): "
+                                "kernel-facing netlink tests are skipped\n");
+        return 0;
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_mtu_and_up_on_loopback),
+                cmocka_unit_test(test_mtu_and_up_on_veth),
+                cmocka_unit_test(test_missing_and_hostile_names),
+                cmocka_unit_test(test_vf_attributes_not_supported_each),
+                cmocka_unit_test(test_vf_settings_validated),
+                cmocka_unit_test(test_string_tables),
+                cmocka_unit_test(test_parse_256_vfs),
+        };
+        return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -1,0 +1,588 @@
+/* Unit tests for the planner: minimal actions, order, resets of previously owned PFs, never
+ * touching foreign PFs, externally managed PFs, idempotence (plan, simulate, re-plan = nothing)
+ * and the applied-state records (JSON and state directory). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fake-inventory.h"
+#include "plan/applied-store.h"
+#include "plan/plan.h"
+#include "util/fileio.h"
+
+#define PF_A "0000:3b:00.0"
+#define PF_B "0000:3b:00.1"
+#define PF_C "0000:5e:00.0"
+
+static struct vf_group make_group(const char *res, int start, int end, enum device_type type,
+                                  int mtu)
+{
+        struct vf_group g = { .vf_start = start, .vf_end = end, .device_type = type, .mtu = mtu };
+        snprintf(g.resource_name, sizeof(g.resource_name), "%s", res);
+        snprintf(g.policy_name, sizeof(g.policy_name), "policy-%s", res);
+        return g;
+}
+
+/* Appends an interface with the given groups to the desired state. */
+static struct desired_interface *want(struct desired_state *d, const char *pci, const char *name,
+                                      int num_vfs, int mtu, size_t n_groups,
+                                      const struct vf_group *groups)
+{
+        struct desired_interface *arr =
+            realloc(d->interfaces, (d->n_interfaces + 1) * sizeof(*arr));
+        struct desired_interface *di;
+
+        assert_non_null(arr);
+        d->interfaces = arr;
+        di = &arr[d->n_interfaces++];
+        *di = (struct desired_interface){ .num_vfs = num_vfs, .mtu = mtu, .n_groups = n_groups };
+        snprintf(di->pci_address, sizeof(di->pci_address), "%s", pci);
+        snprintf(di->name, sizeof(di->name), "%s", name);
+        di->groups = calloc(n_groups + 1, sizeof(*di->groups));
+        assert_non_null(di->groups);
+        memcpy(di->groups, groups, n_groups * sizeof(*groups));
+        return di;
+}
+
+static size_t count_kind(const struct plan *p, enum action_kind k)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < p->n_actions; i++)
+                n += p->actions[i].kind == k;
+        return n;
+}
+
+static void dump(const struct plan *p)
+{
+        for (size_t i = 0; i < p->n_actions; i++) {
+                char line[512];
+                action_format(&p->actions[i], line, sizeof(line));
+                print_message("  %s\n", line);
+        }
+}
+
+/* Plans, simulates, and checks that re-planning with the new applied state gives nothing. */
+static void assert_idempotent(const struct desired_state *d, struct inventory *inv,
+                              const struct applied_state *prev)
+{
+        struct plan p1, p2;
+
+        assert_int_equal(plan_build(d, inv, prev, &p1), 0);
+        assert_int_equal(plan_simulate(&p1, inv), 0);
+        assert_int_equal(plan_build(d, inv, &p1.applied, &p2), 0);
+        if (p2.n_actions != 0) {
+                dump(&p2);
+                fail_msg("re-plan after simulate gave %zu actions", p2.n_actions);
+        }
+        plan_done(&p1);
+        plan_done(&p2);
+}
+
+static void test_seed_fresh_pf(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct vf_group g = make_group("sriov_highnet", 0, 7, DEVICE_TYPE_NETDEVICE, 1500);
+        struct plan p;
+
+        g.is_rdma = true;
+        fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 0, 1500, NULL);
+        want(&d, PF_A, "ens1f0", 8, 1500, 1, &g);
+        assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+        assert_int_equal(p.n_actions, 1 + 8);
+        assert_int_equal(p.actions[0].kind, ACTION_SET_NUM_VFS);
+        assert_int_equal(p.actions[0].value, 8);
+        assert_string_equal(p.actions[0].pf, PF_A);
+        assert_string_equal(p.actions[0].pf_name, "ens1f0");
+        assert_int_equal(p.actions[0].vf_index, -1);
+        for (int i = 1; i <= 8; i++) {
+                assert_int_equal(p.actions[i].kind, ACTION_SET_VF_MTU);
+                assert_int_equal(p.actions[i].vf_index, i - 1);
+                assert_string_equal(p.actions[i].vf_address, ""); /* VF not created yet */
+                assert_int_equal(p.actions[i].value, 1500);
+        }
+        assert_int_equal(count_kind(&p, ACTION_SET_PF_MTU), 0); /* 1500 is not below 1500 */
+        assert_int_equal(p.applied.n_pfs, 1);
+        assert_string_equal(p.applied.pfs[0].pci_address, PF_A);
+        assert_int_equal(p.applied.pfs[0].original_mtu, 1500);
+        assert_string_equal(p.applied.pfs[0].original_eswitch_mode, "legacy");
+        assert_int_equal(p.applied.pfs[0].applied.num_vfs, 8);
+        plan_done(&p);
+        assert_idempotent(&d, &inv, NULL);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+static void test_nothing_to_do(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct vf_group g = make_group("r", 0, 7, DEVICE_TYPE_NETDEVICE, 1500);
+        struct plan p;
+
+        fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 8, 1500, "mlx5_core");
+        want(&d, PF_A, "ens1f0", 8, 1500, 1, &g);
+        assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+        assert_int_equal(p.n_actions, 0);
+        assert_int_equal(p.applied.n_pfs, 1); /* re-saved, as upstream does */
+        plan_done(&p);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+static void test_pf_mtu_only_raised(void **state)
+{
+        static const struct {
+                int pf_mtu, want_mtu;
+                bool action;
+        } cases[] = { { 9000, 1500, false },
+                      { 1500, 9000, true },
+                      { 1500, 0, false },
+                      { 9000, 9000, false } };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct inventory inv = { 0 };
+                struct desired_state d = { 0 };
+                struct vf_group g = make_group("r", 0, 1, DEVICE_TYPE_NETDEVICE, 0);
+                struct plan p;
+
+                fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 2, cases[i].pf_mtu,
+                            "mlx5_core");
+                want(&d, PF_A, "ens1f0", 2, cases[i].want_mtu, 1, &g);
+                assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+                assert_int_equal(p.n_actions, cases[i].action ? 1 : 0);
+                if (cases[i].action) {
+                        assert_int_equal(p.actions[0].kind, ACTION_SET_PF_MTU);
+                        assert_int_equal(p.actions[0].value, cases[i].want_mtu);
+                }
+                plan_done(&p);
+                assert_idempotent(&d, &inv, NULL);
+                desired_state_done(&d);
+                inventory_done(&inv);
+        }
+}
+
+/* vfio-pci group on VFs 0-3 only: 0-3 are rebound, 4-7 (outside every group) untouched even
+ * though one is unbound and another has a wrong MTU. */
+static void test_bind_only_group_vfs(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct vf_group g = make_group("dpdk", 0, 3, DEVICE_TYPE_VFIO_PCI, 9000);
+        struct pf_info *pf;
+        struct plan p;
+
+        pf = fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 8, 1500, "mlx5_core");
+        snprintf(pf->vfs[1].driver, sizeof(pf->vfs[1].driver), "vfio-pci"); /* already right */
+        pf->vfs[5].driver[0] = '\0';
+        pf->vfs[6].netdevs[0].mtu = 4000;
+        want(&d, PF_A, "ens1f0", 8, 0, 1, &g);
+        assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+        assert_int_equal(p.n_actions, 3);
+        for (size_t i = 0; i < 3; i++) {
+                assert_int_equal(p.actions[i].kind, ACTION_BIND_DRIVER);
+                assert_string_equal(p.actions[i].text, "vfio-pci");
+                assert_string_equal(p.actions[i].vf_address,
+                                    pf->vfs[p.actions[i].vf_index].pci_address);
+        }
+        assert_int_equal(p.actions[0].vf_index, 0);
+        assert_int_equal(p.actions[1].vf_index, 2);
+        assert_int_equal(p.actions[2].vf_index, 3);
+        assert_int_equal(count_kind(&p, ACTION_SET_VF_MTU), 0); /* no MTU on vfio-pci VFs */
+        plan_done(&p);
+        assert_idempotent(&d, &inv, NULL);
+        assert_string_equal(inv.pfs[0].vfs[5].driver, ""); /* outside the group: still unbound */
+        assert_int_equal(inv.pfs[0].vfs[6].netdevs[0].mtu, 4000);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+static void test_netdevice_rebind(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct vf_group g = make_group("net", 0, 3, DEVICE_TYPE_NETDEVICE, 9000);
+        struct pf_info *pf;
+        struct plan p;
+
+        pf = fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 4, 9000, "mlx5_core");
+        snprintf(pf->vfs[0].driver, sizeof(pf->vfs[0].driver), "vfio-pci");
+        pf->vfs[1].driver[0] = '\0';
+        snprintf(pf->vfs[2].driver, sizeof(pf->vfs[2].driver), "igb_uio");
+        pf->vfs[3].netdevs[0].mtu = 9000; /* right driver, right MTU: nothing */
+        want(&d, PF_A, "ens1f0", 4, 0, 1, &g);
+        assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+        assert_int_equal(count_kind(&p, ACTION_BIND_DRIVER), 3);
+        assert_int_equal(count_kind(&p, ACTION_SET_VF_MTU), 3);
+        for (size_t i = 0; i < 3; i++) {
+                assert_int_equal(p.actions[i].kind, ACTION_BIND_DRIVER);
+                assert_string_equal(p.actions[i].text, ""); /* the default kernel driver */
+                assert_int_equal(p.actions[i + 3].kind, ACTION_SET_VF_MTU);
+                assert_int_equal(p.actions[i + 3].vf_index, (int)i);
+        }
+        plan_done(&p);
+        assert_idempotent(&d, &inv, NULL);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+/* Per PF: numvfs, eswitch, PF MTU, link up, binds, VF MTUs; PFs in PCI order. */
+static void test_order(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct vf_group ga[2] = { make_group("a_net", 0, 1, DEVICE_TYPE_NETDEVICE, 9000),
+                                  make_group("a_dpdk", 2, 3, DEVICE_TYPE_VFIO_PCI, 0) };
+        struct vf_group gb = make_group("b", 0, 1, DEVICE_TYPE_NETDEVICE, 0);
+        struct desired_interface *di;
+        struct pf_info *pf;
+        struct plan p;
+        static const enum action_kind expected[] = {
+                ACTION_SET_NUM_VFS, ACTION_SET_ESWITCH_MODE, ACTION_SET_PF_MTU,
+                ACTION_PF_LINK_UP,  ACTION_BIND_DRIVER,      ACTION_BIND_DRIVER,
+                ACTION_SET_VF_MTU,  ACTION_SET_VF_MTU,       ACTION_SET_NUM_VFS,
+        };
+
+        fake_add_pf(&inv, PF_B, "ens1f1", 0x15b3, 0x101b, 16, 0, 1500, NULL);
+        pf = fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 2, 1500, "mlx5_core");
+        pf->netdevs[0].admin_up = false;
+        /* desired in reverse PCI order on purpose */
+        want(&d, PF_B, "ens1f1", 2, 0, 1, &gb);
+        di = want(&d, PF_A, "ens1f0", 4, 9000, 2, ga);
+        di->eswitch_mode = ESWITCH_MODE_SWITCHDEV;
+        assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+        if (p.n_actions != sizeof(expected) / sizeof(expected[0]))
+                dump(&p);
+        assert_int_equal(p.n_actions, sizeof(expected) / sizeof(expected[0]));
+        for (size_t i = 0; i < p.n_actions; i++) {
+                if (p.actions[i].kind != expected[i]) {
+                        dump(&p);
+                        fail_msg("action %zu is %s, want %s", i,
+                                 action_kind_to_string(p.actions[i].kind),
+                                 action_kind_to_string(expected[i]));
+                }
+                assert_string_equal(p.actions[i].pf, i < 8 ? PF_A : PF_B);
+        }
+        assert_string_equal(p.actions[1].text, "switchdev");
+        assert_int_equal(p.actions[4].vf_index, 2);
+        assert_int_equal(p.actions[6].vf_index, 0);
+        plan_done(&p);
+        assert_idempotent(&d, &inv, NULL);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+static struct applied_pf record(const char *pci, int original_mtu, bool externally_managed,
+                                int num_vfs)
+{
+        struct applied_pf a = { .original_mtu = original_mtu };
+        snprintf(a.pci_address, sizeof(a.pci_address), "%s", pci);
+        snprintf(a.applied.pci_address, sizeof(a.applied.pci_address), "%s", pci);
+        snprintf(a.original_eswitch_mode, sizeof(a.original_eswitch_mode), "legacy");
+        a.applied.num_vfs = num_vfs;
+        a.applied.externally_managed = externally_managed;
+        return a;
+}
+
+static void test_reset_previously_owned(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct applied_state prev = { 0 };
+        struct applied_pf rec = record(PF_B, 1500, false, 4);
+        struct vf_group g = make_group("r", 0, 1, DEVICE_TYPE_NETDEVICE, 0);
+        struct plan p;
+
+        fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 2, 1500, "mlx5_core");
+        fake_add_pf(&inv, PF_B, "ens1f1", 0x15b3, 0x101b, 16, 4, 9000, "mlx5_core");
+        fake_add_pf(&inv, PF_C, "eno1", 0x8086, 0x159b, 64, 4, 9000, "iavf"); /* never ours */
+        snprintf(inv.pfs[1].eswitch_mode, sizeof(inv.pfs[1].eswitch_mode), "switchdev");
+        assert_int_equal(applied_state_take(&prev, &rec), 0);
+        want(&d, PF_A, "ens1f0", 2, 0, 1, &g);
+
+        assert_int_equal(plan_build(&d, &inv, &prev, &p), 0);
+        assert_int_equal(p.n_actions, 3);
+        assert_int_equal(p.actions[0].kind, ACTION_RESET_PF);
+        assert_string_equal(p.actions[0].pf, PF_B);
+        assert_int_equal(p.actions[0].value, 0);
+        assert_int_equal(p.actions[1].kind, ACTION_SET_ESWITCH_MODE);
+        assert_string_equal(p.actions[1].text, "legacy");
+        assert_int_equal(p.actions[2].kind, ACTION_RESTORE_PF_MTU);
+        assert_int_equal(p.actions[2].value, 1500);
+        assert_int_equal(p.applied.n_pfs, 1); /* B is no longer ours after the reset */
+        assert_string_equal(p.applied.pfs[0].pci_address, PF_A);
+        plan_done(&p);
+        assert_idempotent(&d, &inv, &prev);
+        assert_int_equal(inv.pfs[2].num_vfs, 4); /* PF C untouched */
+        assert_int_equal(inv.pfs[2].netdevs[0].mtu, 9000);
+        desired_state_done(&d);
+        applied_state_done(&prev);
+        inventory_done(&inv);
+}
+
+static void test_reset_nothing_desired(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct applied_state prev = { 0 };
+        struct applied_pf rec = record(PF_A, 0, false, 8), em = record(PF_C, 1500, true, 4);
+        struct plan p;
+
+        fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 8, 1500, "mlx5_core");
+        fake_add_pf(&inv, PF_C, "eno1", 0x8086, 0x159b, 64, 4, 9000, "iavf");
+        assert_int_equal(applied_state_take(&prev, &rec), 0);
+        assert_int_equal(applied_state_take(&prev, &em), 0);
+        assert_int_equal(plan_build(&d, &inv, &prev, &p), 0);
+        assert_int_equal(p.n_actions, 1); /* original MTU unknown: only the VFs go */
+        assert_int_equal(p.actions[0].kind, ACTION_RESET_PF);
+        assert_string_equal(p.actions[0].pf, PF_A);
+        assert_int_equal(p.applied.n_pfs, 0);
+        plan_done(&p);
+        desired_state_done(&d);
+        applied_state_done(&prev);
+        inventory_done(&inv);
+}
+
+static void test_missing_previous_pf_kept(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct applied_state prev = { 0 };
+        struct applied_pf rec = record(PF_B, 1500, false, 4);
+        struct plan p;
+
+        assert_int_equal(applied_state_take(&prev, &rec), 0);
+        assert_int_equal(plan_build(&d, &inv, &prev, &p), 0);
+        assert_int_equal(p.n_actions, 0);
+        assert_int_equal(p.n_problems, 1);
+        assert_non_null(strstr(p.problems[0].message, "previously configured PF not found"));
+        assert_int_equal(p.applied.n_pfs, 1);
+        plan_done(&p);
+        applied_state_done(&prev);
+}
+
+static void test_externally_managed(void **state)
+{
+        static const struct {
+                int existing;
+                size_t problems;
+        } cases[] = { { 8, 0 }, { 16, 0 }, { 4, 1 } };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct inventory inv = { 0 };
+                struct desired_state d = { 0 };
+                struct vf_group g = make_group("ext", 0, 3, DEVICE_TYPE_NETDEVICE, 0);
+                struct plan p;
+
+                fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, cases[i].existing, 9000,
+                            "mlx5_core");
+                want(&d, PF_A, "ens1f0", 8, 9100, 1, &g)->externally_managed = true;
+                assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+                assert_int_equal(count_kind(&p, ACTION_SET_NUM_VFS), 0);
+                assert_int_equal(count_kind(&p, ACTION_SET_PF_MTU), 0);
+                assert_int_equal(p.n_problems, cases[i].problems);
+                if (cases[i].problems)
+                        assert_non_null(strstr(p.problems[0].message,
+                                               "externally managed PF has 4 VFs, 8 are needed"));
+                assert_true(p.applied.pfs[0].applied.externally_managed);
+                plan_done(&p);
+                desired_state_done(&d);
+                inventory_done(&inv);
+        }
+}
+
+static void test_idempotence_table(void **state)
+{
+        static const struct {
+                int existing, num_vfs, pf_mtu, want_mtu, group_mtu;
+                enum device_type type;
+                const char *vf_driver;
+        } cases[] = {
+                { 0, 8, 1500, 9000, 9000, DEVICE_TYPE_NETDEVICE, NULL },
+                { 4, 8, 1500, 0, 0, DEVICE_TYPE_VFIO_PCI, "mlx5_core" },
+                { 8, 4, 9000, 1500, 1500, DEVICE_TYPE_NETDEVICE, "vfio-pci" },
+                { 8, 8, 1500, 1500, 9000, DEVICE_TYPE_NETDEVICE, "" },
+                { 16, 16, 1500, 0, 0, DEVICE_TYPE_VFIO_PCI, "vfio-pci" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct inventory inv = { 0 };
+                struct desired_state d = { 0 };
+                struct vf_group g =
+                    make_group("r", 0, cases[i].num_vfs - 1, cases[i].type, cases[i].group_mtu);
+
+                fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, cases[i].existing,
+                            cases[i].pf_mtu, cases[i].vf_driver);
+                want(&d, PF_A, "ens1f0", cases[i].num_vfs, cases[i].want_mtu, 1, &g);
+                assert_idempotent(&d, &inv, NULL);
+                desired_state_done(&d);
+                inventory_done(&inv);
+        }
+}
+
+static void test_too_many_vfs_problem(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct vf_group g = make_group("r", 0, 31, DEVICE_TYPE_NETDEVICE, 0);
+        struct plan p;
+
+        fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 0, 1500, NULL);
+        want(&d, PF_A, "ens1f0", 32, 0, 1, &g);
+        assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+        assert_int_equal(p.n_actions, 0);
+        assert_int_equal(p.n_problems, 1);
+        assert_non_null(strstr(p.problems[0].message, "32 VFs wanted but sriov_totalvfs is 16"));
+        plan_done(&p);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+static void test_original_mtu_kept(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct applied_state prev = { 0 };
+        struct applied_pf rec = record(PF_A, 1400, false, 2);
+        struct vf_group g = make_group("r", 0, 1, DEVICE_TYPE_NETDEVICE, 0);
+        struct plan p;
+
+        fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 2, 9000, "mlx5_core");
+        assert_int_equal(applied_state_take(&prev, &rec), 0);
+        want(&d, PF_A, "ens1f0", 2, 9000, 1, &g);
+        assert_int_equal(plan_build(&d, &inv, &prev, &p), 0);
+        assert_int_equal(p.applied.pfs[0].original_mtu, 1400); /* not today's 9000 */
+        plan_done(&p);
+        desired_state_done(&d);
+        applied_state_done(&prev);
+        inventory_done(&inv);
+}
+
+static void test_action_json(void **state)
+{
+        struct action a = { .kind = ACTION_BIND_DRIVER, .vf_index = 3 };
+        json_t *o;
+
+        snprintf(a.pf, sizeof(a.pf), PF_A);
+        snprintf(a.pf_name, sizeof(a.pf_name), "ens1f0");
+        snprintf(a.vf_address, sizeof(a.vf_address), "0000:3b:00.5");
+        snprintf(a.text, sizeof(a.text), "vfio-pci");
+        snprintf(a.reason, sizeof(a.reason), "why");
+        assert_int_equal(action_to_json(&a, &o), 0);
+        assert_string_equal(json_string_value(json_object_get(o, "action")), "bind-driver");
+        assert_string_equal(json_string_value(json_object_get(o, "pf")), PF_A);
+        assert_int_equal(json_integer_value(json_object_get(o, "vf")), 3);
+        assert_string_equal(json_string_value(json_object_get(o, "vfAddress")), "0000:3b:00.5");
+        assert_string_equal(json_string_value(json_object_get(o, "driver")), "vfio-pci");
+        json_decref(o);
+        for (int k = 0; k < _ACTION_KIND_MAX; k++)
+                assert_true(strlen(action_kind_to_string((enum action_kind)k)) > 0);
+}
+
+static void test_applied_json_roundtrip(void **state)
+{
+        struct applied_pf rec = record(PF_A, 1500, false, 8), back;
+        struct vf_group g = make_group("sriov_highnet", 0, 7, DEVICE_TYPE_NETDEVICE, 1500);
+        char *error = NULL;
+        json_t *o;
+
+        rec.applied.groups = &g;
+        rec.applied.n_groups = 1;
+        assert_int_equal(applied_pf_to_json(&rec, &o), 0);
+        assert_int_equal(applied_pf_from_json(o, &back, &error), 0);
+        assert_string_equal(back.pci_address, PF_A);
+        assert_int_equal(back.original_mtu, 1500);
+        assert_string_equal(back.original_eswitch_mode, "legacy");
+        assert_int_equal(back.applied.num_vfs, 8);
+        assert_int_equal(back.applied.n_groups, 1);
+        assert_string_equal(back.applied.groups[0].resource_name, "sriov_highnet");
+        applied_pf_done(&back);
+        json_decref(o);
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        assert_int_equal(write_file_atomic(path, text, strlen(text), 0644), 0);
+}
+
+static void test_state_dir(void **state)
+{
+        char dir[] = "/tmp/sriov-test-plan-XXXXXX", path[512];
+        struct applied_state s;
+        char *error = NULL;
+        static const char good[] =
+            "{\"pciAddress\":\"0000:3b:00.0\",\"originalMtu\":1500,\"originalESwitchMode\":"
+            "\"legacy\",\"interface\":{\"pciAddress\":\"0000:3b:00.0\",\"numVfs\":8,"
+            "\"vfGroups\":[{\"resourceName\":\"r\",\"vfRange\":\"0-7\"}]}}";
+        static const struct {
+                const char *name, *text, *expect;
+        } bad[] = {
+                { "0000:3b:00.1.json", "{nope", "0000:3b:00.1.json: not JSON" },
+                { "0000:3b:00.1.json", good, "record is for PF 0000:3b:00.0" },
+                { "0000:3b:00.1.json",
+                  "{\"pciAddress\":\"0000:3b:00.1\",\"interface\":{\"pciAddress\":\"../x\"}}",
+                  "interface.pciAddress: \"../x\" is not a PCI address" },
+                { "0000:3b:00.1.json",
+                  "{\"pciAddress\":\"0000:3b:00.1\",\"interface\":{\"pciAddress\":"
+                  "\"0000:3b:00.1\",\"vfGroups\":[{\"resourceName\":\"r\",\"vfRange\":\"7-1\"}]}}",
+                  "interface.vfGroups[0].vfRange: \"7-1\" is not \"first-last\"" },
+        };
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/absent", dir);
+        assert_int_equal(applied_state_load_dir(path, &s, &error), 0); /* no dir: nothing owned */
+        assert_int_equal(s.n_pfs, 0);
+
+        write_file(dir, "0000:3b:00.0.json", good);
+        write_file(dir, ".0000:3b:00.0.json.tmp", "garbage"); /* interrupted write: ignored */
+        assert_int_equal(applied_state_load_dir(dir, &s, &error), 0);
+        assert_int_equal(s.n_pfs, 1);
+        assert_int_equal(s.pfs[0].applied.num_vfs, 8);
+        applied_state_done(&s);
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                write_file(dir, bad[i].name, bad[i].text);
+                assert_int_equal(applied_state_load_dir(dir, &s, &error), -EINVAL);
+                if (!error || !strstr(error, bad[i].expect))
+                        fail_msg("case %zu: \"%s\" lacks \"%s\"", i, error ? error : "(null)",
+                                 bad[i].expect);
+                free(error);
+                error = NULL;
+                snprintf(path, sizeof(path), "%s/%s", dir, bad[i].name);
+                unlink(path);
+        }
+        snprintf(path, sizeof(path), "%s/0000:3b:00.0.json", dir);
+        unlink(path);
+        snprintf(path, sizeof(path), "%s/.0000:3b:00.0.json.tmp", dir);
+        unlink(path);
+        rmdir(dir);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_seed_fresh_pf),
+                cmocka_unit_test(test_nothing_to_do),
+                cmocka_unit_test(test_pf_mtu_only_raised),
+                cmocka_unit_test(test_bind_only_group_vfs),
+                cmocka_unit_test(test_netdevice_rebind),
+                cmocka_unit_test(test_order),
+                cmocka_unit_test(test_reset_previously_owned),
+                cmocka_unit_test(test_reset_nothing_desired),
+                cmocka_unit_test(test_missing_previous_pf_kept),
+                cmocka_unit_test(test_externally_managed),
+                cmocka_unit_test(test_idempotence_table),
+                cmocka_unit_test(test_too_many_vfs_problem),
+                cmocka_unit_test(test_original_mtu_kept),
+                cmocka_unit_test(test_action_json),
+                cmocka_unit_test(test_applied_json_roundtrip),
+                cmocka_unit_test(test_state_dir),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
