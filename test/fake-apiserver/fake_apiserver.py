@@ -751,6 +751,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, self.store.update(res, ns, name, body, sub, strict, rv))
         if method == "PATCH":
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            if ctype == "application/apply-patch+yaml":
+                return self.server_side_apply(res, ns, name, sub, strict)
             if ctype not in ("application/merge-patch+json",
                              "application/strategic-merge-patch+json"):
                 raise ApiError(415, "UnsupportedMediaType",
@@ -766,6 +768,23 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(200, self.store.update(res, ns, name, new, sub, strict,
                                                              rv))
         raise ApiError(405, "MethodNotAllowed", "method not allowed")
+
+    def server_side_apply(self, res, ns, name, sub, strict):
+        """kubectl apply --server-side: create when missing, else merge the applied fields
+        (field ownership is not tracked). kubectl sends the YAML body as JSON."""
+        body = self.read_body()
+        if not isinstance(body, dict):
+            raise ApiError(400, "BadRequest", "apply patch must be an object")
+        with self.store.lock:
+            self.store.stats["patches"] += 1
+            if self.store.key(res, ns, name) not in self.store.objects:
+                if sub:
+                    raise self.store.not_found(res, name)
+                body.setdefault("metadata", {})["name"] = name
+                return self.send_json(201, self.store.create(res, ns, body, strict))
+            cur = self.store.get(res, ns, name)
+            return self.send_json(200, self.store.update(res, ns, name, merge_patch(cur, body),
+                                                         sub, strict))
 
     # -- discovery ------------------------------------------------------------------
 
@@ -998,6 +1017,8 @@ class Handler(BaseHTTPRequestHandler):
                             cursor = max(cursor, st.history[-1][0])
                         if pending:
                             break
+                        if st.resources.get((res.group, res.version, res.plural)) is not res:
+                            break  # the CRD went away: the real server ends such watches
                         if bookmarks and now - last_bookmark >= BOOKMARK_INTERVAL:
                             last_bookmark = now
                             pending.append(("BOOKMARK", {

@@ -338,6 +338,18 @@ def case_crds_and_policy(env):
     r = env.kubectl("apply", "-f", "-", stdin=net.replace("vlan: 100", "vlan: 5000"), ok=False)
     check(r.returncode != 0 and "spec.vlan" in r.stderr, "SriovNetwork vlan 5000 is rejected")
 
+    r = env.kubectl("apply", "--server-side", "-f", "-",
+                    stdin=policy_variant("ssa-policy", numVfs=2))
+    check("serverside-applied" in r.stdout, "kubectl apply --server-side creates a policy")
+    r = env.kubectl("apply", "--server-side", "-f", "-",
+                    stdin=policy_variant("ssa-policy", numVfs=3))
+    got = json.loads(env.kubectl("get", "sriovnetworknodepolicy", "ssa-policy", "-n", NS,
+                                 "-o", "json").stdout)
+    check(got["spec"]["numVfs"] == 3, "... and updates it")
+    r = env.kubectl("replace", "-f", "-", stdin=policy_variant("ssa-policy", numVfs=5))
+    check(r.returncode == 0, "kubectl replace works")
+    env.kubectl("delete", "sriovnetworknodepolicy", "ssa-policy", "-n", NS)
+
     r = env.kubectl("delete", "-f", POLICY)
     check("deleted" in r.stdout, "kubectl delete -f removes the policy")
     r = env.kubectl("get", "sriovnetworknodepolicy", "highnet-sriov-policy", "-n", NS, ok=False)
@@ -377,6 +389,13 @@ def case_watch_events(env):
     for e in w.lines:
         check(set(e) >= {"type", "kind", "name", "object"}, "each line has type/kind/name/object")
         break
+    env.kubectl("apply", "-f", "-", stdin=policy_variant("last-policy"))
+    w.wait_for(event_is("ADDED", "SriovNetworkNodePolicy", "last-policy"), "another policy")
+    env.kubectl("delete", "-f", os.path.join(SRCDIR, "crds"))
+    w.wait_for(event_is("DELETED", "SriovNetworkNodePolicy", "last-policy"),
+               "deleting the CRDs deletes the policies, and the agent sees it")
+    w.wait_stderr("is the CRD installed")
+    check(w.proc.poll() is None, "the agent keeps running without the CRD")
     w.stop()
 
 
