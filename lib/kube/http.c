@@ -12,7 +12,7 @@
 #define DEFAULT_TIMEOUT_S 30
 /* One node agent should never open more than this many connections to the API server (the two
  * watches included); further requests wait inside curl. Over HTTP/2 they share one anyway. */
-#define MAX_CONNECTIONS         16
+#define MAX_CONNECTIONS 16
 /* A list of every policy in a namespace is small; this bounds a hostile or broken server. */
 #define MAX_COLLECTED_BODY (64u * 1024 * 1024)
 
@@ -23,6 +23,8 @@ struct kube_http {
         sd_event_source *timer;
         struct kube_request *requests; /* doubly linked, for cancel-all on free */
         bool in_write_callback;
+        sd_event_source *deferred_adds; /* adds requests started inside a curl callback */
+        unsigned n_deferred;
 };
 
 struct kube_request {
@@ -40,12 +42,15 @@ struct kube_request {
         int abort_error;  /* set when on_data or the size cap aborted the transfer */
         bool in_callback; /* cancel from inside a callback is deferred to after it */
         bool cancelled;
+        bool deferred; /* started inside a curl callback, not yet handed to curl */
         char error_text[CURL_ERROR_SIZE];
 };
 
 static void request_free(struct kube_request *r)
 {
         struct kube_http *h = r->http;
+        if (r->deferred)
+                h->n_deferred--;
         if (r->easy) {
                 curl_multi_remove_handle(h->multi, r->easy);
                 curl_easy_cleanup(r->easy);
@@ -186,6 +191,16 @@ static void drain_messages(struct kube_http *h)
                         finish_request(h, msg->easy_handle, msg->data.result);
 }
 
+/* Frees requests whose cancellation had to wait until curl returned. */
+static void sweep_cancelled(struct kube_http *h)
+{
+        for (struct kube_request *r = h->requests, *next; r; r = next) {
+                next = r->next;
+                if (r->cancelled && !r->in_callback && !r->deferred)
+                        request_free(r);
+        }
+}
+
 static int io_cb(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
         struct kube_http *h = userdata;
@@ -198,6 +213,7 @@ static int io_cb(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                 flags |= CURL_CSELECT_ERR;
         curl_multi_socket_action(h->multi, fd, flags, &running);
         drain_messages(h);
+        sweep_cancelled(h);
         return 0;
 }
 
@@ -207,6 +223,7 @@ static int timer_cb(sd_event_source *s, uint64_t usec, void *userdata)
         int running;
         curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
         drain_messages(h);
+        sweep_cancelled(h);
         return 0;
 }
 
@@ -252,6 +269,37 @@ static int timerfunc_cb(CURLM *multi, long timeout_ms, void *userp)
         return 0;
 }
 
+static int add_to_multi(struct kube_request *r)
+{
+        if (curl_multi_add_handle(r->http->multi, r->easy) != CURLM_OK)
+                return log_error_errno(-ENOMEM, "cannot queue a request to %s", r->url);
+        return 0;
+}
+
+static int deferred_adds_cb(sd_event_source *s, void *userdata)
+{
+        struct kube_http *h = userdata;
+        for (struct kube_request *r = h->requests, *next; r; r = next) {
+                next = r->next;
+                if (!r->deferred)
+                        continue;
+                if (r->cancelled) {
+                        request_free(r);
+                        continue;
+                }
+                r->deferred = false;
+                h->n_deferred--;
+                if (add_to_multi(r) < 0) {
+                        /* Report it like any transport failure, from the loop. */
+                        r->in_callback = true;
+                        if (r->on_done)
+                                r->on_done(r, -ENOMEM, 0, "", 0, r->userdata);
+                        request_free(r);
+                }
+        }
+        return 0;
+}
+
 int kube_http_new(sd_event *event, struct kube_config *config, struct kube_http **ret)
 {
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -275,6 +323,12 @@ int kube_http_new(sd_event *event, struct kube_config *config, struct kube_http 
                 return log_error_errno(k, "cannot create the HTTP timer");
         }
         sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
+        k = sd_event_add_defer(event, &h->deferred_adds, deferred_adds_cb, h);
+        if (k < 0) {
+                kube_http_free(h);
+                return log_error_errno(k, "cannot create the HTTP dispatcher");
+        }
+        sd_event_source_set_enabled(h->deferred_adds, SD_EVENT_OFF);
         curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
         curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
         curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timerfunc_cb);
@@ -293,6 +347,7 @@ struct kube_http *kube_http_free(struct kube_http *h)
         if (h->multi)
                 curl_multi_cleanup(h->multi); /* removes the remaining socket sources */
         sd_event_source_disable_unref(h->timer);
+        sd_event_source_disable_unref(h->deferred_adds);
         sd_event_unref(h->event);
         free(h);
         curl_global_cleanup();
@@ -458,11 +513,19 @@ int kube_http_start(struct kube_http *h, const struct kube_request_opts *opts,
                 request_free(r);
                 return k;
         }
-        if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK) {
-                curl_easy_cleanup(r->easy);
-                r->easy = NULL;
+        if (h->in_write_callback) {
+                /* curl refuses multi calls from inside its callbacks, and a cache callback
+                 * that reacts to a watch event by posting an Event runs there. */
+                r->deferred = true;
+                h->n_deferred++;
+                k = sd_event_source_set_enabled(h->deferred_adds, SD_EVENT_ONESHOT);
+                if (k < 0) {
+                        request_free(r);
+                        return k;
+                }
+        } else if ((k = add_to_multi(r)) < 0) {
                 request_free(r);
-                return -ENOMEM;
+                return k;
         }
         if (ret)
                 *ret = r;

@@ -10,7 +10,9 @@
  * kube_http_start(). A 200 response with on_data set is streamed to on_data as bytes arrive;
  * every other response body is collected and handed to on_done. After on_done the request is
  * freed. kube_request_cancel() stops a request without calling on_done; it is safe from any
- * callback, including the request's own. */
+ * callback, including the request's own. kube_http_start() is safe from any callback too
+ * (e.g. a cache callback running inside a watch's on_data): such requests are handed to curl
+ * on the next loop iteration. At most 16 connections are opened; more requests queue. */
 #pragma once
 
 #include <stdbool.h>

@@ -15,12 +15,26 @@
 #define NS          "sriov-network-operator"
 #define POLICY_PATH "/apis/sriovnetwork.openshift.io/v1/namespaces/" NS "/sriovnetworknodepolicies"
 
+/* Userdata for on_change: what was seen, and optionally a cluster whose Event sink is used
+ * from inside the callback (which runs inside libcurl's write callback of the watch). */
+struct change_ctx {
+        struct seen seen;
+        struct kube_cluster *cluster;
+};
+
 static void on_change(const char *why, void *userdata)
 {
-        struct seen *s = userdata;
+        struct change_ctx *ctx = userdata;
+        struct seen *s = &ctx->seen;
         if (s->n < 64)
                 snprintf(s->lines[s->n], sizeof(s->lines[0]), "%s", why);
         s->n++;
+        if (ctx->cluster) {
+                const struct kube_object_ref node = { .kind = "Node", .name = "n1" };
+                assert_int_equal(kube_events_post(kube_cluster_events(ctx->cluster), &node,
+                                                  "Normal", "Changed", why),
+                                 0);
+        }
 }
 
 static char *write_kubeconfig(struct fake *f)
@@ -56,15 +70,17 @@ static void test_notifications(void **state)
             request(f, f->admin, "POST", POLICY_PATH, "application/json", policy, NULL, 0), 201);
 
         char *kc = write_kubeconfig(f);
-        struct seen s = {};
+        struct change_ctx ctx = {};
+        struct seen *sp = &ctx.seen;
         const struct kube_cluster_opts o = {
-                .kubeconfig = kc, .node_name = "n1", .on_change = on_change, .userdata = &s
+                .kubeconfig = kc, .node_name = "n1", .on_change = on_change, .userdata = &ctx
         };
         struct kube_cluster *c;
         assert_int_equal(kube_cluster_new(f->event, &o, &c), 0);
+        ctx.cluster = c;
         assert_false(kube_cluster_synced(c));
-        assert_true(run_until(f, &s.n, 1, 10 * 1000 * 1000));
-        assert_string_equal(s.lines[0], "initial sync");
+        assert_true(run_until(f, &sp->n, 1, 10 * 1000 * 1000));
+        assert_string_equal(sp->lines[0], "initial sync");
         assert_true(kube_cluster_synced(c));
         assert_int_equal(json_object_size(kube_cluster_policies(c)), 1);
         assert_non_null(json_object_get(kube_cluster_policies(c), NS "/p1"));
@@ -82,24 +98,32 @@ static void test_notifications(void **state)
         assert_int_equal(patch(f, "/api/v1/nodes/n2", "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}"),
                          200);
         run_until(f, NULL, 0, 500 * 1000);
-        assert_int_equal(s.n, 1);
+        assert_int_equal(sp->n, 1);
 
         assert_int_equal(patch(f, "/api/v1/nodes/n1", "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}"),
                          200);
-        assert_true(run_until(f, &s.n, 2, 10 * 1000 * 1000));
-        assert_string_equal(s.lines[1], "node n1 labels changed");
+        assert_true(run_until(f, &sp->n, 2, 10 * 1000 * 1000));
+        assert_string_equal(sp->lines[1], "node n1 labels changed");
         assert_string_equal(json_string_value(json_object_get(kube_cluster_node_labels(c), "a")),
                             "b");
 
         assert_int_equal(patch(f, POLICY_PATH "/p1", "{\"spec\":{\"numVfs\":8}}"), 200);
-        assert_true(run_until(f, &s.n, 3, 10 * 1000 * 1000));
-        assert_string_equal(s.lines[2], "policy p1 changed");
+        assert_true(run_until(f, &sp->n, 3, 10 * 1000 * 1000));
+        assert_string_equal(sp->lines[2], "policy p1 changed");
 
         assert_int_equal(request(f, f->admin, "DELETE", POLICY_PATH "/p1", NULL, NULL, NULL, 0),
                          200);
-        assert_true(run_until(f, &s.n, 4, 10 * 1000 * 1000));
-        assert_string_equal(s.lines[3], "policy p1 deleted");
+        assert_true(run_until(f, &sp->n, 4, 10 * 1000 * 1000));
+        assert_string_equal(sp->lines[3], "policy p1 deleted");
         assert_int_equal(json_object_size(kube_cluster_policies(c)), 0);
+
+        /* Events posted from inside on_change (inside curl's callback) were all delivered. */
+        uint64_t until = now_usec() + 10 * 1000 * 1000;
+        while (kube_events_in_flight(kube_cluster_events(c)) > 0 && now_usec() < until)
+                sd_event_run(f->event, 50 * 1000);
+        json_t *evs = get_json(f, "/api/v1/namespaces/default/events");
+        assert_int_equal(json_array_size(json_object_get(evs, "items")), 4);
+        json_decref(evs);
 
         /* The NodeState writer and Event sink come ready to use. */
         assert_non_null(kube_cluster_events(c));
@@ -126,20 +150,21 @@ static void test_unregistered_node_and_bad_config(void **state)
         struct fake *f = *state;
         install_crds_and_namespace(f, NS);
         char *kc = write_kubeconfig(f);
-        struct seen s = {};
+        struct change_ctx ctx = {};
+        struct seen *sp = &ctx.seen;
         const struct kube_cluster_opts o = {
-                .kubeconfig = kc, .node_name = "late", .on_change = on_change, .userdata = &s
+                .kubeconfig = kc, .node_name = "late", .on_change = on_change, .userdata = &ctx
         };
         struct kube_cluster *c;
         assert_int_equal(kube_cluster_new(f->event, &o, &c), 0);
-        assert_true(run_until(f, &s.n, 1, 10 * 1000 * 1000));
+        assert_true(run_until(f, &sp->n, 1, 10 * 1000 * 1000));
         assert_null(kube_cluster_node(c));
         assert_null(kube_cluster_node_labels(c));
         assert_int_equal(request(f, f->admin, "POST", "/api/v1/nodes", "application/json",
                                  "{\"metadata\":{\"name\":\"late\"}}", NULL, 0),
                          201);
-        assert_true(run_until(f, &s.n, 2, 10 * 1000 * 1000));
-        assert_string_equal(s.lines[1], "node late appeared");
+        assert_true(run_until(f, &sp->n, 2, 10 * 1000 * 1000));
+        assert_string_equal(sp->lines[1], "node late appeared");
         kube_cluster_free(c);
         unlink(kc);
         free(kc);
