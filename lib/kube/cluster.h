@@ -9,7 +9,8 @@
  * completed their first list ("initial sync" — never reconcile before, or an empty cache would
  * look like "no policies"), when a policy is added or deleted or its spec changes, and when the
  * node's labels change (not on the kubelet's periodic status updates). Getters return the
- * current cache contents, borrowed until control returns to the loop. */
+ * current cache contents, borrowed until control returns to the loop. on_change may post
+ * Events and set the NodeState, but must not free the cluster. */
 #pragma once
 
 #include <jansson.h>

@@ -9,7 +9,9 @@
  * Failures never stop the informer: dropped connections and 5xx are retried with exponential
  * backoff plus jitter (0.5 s doubling, capped at 30 s); 401/403 are logged as a credentials
  * problem and retried the same way; a malformed or oversized (16 MiB) event ends the stream
- * with a logged error and a relist. All work happens in the sd-event loop kube_http runs on. */
+ * with a logged error and a relist. All work happens in the sd-event loop kube_http runs on.
+ * Callbacks may start requests and read the cache, but must not free the informer (or the
+ * kube_http under it): stop from outside, e.g. after sd_event_exit(). */
 #pragma once
 
 #include <stdbool.h>
