@@ -23,8 +23,7 @@ struct kube_cluster {
         bool announced_sync;
 };
 
-static void notify(struct kube_cluster *c, const char *what, const char *name,
-                   const char *change)
+static void notify(struct kube_cluster *c, const char *what, const char *name, const char *change)
 {
         if (!c->announced_sync || !c->on_change)
                 return; /* before the first full sync one "initial sync" covers everything */

@@ -375,7 +375,8 @@ int kube_config_current_token(struct kube_config *c, const char **ret)
                 int k = negative_errno();
                 if (!c->token)
                         return k;
-                log_warning_errno(k, "cannot re-read token file %s, keeping the previous token", c->token_file);
+                log_warning_errno(k, "cannot re-read token file %s, keeping the previous token",
+                                  c->token_file);
                 *ret = c->token;
                 return 0;
         }
@@ -389,8 +390,9 @@ int kube_config_current_token(struct kube_config *c, const char **ret)
                 if (k < 0) {
                         if (!c->token)
                                 return k;
-                        log_warning_errno(k, "cannot re-read token file %s, keeping the previous token",
-                                          c->token_file);
+                        log_warning_errno(
+                            k, "cannot re-read token file %s, keeping the previous token",
+                            c->token_file);
                         *ret = c->token;
                         return 0;
                 }
