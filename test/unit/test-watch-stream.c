@@ -203,6 +203,43 @@ static void test_type_strings(void **state)
         assert_null(kube_watch_event_type_to_string(_KUBE_WATCH_EVENT_TYPE_MAX));
 }
 
+static int count_only(enum kube_watch_event_type type, json_t *object, void *userdata)
+{
+        (*(unsigned *)userdata)++;
+        return 0;
+}
+
+static void test_random_bytes_never_crash(void **state)
+{
+        /* Deterministic noise, split at random points, with valid events mixed in: the
+         * splitter must only ever deliver events or fail cleanly. */
+        unsigned seed = 12345, delivered = 0;
+        char buf[512];
+        for (int round = 0; round < 2000; round++) {
+                struct kube_watch_stream ws;
+                kube_watch_stream_init(&ws, 256);
+                size_t len = (size_t)(rand_r(&seed) % sizeof(buf));
+                for (size_t i = 0; i < len; i++) {
+                        int r = rand_r(&seed) % 8;
+                        buf[i] = r == 0 ? '\n' : r == 1 ? '{' : r == 2 ? '"' : (char)rand_r(&seed);
+                }
+                static const char valid[] = "{\"type\":\"ADDED\",\"object\":{}}\n";
+                if (round % 3 == 0 && len > sizeof(valid))
+                        memcpy(buf, valid, sizeof(valid) - 1);
+                size_t off = 0;
+                while (off < len) {
+                        size_t n = 1 + (size_t)(rand_r(&seed) % 64);
+                        if (n > len - off)
+                                n = len - off;
+                        int k = kube_watch_stream_feed(&ws, buf + off, n, count_only, &delivered);
+                        assert_true(k == 0 || k == -EBADMSG || k == -EFBIG);
+                        off += n;
+                }
+                kube_watch_stream_done(&ws);
+        }
+        assert_true(delivered > 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -214,6 +251,7 @@ int main(void)
                 cmocka_unit_test(test_oversized_event),
                 cmocka_unit_test(test_small_cap),
                 cmocka_unit_test(test_type_strings),
+                cmocka_unit_test(test_random_bytes_never_crash),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
