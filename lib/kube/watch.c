@@ -178,9 +178,13 @@ static void list_finished(struct kube_informer *inf, json_t *list)
         json_t *items = inf->list_items;
         size_t i;
         json_t *item;
-        json_array_foreach(items, i, item) if (!json_string_value(json_object_get(
-                                                   json_object_get(item, "metadata"), "name")))
-            log_warning("%s informer: ignoring a listed object without a name", inf->kind);
+        json_array_foreach(items, i, item)
+        {
+                json_t *meta = json_object_get(item, "metadata");
+                if (!json_string_value(json_object_get(meta, "name")))
+                        log_warning("%s informer: ignoring a listed object without a name",
+                                    inf->kind);
+        }
         int k = kube_cache_replace(inf->cache, items);
         if (k < 0)
                 log_error_errno(k, "%s informer: cannot update the cache", inf->kind);
@@ -219,7 +223,12 @@ static void list_done(struct kube_request *req, int error, long status, const ch
                 schedule_backoff(inf, STEP_LIST);
                 return;
         }
-        json_array_extend(inf->list_items, items ? items : json_array());
+        if (items && json_array_extend(inf->list_items, items) < 0) {
+                json_decref(list);
+                json_array_clear(inf->list_items);
+                schedule_backoff(inf, STEP_LIST);
+                return;
+        }
         free(inf->list_continue);
         inf->list_continue = NULL;
         const char *cont =
