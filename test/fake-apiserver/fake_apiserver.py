@@ -25,6 +25,8 @@ agent's), so an anonymous kubectl can drive the test meanwhile:
                              token while true (anonymous kubectl keeps working)
   token: "T"                 from now on require bearer token T (rotation tests)
   conflicts: N               the next N PATCH/PUT requests get 409 Conflict
+  refuse_ms: MS              for MS milliseconds hang up on every API request without an
+                             answer (a restarting server); combine with close_watches
 GET /_fake/faults shows the switches and counters; GET /_fake/stats shows request counts.
 
 Start: fake_apiserver.py [--port 0] [--node NAME]... [--token T [--anonymous]]
@@ -238,6 +240,7 @@ class Store:
         self.faults = {"expire_watches": 0, "errors_500": 0, "slow_ms": 0, "garble_events": 0,
                        "truncate_events": 0, "huge_events": 0, "reject_token": False,
                        "conflicts": 0}
+        self.refuse_until = 0.0
         self.close_generation = 0
         self.snapshots = {}   # continue token id -> (resourceVersion, items) of a paged list
         self.stats = {"requests": 0, "watches": 0, "lists": 0, "patches": 0, "creates": 0}
@@ -610,6 +613,10 @@ class Handler(BaseHTTPRequestHandler):
             with self.store.lock:
                 self.store.stats["requests"] += 1
                 slow = self.store.faults["slow_ms"]
+                refuse = time.monotonic() < self.store.refuse_until
+            if refuse:
+                self.close_connection = True
+                return
             if slow:
                 time.sleep(slow / 1000.0)
             if not self.authorized():
@@ -645,6 +652,8 @@ class Handler(BaseHTTPRequestHandler):
                         self.server.token = v
                     elif k == "close_watches":
                         st.close_generation += 1
+                    elif k == "refuse_ms":
+                        st.refuse_until = time.monotonic() + float(v) / 1000.0
                     elif k == "compact":
                         st.snapshots.clear()
                         st.history.clear()

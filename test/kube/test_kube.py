@@ -474,6 +474,11 @@ def case_faults(env):
     change("500 errors")
     w.wait_stderr("500 InternalError")
 
+    env.fault(refuse_ms=2500, close_watches=True)
+    w.wait_stderr("Empty reply from server")
+    time.sleep(2.6)  # kubectl is not expected to survive the outage; the agent is
+    change("the server hanging up for 2.5 s")
+
     env.fault(slow_ms=1500)
     env.fault(close_watches=True)
     change("slow replies")
