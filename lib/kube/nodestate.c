@@ -314,6 +314,46 @@ static int start_patch(struct kube_nodestate *st, const char *field, json_t *dif
         return k;
 }
 
+/* A copy of status.interfaces without each interface's "Vfs" list. */
+static json_t *interfaces_without_vfs(json_t *status)
+{
+        json_t *out = json_array();
+        size_t i;
+        json_t *iface;
+        json_array_foreach(json_object_get(status, "interfaces"), i, iface)
+        {
+                json_t *copy = json_copy(iface);
+                json_object_del(copy, "Vfs");
+                json_array_append_new(out, copy);
+        }
+        return out;
+}
+
+/* Whether the owned status fields differ in anything but interfaces[].Vfs. Like upstream, VF
+ * details (MACs, assignment) churn; they are written along with the next real change only. */
+static bool differs_beyond_vfs(json_t *server_status, json_t *desired)
+{
+        if (!server_status)
+                return true;
+        const char *key;
+        json_t *value;
+        json_object_foreach(desired, key, value)
+        {
+                if (strcmp(key, "interfaces") == 0)
+                        continue;
+                json_t *have = json_object_get(server_status, key);
+                if (!have || !json_equal(have, value))
+                        return true;
+        }
+        json_t *a = interfaces_without_vfs(server_status);
+        json_t *b = interfaces_without_vfs(desired);
+        bool differ = !json_equal(a, b) || !json_object_get(server_status, "interfaces") !=
+                                               !json_object_get(desired, "interfaces");
+        json_decref(a);
+        json_decref(b);
+        return differ;
+}
+
 /* Decides and starts the next request, or reports that the server is up to date. */
 static void writer_pump(struct kube_nodestate *st)
 {
@@ -336,7 +376,10 @@ static void writer_pump(struct kube_nodestate *st)
                 if (st->desired_spec)
                         spec_diff = kube_merge_patch_diff(json_object_get(st->server, "spec"),
                                                           st->desired_spec);
-                if (st->desired_status)
+                if (st->desired_status &&
+                    !differs_beyond_vfs(json_object_get(st->server, "status"), st->desired_status))
+                        status_diff = json_object(); /* VF details alone: no write */
+                else if (st->desired_status)
                         status_diff = kube_merge_patch_diff_owned(
                             json_object_get(st->server, "status"), st->desired_status);
                 if (spec_diff && json_object_size(spec_diff) > 0)

@@ -6,7 +6,9 @@
  * request at a time, in the sd-event loop) brings the server copy up to date with merge
  * patches — spec on the object, status through the /status subresource — carrying the
  * resourceVersion it last saw, so a concurrent change yields 409 and the writer refetches and
- * recomputes. Nothing is written when the server already matches. A change of syncStatus
+ * recomputes. Nothing is written when the server already matches, nor when only
+ * status.interfaces[].Vfs differ (VF details churn; as upstream, they ride along with the
+ * next real change). A change of syncStatus
  * posts a SyncStatusChanged Event on the NodeState when an events sink is given.
  * Transport and server errors are retried with backoff (0.5 s doubling to 30 s). */
 #pragma once

@@ -121,6 +121,27 @@ static void test_lifecycle(void **state)
         json_decref(obj);
         free(rv_before);
 
+        /* VF details alone do not cause a write... */
+        set_status(&c,
+                   "[{\"name\":\"ens1f0\",\"pciAddress\":\"0000:01:00.0\",\"Vfs\":"
+                   "[{\"pciAddress\":\"0000:01:00.2\",\"mac\":\"aa:bb:cc:00:00:01\"}]}]",
+                   KUBE_SYNC_IN_PROGRESS, NULL);
+        settle(&c);
+        assert_int_equal(kube_nodestate_writes(c.st), 2);
+        /* ...they ride along with the next real change. */
+        set_status(&c,
+                   "[{\"name\":\"ens1f0\",\"pciAddress\":\"0000:01:00.0\",\"Vfs\":"
+                   "[{\"pciAddress\":\"0000:01:00.2\",\"mac\":\"aa:bb:cc:00:00:01\"}]}]",
+                   KUBE_SYNC_SUCCEEDED, NULL);
+        settle(&c);
+        assert_int_equal(kube_nodestate_writes(c.st), 3);
+        obj = get_json(f, PATH);
+        json_t *vfs = json_object_get(
+            json_array_get(json_object_get(json_object_get(obj, "status"), "interfaces"), 0),
+            "Vfs");
+        assert_int_equal(json_array_size(vfs), 1);
+        json_decref(obj);
+
         /* Someone else owns status.system: our status writes leave it alone. */
         assert_int_equal(request(f, f->admin, "PATCH", PATH "/status",
                                  "application/merge-patch+json",
@@ -130,7 +151,7 @@ static void test_lifecycle(void **state)
         fault(f, "{\"conflicts\":1}");
         set_status(&c, "[]", KUBE_SYNC_FAILED, "numVfs 200 > totalvfs 16");
         settle(&c);
-        assert_int_equal(kube_nodestate_writes(c.st), 4);
+        assert_int_equal(kube_nodestate_writes(c.st), 5);
         obj = get_json(f, PATH);
         assert_string_equal(status_field(obj, "syncStatus"), "Failed");
         assert_string_equal(status_field(obj, "lastSyncError"), "numVfs 200 > totalvfs 16");
@@ -175,7 +196,7 @@ static void test_lifecycle(void **state)
                                         json_object_get(e, "involvedObject"), "kind")),
                                     "SriovNetworkNodeState");
                 const char *msg = json_string_value(json_object_get(e, "message"));
-                if (strstr(msg, "from InProgress to Failed") &&
+                if (strstr(msg, "from Succeeded to Failed") &&
                     strstr(msg, "numVfs 200 > totalvfs 16")) {
                         failed_seen = true;
                         assert_string_equal(json_string_value(json_object_get(e, "type")),
@@ -184,7 +205,8 @@ static void test_lifecycle(void **state)
                 n++;
         }
         assert_true(failed_seen);
-        assert_int_equal(n, 3); /* (none)→InProgress, InProgress→Failed, (new)→Succeeded */
+        /* (none)→InProgress, InProgress→Succeeded, Succeeded→Failed, (new)→Succeeded */
+        assert_int_equal(n, 4);
         json_decref(events);
         free_state(&c);
 }
