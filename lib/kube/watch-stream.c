@@ -56,7 +56,7 @@ size_t kube_watch_stream_pending(const struct kube_watch_stream *s)
 
 static int stream_fail(struct kube_watch_stream *s, int error, const char *what)
 {
-        snprintf(s->error, sizeof(s->error), "%s", what);
+        snprintf(s->error, sizeof(s->error), "%.*s", (int)sizeof(s->error) - 1, what);
         s->failed = error;
         s->len = 0;
         return error;
