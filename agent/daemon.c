@@ -17,6 +17,9 @@
 #include "deviceplugin/rdma-shared-config.h"
 #include "host/discover.h"
 #include "host/link-monitor.h"
+#include "kube/cluster.h"
+#include "model/desired-json.h"
+#include "model/inventory-json.h"
 #include "plan/applied-store.h"
 #include "plan/disruption.h"
 #include "plan/plan.h"
@@ -40,8 +43,9 @@ struct agent {
         sd_event_source *retry;    /* backoff after a failed PF */
         sd_event_source *policy_watch;
         struct dp_manager *plugins;
-        struct link_monitor *links; /* live /sys only */
-        struct inventory observed;  /* as of the last reconcile, to filter link events */
+        struct link_monitor *links;   /* live /sys only */
+        struct kube_cluster *cluster; /* cluster mode: policies, node labels, NodeState */
+        struct inventory observed;    /* as of the last reconcile, to filter link events */
 
         struct string_pair *labels;
         size_t n_labels;
@@ -92,7 +96,46 @@ static void log_policy_report(struct agent *a, const struct policy_report *rep)
 
 static int load_policies(struct agent *a, struct policy_list *ret)
 {
-        return policy_list_load_path(ret, a->config.policy_dir);
+        const char *key;
+        json_t *obj;
+
+        if (a->config.policy_dir)
+                return policy_list_load_path(ret, a->config.policy_dir);
+        json_object_foreach(kube_cluster_policies(a->cluster), key, obj)
+        {
+                char origin[512];
+                snprintf(origin, sizeof(origin), "SriovNetworkNodePolicy %s", key);
+                int r = policy_list_add_json(ret, obj, origin);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Cluster mode: the Node's labels as they are now. -ENOENT while the Node is unknown: without
+ * labels every policy would look unselected and owned PFs would be reset. */
+static int load_node_labels(struct agent *a)
+{
+        json_t *labels = kube_cluster_node_labels(a->cluster);
+        const char *key;
+        json_t *value;
+
+        if (!kube_cluster_node(a->cluster))
+                return log_error_errno(-ENOENT,
+                                       "node %s is not known to the API server; "
+                                       "nothing is applied until it is",
+                                       a->config.node_name);
+        node_labels_free(a->labels, a->n_labels);
+        a->labels = NULL;
+        a->n_labels = 0;
+        json_object_foreach(labels, key, value)
+        {
+                int r = node_labels_set(&a->labels, &a->n_labels, key,
+                                        json_is_string(value) ? json_string_value(value) : "");
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 static int discover(const struct agent *a, struct inventory *ret)
@@ -322,6 +365,73 @@ static void log_held(const struct guarded_plan *g)
         }
 }
 
+static void post_policy_events(struct agent *a, const struct policy_report *rep)
+{
+        json_t *policies = kube_cluster_policies(a->cluster);
+
+        for (size_t i = 0; i < rep->n_results; i++) {
+                const struct policy_result *r = &rep->results[i];
+                const char *reason = r->status == POLICY_STATUS_INVALID    ? "InvalidPolicy"
+                                     : r->status == POLICY_STATUS_CONFLICT ? "ConflictingPolicy"
+                                                                           : NULL;
+                struct kube_object_ref ref;
+                char key[512];
+
+                if (!reason || !r->name)
+                        continue;
+                snprintf(key, sizeof(key), "%s/%s",
+                         a->config.namespace_ ? a->config.namespace_ : KUBE_DEFAULT_NAMESPACE,
+                         r->name);
+                json_t *obj = json_object_get(policies, key);
+                if (obj && kube_object_ref_from_json(obj, &ref) >= 0)
+                        kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning", reason,
+                                         r->reason ? r->reason : reason);
+        }
+}
+
+/* The NodeState: spec = the desired state, status = what discovery sees now and how the last
+ * reconcile went. The writer only sends what changed. */
+static void publish_node_state(struct agent *a, const struct desired_state *desired,
+                               const struct inventory *inv, const struct apply_report *applied,
+                               const struct guarded_plan *guarded)
+{
+        struct kube_nodestate *ns = kube_cluster_nodestate(a->cluster);
+        enum kube_sync_status status = KUBE_SYNC_SUCCEEDED;
+        char error[2048] = "";
+        size_t n = 0;
+        json_t *spec = NULL, *status_json = NULL;
+
+        for (size_t i = 0; i < applied->n_pfs; i++)
+                if (applied->pfs[i].error != 0) {
+                        status = KUBE_SYNC_FAILED;
+                        n += snprintf(error + n, n < sizeof(error) ? sizeof(error) - n : 0, "%s%s",
+                                      n ? "; " : "", applied->pfs[i].message);
+                }
+        if (status != KUBE_SYNC_FAILED && !guarded->passed_through && guarded->n_held > 0) {
+                status = KUBE_SYNC_IN_PROGRESS;
+                for (size_t i = 0; i < guarded->n_held; i++)
+                        n += snprintf(error + n, n < sizeof(error) ? sizeof(error) - n : 0,
+                                      "%sheld back until the VFs are free: %s", n ? "; " : "",
+                                      guarded->held[i].reason);
+        }
+        if (desired_state_to_json(desired, &spec) >= 0)
+                kube_nodestate_set_spec(ns, spec);
+        status_json = inventory_to_json(inv);
+        if (status_json)
+                kube_nodestate_set_status(ns, json_object_get(status_json, "interfaces"), status,
+                                          error);
+        json_decref(spec);
+        json_decref(status_json);
+
+        json_t *obj = kube_nodestate_object(ns);
+        struct kube_object_ref ref;
+        if (!guarded->passed_through && guarded->n_held > 0 && obj &&
+            kube_object_ref_from_json(obj, &ref) >= 0)
+                for (size_t i = 0; i < guarded->n_held; i++)
+                        kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning",
+                                         "DisruptionHeld", guarded->held[i].reason);
+}
+
 /* One pass: everything is recomputed from the sources (policies, sysfs, state records), so a
  * reconcile never depends on what an earlier one believed. */
 static int reconcile(struct agent *a)
@@ -340,9 +450,16 @@ static int reconcile(struct agent *a)
         bool asked_kubelet = false;
         int r;
 
+        if (a->cluster) {
+                if (!kube_cluster_synced(a->cluster))
+                        return 0; /* the initial sync triggers the first reconcile */
+                r = load_node_labels(a);
+                if (r < 0)
+                        goto out;
+        }
         r = load_policies(a, &policies);
         if (r < 0) {
-                log_error_errno(r, "cannot read policies from %s", a->config.policy_dir);
+                log_error_errno(r, "cannot read the policies");
                 goto out;
         }
         r = discover(a, &inv);
@@ -353,6 +470,8 @@ static int reconcile(struct agent *a)
         if (r < 0)
                 goto out;
         log_policy_report(a, &report);
+        if (a->cluster)
+                post_policy_events(a, &report);
 
         if (a->config.state_dir) {
                 r = applied_state_load_dir(a->config.state_dir, &previous, &load_error);
@@ -452,6 +571,8 @@ static int reconcile(struct agent *a)
                 sd_notify(false, "READY=1");
                 a->ready_notified = true;
         }
+        if (a->cluster)
+                publish_node_state(a, &desired, &inv, &applied, &guarded);
         /* Keep what was seen, so link events can be told apart from pod veth churn. */
         inventory_done(&a->observed);
         a->observed = inv;
@@ -531,6 +652,11 @@ static void on_link_event(const struct link_event *ev, void *userdata)
         log_debug("link %s %s (mtu %d, %s)", ev->ifname, link_event_kind_to_string(ev->kind),
                   ev->mtu, ev->up ? "up" : "down");
         schedule_reconcile(a, ev->resync ? "link events lost" : "link change");
+}
+
+static void on_cluster_change(const char *why, void *userdata)
+{
+        schedule_reconcile(userdata, why);
 }
 
 static int load_rdma_shared(struct agent *a)
@@ -635,7 +761,20 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                                              "periodic check only");
         }
 
-        if (config->policy_dir) {
+        if (!config->policy_dir) {
+                const struct kube_cluster_opts kube_opts = {
+                        .kubeconfig = config->kubeconfig,
+                        .namespace_ = config->namespace_,
+                        .node_name = config->node_name,
+                        .on_change = on_cluster_change,
+                        .userdata = a,
+                };
+                r = kube_cluster_new(a->event, &kube_opts, &a->cluster);
+                if (r < 0) {
+                        log_error_errno(r, "cannot talk to the API server");
+                        goto fail;
+                }
+        } else {
                 r = sd_event_add_inotify(a->event, &a->policy_watch, config->policy_dir,
                                          POLICY_DIR_EVENTS, on_policy_dir, a);
                 if (r < 0) {
@@ -653,9 +792,15 @@ fail:
 
 int agent_run(struct agent *a)
 {
+        char source[512];
+        if (a->config.policy_dir)
+                snprintf(source, sizeof(source), "%s", a->config.policy_dir);
+        else
+                snprintf(source, sizeof(source), "the API server (namespace %s, node %s)",
+                         a->config.namespace_ ? a->config.namespace_ : KUBE_DEFAULT_NAMESPACE,
+                         a->config.node_name);
         log_info("sriov-agent %s starting: policies from %s, sysfs %s%s", SRIOV_AGENT_VERSION,
-                 a->config.policy_dir ? a->config.policy_dir : "(none)",
-                 a->config.sysfs_root ? a->config.sysfs_root : "/sys",
+                 source, a->config.sysfs_root ? a->config.sysfs_root : "/sys",
                  a->config.dry_run ? ", dry run" : "");
         uint64_t watchdog_usec;
         if (sd_watchdog_enabled(false, &watchdog_usec) > 0)
@@ -671,6 +816,7 @@ struct agent *agent_free(struct agent *a)
         sd_event_source_unref(a->resync);
         sd_event_source_unref(a->retry);
         sd_event_source_unref(a->policy_watch);
+        kube_cluster_free(a->cluster);
         link_monitor_free(a->links);
         dp_manager_free(a->plugins);
         sd_event_unref(a->event);

@@ -56,7 +56,10 @@ size_t kube_watch_stream_pending(const struct kube_watch_stream *s)
 
 static int stream_fail(struct kube_watch_stream *s, int error, const char *what)
 {
-        snprintf(s->error, sizeof(s->error), "%.*s", (int)sizeof(s->error) - 1, what);
+        /* Truncating a log phrase is fine; strnlen + memcpy say so without a warning. */
+        size_t n = strnlen(what, sizeof(s->error) - 1);
+        memcpy(s->error, what, n);
+        s->error[n] = '\0';
         s->failed = error;
         s->len = 0;
         return error;
