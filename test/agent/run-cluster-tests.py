@@ -134,7 +134,7 @@ def main():
              "--vf-timeout", "1", "--resync-interval", "2"], stdout=log, stderr=log)
 
         # 1. The seed workflow: NodeState Succeeded, spec and status right, pool served.
-        ns = wait(sync_status(cluster, "Succeeded"), 15)
+        ns = wait(sync_status(cluster, "Succeeded"), 40)
         check("NodeState Succeeded after apply + label", ns is not None,
               json.dumps(cluster.nodestate())[:400])
         spec = (ns or {}).get("spec", {}).get("interfaces", [])
@@ -147,7 +147,7 @@ def main():
               len(status_ifs.get("ens1f0", {}).get("Vfs", [])) == len(cx["vfs"]),
               str(sorted(status_ifs)))
         devs = kubelet.wait_for(lambda e: ev("devices", SEED_RESOURCE)(e) and
-                                len(e["devices"] or []) == len(cx["vfs"]), 10)
+                                len(e["devices"] or []) == len(cx["vfs"]), 30)
         check("kubelet has openshift.io/sriov_highnet with 8 devices", devs is not None,
               "no device list")
         _, printed = cluster.run("get", "sriovnetworknodestates", "-n", NS)
@@ -158,7 +158,7 @@ def main():
         bad = policy_yaml("bad-range", "bad", "ens1f0#0-9", 4)
         cluster.ok("apply", "-f", "-", stdin=bad)
         out = wait(lambda: (lambda r: r[1] if "InvalidPolicy" in r[1] else None)(
-            cluster.run("get", "events", "-n", NS)), 10)
+            cluster.run("get", "events", "-n", NS)), 30)
         check("InvalidPolicy Event for the broken policy",
               out is not None and "bad-range" in out and "pfNames" in out,
               cluster.run("get", "events", "-n", NS)[1][-600:])
@@ -169,10 +169,10 @@ def main():
         # 3. A second policy adds a pool; the NodeState spec grows.
         cluster.ok("apply", "-f", "-", stdin=policy_yaml("e810", "sriov_e810", "ens2f0",
                                                          ice["numVfs"]))
-        reg = kubelet.wait_for(ev("register", E810_RESOURCE), 10)
+        reg = kubelet.wait_for(ev("register", E810_RESOURCE), 30)
         check("second policy -> openshift.io/sriov_e810 registered", reg is not None, "")
         two = wait(lambda: (lambda n: n if n and len(n.get("spec", {}).get("interfaces", []))
-                            == 2 else None)(cluster.nodestate()), 10)
+                            == 2 else None)(cluster.nodestate()), 30)
         check("NodeState spec has both PFs", two is not None,
               json.dumps((cluster.nodestate() or {}).get("spec")))
 
@@ -183,7 +183,7 @@ def main():
         cluster.ok("delete", "sriovnetworknodepolicy", "-n", NS, "e810")
         # It owned ens2f0: releasing writes 0 first; the generated tree has no kernel to
         # remove the VFs, so the reset times out and must be reported, naming the PF.
-        wrote = wait(lambda: numvfs(sysfs, ice["pciAddress"]) == "0", 15)
+        wrote = wait(lambda: numvfs(sysfs, ice["pciAddress"]) == "0", 40)
         check("after a watch drop, a policy deletion is still seen: owned PF reset",
               wrote, numvfs(sysfs, ice["pciAddress"]))
         # On a generated tree the retry then finds sriov_numvfs at 0 and succeeds, so the
@@ -196,7 +196,7 @@ def main():
                         ice["pciAddress"] in msg:
                     return msg
             return None
-        msg = wait(failed_event, 20, step=0.5)
+        msg = wait(failed_event, 40, step=0.5)
         check("a PF that cannot be reset -> Failed, the error names the PF", msg is not None,
               cluster.run("get", "events", "-n", NS)[1][-800:])
         check("the other PF stays served", os.path.exists(
@@ -205,7 +205,7 @@ def main():
         # 5. The node leaves the policy: the PF it owns is released too.
         cluster.ok("label", "node", NODE, "highnet-node-")
         check("label removed -> ens1f0 reset", wait(
-            lambda: numvfs(sysfs, cx["pciAddress"]) == "0", 15), numvfs(sysfs, cx["pciAddress"]))
+            lambda: numvfs(sysfs, cx["pciAddress"]) == "0", 40), numvfs(sysfs, cx["pciAddress"]))
 
         agent.send_signal(signal.SIGTERM)
         rc = agent.wait(timeout=30)
