@@ -1,0 +1,18 @@
+# manifests/, crds/ and the install rules (test/manifests/test-manifests.py says what each
+# case asserts). python3-yaml, kubectl and systemd-analyze come from scripts/install-deps.
+find_program(PYTHON3_FOR_MANIFESTS python3 REQUIRED)
+set(MANIFEST_CASES parse plan rbac install)
+# The flags case compares the DaemonSet's args with `sriov-agent run --help`; it exists once
+# the run command is part of the tree.
+if(EXISTS ${CMAKE_SOURCE_DIR}/agent/cmd-run.c)
+    list(APPEND MANIFEST_CASES flags)
+else()
+    message(STATUS "no 'sriov-agent run' yet: test manifests/flags not registered")
+endif()
+foreach(case ${MANIFEST_CASES})
+    add_test(NAME manifests/${case}
+             COMMAND ${PYTHON3_FOR_MANIFESTS} ${CMAKE_SOURCE_DIR}/test/manifests/test-manifests.py
+                     ${case} $<TARGET_FILE:sriov-agent> ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR})
+    set_tests_properties(manifests/${case} PROPERTIES LABELS integration TIMEOUT 180
+                         ENVIRONMENT "KUBECTL=${KUBECTL_FOR_MANIFESTS}")
+endforeach()
