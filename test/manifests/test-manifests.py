@@ -13,6 +13,8 @@ CASE:
   plan     the seed policy of the examples plans to one PF (ens1f0) with 8 VFs in
            sriov_highnet on the generated seed tree; the VM-lab variant to 4 VFs on an igb PF
   flags    the DaemonSet runs `sriov-agent run` with flags that `sriov-agent run --help` lists
+  probe    the DaemonSet's liveness script: alive before the agent owns a PF; after, alive
+           only while one of its <prefix>_*.sock device-plugin sockets exists
   rbac     the RBAC grants exactly the verbs the agent needs, nothing else
   install  `cmake --install` puts the binary, the unit (ExecStart = installed binary), the
            manifests and the CRDs under the prefix; `systemd-analyze verify` accepts the unit
@@ -316,6 +318,51 @@ def case_flags():
           "liveness probe and agent share RESOURCE_PREFIX")
 
 
+# ------------------------------------------------------------------------------------ probe
+
+def case_probe():
+    import socket
+    ds = one("DaemonSet", DAEMONSET)
+    container = ds["spec"]["template"]["spec"]["containers"][0]
+    command = container["livenessProbe"]["exec"]["command"]
+    check(command[:2] == ["/bin/sh", "-c"], f"the probe is a shell script: {command[:2]}")
+    prefix = next(e["value"] for e in container["env"] if e["name"] == "RESOURCE_PREFIX")
+    with tempfile.TemporaryDirectory(prefix="sriov-probe-") as tmp:
+        state, plugins = os.path.join(tmp, "state"), os.path.join(tmp, "device-plugins")
+        os.makedirs(state)
+        os.makedirs(plugins)
+        script = command[2].replace("/var/lib/sriov-agent", state).replace(
+            "/var/lib/kubelet/device-plugins", plugins)
+        check(script != command[2], "the probe reads the state and device-plugin dirs")
+        sockets = []
+
+        def probe():
+            r = subprocess.run(["/bin/sh", "-c", script], env={"RESOURCE_PREFIX": prefix},
+                               capture_output=True, text=True, timeout=10)
+            return r.returncode
+
+        def listen(name):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(os.path.join(plugins, name))
+            sockets.append(s)
+
+        listen("kubelet.sock")
+        check(probe() == 0, "no PF owned yet: alive")
+        with open(os.path.join(state, "0000:3b:00.0.json"), "w") as f:
+            f.write("{}")
+        check(probe() != 0, "owns a PF, serves no socket: not alive")
+        listen("nvidia-gpu.sock")
+        check(probe() != 0, "another plugin's socket does not count")
+        with open(os.path.join(plugins, prefix + "_sriov_highnet.sock"), "w"):
+            pass
+        check(probe() != 0, "a regular file named like our socket does not count")
+        os.unlink(os.path.join(plugins, prefix + "_sriov_highnet.sock"))
+        listen(prefix + "_sriov_highnet.sock")
+        check(probe() == 0, f"owns a PF and serves {prefix}_sriov_highnet.sock: alive")
+        for s in sockets:
+            s.close()
+
+
 # ------------------------------------------------------------------------------------- rbac
 
 def rules_of(kind, name):
@@ -409,7 +456,7 @@ def case_install():
 
 
 CASES = {"parse": case_parse, "apply": case_apply, "plan": case_plan, "flags": case_flags,
-         "rbac": case_rbac, "install": case_install}
+         "rbac": case_rbac, "install": case_install, "probe": case_probe}
 if CASE not in CASES:
     sys.exit(f"unknown case {CASE}; one of {', '.join(CASES)}")
 CASES[CASE]()

@@ -1,7 +1,7 @@
 # manifests/, crds/ and the install rules (test/manifests/test-manifests.py says what each
 # case asserts). python3-yaml, kubectl and systemd-analyze come from scripts/install-deps.
 find_program(PYTHON3_FOR_MANIFESTS python3 REQUIRED)
-set(MANIFEST_CASES parse plan rbac install)
+set(MANIFEST_CASES parse plan rbac install probe)
 # The flags case compares the DaemonSet's args with `sriov-agent run --help`; it exists once
 # the run command is part of the tree.
 if(EXISTS ${CMAKE_SOURCE_DIR}/agent/cmd-run.c)
