@@ -28,17 +28,3 @@ int device_error_append(char **error, const char *fmt, ...)
         *error = joined;
         return 0;
 }
-
-const char *printable_name(const char *name, char *buf, size_t size)
-{
-        size_t i = 0;
-
-        if (size == 0)
-                return "";
-        for (; name[i] && i + 1 < size; i++) {
-                unsigned char c = (unsigned char)name[i];
-                buf[i] = (c < 0x20 || c >= 0x7f) ? '?' : (char)c;
-        }
-        buf[i] = '\0';
-        return buf;
-}

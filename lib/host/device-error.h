@@ -5,11 +5,5 @@
  * so the scan goes on and the user sees all of it at once. */
 #pragma once
 
-#include <stddef.h>
-
 /* Appends a formatted problem to *error ("; "-separated). Returns 0 or -ENOMEM. */
 int device_error_append(char **error, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Copies a name read from sysfs into buf for quoting in messages: non-printable bytes become
- * '?', and long names are cut, so hostile names cannot forge log lines. Returns buf. */
-const char *printable_name(const char *name, char *buf, size_t size);

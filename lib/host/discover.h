@@ -4,7 +4,14 @@
  * function of class 0x02xx with `sriov_totalvfs` is a PF; non-network PFs (NVMe, ...) are
  * ignored. A device whose attributes are garbled keeps what could be read plus an `error`
  * string, and the scan goes on. Returns 0 or a negative errno (only for failures that make
- * the whole scan impossible, such as a missing bus/pci/devices directory). */
+ * the whole scan impossible, such as a missing bus/pci/devices directory, or -ENOMEM).
+ *
+ * PFs are read by up to one thread per CPU (at most 8); the inventory is the same as a
+ * sequential scan's (PFs sorted by PCI address, VFs by index). Names found in sysfs are checked
+ * before they are used in a path (netdev, RDMA and char device names, ibdev and parent
+ * contents, virtfn targets); offenders are reported in the device's error, never followed.
+ * With query_kernel (live /sys only) VF VLANs, the eswitch mode and verbs port attributes are
+ * added, best effort (lib/host/discover-kernel.h). */
 #pragma once
 
 #include <stdbool.h>

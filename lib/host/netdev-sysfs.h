@@ -3,12 +3,15 @@
  * Reads name, MAC (address), MTU, operstate, admin state (IFF_UP in flags), speed and link type
  * (`type`: 1 ether, 32 infiniband) of every netdev under fn_dir_fd/net. Entries whose names are
  * not valid interface names are skipped and reported in *error; unreadable attributes stay
- * unknown and are reported too. A function without `net/` has no netdevs and no error. */
+ * unknown and are reported too. A function without `net/` has no netdevs and no error.
+ * with_speed false leaves speed_mbps -1: a VF's netdev only mirrors its PF's link speed, and
+ * skipping it saves a file read per VF. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "model/inventory.h"
 
-int netdev_sysfs_read_function(int fn_dir_fd, struct netdev_info **ret, size_t *ret_n,
-                               char **error);
+int netdev_sysfs_read_function(int fn_dir_fd, bool with_speed, struct netdev_info **ret,
+                               size_t *ret_n, char **error);

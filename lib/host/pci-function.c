@@ -6,6 +6,7 @@
 
 #include "host/device-error.h"
 #include "host/netdev-sysfs.h"
+#include "host/printable.h"
 #include "host/sysfs-at.h"
 #include "util/fileio.h"
 
@@ -83,11 +84,11 @@ int pci_function_read_iommu_group(int fn_fd, int *group, char **error)
         return 0;
 }
 
-int pci_function_read_net_rdma(const struct discover_scan *scan, int fn_fd,
+int pci_function_read_net_rdma(const struct discover_scan *scan, int fn_fd, bool is_vf,
                                struct netdev_info **netdevs, size_t *n_netdevs,
                                struct rdma_device **rdma, size_t *n_rdma, char **error)
 {
-        int r = netdev_sysfs_read_function(fn_fd, netdevs, n_netdevs, error);
+        int r = netdev_sysfs_read_function(fn_fd, !is_vf, netdevs, n_netdevs, error);
         if (r < 0)
                 return r;
         return rdma_sysfs_read_function(&scan->rdma, fn_fd, *netdevs, *n_netdevs, rdma, n_rdma,

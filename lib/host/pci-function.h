@@ -4,6 +4,7 @@
  * in model/inventory.h, appends what went wrong to *error, and returns 0, or -ENOMEM only. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "host/pci-names.h"
@@ -25,8 +26,9 @@ int pci_function_read_driver(int fn_fd, char driver[DRIVER_MAX], char **error);
 int pci_function_read_numa(int fn_fd, int *numa_node, char **error);
 /* iommu_group link's number; -1 when the function has no group (IOMMU off). */
 int pci_function_read_iommu_group(int fn_fd, int *group, char **error);
-/* Netdevs, then RDMA devices (which may be tied to those netdevs). */
-int pci_function_read_net_rdma(const struct discover_scan *scan, int fn_fd,
+/* Netdevs, then RDMA devices (which may be tied to those netdevs). VF netdevs are read
+ * without speed (see netdev-sysfs.h). */
+int pci_function_read_net_rdma(const struct discover_scan *scan, int fn_fd, bool is_vf,
                                struct netdev_info **netdevs, size_t *n_netdevs,
                                struct rdma_device **rdma, size_t *n_rdma, char **error);
 

@@ -13,9 +13,10 @@
 #include <unistd.h>
 
 #include "host/device-error.h"
+#include "host/discover-kernel.h"
 #include "host/discover.h"
 #include "host/pci-function.h"
-#include "host/rdma-verbs.h"
+#include "host/printable.h"
 #include "host/sysfs-at.h"
 #include "util/fileio.h"
 #include "util/log.h"
@@ -94,7 +95,7 @@ static int read_sriov_counts(int fd, struct pf_info *pf)
                                         r == -EINVAL ? "not a number" : strerror(-r)) < 0)
                         return -ENOMEM;
         }
-        char buf[32], shown[40];
+        char buf[32] = "", shown[40];
         r = sysfs_read_line_at(fd, "sriov_numvfs", buf, sizeof(buf));
         if (r >= 0)
                 r = parse_int(buf, &pf->num_vfs);
@@ -143,8 +144,8 @@ static int read_pf(const struct discover_scan *scan, const char *addr, struct pf
         if (r >= 0)
                 r = read_sriov_counts(fd, pf);
         if (r >= 0)
-                r = pci_function_read_net_rdma(scan, fd, &pf->netdevs, &pf->n_netdevs, &pf->rdma,
-                                               &pf->n_rdma, &pf->error);
+                r = pci_function_read_net_rdma(scan, fd, false, &pf->netdevs, &pf->n_netdevs,
+                                               &pf->rdma, &pf->n_rdma, &pf->error);
         if (r >= 0)
                 r = sriov_read_vfs(scan, fd, pf);
         return r;
@@ -252,9 +253,7 @@ int host_discover(const struct discover_options *opts, struct inventory *ret)
         if (r >= 0)
                 r = scan_pfs(&scan, &inv);
         if (r >= 0 && opts && opts->query_kernel)
-                rdma_verbs_query_ports(&inv); /* best effort: sysfs values stay otherwise */
-        /* The VFs' admin VLAN comes from the PF's IFLA_VFINFO_LIST (netlink); until that reader
-         * fills vf_info.vlan here under query_kernel, it stays -1 ("unknown"). */
+                discover_query_kernel(&inv); /* VLANs, eswitch mode, verbs port attributes */
         rdma_scan_done(&scan.rdma);
         pci_names_free(scan.names);
         if (r < 0) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "host/device-error.h"
+#include "host/printable.h"
 #include "host/sysfs-at.h"
 #include "util/fileio.h"
 #include "util/log.h"
@@ -42,23 +43,29 @@ static int compare_strings(const void *a, const void *b)
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* node_guid and port 1 of the device directory dev_fd. */
-static int read_device_attributes(int dev_fd, struct rdma_device *dev, char **error)
+/* node_guid and port 1 of the device directory base_fd/dir, read by relative path: no
+ * directory handle per RDMA device. */
+static int read_device_attributes(int base_fd, const char *dir, struct rdma_device *dev,
+                                  char **error)
 {
-        char buf[64];
+        char rel[RDMA_NAME_MAX + 48], buf[64];
         int r;
 
-        r = sysfs_read_line_at(dev_fd, "node_guid", buf, sizeof(buf));
+        r = path_printf(rel, sizeof(rel), "%s/node_guid", dir);
+        if (r >= 0)
+                r = sysfs_read_line_at(base_fd, rel, buf, sizeof(buf));
         if (r >= 0 && strlen(buf) < sizeof(dev->node_guid))
                 strcpy(dev->node_guid, buf);
-        else if (device_error_append(error, "infiniband/%s/node_guid: %s", dev->name,
+        else if (device_error_append(error, "%s/node_guid: %s", dir,
                                      strerror(r < 0 ? -r : ENOBUFS)) < 0)
                 return -ENOMEM;
         /* Port attributes are optional: a device without ports/ is still an RDMA device. */
-        if (sysfs_read_line_at(dev_fd, "ports/1/state", buf, sizeof(buf)) >= 0 &&
+        if (path_printf(rel, sizeof(rel), "%s/ports/1/state", dir) >= 0 &&
+            sysfs_read_line_at(base_fd, rel, buf, sizeof(buf)) >= 0 &&
             strlen(buf) < sizeof(dev->port_state))
                 strcpy(dev->port_state, buf);
-        if (sysfs_read_line_at(dev_fd, "ports/1/link_layer", buf, sizeof(buf)) >= 0 &&
+        if (path_printf(rel, sizeof(rel), "%s/ports/1/link_layer", dir) >= 0 &&
+            sysfs_read_line_at(base_fd, rel, buf, sizeof(buf)) >= 0 &&
             strlen(buf) < sizeof(dev->link_layer))
                 strcpy(dev->link_layer, buf);
         return 0;
@@ -158,11 +165,7 @@ static int read_pci_devices(int fn_fd, struct rdma_device **list, size_t *n, cha
                         continue;
                 if (path_printf(rel, sizeof(rel), "infiniband/%s", name) < 0)
                         continue;
-                _cleanup_close_ int dev_fd = sysfs_open_dir_at(fn_fd, rel);
-                if (dev_fd < 0)
-                        r = device_error_append(error, "%s: %s", rel, strerror(-dev_fd));
-                else
-                        r = read_device_attributes(dev_fd, dev, error);
+                r = read_device_attributes(fn_fd, rel, dev, error);
         }
         sysfs_dir_close(&d);
         if (r < 0 || *n == 0)
@@ -193,11 +196,7 @@ static int read_tied_devices(const struct rdma_scan *scan, const struct netdev_i
                         continue;
                 char rel[RDMA_NAME_MAX + 32];
                 (void)path_printf(rel, sizeof(rel), "class/infiniband/%s", tie->rdma_name);
-                _cleanup_close_ int dev_fd = sysfs_open_dir_at(scan->root_fd, rel);
-                if (dev_fd < 0)
-                        r = device_error_append(error, "%s: %s", rel, strerror(-dev_fd));
-                else
-                        r = read_device_attributes(dev_fd, dev, error);
+                r = read_device_attributes(scan->root_fd, rel, dev, error);
                 if (r < 0)
                         return r;
                 for (size_t c = 0; c < scan->n_class_char_devices; c++)

@@ -11,6 +11,7 @@
 
 #include "host/device-error.h"
 #include "host/pci-function.h"
+#include "host/printable.h"
 #include "host/sysfs-at.h"
 #include "util/fileio.h"
 #include "util/macro.h"
@@ -101,9 +102,11 @@ static int read_vf(const struct discover_scan *scan, int pf_fd, const struct pf_
                                            fd == -ENOENT ? "VF directory is missing"
                                                          : strerror(-fd));
 
+        /* The kernel sets a VF's ids from its PF (vendor, sriov_vf_device) rather than from
+         * config space, so reading them back per VF would cost six calls to learn nothing. */
+        vf->vendor = pf->vendor;
+        vf->device = pf->vf_device;
         r = check_physfn(fd, pf, vf);
-        if (r >= 0)
-                r = pci_function_read_ids(fd, &vf->vendor, &vf->device, &vf->error);
         if (r >= 0)
                 r = pci_function_read_driver(fd, vf->driver, &vf->error);
         if (r >= 0)
@@ -111,8 +114,8 @@ static int read_vf(const struct discover_scan *scan, int pf_fd, const struct pf_
         if (r >= 0)
                 r = pci_function_read_iommu_group(fd, &vf->iommu_group, &vf->error);
         if (r >= 0)
-                r = pci_function_read_net_rdma(scan, fd, &vf->netdevs, &vf->n_netdevs, &vf->rdma,
-                                               &vf->n_rdma, &vf->error);
+                r = pci_function_read_net_rdma(scan, fd, true, &vf->netdevs, &vf->n_netdevs,
+                                               &vf->rdma, &vf->n_rdma, &vf->error);
         return r;
 }
 

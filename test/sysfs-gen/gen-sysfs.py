@@ -86,23 +86,29 @@ class Tree:
 
     def __init__(self, root):
         self.root = os.path.abspath(root)
+        self.made = set()  # directories known to exist: saves a stat per file written
 
     def path(self, rel):
         return os.path.join(self.root, rel)
 
+    def _makedirs(self, p):
+        if p not in self.made:
+            os.makedirs(p, exist_ok=True)
+            self.made.add(p)
+
     def mkdir(self, rel):
-        os.makedirs(self.path(rel), exist_ok=True)
+        self._makedirs(self.path(rel))
 
     def write(self, rel, value):
         p = self.path(rel)
-        os.makedirs(os.path.dirname(p), exist_ok=True)
+        self._makedirs(os.path.dirname(p))
         with open(p, "w") as f:
             f.write("%s\n" % value if value is not None else "")
 
     def link(self, rel, target_rel):
         """Symlink rel -> target_rel, written relative like the kernel's links."""
         p = self.path(rel)
-        os.makedirs(os.path.dirname(p), exist_ok=True)
+        self._makedirs(os.path.dirname(p))
         target = os.path.relpath(self.path(target_rel), os.path.dirname(p))
         if os.path.lexists(p):
             os.unlink(p)
@@ -408,7 +414,12 @@ def main():
     profile = args.profile or ("seed" if not args.pf and not args.scale else "none")
     specs = list(PROFILES[profile])
     for pf in args.pf:
-        specs = [s for s in specs if s[1] != pf[1]] + [pf]
+        # A replaced profile PF keeps its place, so it keeps its PCI address.
+        names = [s[1] for s in specs]
+        if pf[1] in names:
+            specs[names.index(pf[1])] = pf
+        else:
+            specs.append(pf)
     if args.scale:
         specs += args.scale
     rxe = PROFILE_RXE[profile] if args.rxe is None else [

@@ -53,7 +53,7 @@ static inline struct pf_info *fake_add_pf(struct inventory *inv, const char *pci
         for (int i = 0; i < num_vfs; i++) {
                 struct vf_info *vf = &pf->vfs[pf->n_vfs++];
                 *vf = (struct vf_info){ .vf_index = i, .numa_node = -1, .iommu_group = -1 };
-                snprintf(vf->pci_address, sizeof(vf->pci_address), "%.7s%02x.%d", pci,
+                snprintf(vf->pci_address, sizeof(vf->pci_address), "%.8s%02x.%d", pci,
                          (2 + i / 8) & 0xff, i % 8);
                 snprintf(vf->driver, sizeof(vf->driver), "%s", vf_driver ? vf_driver : "");
                 if (vf_driver && strcmp(vf_driver, "vfio-pci") != 0 && *vf_driver) {

@@ -1,0 +1,46 @@
+#include "host/discover-kernel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "host/devlink.h"
+#include "host/netlink-link.h"
+#include "host/rdma-verbs.h"
+#include "util/log.h"
+
+static void query_vf_vlans(struct pf_info *pf)
+{
+        const char *ifname = pf_netdev_name(pf);
+        struct netlink_vf_info *list = NULL;
+        size_t n = 0;
+
+        if (!ifname || pf->n_vfs == 0)
+                return;
+        int r = host_netlink_get_vf_list(ifname, &list, &n);
+        if (r < 0) {
+                log_pf(LOG_DEBUG, r, pf->pci_address, "VF VLANs of %s unknown", ifname);
+                return;
+        }
+        for (size_t i = 0; i < pf->n_vfs; i++)
+                for (size_t j = 0; j < n; j++)
+                        if (list[j].vf == pf->vfs[i].vf_index)
+                                pf->vfs[i].vlan = list[j].vlan;
+        free(list);
+}
+
+static void query_eswitch_mode(struct pf_info *pf)
+{
+        char mode[sizeof(pf->eswitch_mode)];
+
+        if (host_devlink_get_eswitch_mode(pf->pci_address, mode, sizeof(mode)) >= 0)
+                strcpy(pf->eswitch_mode, mode);
+}
+
+void discover_query_kernel(struct inventory *inv)
+{
+        for (size_t i = 0; i < inv->n_pfs; i++) {
+                query_vf_vlans(&inv->pfs[i]);
+                query_eswitch_mode(&inv->pfs[i]);
+        }
+        rdma_verbs_query_ports(inv);
+}
