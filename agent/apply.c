@@ -24,6 +24,11 @@ const struct apply_pf_result *apply_report_find(const struct apply_report *r, co
         return NULL;
 }
 
+bool action_is_pf_level(enum action_kind kind)
+{
+        return kind != ACTION_BIND_DRIVER && kind != ACTION_SET_VF_MTU;
+}
+
 size_t apply_report_n_failed(const struct apply_report *r)
 {
         size_t n = 0;
@@ -149,6 +154,7 @@ int apply_plan(const struct apply_options *opts, const struct plan *plan,
                 if (rr < 0) {
                         const char *hint = error_hint(a, rr);
                         pf->error = rr;
+                        pf->failed_kind = a->kind;
                         snprintf(pf->message, sizeof(pf->message), "PF %s: %s: %s%s%s", a->pf, line,
                                  strerror(-rr), hint ? ": " : "", hint ? hint : "");
                         log_ctx_msg(LOG_ERR, 0, &ctx, "%s", pf->message);

@@ -10,6 +10,7 @@ static const struct command commands[] = {
         { "discover", cmd_discover, "list SR-IOV PFs, VFs and RDMA devices of this node" },
         { "debug", cmd_debug, NULL }, /* hidden: single host operations for tests */
         { "plan", cmd_plan, "show the desired state and the actions, change nothing" },
+        { "run", cmd_run, "the node daemon: configure VFs and serve them to the kubelet" },
 };
 
 static void print_help(FILE *f)

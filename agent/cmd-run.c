@@ -1,0 +1,194 @@
+/* sriov-agent run: the node daemon. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "daemon.h"
+#include "util/fileio.h"
+#include "util/log.h"
+
+#define USEC_PER_SEC 1000000ULL
+
+static void print_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: sriov-agent run [OPTIONS]\n\n"
+                "Configure SR-IOV VFs from SriovNetworkNodePolicy objects and serve them to the\n"
+                "kubelet. Without an API server (standalone mode) policies are read from\n"
+                "--policy-dir and the node's labels from --node-labels; the directory is\n"
+                "watched and changes are applied.\n\n"
+                "Policies and node:\n"
+                "  --policy-dir DIR          read policies from *.yaml/*.yml/*.json files in DIR\n"
+                "  --node-labels K=V,...     the node's labels, matched against nodeSelector\n"
+                "  --node-name NAME          this node (default: $NODE_NAME)\n"
+                "Host:\n"
+                "  --sysfs-root DIR          sysfs to read and change (default: /sys)\n"
+                "  --state-dir DIR           records of what this agent configured, used to\n"
+                "                            restore PFs later (default: /var/lib/sriov-agent)\n"
+                "  --vf-timeout SEC          deadline for VFs to appear after a VF-count change\n"
+                "                            (default: 120)\n"
+                "  --dry-run                 plan and log the actions, change nothing\n"
+                "  --allow-disruption        apply changes that destroy or rebind VFs that\n"
+                "                            pods use (default: hold them back until free)\n"
+                "  --pod-resources-socket P  kubelet PodResources socket, to see which VFs\n"
+                "                            are in use (default:\n"
+                "                            /var/lib/kubelet/pod-resources/kubelet.sock)\n"
+                "Device plugin:\n"
+                "  --kubelet-dir DIR         kubelet device-plugin directory\n"
+                "                            (default: /var/lib/kubelet/device-plugins)\n"
+                "  --devinfo-dir DIR         device-info files for CNI\n"
+                "                            (default: /var/run/k8s.cni.cncf.io/devinfo/dp)\n"
+                "  --resource-prefix PREFIX  prefix of SR-IOV resources (default: openshift.io)\n"
+                "  --rdma-shared-config FILE whole-card RDMA pools (k8s-rdma-shared-dev-plugin\n"
+                "                            format)\n"
+                "Loop:\n"
+                "  --resync-interval SEC     periodic drift check (default: 30)\n"
+                "  --log-level LEVEL         err, warning, notice, info (default), debug\n"
+                "  -h, --help                show this help\n");
+}
+
+static int parse_seconds(const char *flag, const char *text, uint64_t *ret)
+{
+        int v;
+        if (parse_int(text, &v) < 0 || v <= 0) {
+                fprintf(stderr,
+                        "sriov-agent run: %s wants a positive number of seconds, not '%s'\n", flag,
+                        text);
+                return -1;
+        }
+        *ret = (uint64_t)v * USEC_PER_SEC;
+        return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+        enum {
+                OPT_POLICY_DIR = 256,
+                OPT_NODE_LABELS,
+                OPT_NODE_NAME,
+                OPT_SYSFS_ROOT,
+                OPT_STATE_DIR,
+                OPT_VF_TIMEOUT,
+                OPT_DRY_RUN,
+                OPT_KUBELET_DIR,
+                OPT_DEVINFO_DIR,
+                OPT_RESOURCE_PREFIX,
+                OPT_RDMA_SHARED_CONFIG,
+                OPT_RESYNC,
+                OPT_POD_RESOURCES,
+                OPT_ALLOW_DISRUPTION,
+                OPT_LOG_LEVEL,
+        };
+        static const struct option options[] = {
+                { "policy-dir", required_argument, NULL, OPT_POLICY_DIR },
+                { "node-labels", required_argument, NULL, OPT_NODE_LABELS },
+                { "node-name", required_argument, NULL, OPT_NODE_NAME },
+                { "sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT },
+                { "state-dir", required_argument, NULL, OPT_STATE_DIR },
+                { "vf-timeout", required_argument, NULL, OPT_VF_TIMEOUT },
+                { "dry-run", no_argument, NULL, OPT_DRY_RUN },
+                { "kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR },
+                { "devinfo-dir", required_argument, NULL, OPT_DEVINFO_DIR },
+                { "resource-prefix", required_argument, NULL, OPT_RESOURCE_PREFIX },
+                { "rdma-shared-config", required_argument, NULL, OPT_RDMA_SHARED_CONFIG },
+                { "resync-interval", required_argument, NULL, OPT_RESYNC },
+                { "pod-resources-socket", required_argument, NULL, OPT_POD_RESOURCES },
+                { "allow-disruption", no_argument, NULL, OPT_ALLOW_DISRUPTION },
+                { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        struct agent_config config = {
+                .node_name = getenv("NODE_NAME"),
+                .state_dir = "/var/lib/sriov-agent",
+                .resync_usec = 30 * USEC_PER_SEC,
+                .debounce_usec = 200 * 1000ULL,
+                .vf_timeout_usec = 120 * USEC_PER_SEC,
+                .pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock",
+        };
+        int level = LOG_INFO, c;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case OPT_POLICY_DIR:
+                        config.policy_dir = optarg;
+                        break;
+                case OPT_NODE_LABELS:
+                        config.node_labels = optarg;
+                        break;
+                case OPT_NODE_NAME:
+                        config.node_name = optarg;
+                        break;
+                case OPT_SYSFS_ROOT:
+                        config.sysfs_root = optarg;
+                        break;
+                case OPT_STATE_DIR:
+                        config.state_dir = optarg;
+                        break;
+                case OPT_VF_TIMEOUT:
+                        if (parse_seconds("--vf-timeout", optarg, &config.vf_timeout_usec) < 0)
+                                return 1;
+                        break;
+                case OPT_DRY_RUN:
+                        config.dry_run = true;
+                        break;
+                case OPT_KUBELET_DIR:
+                        config.kubelet_dir = optarg;
+                        break;
+                case OPT_DEVINFO_DIR:
+                        config.devinfo_dir = optarg;
+                        break;
+                case OPT_RESOURCE_PREFIX:
+                        config.resource_prefix = optarg;
+                        break;
+                case OPT_RDMA_SHARED_CONFIG:
+                        config.rdma_shared_config = optarg;
+                        break;
+                case OPT_RESYNC:
+                        if (parse_seconds("--resync-interval", optarg, &config.resync_usec) < 0)
+                                return 1;
+                        break;
+                case OPT_POD_RESOURCES:
+                        config.pod_resources_socket = optarg;
+                        break;
+                case OPT_ALLOW_DISRUPTION:
+                        config.allow_disruption = true;
+                        break;
+                case OPT_LOG_LEVEL:
+                        level = log_level_from_string(optarg);
+                        if (level < 0) {
+                                fprintf(stderr, "sriov-agent run: unknown --log-level '%s'\n",
+                                        optarg);
+                                return 1;
+                        }
+                        break;
+                case 'h':
+                        print_usage(stdout);
+                        return 0;
+                default:
+                        print_usage(stderr);
+                        return 1;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "sriov-agent run: unexpected argument '%s'\n", argv[optind]);
+                return 1;
+        }
+        if (!config.policy_dir) {
+                fprintf(stderr, "sriov-agent run: --policy-dir is required (the API-server mode "
+                                "is not available yet)\n");
+                return 1;
+        }
+        log_setup(LOG_TARGET_AUTO, level);
+
+        struct agent *agent = NULL;
+        int r = agent_new(&config, &agent);
+        if (r < 0)
+                return 1;
+        r = agent_run(agent);
+        agent_free(agent);
+        return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,37 @@
+/* The daemon: one sd-event loop that owns every piece of mutable state.
+ *
+ * Inputs (policy files or API watches, node labels, link events, a periodic timer) only mark
+ * the desired state dirty; a short debounce timer then runs one reconcile at a time:
+ * discover → select/merge policies → plan → apply → pools → status. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+struct agent_config {
+        const char *node_name;
+        const char *kubeconfig;
+        const char *namespace_;
+        const char *policy_dir;  /* standalone mode when set */
+        const char *node_labels; /* "k=v,k2=v2" in standalone mode */
+        const char *sysfs_root;
+        const char *kubelet_dir;
+        const char *state_dir;
+        const char *devinfo_dir;
+        const char *resource_prefix;
+        const char *rdma_shared_config;
+        const char *pod_resources_socket;
+        bool dry_run;
+        bool allow_disruption;
+        uint64_t resync_usec; /* periodic drift check */
+        uint64_t debounce_usec;
+        uint64_t vf_timeout_usec;
+};
+
+struct agent;
+
+int agent_new(const struct agent_config *config, struct agent **ret);
+/* Runs until SIGTERM/SIGINT; returns 0 or a negative errno. */
+int agent_run(struct agent *agent);
+struct agent *agent_free(struct agent *agent);

@@ -1,0 +1,336 @@
+#include "deviceplugin/allocate.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "util/fileio.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+void dp_container_allocation_done(struct dp_container_allocation *a)
+{
+        strv_free_n(a->env_keys, a->n_envs);
+        strv_free_n(a->env_values, a->n_envs);
+        free(a->specs);
+        *a = (struct dp_container_allocation){ 0 };
+}
+
+int dp_env_name(const struct dp_pool *pool, char *buf, size_t size)
+{
+        int n = snprintf(buf, size, "PCIDEVICE_%s_%s", pool->prefix, pool->name);
+        if (n < 0 || (size_t)n >= size)
+                return -ENAMETOOLONG;
+        for (char *c = buf; *c; c++) {
+                if (*c >= 'a' && *c <= 'z')
+                        *c = (char)(*c - 'a' + 'A');
+                else if (!((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
+                        *c = '_';
+        }
+        return 0;
+}
+
+static const char *char_device_of(const struct dp_device *d, const char *kind)
+{
+        size_t n = strlen(kind);
+        for (size_t i = 0; i < d->n_char_devices; i++) {
+                const char *base = strrchr(d->char_devices[i], '/');
+                base = base ? base + 1 : d->char_devices[i];
+                if (strncmp(base, kind, n) == 0 && base[n] >= '0' && base[n] <= '9')
+                        return d->char_devices[i];
+        }
+        return NULL;
+}
+
+static int json_set_str(json_t *obj, const char *key, const char *value)
+{
+        return json_object_set_new(obj, key, json_string(value)) == 0 ? 0 : -ENOMEM;
+}
+
+static json_t *device_info(const struct dp_pool *pool, const struct dp_device *d)
+{
+        json_t *info = json_object(), *o;
+        if (!info)
+                return NULL;
+        bool ok = (o = json_object()) && json_object_set_new(info, "generic", o) == 0 &&
+                  json_set_str(o, "deviceID", d->id) == 0;
+        if (ok && pool->device_type == DEVICE_TYPE_VFIO_PCI) {
+                char group[64];
+                snprintf(group, sizeof(group), "/dev/vfio/%d", d->iommu_group);
+                ok = (o = json_object()) && json_object_set_new(info, "vfio", o) == 0 &&
+                     json_set_str(o, "mount", "/dev/vfio/vfio") == 0 &&
+                     json_set_str(o, "dev-mount", group) == 0;
+        }
+        if (ok && pool->is_rdma) {
+                static const char *const kinds[] = { "uverbs", "umad", "issm" };
+                ok = (o = json_object()) && json_object_set_new(info, "rdma", o) == 0 &&
+                     json_set_str(o, "rdma_cm", "/dev/infiniband/rdma_cm") == 0 &&
+                     json_set_str(o, "rdma_dev", d->rdma_device) == 0;
+                for (size_t i = 0; ok && i < ELEMENTSOF(kinds); i++) {
+                        const char *path = char_device_of(d, kinds[i]);
+                        if (path)
+                                ok = json_set_str(o, kinds[i], path) == 0;
+                }
+        }
+        if (ok && pool->need_vhost_net)
+                ok = (o = json_object()) && json_object_set_new(info, "vhost", o) == 0 &&
+                     json_set_str(o, "net-mount", "/dev/vhost-net") == 0 &&
+                     json_set_str(o, "tun-mount", "/dev/net/tun") == 0;
+        if (!ok) {
+                json_decref(info);
+                return NULL;
+        }
+        return info;
+}
+
+char *dp_info_json(const struct dp_pool *pool, const struct dp_device *const *devs, size_t n)
+{
+        json_t *root = json_object();
+        if (!root)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                json_t *info = device_info(pool, devs[i]);
+                if (!info || json_object_set_new(root, devs[i]->id, info) != 0) {
+                        json_decref(root);
+                        return NULL;
+                }
+        }
+        char *s = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(root);
+        return s;
+}
+
+static int add_spec(struct dp_container_allocation *a, const char *host, const char *container)
+{
+        for (size_t i = 0; i < a->n_specs; i++)
+                if (strcmp(a->specs[i].host_path, host) == 0)
+                        return 0;
+        struct dp_device_spec *s = realloc(a->specs, (a->n_specs + 1) * sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        a->specs = s;
+        struct dp_device_spec *spec = &s[a->n_specs++];
+        *spec = (struct dp_device_spec){ .permissions = "rw" };
+        snprintf(spec->host_path, sizeof(spec->host_path), "%s", host);
+        snprintf(spec->container_path, sizeof(spec->container_path), "%s", container);
+        return 0;
+}
+
+static int add_env(struct dp_container_allocation *a, const char *key, const char *value)
+{
+        size_t n = a->n_envs;
+        int r = strv_push_dup(&a->env_keys, &n, key);
+        if (r < 0)
+                return r;
+        n = a->n_envs;
+        r = strv_push_dup(&a->env_values, &n, value);
+        if (r < 0) {
+                free(a->env_keys[a->n_envs]);
+                return r;
+        }
+        a->n_envs++;
+        return 0;
+}
+
+static int device_specs(const struct dp_pool *pool, const struct dp_device *d,
+                        struct dp_container_allocation *a)
+{
+        int r = 0;
+        if (pool->device_type == DEVICE_TYPE_VFIO_PCI) {
+                char group[64];
+                snprintf(group, sizeof(group), "/dev/vfio/%d", d->iommu_group);
+                r = add_spec(a, "/dev/vfio/vfio", "/dev/vfio/vfio");
+                if (r >= 0)
+                        r = add_spec(a, group, group);
+        }
+        if (r >= 0 && pool->is_rdma) {
+                for (size_t i = 0; r >= 0 && i < d->n_char_devices; i++)
+                        r = add_spec(a, d->char_devices[i], d->char_devices[i]);
+                if (r >= 0)
+                        r = add_spec(a, "/dev/infiniband/rdma_cm", "/dev/infiniband/rdma_cm");
+        }
+        if (r >= 0 && pool->need_vhost_net) {
+                r = add_spec(a, "/dev/vhost-net", "/dev/vhost-net");
+                if (r >= 0)
+                        r = add_spec(a, "/dev/net/tun", "/dev/net/tun");
+        }
+        return r;
+}
+
+static int allocate_sriov(const struct dp_pool *pool, const struct dp_device *const *devs, size_t n,
+                          struct dp_container_allocation *a)
+{
+        size_t len = 1;
+        for (size_t i = 0; i < n; i++)
+                len += strlen(devs[i]->id) + 1;
+        _cleanup_free_ char *list = calloc(1, len);
+        if (!list)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (i > 0)
+                        strcat(list, ",");
+                strcat(list, devs[i]->id);
+                int r = device_specs(pool, devs[i], a);
+                if (r < 0)
+                        return r;
+        }
+        char key[DP_RESOURCE_MAX + 32], info_key[DP_RESOURCE_MAX + 40];
+        int r = dp_env_name(pool, key, sizeof(key));
+        if (r < 0)
+                return r;
+        snprintf(info_key, sizeof(info_key), "%s_INFO", key);
+        _cleanup_free_ char *info = dp_info_json(pool, devs, n);
+        if (!info)
+                return -ENOMEM;
+        r = add_env(a, key, list);
+        if (r < 0)
+                return r;
+        return add_env(a, info_key, info);
+}
+
+int dp_allocate_container(const struct dp_pool *pool, char *const *ids, size_t n_ids,
+                          struct dp_container_allocation *ret, struct grpc_status *st)
+{
+        struct dp_container_allocation a = { 0 };
+        _cleanup_free_ const struct dp_device **devs = calloc(n_ids ?: 1, sizeof(*devs));
+        if (!devs)
+                return grpc_fail(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        for (size_t i = 0; i < n_ids; i++) {
+                devs[i] = dp_pool_find_device(pool, ids[i]);
+                if (!devs[i])
+                        return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT,
+                                         "unknown device ID \"%.64s\" for resource %s", ids[i],
+                                         pool->resource);
+                if (!devs[i]->healthy)
+                        return grpc_fail(st, GRPC_STATUS_FAILED_PRECONDITION,
+                                         "device %s of resource %s is unhealthy", ids[i],
+                                         pool->resource);
+        }
+        int r = 0;
+        if (pool->kind == DP_POOL_RDMA_SHARED) {
+                for (size_t i = 0; r >= 0 && i < pool->n_shared_char_devices; i++)
+                        r = add_spec(&a, pool->shared_char_devices[i],
+                                     pool->shared_char_devices[i]);
+        } else if (n_ids > 0)
+                r = allocate_sriov(pool, devs, n_ids, &a);
+        if (r < 0) {
+                dp_container_allocation_done(&a);
+                return grpc_fail(st, GRPC_STATUS_INTERNAL, "cannot build the allocation: %s",
+                                 strerror(-r));
+        }
+        *ret = a;
+        return GRPC_STATUS_OK;
+}
+
+static void resource_file_prefix(const char *resource, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s", resource);
+        for (char *c = buf; *c; c++)
+                if (*c == '/')
+                        *c = '-';
+}
+
+int dp_devinfo_path(const char *dir, const char *resource, const char *id, char *buf, size_t size)
+{
+        char res[DP_RESOURCE_MAX + 1];
+        resource_file_prefix(resource, res, sizeof(res));
+        if (strchr(id, '/') || strstr(id, ".."))
+                return -EINVAL;
+        return path_printf(buf, size, "%s/%s-%s-device.json", dir, res, id);
+}
+
+char *dp_devinfo_json(const struct dp_pool *pool, const struct dp_device *dev)
+{
+        json_t *root = json_pack("{s:s, s:s, s:{s:s}}", "type", "pci", "version", "1.1.0", "pci",
+                                 "pci-address", dev->id);
+        if (!root)
+                return NULL;
+        if (pool->is_rdma && dev->rdma_device[0])
+                json_object_set_new(json_object_get(root, "pci"), "rdma-device",
+                                    json_string(dev->rdma_device));
+        char *s = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(root);
+        return s;
+}
+
+static int mkdir_p(const char *dir)
+{
+        char buf[4096];
+        if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
+                return -ENAMETOOLONG;
+        for (char *p = buf + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = 0;
+                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                        return negative_errno();
+                *p = '/';
+        }
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                return negative_errno();
+        return 0;
+}
+
+int dp_devinfo_write(const char *dir, const struct dp_pool *pool, const struct dp_device *dev)
+{
+        char path[4096];
+        int r = dp_devinfo_path(dir, pool->resource, dev->id, path, sizeof(path));
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *json = dp_devinfo_json(pool, dev);
+        if (!json)
+                return -ENOMEM;
+        r = mkdir_p(dir);
+        if (r < 0)
+                return log_ctx_msg(LOG_WARNING, r,
+                                   &(const struct log_ctx){ .resource = pool->resource },
+                                   "cannot create device-info directory %s: %m", dir);
+        r = write_file_atomic(path, json, strlen(json), 0644);
+        if (r < 0)
+                return log_ctx_msg(
+                    LOG_WARNING, r,
+                    &(const struct log_ctx){ .resource = pool->resource, .vf = dev->id },
+                    "cannot write device-info file %s: %m", path);
+        return 0;
+}
+
+int dp_devinfo_remove(const char *dir, const char *resource, const char *id)
+{
+        char path[4096];
+        int r = dp_devinfo_path(dir, resource, id, path, sizeof(path));
+        if (r < 0)
+                return r;
+        if (unlink(path) < 0 && errno != ENOENT)
+                return negative_errno();
+        return 0;
+}
+
+int dp_devinfo_remove_all(const char *dir, const char *resource)
+{
+        char prefix[DP_RESOURCE_MAX + 2];
+        resource_file_prefix(resource, prefix, sizeof(prefix) - 1);
+        strcat(prefix, "-");
+        DIR *d = opendir(dir);
+        if (!d)
+                return errno == ENOENT ? 0 : negative_errno();
+        size_t plen = strlen(prefix);
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                size_t n = strlen(de->d_name);
+                if (strncmp(de->d_name, prefix, plen) != 0 || n < plen + 12 ||
+                    strcmp(de->d_name + n - 12, "-device.json") != 0)
+                        continue;
+                /* The ID part must not contain '-' so that "res-a" does not eat "res-a-b"'s. */
+                if (memchr(de->d_name + plen, '-', n - plen - 12))
+                        continue;
+                (void)unlinkat(dirfd(d), de->d_name, 0);
+        }
+        closedir(d);
+        return 0;
+}

@@ -1,0 +1,53 @@
+/* What a container gets for a set of device IDs of one pool (the Allocate answer), in plain C.
+ *
+ * SR-IOV pools: env PCIDEVICE_<PREFIX>_<NAME> = comma-joined PCI addresses and
+ * PCIDEVICE_<PREFIX>_<NAME>_INFO = {"<pci>": {"generic": {"deviceID": ...}, "vfio": {...},
+ * "rdma": {...}, "vhost": {...}}} as the SR-IOV network device plugin writes it; device specs
+ * (permissions "rw", deduplicated by host path): vfio /dev/vfio/vfio + /dev/vfio/<group>, RDMA the
+ * VF's char devices + /dev/infiniband/rdma_cm, needVhostNet /dev/vhost-net + /dev/net/tun.
+ * Whole-card RDMA pools: the shared char devices of every selected card, no env.
+ * Unknown IDs are INVALID_ARGUMENT, unhealthy ones FAILED_PRECONDITION. Also the device-info
+ * files (device-info-spec 1.1.0) written per allocated device. */
+#pragma once
+
+#include <stddef.h>
+
+#include "deviceplugin/grpc-status.h"
+#include "deviceplugin/pool.h"
+
+#define DP_DEVINFO_DIR_DEFAULT "/var/run/k8s.cni.cncf.io/devinfo/dp"
+
+struct dp_device_spec {
+        char container_path[128];
+        char host_path[128];
+        char permissions[4];
+};
+
+struct dp_container_allocation {
+        char **env_keys, **env_values;
+        size_t n_envs;
+        struct dp_device_spec *specs;
+        size_t n_specs;
+};
+
+void dp_container_allocation_done(struct dp_container_allocation *a);
+
+/* "PCIDEVICE_" + upper-cased "<prefix>_<name>" with every character outside [A-Z0-9_] made '_'. */
+int dp_env_name(const struct dp_pool *pool, char *buf, size_t size);
+
+/* The _INFO JSON for the given devices (compact, keys sorted); NULL on allocation failure. */
+char *dp_info_json(const struct dp_pool *pool, const struct dp_device *const *devs, size_t n);
+
+/* Returns a gRPC status code; st->message names the bad ID. */
+int dp_allocate_container(const struct dp_pool *pool, char *const *ids, size_t n_ids,
+                          struct dp_container_allocation *ret, struct grpc_status *st);
+
+/* <dir>/<resource with '/' → '-'>-<id>-device.json */
+int dp_devinfo_path(const char *dir, const char *resource, const char *id, char *buf, size_t size);
+/* The device-info file content for an SR-IOV device ({"type":"pci","version":"1.1.0",...}). */
+char *dp_devinfo_json(const struct dp_pool *pool, const struct dp_device *dev);
+int dp_devinfo_write(const char *dir, const struct dp_pool *pool, const struct dp_device *dev);
+/* Removes the file of one device; a missing file is fine. */
+int dp_devinfo_remove(const char *dir, const char *resource, const char *id);
+/* Removes every device-info file of a resource (stale ones from an earlier run). */
+int dp_devinfo_remove_all(const char *dir, const char *resource);

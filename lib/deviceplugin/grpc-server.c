@@ -1,0 +1,532 @@
+#include "deviceplugin/grpc-server.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "deviceplugin/grpc-conn.h"
+#include "deviceplugin/grpc-frame.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+#define MAX_CONNECTIONS      64
+#define MAX_STREAMS_PER_CONN 100
+#define MAX_PATH_HEADER      256
+#define MAX_QUEUED_OUTPUT    (16u * 1024u * 1024u)
+
+struct server_conn;
+
+struct grpc_call {
+        struct server_conn *sc;
+        int32_t stream_id;
+        char path[MAX_PATH_HEADER];
+        bool content_type_ok;
+        bool dispatched; /* request handled; further request data is ignored */
+        bool responded;  /* response headers submitted */
+        bool finishing;  /* trailers go out once the queue is empty */
+        bool deferred;   /* data provider returned DEFERRED */
+        int final_code;
+        char *final_message;
+        struct grpc_frame_reader reader;
+        uint8_t *out;
+        size_t out_size, out_off;
+        grpc_call_closed_handler closed;
+        void *closed_userdata;
+        struct grpc_call *prev, *next;
+};
+
+struct server_conn {
+        struct grpc_conn conn;
+        struct grpc_server *server;
+        struct grpc_call *calls;
+        struct server_conn *prev, *next;
+};
+
+struct grpc_server {
+        sd_event *event;
+        int listen_fd;
+        sd_event_source *accept_source;
+        char *socket_path;
+        dev_t socket_dev;
+        ino_t socket_ino;
+        const struct grpc_method *methods;
+        size_t n_methods;
+        void *userdata;
+        struct server_conn *conns;
+        size_t n_conns;
+};
+
+static void call_free(struct grpc_call *call)
+{
+        struct server_conn *sc = call->sc;
+        if (call->prev)
+                call->prev->next = call->next;
+        else
+                sc->calls = call->next;
+        if (call->next)
+                call->next->prev = call->prev;
+        grpc_frame_reader_done(&call->reader);
+        free(call->out);
+        free(call->final_message);
+        free(call);
+}
+
+/* The stream is gone: tell the owner, then forget it. */
+static void call_closed(struct grpc_call *call)
+{
+        if (call->closed) {
+                grpc_call_closed_handler fn = call->closed;
+                call->closed = NULL;
+                fn(call, call->closed_userdata);
+        }
+        call_free(call);
+}
+
+static void server_conn_free(struct server_conn *sc)
+{
+        struct grpc_server *s = sc->server;
+        grpc_conn_done(&sc->conn); /* nghttp2_session_del reports no stream closes: do it here */
+        while (sc->calls)
+                call_closed(sc->calls);
+        if (sc->prev)
+                sc->prev->next = sc->next;
+        else
+                s->conns = sc->next;
+        if (sc->next)
+                sc->next->prev = sc->prev;
+        s->n_conns--;
+        free(sc);
+}
+
+static void on_conn_dead(struct grpc_conn *conn, void *userdata)
+{
+        server_conn_free(userdata);
+}
+
+#define NV(n, v)                                                                                   \
+        {                                                                                          \
+                (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE     \
+        }
+
+static ssize_t data_read(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
+                         uint32_t *data_flags, nghttp2_data_source *source, void *user_data)
+{
+        struct grpc_call *call = source->ptr;
+        size_t avail = call->out_size - call->out_off;
+
+        if (avail == 0) {
+                if (!call->finishing) {
+                        call->deferred = true;
+                        return NGHTTP2_ERR_DEFERRED;
+                }
+                char code[16];
+                snprintf(code, sizeof(code), "%d", call->final_code);
+                _cleanup_free_ char *msg = grpc_percent_encode(call->final_message ?: "");
+                nghttp2_nv trailers[] = {
+                        NV("grpc-status", code),
+                        NV("grpc-message", msg ?: ""),
+                };
+                *data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+                if (nghttp2_submit_trailer(session, stream_id, trailers, msg && *msg ? 2 : 1) != 0)
+                        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+                return 0;
+        }
+        size_t n = avail < length ? avail : length;
+        memcpy(buf, call->out + call->out_off, n);
+        call->out_off += n;
+        if (call->out_off == call->out_size)
+                call->out_off = call->out_size = 0;
+        return (ssize_t)n;
+}
+
+static int call_submit_headers(struct grpc_call *call)
+{
+        nghttp2_nv hdrs[] = {
+                NV(":status", "200"),
+                NV("content-type", "application/grpc"),
+        };
+        nghttp2_data_provider prd = { .source.ptr = call, .read_callback = data_read };
+        int r = nghttp2_submit_response(call->sc->conn.session, call->stream_id, hdrs,
+                                        ELEMENTSOF(hdrs), &prd);
+        if (r != 0)
+                return -EPROTO;
+        call->responded = true;
+        return 0;
+}
+
+static int call_wake(struct grpc_call *call)
+{
+        if (call->deferred) {
+                call->deferred = false;
+                if (nghttp2_session_resume_data(call->sc->conn.session, call->stream_id) != 0)
+                        return -EPROTO;
+        }
+        return grpc_conn_flush(&call->sc->conn);
+}
+
+int grpc_call_send(struct grpc_call *call, const uint8_t *msg, size_t len)
+{
+        if (call->finishing)
+                return -EALREADY;
+        if (call->out_size - call->out_off + len > MAX_QUEUED_OUTPUT) {
+                /* The client stopped reading: drop the call rather than grow without bound. */
+                nghttp2_submit_rst_stream(call->sc->conn.session, NGHTTP2_FLAG_NONE,
+                                          call->stream_id, NGHTTP2_CANCEL);
+                (void)grpc_conn_flush(&call->sc->conn);
+                return -ENOBUFS;
+        }
+        _cleanup_free_ uint8_t *framed = NULL;
+        size_t n;
+        int r = grpc_frame_encode(msg, len, &framed, &n);
+        if (r < 0)
+                return r;
+        uint8_t *b = realloc(call->out, call->out_size + n);
+        if (!b)
+                return -ENOMEM;
+        call->out = b;
+        memcpy(call->out + call->out_size, framed, n);
+        call->out_size += n;
+        if (!call->responded) {
+                r = call_submit_headers(call);
+                if (r < 0)
+                        return r;
+                return grpc_conn_flush(&call->sc->conn);
+        }
+        return call_wake(call);
+}
+
+int grpc_call_finish(struct grpc_call *call, int code, const char *message)
+{
+        if (call->finishing)
+                return -EALREADY;
+        call->finishing = true;
+        call->final_code = code;
+        call->final_message = strdup(message ?: "");
+        if (!call->final_message)
+                return -ENOMEM;
+        if (call->responded)
+                return call_wake(call);
+
+        /* Trailers-only: one HEADERS frame carrying the status, ending the stream. */
+        char code_str[16];
+        snprintf(code_str, sizeof(code_str), "%d", code);
+        _cleanup_free_ char *msg = grpc_percent_encode(call->final_message);
+        if (!msg)
+                return -ENOMEM;
+        nghttp2_nv hdrs[] = {
+                NV(":status", "200"),
+                NV("content-type", "application/grpc"),
+                NV("grpc-status", code_str),
+                NV("grpc-message", msg),
+        };
+        call->responded = true;
+        if (nghttp2_submit_response(call->sc->conn.session, call->stream_id, hdrs, *msg ? 4 : 3,
+                                    NULL) != 0)
+                return -EPROTO;
+        return grpc_conn_flush(&call->sc->conn);
+}
+
+void grpc_call_set_closed_handler(struct grpc_call *call, grpc_call_closed_handler fn,
+                                  void *userdata)
+{
+        call->closed = fn;
+        call->closed_userdata = userdata;
+}
+
+static const struct grpc_method *find_method(const struct grpc_server *s, const char *path)
+{
+        for (size_t i = 0; i < s->n_methods; i++)
+                if (strcmp(s->methods[i].path, path) == 0)
+                        return &s->methods[i];
+        return NULL;
+}
+
+static void call_fail(struct grpc_call *call, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void call_fail(struct grpc_call *call, int code, const char *fmt, ...)
+{
+        char msg[GRPC_STATUS_MESSAGE_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        call->dispatched = true;
+        log_debug("grpc: %s: %s: %s", call->path, grpc_status_to_string(code), msg);
+        (void)grpc_call_finish(call, code, msg);
+}
+
+static void call_dispatch(struct grpc_call *call)
+{
+        struct grpc_server *s = call->sc->server;
+        _cleanup_free_ uint8_t *req = NULL;
+        size_t len = 0;
+
+        const struct grpc_method *m = find_method(s, call->path);
+        if (!m)
+                return call_fail(call, GRPC_STATUS_UNIMPLEMENTED, "unknown method %s", call->path);
+        if (!call->content_type_ok)
+                return call_fail(call, GRPC_STATUS_INTERNAL,
+                                 "content-type must be application/grpc");
+        int r = grpc_frame_reader_next(&call->reader, &req, &len);
+        if (r < 0 || r == 0 || grpc_frame_reader_has_partial(&call->reader))
+                return call_fail(call, GRPC_STATUS_INTERNAL,
+                                 "expected exactly one request message");
+        call->dispatched = true;
+
+        struct grpc_status st = { .code = GRPC_STATUS_OK };
+        if (m->unary) {
+                _cleanup_free_ uint8_t *resp = NULL;
+                size_t resp_len = 0;
+                int code = m->unary(s->userdata, req, len, &resp, &resp_len, &st);
+                if (code != GRPC_STATUS_OK) {
+                        call_fail(call, code, "%s", st.message);
+                        return;
+                }
+                if (grpc_call_send(call, resp, resp_len) < 0)
+                        return;
+                (void)grpc_call_finish(call, GRPC_STATUS_OK, NULL);
+                return;
+        }
+        int code = m->stream(s->userdata, call, req, len, &st);
+        if (code != GRPC_STATUS_OK)
+                call_fail(call, code, "%s", st.message);
+}
+
+static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
+{
+        struct server_conn *sc = user_data;
+        if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+                return 0;
+        struct grpc_call *call = calloc(1, sizeof(*call));
+        if (!call)
+                return NGHTTP2_ERR_CALLBACK_FAILURE;
+        call->sc = sc;
+        call->stream_id = frame->hd.stream_id;
+        grpc_frame_reader_init(&call->reader, GRPC_MESSAGE_MAX_DEFAULT);
+        call->next = sc->calls;
+        if (sc->calls)
+                sc->calls->prev = call;
+        sc->calls = call;
+        nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, call);
+        return 0;
+}
+
+static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *user_data)
+{
+        if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+                return 0;
+        struct grpc_call *call = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+        if (!call)
+                return 0;
+        if (namelen == 5 && memcmp(name, ":path", 5) == 0) {
+                size_t n = valuelen < sizeof(call->path) - 1 ? valuelen : sizeof(call->path) - 1;
+                memcpy(call->path, value, n);
+                call->path[n] = 0;
+        } else if (namelen == 12 && memcmp(name, "content-type", 12) == 0) {
+                call->content_type_ok = valuelen >= 16 &&
+                                        memcmp(value, "application/grpc", 16) == 0 &&
+                                        (valuelen == 16 || value[16] == '+' || value[16] == ';');
+        }
+        return 0;
+}
+
+static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream_id,
+                         const uint8_t *data, size_t len, void *user_data)
+{
+        struct grpc_call *call = nghttp2_session_get_stream_user_data(session, stream_id);
+        if (!call || call->dispatched)
+                return 0;
+        int r = grpc_frame_reader_feed(&call->reader, data, len);
+        if (r == -EMSGSIZE)
+                call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                          "request message larger than %zu bytes", call->reader.max_message);
+        else if (r == -EPROTO)
+                call_fail(call, GRPC_STATUS_UNIMPLEMENTED, "compressed messages not supported");
+        else if (r < 0)
+                call_fail(call, GRPC_STATUS_INTERNAL, "malformed request framing");
+        return 0;
+}
+
+static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
+{
+        if (frame->hd.type != NGHTTP2_DATA && frame->hd.type != NGHTTP2_HEADERS)
+                return 0;
+        if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+                return 0;
+        struct grpc_call *call = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+        if (call && !call->dispatched)
+                call_dispatch(call);
+        return 0;
+}
+
+static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
+                           void *user_data)
+{
+        struct grpc_call *call = nghttp2_session_get_stream_user_data(session, stream_id);
+        if (!call)
+                return 0;
+        nghttp2_session_set_stream_user_data(session, stream_id, NULL);
+        call_closed(call);
+        return 0;
+}
+
+static int server_session_new(struct server_conn *sc, nghttp2_session **ret)
+{
+        nghttp2_session_callbacks *cbs;
+        if (nghttp2_session_callbacks_new(&cbs) != 0)
+                return -ENOMEM;
+        nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+        nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+        int r = nghttp2_session_server_new(ret, cbs, sc);
+        nghttp2_session_callbacks_del(cbs);
+        if (r != 0)
+                return -ENOMEM;
+        nghttp2_settings_entry settings[] = {
+                { NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, MAX_STREAMS_PER_CONN },
+        };
+        if (nghttp2_submit_settings(*ret, NGHTTP2_FLAG_NONE, settings, ELEMENTSOF(settings)) != 0) {
+                nghttp2_session_del(*ret);
+                return -EPROTO;
+        }
+        return 0;
+}
+
+static int on_accept(sd_event_source *source, int fd, uint32_t revents, void *userdata)
+{
+        struct grpc_server *s = userdata;
+        for (;;) {
+                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (cfd < 0) {
+                        if (errno != EAGAIN && errno != EINTR)
+                                log_warning_errno(errno, "grpc: accept on %s failed: %m",
+                                                  s->socket_path);
+                        return 0;
+                }
+                if (s->n_conns >= MAX_CONNECTIONS) {
+                        log_warning("grpc: %s: too many connections, refusing one", s->socket_path);
+                        close(cfd);
+                        continue;
+                }
+                struct server_conn *sc = calloc(1, sizeof(*sc));
+                nghttp2_session *session = NULL;
+                if (!sc || server_session_new(sc, &session) < 0) {
+                        free(sc);
+                        close(cfd);
+                        continue;
+                }
+                sc->server = s;
+                if (grpc_conn_init(&sc->conn, s->event, cfd, session, on_conn_dead, sc) < 0) {
+                        free(sc);
+                        continue;
+                }
+                sc->next = s->conns;
+                if (s->conns)
+                        s->conns->prev = sc;
+                s->conns = sc;
+                s->n_conns++;
+                (void)grpc_conn_flush(&sc->conn);
+        }
+}
+
+int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_method *methods,
+                    size_t n_methods, void *userdata, struct grpc_server **ret)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(socket_path) >= sizeof(sa.sun_path))
+                return log_error_errno(ENAMETOOLONG, "grpc: socket path too long: %s", socket_path);
+        strcpy(sa.sun_path, socket_path);
+
+        struct grpc_server *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        *s = (struct grpc_server){ .event = sd_event_ref(event),
+                                   .listen_fd = -1,
+                                   .methods = methods,
+                                   .n_methods = n_methods,
+                                   .userdata = userdata,
+                                   .socket_path = strdup(socket_path) };
+        int r = -ENOMEM;
+        if (!s->socket_path)
+                goto fail;
+        s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (s->listen_fd < 0) {
+                r = negative_errno();
+                goto fail;
+        }
+        (void)unlink(socket_path);
+        if (bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            listen(s->listen_fd, SOMAXCONN) < 0) {
+                r = log_error_errno(errno, "grpc: cannot listen on %s: %m", socket_path);
+                goto fail;
+        }
+        struct stat st;
+        if (stat(socket_path, &st) == 0) {
+                s->socket_dev = st.st_dev;
+                s->socket_ino = st.st_ino;
+        }
+        r = sd_event_add_io(event, &s->accept_source, s->listen_fd, EPOLLIN, on_accept, s);
+        if (r < 0)
+                goto fail;
+        *ret = s;
+        return 0;
+fail:
+        grpc_server_free(s);
+        return r;
+}
+
+struct grpc_server *grpc_server_free(struct grpc_server *s)
+{
+        if (!s)
+                return NULL;
+        for (struct server_conn *sc = s->conns; sc; sc = sc->next) {
+                /* Writing may close streams and free their calls: queue everything first. */
+                sc->conn.hold = true;
+                for (struct grpc_call *call = sc->calls; call; call = call->next)
+                        if (call->dispatched && !call->finishing)
+                                (void)grpc_call_finish(call, GRPC_STATUS_UNAVAILABLE,
+                                                       "device plugin shutting down");
+                sc->conn.hold = false;
+                if (!sc->conn.dead) {
+                        nghttp2_submit_goaway(
+                            sc->conn.session, NGHTTP2_FLAG_NONE,
+                            nghttp2_session_get_last_proc_stream_id(sc->conn.session),
+                            NGHTTP2_NO_ERROR, NULL, 0);
+                        (void)grpc_conn_flush(&sc->conn);
+                }
+        }
+        while (s->conns)
+                server_conn_free(s->conns);
+        s->accept_source = sd_event_source_disable_unref(s->accept_source);
+        if (s->listen_fd >= 0)
+                close(s->listen_fd);
+        /* Only remove the socket file if it is still the one we bound (a restarted kubelet may
+         * have deleted it, and a new instance may have taken the name). */
+        struct stat st;
+        if (s->socket_path && s->socket_ino != 0 && stat(s->socket_path, &st) == 0 &&
+            st.st_dev == s->socket_dev && st.st_ino == s->socket_ino)
+                (void)unlink(s->socket_path);
+        free(s->socket_path);
+        sd_event_unref(s->event);
+        free(s);
+        return NULL;
+}
+
+size_t grpc_server_n_connections(const struct grpc_server *s)
+{
+        return s->n_conns;
+}

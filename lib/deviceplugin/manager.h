@@ -1,0 +1,38 @@
+/* The embedded device plugin as the agent uses it: every pool served by its own plugin.
+ *
+ *   dp_manager_new(event, &opts, &m);          // watches the kubelet directory
+ *   dp_manager_set_pools(m, &pools);           // any time: new/changed/gone resources
+ *   dp_manager_shutdown(m); dp_manager_free(m); // devices Unhealthy first, then GOAWAY
+ *
+ * set_pools() diffs by resource name: new resources get a plugin (socket + Register), gone ones
+ * are stopped (socket and device-info files removed), changed ones push the new list to
+ * ListAndWatch at once. Kubelet restarts are noticed with inotify on the kubelet directory
+ * (our socket removed, kubelet.sock created) plus a 5 s safety check, and answered by serving
+ * the socket anew and registering again. Everything runs on the caller's sd-event loop. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <systemd/sd-event.h>
+
+#include "deviceplugin/plugin.h"
+#include "deviceplugin/pool.h"
+
+struct dp_manager;
+
+struct dp_manager_options {
+        const char *kubelet_dir; /* NULL = /var/lib/kubelet/device-plugins */
+        const char *devinfo_dir; /* NULL = /var/run/k8s.cni.cncf.io/devinfo/dp */
+};
+
+int dp_manager_new(sd_event *event, const struct dp_manager_options *opts, struct dp_manager **ret);
+/* Pools are copied. Returns 0, or the first error (other resources are still applied). */
+int dp_manager_set_pools(struct dp_manager *m, const struct dp_pool_set *pools);
+/* Reports every device Unhealthy on the open ListAndWatch streams and stops every plugin. */
+void dp_manager_shutdown(struct dp_manager *m);
+struct dp_manager *dp_manager_free(struct dp_manager *m);
+
+size_t dp_manager_n_plugins(const struct dp_manager *m);
+struct dp_plugin *dp_manager_plugin(const struct dp_manager *m, size_t i);
+bool dp_manager_all_registered(const struct dp_manager *m);

@@ -1,0 +1,43 @@
+/* PodResources API v1 client: which device IDs the kubelet has given to running pods.
+ *
+ * List() on the kubelet's pod-resources socket (default
+ * /var/lib/kubelet/pod-resources/kubelet.sock), reduced to "in use" sets per resource name.
+ * The planner uses it to refuse disruptive changes to VFs that pods hold. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "deviceplugin/grpc-status.h"
+
+#define DP_PODRESOURCES_SOCKET_DEFAULT "/var/lib/kubelet/pod-resources/kubelet.sock"
+
+struct dp_resource_usage {
+        char *resource; /* "openshift.io/sriov_net" */
+        char **ids;     /* distinct device IDs, in the order first seen */
+        size_t n_ids;
+};
+
+struct dp_usage {
+        struct dp_resource_usage *resources;
+        size_t n_resources;
+};
+
+void dp_usage_done(struct dp_usage *u);
+const struct dp_resource_usage *dp_usage_find(const struct dp_usage *u, const char *resource);
+/* True when the device ID of that resource is held by some pod. */
+int dp_usage_in_use(const struct dp_usage *u, const char *resource, const char *id);
+
+/* Decodes a packed ListPodResourcesResponse. -EBADMSG when it does not parse. */
+int dp_usage_from_list_response(const uint8_t *data, size_t len, struct dp_usage *ret);
+
+typedef void (*dp_usage_done_fn)(void *userdata, int error, const struct dp_usage *usage);
+
+/* Asynchronous List on the caller's loop; done gets 0 and the usage, or a negative errno
+ * (-ECONNREFUSED/-ENOENT: kubelet not there, -EPROTO: gRPC error, logged). */
+int dp_podresources_list(sd_event *event, const char *socket_path, uint64_t timeout_usec,
+                         dp_usage_done_fn done, void *userdata);
+/* Blocking form for CLI tools and tests. */
+int dp_podresources_list_sync(const char *socket_path, uint64_t timeout_usec, struct dp_usage *ret);

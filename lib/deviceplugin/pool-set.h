@@ -1,0 +1,12 @@
+/* Every pool the agent serves, in one call: SR-IOV pools from the desired state plus the
+ * whole-card RDMA pools of an optional k8s-rdma-shared-dev-plugin config. A resource name that
+ * both produce is an error (-EEXIST, logged) and nothing is returned. */
+#pragma once
+
+#include "deviceplugin/pool.h"
+#include "deviceplugin/rdma-shared-config.h"
+
+/* prefix NULL = "openshift.io"; rdma NULL = no whole-card pools. */
+int dp_pools_build(const struct desired_state *desired, const struct inventory *inv,
+                   const char *prefix, const struct rdma_shared_config *rdma,
+                   struct dp_pool_set *ret);

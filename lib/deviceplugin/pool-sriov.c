@@ -1,0 +1,190 @@
+/* SR-IOV pools from the desired state and the observed inventory (see pool.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "deviceplugin/pool.h"
+#include "util/log.h"
+
+/* Why a VF is not (yet) a usable device of its group; NULL when it is ready. */
+static const char *vf_not_ready_reason(const struct vf_group *g, const struct vf_info *vf)
+{
+        bool vfio = strcmp(vf->driver, "vfio-pci") == 0;
+        if (g->device_type == DEVICE_TYPE_VFIO_PCI) {
+                if (!vfio)
+                        return "not bound to vfio-pci";
+                if (vf->iommu_group < 0)
+                        return "no IOMMU group";
+        } else {
+                if (vf->driver[0] == 0)
+                        return "no driver bound";
+                if (vfio)
+                        return "bound to vfio-pci but the group wants netdevice";
+                if (vf->n_netdevs == 0)
+                        return "no netdev";
+        }
+        if (g->is_rdma && vf->n_rdma == 0)
+                return "no RDMA device";
+        return NULL;
+}
+
+static bool pf_link_down(const struct pf_info *pf)
+{
+        for (size_t i = 0; i < pf->n_netdevs; i++)
+                if (strcmp(pf->netdevs[i].operstate, "down") == 0)
+                        return true;
+        return false;
+}
+
+/* "uverbs0" or "/dev/infiniband/uverbs0" → the host path; rdma_cm is added per pool. */
+static int add_char_devices(struct dp_device *d, const struct rdma_device *rd)
+{
+        for (size_t i = 0; i < rd->n_char_devices; i++) {
+                const char *c = rd->char_devices[i];
+                const char *base = strrchr(c, '/') ? strrchr(c, '/') + 1 : c;
+                if (strcmp(base, "rdma_cm") == 0 || base[0] == 0)
+                        continue;
+                char path[128];
+                if (c[0] == '/')
+                        snprintf(path, sizeof(path), "%s", c);
+                else
+                        snprintf(path, sizeof(path), "/dev/infiniband/%s", c);
+                if (strv_contains(d->char_devices, d->n_char_devices, path))
+                        continue;
+                int r = strv_push_dup(&d->char_devices, &d->n_char_devices, path);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int pool_add_device(struct dp_pool *pool, const struct vf_group *g, const struct pf_info *pf,
+                           const struct vf_info *vf)
+{
+        struct dp_device *devs = realloc(pool->devices, (pool->n_devices + 1) * sizeof(*devs));
+        if (!devs)
+                return -ENOMEM;
+        pool->devices = devs;
+        struct dp_device *d = &devs[pool->n_devices++];
+        *d = (struct dp_device){
+                .healthy = !pf_link_down(pf),
+                .numa_node = g->exclude_topology || vf->numa_node < 0 ? -1 : vf->numa_node,
+                .iommu_group = vf->iommu_group,
+        };
+        snprintf(d->id, sizeof(d->id), "%s", vf->pci_address);
+        snprintf(d->pf, sizeof(d->pf), "%s", pf->pci_address);
+        if (g->is_rdma && vf->n_rdma > 0) {
+                snprintf(d->rdma_device, sizeof(d->rdma_device), "%s", vf->rdma[0].name);
+                for (size_t i = 0; i < vf->n_rdma; i++) {
+                        int r = add_char_devices(d, &vf->rdma[i]);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+static struct dp_pool *find_or_add_pool(struct dp_pool_set *set, const char *prefix,
+                                        const struct vf_group *g, int *ret_err)
+{
+        char resource[DP_RESOURCE_MAX + 1];
+        snprintf(resource, sizeof(resource), "%s/%s", prefix, g->resource_name);
+        for (size_t i = 0; i < set->n_pools; i++)
+                if (strcmp(set->pools[i].resource, resource) == 0)
+                        return &set->pools[i];
+
+        struct dp_pool *pools = realloc(set->pools, (set->n_pools + 1) * sizeof(*pools));
+        if (!pools) {
+                *ret_err = -ENOMEM;
+                return NULL;
+        }
+        set->pools = pools;
+        struct dp_pool *p = &pools[set->n_pools];
+        *p = (struct dp_pool){
+                .kind = DP_POOL_SRIOV,
+                .device_type = g->device_type,
+                .is_rdma = g->is_rdma,
+                .need_vhost_net = g->need_vhost_net,
+                .exclude_topology = g->exclude_topology,
+        };
+        if (dp_pool_set_names(p, prefix, g->resource_name) < 0) {
+                *ret_err = log_ctx_msg(LOG_ERR, EINVAL,
+                                       &(const struct log_ctx){ .policy = g->policy_name },
+                                       "resourceName \"%s\" or prefix \"%s\" is not valid for "
+                                       "a device-plugin resource",
+                                       g->resource_name, prefix);
+                return NULL;
+        }
+        set->n_pools++;
+        return p;
+}
+
+static int compare_devices(const void *a, const void *b)
+{
+        return strcmp(((const struct dp_device *)a)->id, ((const struct dp_device *)b)->id);
+}
+
+static int add_group(struct dp_pool_set *set, const char *prefix,
+                     const struct desired_interface *iface, const struct vf_group *g,
+                     const struct pf_info *pf)
+{
+        int r = 0;
+        struct dp_pool *pool = find_or_add_pool(set, prefix, g, &r);
+        if (!pool)
+                return r;
+        if (pool->device_type != g->device_type)
+                log_ctx_msg(
+                    LOG_WARNING, 0,
+                    &(const struct log_ctx){ .policy = g->policy_name, .resource = pool->resource },
+                    "VF groups of one resource disagree on deviceType; using %s",
+                    device_type_to_string(pool->device_type));
+        if (!pf)
+                return 0; /* PF not present (yet): the resource exists with what others give */
+        for (int i = g->vf_start; i <= g->vf_end; i++) {
+                const struct vf_info *vf = pf_find_vf(pf, i);
+                if (!vf)
+                        continue;
+                const char *why = vf_not_ready_reason(g, vf);
+                if (why) {
+                        log_ctx_msg(LOG_DEBUG, 0,
+                                    &(const struct log_ctx){ .pf = pf->pci_address,
+                                                             .vf = vf->pci_address,
+                                                             .resource = pool->resource },
+                                    "VF not advertised: %s", why);
+                        continue;
+                }
+                if (dp_pool_find_device(pool, vf->pci_address))
+                        continue;
+                r = pool_add_device(pool, g, pf, vf);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int dp_pools_from_desired(const struct desired_state *desired, const struct inventory *inv,
+                          const char *prefix, struct dp_pool_set *ret)
+{
+        struct dp_pool_set set = { 0 };
+        if (!prefix)
+                prefix = DP_RESOURCE_PREFIX_DEFAULT;
+
+        for (size_t i = 0; i < desired->n_interfaces; i++) {
+                const struct desired_interface *iface = &desired->interfaces[i];
+                const struct pf_info *pf = inventory_find_pf(inv, iface->pci_address);
+                for (size_t j = 0; j < iface->n_groups; j++) {
+                        int r = add_group(&set, prefix, iface, &iface->groups[j], pf);
+                        if (r < 0) {
+                                dp_pool_set_done(&set);
+                                return r;
+                        }
+                }
+        }
+        for (size_t i = 0; i < set.n_pools; i++)
+                if (set.pools[i].n_devices > 1)
+                        qsort(set.pools[i].devices, set.pools[i].n_devices,
+                              sizeof(struct dp_device), compare_devices);
+        *ret = set;
+        return 0;
+}

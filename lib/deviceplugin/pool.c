@@ -1,0 +1,184 @@
+#include "deviceplugin/pool.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/names.h"
+
+int strv_push_dup(char ***list, size_t *n, const char *s)
+{
+        char *d = strdup(s);
+        if (!d)
+                return -ENOMEM;
+        char **l = realloc(*list, (*n + 1) * sizeof(char *));
+        if (!l) {
+                free(d);
+                return -ENOMEM;
+        }
+        l[(*n)++] = d;
+        *list = l;
+        return 0;
+}
+
+void strv_free_n(char **list, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(list[i]);
+        free(list);
+}
+
+bool strv_contains(char *const *list, size_t n, const char *s)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(list[i], s) == 0)
+                        return true;
+        return false;
+}
+
+void dp_device_done(struct dp_device *d)
+{
+        strv_free_n(d->char_devices, d->n_char_devices);
+        d->char_devices = NULL;
+        d->n_char_devices = 0;
+}
+
+void dp_pool_done(struct dp_pool *p)
+{
+        for (size_t i = 0; i < p->n_devices; i++)
+                dp_device_done(&p->devices[i]);
+        free(p->devices);
+        strv_free_n(p->shared_char_devices, p->n_shared_char_devices);
+        *p = (struct dp_pool){ 0 };
+}
+
+void dp_pool_set_done(struct dp_pool_set *s)
+{
+        for (size_t i = 0; i < s->n_pools; i++)
+                dp_pool_done(&s->pools[i]);
+        free(s->pools);
+        *s = (struct dp_pool_set){ 0 };
+}
+
+static int strv_copy(char *const *src, size_t n, char ***ret)
+{
+        size_t m = 0;
+        *ret = NULL;
+        for (size_t i = 0; i < n; i++) {
+                int r = strv_push_dup(ret, &m, src[i]);
+                if (r < 0) {
+                        strv_free_n(*ret, m);
+                        *ret = NULL;
+                        return r;
+                }
+        }
+        return 0;
+}
+
+int dp_pool_copy(const struct dp_pool *src, struct dp_pool *ret)
+{
+        struct dp_pool p = *src;
+        p.devices = NULL;
+        p.n_devices = 0;
+        p.shared_char_devices = NULL;
+        p.n_shared_char_devices = 0;
+        int r =
+            strv_copy(src->shared_char_devices, src->n_shared_char_devices, &p.shared_char_devices);
+        if (r < 0)
+                return r;
+        p.n_shared_char_devices = src->n_shared_char_devices;
+        if (src->n_devices > 0) {
+                p.devices = calloc(src->n_devices, sizeof(*p.devices));
+                if (!p.devices) {
+                        dp_pool_done(&p);
+                        return -ENOMEM;
+                }
+        }
+        for (size_t i = 0; i < src->n_devices; i++) {
+                p.devices[i] = src->devices[i];
+                p.devices[i].char_devices = NULL;
+                p.devices[i].n_char_devices = 0;
+                p.n_devices = i + 1;
+                r = strv_copy(src->devices[i].char_devices, src->devices[i].n_char_devices,
+                              &p.devices[i].char_devices);
+                if (r < 0) {
+                        dp_pool_done(&p);
+                        return r;
+                }
+                p.devices[i].n_char_devices = src->devices[i].n_char_devices;
+        }
+        *ret = p;
+        return 0;
+}
+
+int dp_pool_set_take(struct dp_pool_set *dst, struct dp_pool_set *src)
+{
+        for (size_t i = 0; i < src->n_pools; i++)
+                if (dp_pool_set_find(dst, src->pools[i].resource))
+                        return -EEXIST;
+        if (src->n_pools == 0)
+                return 0;
+        struct dp_pool *p = realloc(dst->pools, (dst->n_pools + src->n_pools) * sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        memcpy(p + dst->n_pools, src->pools, src->n_pools * sizeof(*p));
+        dst->pools = p;
+        dst->n_pools += src->n_pools;
+        free(src->pools);
+        *src = (struct dp_pool_set){ 0 };
+        return 0;
+}
+
+const struct dp_pool *dp_pool_set_find(const struct dp_pool_set *s, const char *resource)
+{
+        for (size_t i = 0; i < s->n_pools; i++)
+                if (strcmp(s->pools[i].resource, resource) == 0)
+                        return &s->pools[i];
+        return NULL;
+}
+
+const struct dp_device *dp_pool_find_device(const struct dp_pool *p, const char *id)
+{
+        for (size_t i = 0; i < p->n_devices; i++)
+                if (strcmp(p->devices[i].id, id) == 0)
+                        return &p->devices[i];
+        return NULL;
+}
+
+/* A DNS-subdomain-ish prefix: lower-case letters, digits, '-', '.'; it becomes part of the
+ * socket file name, so no '/' and no leading '.'. */
+static bool prefix_is_valid(const char *prefix)
+{
+        size_t n = strlen(prefix);
+        if (n == 0 || n > DP_PREFIX_MAX || prefix[0] == '.' || prefix[0] == '-')
+                return false;
+        for (const char *c = prefix; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' ||
+                      *c == '.'))
+                        return false;
+        return strstr(prefix, "..") == NULL;
+}
+
+/* resourceName as the device plugins accept it: ^[a-zA-Z0-9_-]+$ (underscores included). */
+static bool pool_name_is_valid(const char *name)
+{
+        size_t n = strlen(name);
+        if (n == 0 || n >= RESOURCE_NAME_MAX)
+                return false;
+        for (const char *c = name; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                      (*c >= '0' && *c <= '9') || *c == '_' || *c == '-'))
+                        return false;
+        return true;
+}
+
+int dp_pool_set_names(struct dp_pool *p, const char *prefix, const char *name)
+{
+        if (!prefix_is_valid(prefix) || !pool_name_is_valid(name))
+                return -EINVAL;
+        snprintf(p->prefix, sizeof(p->prefix), "%s", prefix);
+        snprintf(p->name, sizeof(p->name), "%s", name);
+        snprintf(p->resource, sizeof(p->resource), "%s/%s", prefix, name);
+        return 0;
+}

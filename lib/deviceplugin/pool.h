@@ -1,0 +1,81 @@
+/* Device pools: what one device-plugin resource advertises and hands out.
+ *
+ * A pool is a kubelet extended resource "<prefix>/<name>" with its devices. SR-IOV pools
+ * (pool-sriov.c) hold one device per ready VF, ID = PCI address. Whole-card RDMA pools
+ * (rdma-shared-config.c) hold rdmaHcaMax interchangeable IDs "0".."N-1" and one shared list of
+ * the selected HCAs' char devices that every allocation gets. Pools are plain data, copied into
+ * the plugin that serves them; building them is pure (no I/O). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "model/desired.h"
+#include "model/inventory.h"
+
+#define DP_PREFIX_MAX              254
+#define DP_RESOURCE_MAX            (DP_PREFIX_MAX + 1 + RESOURCE_NAME_MAX)
+#define DP_DEVICE_ID_MAX           64 /* the kubelet allows 63 characters */
+#define DP_RESOURCE_PREFIX_DEFAULT "openshift.io"
+
+#define DP_HEALTHY   "Healthy"
+#define DP_UNHEALTHY "Unhealthy"
+
+enum dp_pool_kind {
+        DP_POOL_SRIOV,
+        DP_POOL_RDMA_SHARED,
+};
+
+struct dp_device {
+        char id[DP_DEVICE_ID_MAX];
+        bool healthy;
+        int numa_node;                   /* -1: no topology advertised */
+        char pf[PCI_ADDR_MAX];           /* SR-IOV: the VF's PF, for spreading */
+        int iommu_group;                 /* -1 none */
+        char rdma_device[RDMA_NAME_MAX]; /* "" when none */
+        char **char_devices;             /* host paths of the VF's RDMA char devices, not rdma_cm */
+        size_t n_char_devices;
+};
+
+struct dp_pool {
+        char prefix[DP_PREFIX_MAX + 1];
+        char name[RESOURCE_NAME_MAX];
+        char resource[DP_RESOURCE_MAX + 1]; /* "<prefix>/<name>" */
+        enum dp_pool_kind kind;
+        enum device_type device_type;
+        bool is_rdma, need_vhost_net, exclude_topology;
+        struct dp_device *devices; /* sorted by id (numerically for RDMA shared) */
+        size_t n_devices;
+        char **shared_char_devices; /* RDMA shared: every selected HCA's char devices */
+        size_t n_shared_char_devices;
+};
+
+struct dp_pool_set {
+        struct dp_pool *pools;
+        size_t n_pools;
+};
+
+void dp_device_done(struct dp_device *d);
+void dp_pool_done(struct dp_pool *p);
+void dp_pool_set_done(struct dp_pool_set *s);
+int dp_pool_copy(const struct dp_pool *src, struct dp_pool *ret);
+/* Moves every pool of src to the end of dst (src is left empty). -EEXIST if a resource name
+ * appears twice (nothing moved). */
+int dp_pool_set_take(struct dp_pool_set *dst, struct dp_pool_set *src);
+const struct dp_pool *dp_pool_set_find(const struct dp_pool_set *s, const char *resource);
+const struct dp_device *dp_pool_find_device(const struct dp_pool *p, const char *id);
+/* Sets prefix, name and resource; -EINVAL when either is not a valid name. */
+int dp_pool_set_names(struct dp_pool *p, const char *prefix, const char *name);
+/* Appends a string copy to a list. */
+int strv_push_dup(char ***list, size_t *n, const char *s);
+void strv_free_n(char **list, size_t n);
+bool strv_contains(char *const *list, size_t n, const char *s);
+
+/* SR-IOV pools from the desired state's VF groups: one pool per distinct resourceName (groups
+ * on several PFs sharing a name form one pool). A VF is a device when it is ready: bound to
+ * vfio-pci (with an IOMMU group) for vfio-pci groups; bound to another driver with a netdev for
+ * netdevice groups; with an RDMA device when isRdma. A VF whose PF link is down is Unhealthy.
+ * Topology is the VF's numa_node unless it is -1 or the group sets excludeTopology. Pools with
+ * no ready VF are still returned (the resource exists with 0 devices). prefix NULL = default. */
+int dp_pools_from_desired(const struct desired_state *desired, const struct inventory *inv,
+                          const char *prefix, struct dp_pool_set *ret);

@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""The standalone daemon end to end: `sriov-agent run --policy-dir` on a generated seed node,
+with the grpc-go fake kubelet as the peer.
+
+What a user would check: the seed policy's pool reaches the kubelet with the node's VFs and
+topology, Allocate answers, a new policy file becomes a new resource and its removal removes
+it, a broken policy file is reported and changes nothing, a change that would re-create VFs
+that a pod holds is held back until the pod lets go, SIGTERM reports devices Unhealthy and
+removes the sockets, and a restart with unchanged policies writes nothing to the node.
+Expectations come from the generator's manifest. Exit 1 on any failure.
+"""
+import argparse
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from testlib import FAILURES, Proc, check, ev  # noqa: E402
+
+SEED_RESOURCE = "openshift.io/sriov_highnet"
+E810_RESOURCE = "openshift.io/sriov_e810"
+
+
+def policy(name, resource, pf_names, num_vfs, **extra):
+    spec = {"resourceName": resource, "nodeSelector": {"highnet-node": "true"},
+            "numVfs": num_vfs, "nicSelector": {"pfNames": pf_names}, "priority": 50}
+    spec.update(extra)
+    return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodePolicy",
+            "metadata": {"name": name, "namespace": "sriov-network-operator"}, "spec": spec}
+
+
+def write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.rename(tmp, path)  # one inotify event for a complete file, as kubectl-like tools do
+
+
+def tree_digest(root):
+    """Contents of every regular file and every link target: proves what was written."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in sorted(os.walk(root)):
+        dirnames.sort()
+        for name in sorted(filenames + [d for d in dirnames
+                                        if os.path.islink(os.path.join(dirpath, d))]):
+            p = os.path.join(dirpath, name)
+            h.update(p.encode())
+            if os.path.islink(p):
+                h.update(os.readlink(p).encode())
+            elif os.path.isfile(p):
+                with open(p, "rb") as f:
+                    h.update(f.read())
+    return h.hexdigest()
+
+
+def read_attr(sysfs, pci, name):
+    with open(os.path.join(sysfs, "bus/pci/devices", pci, name)) as f:
+        return f.read().strip()
+
+
+def last_devices(kubelet, resource, pred, timeout):
+    return kubelet.wait_for(lambda e: ev("devices", resource)(e) and pred(e["devices"] or []),
+                            timeout)
+
+
+class Agent:
+    def __init__(self, binary, args, log):
+        self.log = log
+        self.p = subprocess.Popen([binary, "run"] + args, stdout=subprocess.DEVNULL,
+                                  stderr=open(log, "a"))
+
+    def text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def wait_log(self, needle, timeout):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if needle in self.text():
+                return True
+            time.sleep(0.1)
+        return False
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+            try:
+                self.p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        return self.p.returncode
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--agent", required=True)
+    ap.add_argument("--fake-kubelet", required=True)
+    ap.add_argument("--gen-sysfs", required=True)
+    args = ap.parse_args()
+
+    work = tempfile.mkdtemp(prefix="agent-test-")
+    sysfs, kdir, pdir, state, devinfo = (os.path.join(work, d) for d in
+                                         ("sys", "device-plugins", "policies", "state", "devinfo"))
+    for d in (kdir, pdir):
+        os.makedirs(d)
+    prsock, assign = os.path.join(work, "pod-resources.sock"), os.path.join(work, "assign.json")
+    write_json(assign, [])
+    manifest = json.loads(subprocess.check_output(
+        [sys.executable, args.gen_sysfs, "--out", sysfs, "--profile", "seed", "--manifest"]))
+    pfs = {pf["ifname"]: pf for pf in manifest["pfs"] if pf.get("ifname")}
+    cx, ice = pfs["ens1f0"], pfs["ens2f0"]
+    cx_vfs = sorted(v["pciAddress"] for v in cx["vfs"])
+
+    seed = os.path.join(os.environ.get("SRCDIR", "."), "test/fixtures/policies",
+                        "highnet-sriov-policy.yaml")
+    with open(seed) as src, open(os.path.join(pdir, "highnet-sriov-policy.yaml"), "w") as dst:
+        dst.write(src.read())
+
+    kubelet = Proc([args.fake_kubelet, "--dir", kdir, "--podresources", prsock,
+                    "--assignments", assign], os.path.join(work, "kubelet.err"))
+    kubelet.wait_for(ev("ready"), 10)
+    agent_args = ["--policy-dir", pdir, "--node-labels", "highnet-node=true",
+                  "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--devinfo-dir", devinfo,
+                  "--state-dir", state, "--pod-resources-socket", prsock,
+                  "--resync-interval", "1", "--vf-timeout", "1", "--log-level", "debug"]
+    before = tree_digest(sysfs)
+    agent = Agent(args.agent, agent_args, os.path.join(work, "agent.log"))
+    try:
+        # 1. The seed policy's pool reaches the kubelet with every VF of ens1f0.
+        reg = kubelet.wait_for(ev("register", SEED_RESOURCE), 10)
+        check("seed pool registered with the kubelet", reg is not None,
+              "no Register for %s" % SEED_RESOURCE)
+        devs = last_devices(kubelet, SEED_RESOURCE, lambda d: len(d) == len(cx_vfs), 10)
+        ids = sorted(d["id"] for d in (devs or {}).get("devices") or [])
+        check("8 VFs of ens1f0 advertised", ids == cx_vfs, "%s vs %s" % (ids, cx_vfs))
+        check("all Healthy with NUMA topology",
+              devs is not None and all(d["health"] == "Healthy" and d["numa"] == [cx["numa"]]
+                                       for d in devs["devices"]), str(devs))
+        check("a node that already matches gets no writes", tree_digest(sysfs) == before,
+              "sysfs tree changed")
+        record = os.path.join(state, cx["pciAddress"] + ".json")
+        end = time.monotonic() + 5
+        while time.monotonic() < end and not os.path.exists(record):
+            time.sleep(0.1)
+        with open(record) if os.path.exists(record) else open(os.devnull) as f:
+            text = f.read()
+        check("the agent records that it manages ens1f0 (with its original MTU)",
+              '"originalMtu"' in text and "sriov_highnet" in text, record)
+
+        # 2. Allocate: env with the PCI address, RDMA char devices of that VF.
+        kubelet.send({"cmd": "allocate", "resource": SEED_RESOURCE, "containers": [[cx_vfs[0]]]})
+        resp = kubelet.wait_for(ev("allocate", SEED_RESOURCE), 10) or {}
+        envs = ((resp.get("responses") or [{}])[0]).get("envs") or {}
+        check("Allocate env PCIDEVICE_OPENSHIFT_IO_SRIOV_HIGHNET",
+              envs.get("PCIDEVICE_OPENSHIFT_IO_SRIOV_HIGHNET") == cx_vfs[0], str(envs))
+        paths = [d["host_path"] for d in ((resp.get("responses") or [{}])[0]).get("devices") or []]
+        check("Allocate gives the VF's uverbs and rdma_cm",
+              "/dev/infiniband/rdma_cm" in paths and any("uverbs" in p for p in paths), str(paths))
+
+        # 3. A new policy file becomes a new resource, without restarting anything.
+        write_json(os.path.join(pdir, "e810.json"),
+                   policy("e810", "sriov_e810", ["ens2f0"], ice["numVfs"]))
+        reg = kubelet.wait_for(ev("register", E810_RESOURCE), 5)
+        check("new policy file -> new resource registered", reg is not None, "no Register")
+        devs = last_devices(kubelet, E810_RESOURCE, lambda d: len(d) == ice["numVfs"], 5)
+        check("its VFs advertised", devs is not None, "no device list with %d VFs" % ice["numVfs"])
+
+        # 4. A broken policy file is reported (file and field) and changes nothing.
+        with open(os.path.join(pdir, "broken.yaml"), "w") as f:
+            f.write("apiVersion: sriovnetwork.openshift.io/v1\nkind: SriovNetworkNodePolicy\n"
+                    "metadata: {name: broken, namespace: sriov-network-operator}\n"
+                    "spec: {resourceName: x, nodeSelector: {highnet-node: 'true'}, numVfs: "
+                    "'many', nicSelector: {pfNames: ['../x']}}\n")
+        check("broken policy reported with its file and field",
+              agent.wait_log("broken.yaml", 5) and "numVfs" in agent.text(),
+              agent.text()[-800:])
+        time.sleep(1.5)
+        check("and nothing written to the node", tree_digest(sysfs) == before, "tree changed")
+        os.remove(os.path.join(pdir, "broken.yaml"))
+
+        # 5. Disruption guard: growing ens2f0 4 -> 6 re-creates its VFs; a pod holds one.
+        held_vf = sorted(v["pciAddress"] for v in ice["vfs"])[0]
+        write_json(assign, [{"pod": "train-1", "namespace": "ml", "container": "c",
+                             "resource": E810_RESOURCE, "ids": [held_vf]}])
+        mark = len(agent.text())
+        write_json(os.path.join(pdir, "e810.json"),
+                   policy("e810", "sriov_e810", ["ens2f0"], ice["numVfs"] + 2))
+        check("change held back while a pod uses a VF",
+              agent.wait_log("held back", 5) and held_vf in agent.text()[mark:],
+              agent.text()[mark:][-800:])
+        time.sleep(2.5)  # two periodic checks
+        check("held: sriov_numvfs untouched",
+              read_attr(sysfs, ice["pciAddress"], "sriov_numvfs") == str(ice["numVfs"]),
+              read_attr(sysfs, ice["pciAddress"], "sriov_numvfs"))
+        write_json(assign, [])
+        end = time.monotonic() + 8
+        while time.monotonic() < end and \
+                read_attr(sysfs, ice["pciAddress"], "sriov_numvfs") == str(ice["numVfs"]):
+            time.sleep(0.1)
+        # The generated tree has no kernel behind it: the agent writes 0 first (non-zero to
+        # non-zero) and the old VFs never go away. The write is the proof that the guard let
+        # go; the timeout that follows is a PF failure.
+        check("released once the pod is gone: 0 written to sriov_numvfs first",
+              read_attr(sysfs, ice["pciAddress"], "sriov_numvfs") == "0",
+              read_attr(sysfs, ice["pciAddress"], "sriov_numvfs"))
+        devs = last_devices(kubelet, E810_RESOURCE, lambda d: len(d) == 0, 10)
+        check("a PF whose VF count is not reached advertises nothing", devs is not None,
+              "E810 devices still advertised")
+        check("the failure names the PF and says how to look",
+              agent.wait_log("PF %s" % ice["pciAddress"], 5), agent.text()[-800:])
+
+        # 6. Removing the policy file removes the resource (its socket goes away).
+        os.remove(os.path.join(pdir, "e810.json"))
+        sock = os.path.join(kdir, "openshift.io_sriov_e810.sock")
+        end = time.monotonic() + 5
+        while time.monotonic() < end and os.path.exists(sock):
+            time.sleep(0.1)
+        check("policy removed -> resource socket removed", not os.path.exists(sock), sock)
+
+        # 7. SIGTERM: devices reported Unhealthy first, sockets removed, VFs kept.
+        vfs_before = read_attr(sysfs, cx["pciAddress"], "sriov_numvfs")
+        mark = len(kubelet.seen)
+        rc = agent.stop()
+        check("SIGTERM exits 0", rc == 0, "exit %s" % rc)
+        unhealthy = any(ev("devices", SEED_RESOURCE)(e) and e["devices"] and
+                        all(d["health"] == "Unhealthy" for d in e["devices"])
+                        for e in kubelet.seen[mark:]) or \
+            last_devices(kubelet, SEED_RESOURCE,
+                         lambda d: d and all(x["health"] == "Unhealthy" for x in d), 3)
+        check("shutdown reports every device Unhealthy first", bool(unhealthy), "no such list")
+        check("sockets removed on shutdown",
+              not os.path.exists(os.path.join(kdir, "openshift.io_sriov_highnet.sock")), kdir)
+        check("VFs kept on shutdown",
+              read_attr(sysfs, cx["pciAddress"], "sriov_numvfs") == vfs_before, vfs_before)
+
+        # 8. Restart with unchanged policies: the pool comes back, nothing is written.
+        snapshot = tree_digest(sysfs)
+        agent = Agent(args.agent, agent_args, os.path.join(work, "agent2.log"))
+        reg = kubelet.wait_for(ev("register", SEED_RESOURCE), 10)
+        devs = last_devices(kubelet, SEED_RESOURCE, lambda d: len(d) == len(cx_vfs), 10)
+        check("restart: pool back", reg is not None and devs is not None, "not re-advertised")
+        time.sleep(1.5)
+        check("restart: zero host writes", tree_digest(sysfs) == snapshot, "tree changed")
+    finally:
+        agent.stop(signal.SIGKILL)
+        kubelet.stop()
+
+    if FAILURES:
+        print("FAILED: " + ", ".join(FAILURES) + " (logs in %s)" % work)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

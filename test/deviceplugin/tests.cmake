@@ -1,0 +1,59 @@
+# Device-plugin integration tests: the C plugin (dp-harness) against a grpc-go fake kubelet.
+#
+# The fake kubelet is built in GOPATH mode from Debian's grpc-go packages into the build
+# directory (see scripts/install-deps, group "device-plugin tests"). Without the Go tools the
+# tests are not skipped: a test that fails with the install hint takes their place.
+
+set(DP_TEST_DIR ${CMAKE_SOURCE_DIR}/test/deviceplugin)
+set(DP_FAKE_KUBELET_DIR ${CMAKE_SOURCE_DIR}/test/fake-kubelet)
+
+find_program(GO_EXECUTABLE go)
+find_program(PROTOC_EXECUTABLE protoc)
+find_program(PROTOC_GEN_GO protoc-gen-go)
+find_program(PROTOC_GEN_GO_GRPC protoc-gen-go-grpc)
+find_package(Python3 COMPONENTS Interpreter)
+
+if(GO_EXECUTABLE AND PROTOC_EXECUTABLE AND PROTOC_GEN_GO AND PROTOC_GEN_GO_GRPC)
+    set(DP_GOPATH ${CMAKE_BINARY_DIR}/gopath)
+    set(DP_FAKE_KUBELET ${CMAKE_BINARY_DIR}/fake-kubelet)
+    add_custom_command(
+        OUTPUT ${DP_FAKE_KUBELET}
+        COMMAND ${CMAKE_COMMAND} -E make_directory ${DP_GOPATH}/src/fakekubelet
+        COMMAND ${PROTOC_EXECUTABLE} -I ${CMAKE_SOURCE_DIR}/proto -I ${DP_FAKE_KUBELET_DIR}/proto
+                --go_out=${DP_GOPATH}/src --go-grpc_out=${DP_GOPATH}/src
+                ${CMAKE_SOURCE_DIR}/proto/deviceplugin.proto
+                ${DP_FAKE_KUBELET_DIR}/proto/deviceplugin_service.proto
+        COMMAND ${PROTOC_EXECUTABLE} -I ${CMAKE_SOURCE_DIR}/proto -I ${DP_FAKE_KUBELET_DIR}/proto
+                --go_out=${DP_GOPATH}/src --go-grpc_out=${DP_GOPATH}/src
+                ${CMAKE_SOURCE_DIR}/proto/podresources.proto
+                ${DP_FAKE_KUBELET_DIR}/proto/podresources_service.proto
+        COMMAND ${CMAKE_COMMAND} -E copy ${DP_FAKE_KUBELET_DIR}/main.go
+                ${DP_GOPATH}/src/fakekubelet/main.go
+        COMMAND ${CMAKE_COMMAND} -E chdir ${DP_GOPATH}/src/fakekubelet
+                ${CMAKE_COMMAND} -E env GO111MODULE=off
+                "GOPATH=${DP_GOPATH}:/usr/share/gocode" GOCACHE=${CMAKE_BINARY_DIR}/gocache
+                ${GO_EXECUTABLE} build -o ${DP_FAKE_KUBELET} .
+        DEPENDS ${DP_FAKE_KUBELET_DIR}/main.go ${CMAKE_SOURCE_DIR}/proto/deviceplugin.proto
+                ${CMAKE_SOURCE_DIR}/proto/podresources.proto
+                ${DP_FAKE_KUBELET_DIR}/proto/deviceplugin_service.proto
+                ${DP_FAKE_KUBELET_DIR}/proto/podresources_service.proto
+        COMMENT "go build fake-kubelet (grpc-go)")
+    add_custom_target(fake-kubelet ALL DEPENDS ${DP_FAKE_KUBELET})
+else()
+    message(STATUS "device-plugin tests: Go/protoc-gen-go(-grpc) not found, fake kubelet not built")
+endif()
+
+add_executable(dp-harness ${DP_TEST_DIR}/dp-harness.c)
+target_link_libraries(dp-harness PRIVATE sriov)
+if(TARGET fake-kubelet AND Python3_Interpreter_FOUND)
+    add_test(NAME integration/deviceplugin
+             COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-dp-tests.py
+                     --harness $<TARGET_FILE:dp-harness> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
+    set_tests_properties(integration/deviceplugin PROPERTIES LABELS integration TIMEOUT 300
+        ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+else()
+    add_test(NAME integration/deviceplugin
+             COMMAND sh -c "echo 'fake kubelet not built: install Go, grpc-go and protoc plugins (scripts/install-deps)' >&2; exit 1")
+    set_tests_properties(integration/deviceplugin PROPERTIES LABELS integration)
+endif()

@@ -1,0 +1,368 @@
+// fake-kubelet: an independent grpc-go peer for the device-plugin integration tests.
+//
+// It plays the kubelet side of the device-plugin API v1beta1 and the PodResources API v1:
+// it serves Registration on <dir>/kubelet.sock, dials every plugin that registers, calls
+// GetDevicePluginOptions and keeps a ListAndWatch stream open, and serves PodResources List
+// from a JSON assignment file. The test driver sends commands as JSON lines on stdin and reads
+// what the kubelet saw as JSON lines on stdout (one object per event, with a "t" timestamp in
+// milliseconds).
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+
+	pr "sriov-agent/proto/podresourcesv1"
+	dp "sriov-agent/proto/v1beta1"
+)
+
+type output struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func (o *output) emit(ev map[string]interface{}) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ev["t"] = time.Now().UnixNano() / 1e6
+	_ = o.enc.Encode(ev)
+}
+
+type plugin struct {
+	resource string
+	endpoint string
+	conn     *grpc.ClientConn
+	client   dp.DevicePluginClient
+	cancel   context.CancelFunc
+}
+
+type kubelet struct {
+	dir     string
+	out     *output
+	mu      sync.Mutex
+	plugins map[string]*plugin
+	server  *grpc.Server
+	dp.UnimplementedRegistrationServer
+}
+
+func dial(path string) (*grpc.ClientConn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return grpc.DialContext(ctx, "unix://"+path,
+		grpc.WithInsecure(), grpc.WithBlock())
+}
+
+func errFields(ev map[string]interface{}, err error) {
+	st, _ := status.FromError(err)
+	ev["code"] = st.Code().String()
+	ev["message"] = st.Message()
+}
+
+func (k *kubelet) Register(ctx context.Context, r *dp.RegisterRequest) (*dp.Empty, error) {
+	ev := map[string]interface{}{"event": "register", "resource": r.ResourceName,
+		"endpoint": r.Endpoint, "version": r.Version,
+		"preferred": r.Options.GetGetPreferredAllocationAvailable()}
+	if r.Version != "v1beta1" {
+		ev["rejected"] = "version"
+		k.out.emit(ev)
+		return nil, fmt.Errorf("unsupported version %q", r.Version)
+	}
+	k.out.emit(ev)
+	// Like the real kubelet, connect to the plugin after answering Register.
+	go k.connect(r.ResourceName, r.Endpoint)
+	return &dp.Empty{}, nil
+}
+
+func topo(d *dp.Device) []int64 {
+	var ids []int64
+	for _, n := range d.GetTopology().GetNodes() {
+		ids = append(ids, n.ID)
+	}
+	return ids
+}
+
+func (k *kubelet) connect(resource, endpoint string) {
+	conn, err := dial(filepath.Join(k.dir, endpoint))
+	if err != nil {
+		k.out.emit(map[string]interface{}{"event": "dial-error", "resource": resource,
+			"message": err.Error()})
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &plugin{resource: resource, endpoint: endpoint, conn: conn,
+		client: dp.NewDevicePluginClient(conn), cancel: cancel}
+	k.mu.Lock()
+	if old := k.plugins[resource]; old != nil {
+		old.cancel()
+		old.conn.Close()
+	}
+	k.plugins[resource] = p
+	k.mu.Unlock()
+
+	opts, err := p.client.GetDevicePluginOptions(ctx, &dp.Empty{})
+	ev := map[string]interface{}{"event": "options", "resource": resource}
+	if err != nil {
+		errFields(ev, err)
+	} else {
+		ev["preferred"] = opts.GetPreferredAllocationAvailable
+		ev["prestart"] = opts.PreStartRequired
+	}
+	k.out.emit(ev)
+
+	stream, err := p.client.ListAndWatch(ctx, &dp.Empty{})
+	if err != nil {
+		k.out.emit(map[string]interface{}{"event": "watch-error", "resource": resource,
+			"message": err.Error()})
+		return
+	}
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			ev := map[string]interface{}{"event": "watch-end", "resource": resource}
+			errFields(ev, err)
+			k.out.emit(ev)
+			return
+		}
+		var devs []map[string]interface{}
+		for _, d := range resp.Devices {
+			devs = append(devs, map[string]interface{}{"id": d.ID, "health": d.Health,
+				"numa": topo(d)})
+		}
+		k.out.emit(map[string]interface{}{"event": "devices", "resource": resource,
+			"devices": devs})
+	}
+}
+
+func (k *kubelet) start() error {
+	sock := filepath.Join(k.dir, "kubelet.sock")
+	// A starting kubelet removes every socket in the device-plugin directory.
+	entries, _ := os.ReadDir(k.dir)
+	for _, e := range entries {
+		if e.Type()&os.ModeSocket != 0 {
+			os.Remove(filepath.Join(k.dir, e.Name()))
+		}
+	}
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		return err
+	}
+	k.server = grpc.NewServer()
+	dp.RegisterRegistrationServer(k.server, k)
+	go k.server.Serve(l)
+	return nil
+}
+
+func (k *kubelet) stop() {
+	k.server.Stop()
+	k.mu.Lock()
+	for _, p := range k.plugins {
+		p.cancel()
+		p.conn.Close()
+	}
+	k.plugins = map[string]*plugin{}
+	k.mu.Unlock()
+}
+
+type command struct {
+	Cmd        string     `json:"cmd"`
+	Resource   string     `json:"resource"`
+	Containers [][]string `json:"containers"`
+	Available  []string   `json:"available"`
+	Must       []string   `json:"must"`
+	Size       int32      `json:"size"`
+	Method     string     `json:"method"`
+	Pad        int        `json:"pad"`
+	N          int        `json:"n"`
+	IDs        []string   `json:"ids"`
+}
+
+func (k *kubelet) plugin(resource string) *plugin {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.plugins[resource]
+}
+
+func (k *kubelet) handle(c command) {
+	ev := map[string]interface{}{"event": c.Cmd, "resource": c.Resource}
+	defer k.out.emit(ev)
+	if c.Cmd == "restart" {
+		k.stop()
+		if err := k.start(); err != nil {
+			ev["message"] = err.Error()
+		}
+		return
+	}
+	p := k.plugin(c.Resource)
+	if p == nil {
+		ev["code"] = "NoPlugin"
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	switch c.Cmd {
+	case "allocate":
+		req := &dp.AllocateRequest{}
+		for _, ids := range c.Containers {
+			if c.Pad > 0 {
+				ids = append(ids, strings.Repeat("x", c.Pad))
+			}
+			req.ContainerRequests = append(req.ContainerRequests,
+				&dp.ContainerAllocateRequest{DevicesIds: ids})
+		}
+		resp, err := p.client.Allocate(ctx, req)
+		if err != nil {
+			errFields(ev, err)
+			return
+		}
+		ev["code"] = "OK"
+		var crs []map[string]interface{}
+		for _, cr := range resp.ContainerResponses {
+			var specs []map[string]string
+			for _, d := range cr.Devices {
+				specs = append(specs, map[string]string{"container_path": d.ContainerPath,
+					"host_path": d.HostPath, "permissions": d.Permissions})
+			}
+			crs = append(crs, map[string]interface{}{"envs": cr.Envs, "devices": specs,
+				"mounts": len(cr.Mounts), "annotations": cr.Annotations})
+		}
+		ev["responses"] = crs
+	case "preferred":
+		resp, err := p.client.GetPreferredAllocation(ctx, &dp.PreferredAllocationRequest{
+			ContainerRequests: []*dp.ContainerPreferredAllocationRequest{{
+				AvailableDeviceIDs: c.Available, MustIncludeDeviceIDs: c.Must,
+				AllocationSize: c.Size}}})
+		if err != nil {
+			errFields(ev, err)
+			return
+		}
+		ev["code"] = "OK"
+		ids := []string{}
+		for _, cr := range resp.ContainerResponses {
+			ids = append(ids, cr.DeviceIDs...)
+		}
+		ev["ids"] = ids
+	case "bench": // N sequential Allocate calls, one device each, cycling through IDs
+		if len(c.IDs) == 0 || c.N <= 0 {
+			ev["code"] = "BadBench"
+			return
+		}
+		lat := make([]time.Duration, 0, c.N)
+		for i := 0; i < c.N; i++ {
+			req := &dp.AllocateRequest{ContainerRequests: []*dp.ContainerAllocateRequest{
+				{DevicesIds: []string{c.IDs[i%len(c.IDs)]}}}}
+			t0 := time.Now()
+			_, err := p.client.Allocate(context.Background(), req)
+			lat = append(lat, time.Since(t0))
+			if err != nil {
+				errFields(ev, err)
+				return
+			}
+		}
+		sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
+		ev["code"] = "OK"
+		ev["calls"] = c.N
+		ev["median_us"] = lat[len(lat)/2].Microseconds()
+		ev["p99_us"] = lat[len(lat)*99/100].Microseconds()
+		ev["max_us"] = lat[len(lat)-1].Microseconds()
+	case "prestart":
+		_, err := p.client.PreStartContainer(ctx, &dp.PreStartContainerRequest{})
+		ev["code"] = "OK"
+		if err != nil {
+			errFields(ev, err)
+		}
+	case "invoke": // an arbitrary method name, for "unknown method" checks
+		err := p.conn.Invoke(ctx, c.Method, &dp.Empty{}, &dp.Empty{})
+		ev["code"] = "OK"
+		if err != nil {
+			errFields(ev, err)
+		}
+	default:
+		ev["code"] = "UnknownCommand"
+	}
+}
+
+type assignment struct {
+	Pod       string   `json:"pod"`
+	Namespace string   `json:"namespace"`
+	Container string   `json:"container"`
+	Resource  string   `json:"resource"`
+	IDs       []string `json:"ids"`
+}
+
+type podResources struct {
+	file string
+	pr.UnimplementedPodResourcesListerServer
+}
+
+func (s *podResources) List(ctx context.Context, r *pr.ListPodResourcesRequest) (*pr.ListPodResourcesResponse, error) {
+	var as []assignment
+	if data, err := os.ReadFile(s.file); err == nil {
+		if err := json.Unmarshal(data, &as); err != nil {
+			return nil, err
+		}
+	}
+	resp := &pr.ListPodResourcesResponse{}
+	for _, a := range as {
+		resp.PodResources = append(resp.PodResources, &pr.PodResources{Name: a.Pod,
+			Namespace: a.Namespace, Containers: []*pr.ContainerResources{{Name: a.Container,
+				Devices: []*pr.ContainerDevices{{ResourceName: a.Resource, DeviceIds: a.IDs}}}}})
+	}
+	return resp, nil
+}
+
+func main() {
+	dir := flag.String("dir", "", "device-plugin directory (kubelet.sock is created there)")
+	prSock := flag.String("podresources", "", "PodResources socket path (optional)")
+	assign := flag.String("assignments", "", "JSON file of PodResources assignments")
+	flag.Parse()
+	if *dir == "" {
+		fmt.Fprintln(os.Stderr, "fake-kubelet: --dir is required")
+		os.Exit(2)
+	}
+	k := &kubelet{dir: *dir, out: &output{enc: json.NewEncoder(os.Stdout)},
+		plugins: map[string]*plugin{}}
+	if err := k.start(); err != nil {
+		fmt.Fprintln(os.Stderr, "fake-kubelet:", err)
+		os.Exit(1)
+	}
+	if *prSock != "" {
+		os.Remove(*prSock)
+		l, err := net.Listen("unix", *prSock)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fake-kubelet:", err)
+			os.Exit(1)
+		}
+		s := grpc.NewServer()
+		pr.RegisterPodResourcesListerServer(s, &podResources{file: *assign})
+		go s.Serve(l)
+	}
+	k.out.emit(map[string]interface{}{"event": "ready"})
+
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 16<<20)
+	for in.Scan() {
+		var c command
+		if err := json.Unmarshal(in.Bytes(), &c); err != nil {
+			k.out.emit(map[string]interface{}{"event": "bad-command", "message": err.Error()})
+			continue
+		}
+		if c.Cmd == "quit" {
+			break
+		}
+		k.handle(c)
+	}
+	k.stop()
+}

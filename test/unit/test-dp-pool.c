@@ -1,0 +1,199 @@
+/* Unit tests for SR-IOV pools built from desired state + inventory (lib/deviceplugin/pool*.c). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "deviceplugin/pool-set.h"
+#include "dp-fixture.h"
+
+static const struct dp_pool *find(const struct dp_pool_set *s, const char *res)
+{
+        const struct dp_pool *p = dp_pool_set_find(s, res);
+        assert_non_null(p);
+        return p;
+}
+
+static void test_ready_vfs_by_device_type(void **state)
+{
+        struct inventory inv = { 0 };
+        fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 4, 0);
+        fx_add_pf(&inv, 0x5e, "ens2f0", "vfio-pci", 3, 1);
+        struct pf_info *net = &inv.pfs[0];
+        /* VF 1: no netdev yet; VF 2: wrongly bound to vfio-pci; VF 3: unbound */
+        net->vfs[1].n_netdevs = 0;
+        strcpy(net->vfs[2].driver, "vfio-pci");
+        net->vfs[3].driver[0] = 0;
+        struct desired_state d = { 0 };
+        fx_add_group(&d, "0000:3b:00.0", "sriov_net", DEVICE_TYPE_NETDEVICE, 0, 3);
+        fx_add_group(&d, "0000:5e:00.0", "sriov_dpdk", DEVICE_TYPE_VFIO_PCI, 0, 1);
+
+        struct dp_pool_set s = { 0 };
+        assert_int_equal(dp_pools_from_desired(&d, &inv, NULL, &s), 0);
+        assert_int_equal(s.n_pools, 2);
+        const struct dp_pool *p = find(&s, "openshift.io/sriov_net");
+        assert_string_equal(p->prefix, "openshift.io");
+        assert_string_equal(p->name, "sriov_net");
+        assert_int_equal(p->n_devices, 1);
+        assert_string_equal(p->devices[0].id, "0000:3b:01.0");
+        assert_true(p->devices[0].healthy);
+        assert_int_equal(p->devices[0].numa_node, 0);
+        assert_string_equal(p->devices[0].pf, "0000:3b:00.0");
+
+        p = find(&s, "openshift.io/sriov_dpdk");
+        assert_int_equal(p->device_type, DEVICE_TYPE_VFIO_PCI);
+        assert_int_equal(p->n_devices, 2); /* VF 2 is outside the range */
+        assert_string_equal(p->devices[1].id, "0000:5e:01.1");
+        assert_int_equal(p->devices[1].iommu_group, 100 + 0x5e * 16 + 1);
+        assert_int_equal(p->devices[1].numa_node, 1);
+        dp_pool_set_done(&s);
+
+        /* vfio without an IOMMU group is not ready */
+        inv.pfs[1].vfs[0].iommu_group = -1;
+        assert_int_equal(dp_pools_from_desired(&d, &inv, "example.com", &s), 0);
+        p = find(&s, "example.com/sriov_dpdk");
+        assert_int_equal(p->n_devices, 1);
+        dp_pool_set_done(&s);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+static void test_rdma_topology_health(void **state)
+{
+        struct inventory inv = { 0 };
+        struct pf_info *pf = fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 3, 1);
+        fx_add_rdma(&pf->vfs[0].rdma, &pf->vfs[0].n_rdma, 1);
+        fx_add_rdma(&pf->vfs[2].rdma, &pf->vfs[2].n_rdma, 3);
+        pf->vfs[2].numa_node = -1;
+        struct desired_state d = { 0 };
+        struct vf_group *g =
+            fx_add_group(&d, "0000:3b:00.0", "rdma_vfs", DEVICE_TYPE_NETDEVICE, 0, 2);
+        g->is_rdma = true;
+
+        struct dp_pool_set s = { 0 };
+        assert_int_equal(dp_pools_from_desired(&d, &inv, NULL, &s), 0);
+        const struct dp_pool *p = find(&s, "openshift.io/rdma_vfs");
+        assert_int_equal(p->n_devices, 2); /* VF 1 has no RDMA device */
+        assert_string_equal(p->devices[0].rdma_device, "mlx5_1");
+        assert_int_equal(p->devices[0].n_char_devices, 3);
+        assert_string_equal(p->devices[0].char_devices[0], "/dev/infiniband/uverbs1");
+        assert_int_equal(p->devices[0].numa_node, 1);
+        assert_int_equal(p->devices[1].numa_node, -1); /* numa_node -1: no topology */
+        dp_pool_set_done(&s);
+
+        /* excludeTopology drops it; PF link down makes every VF Unhealthy */
+        g->exclude_topology = true;
+        strcpy(pf->netdevs[0].operstate, "down");
+        assert_int_equal(dp_pools_from_desired(&d, &inv, NULL, &s), 0);
+        p = find(&s, "openshift.io/rdma_vfs");
+        assert_int_equal(p->devices[0].numa_node, -1);
+        assert_false(p->devices[0].healthy);
+        assert_false(p->devices[1].healthy);
+        dp_pool_set_done(&s);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+static void test_groups_on_two_pfs_share_a_pool(void **state)
+{
+        struct inventory inv = { 0 };
+        fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 2, 0);
+        fx_add_pf(&inv, 0x5e, "ens2f0", "mlx5_core", 2, 1);
+        struct desired_state d = { 0 };
+        fx_add_group(&d, "0000:5e:00.0", "shared", DEVICE_TYPE_NETDEVICE, 0, 1);
+        fx_add_group(&d, "0000:3b:00.0", "shared", DEVICE_TYPE_NETDEVICE, 0, 1);
+        fx_add_group(&d, "0000:99:00.0", "absent_pf", DEVICE_TYPE_NETDEVICE, 0, 1);
+        struct dp_pool_set s = { 0 };
+        assert_int_equal(dp_pools_from_desired(&d, &inv, NULL, &s), 0);
+        assert_int_equal(s.n_pools, 2);
+        const struct dp_pool *p = find(&s, "openshift.io/shared");
+        assert_int_equal(p->n_devices, 4);
+        assert_string_equal(p->devices[0].id, "0000:3b:01.0"); /* sorted */
+        assert_string_equal(p->devices[3].id, "0000:5e:01.1");
+        assert_int_equal(find(&s, "openshift.io/absent_pf")->n_devices, 0);
+
+        /* copy and take */
+        struct dp_pool copy;
+        assert_int_equal(dp_pool_copy(p, &copy), 0);
+        assert_int_equal(copy.n_devices, 4);
+        assert_string_equal(copy.devices[2].id, p->devices[2].id);
+        dp_pool_done(&copy);
+        struct dp_pool_set all = { 0 }, again = { 0 };
+        assert_int_equal(dp_pool_set_take(&all, &s), 0);
+        assert_int_equal(all.n_pools, 2);
+        assert_int_equal(s.n_pools, 0);
+        assert_int_equal(dp_pools_from_desired(&d, &inv, NULL, &again), 0);
+        assert_int_equal(dp_pool_set_take(&all, &again), -EEXIST);
+        dp_pool_set_done(&again);
+        dp_pool_set_done(&all);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+static void test_invalid_names(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        fx_add_group(&d, "0000:3b:00.0", "../x", DEVICE_TYPE_NETDEVICE, 0, 0);
+        struct dp_pool_set s = { 0 };
+        assert_int_equal(dp_pools_from_desired(&d, &inv, NULL, &s), -EINVAL);
+        assert_int_equal(s.n_pools, 0);
+        desired_state_done(&d);
+        fx_add_group(&d, "0000:3b:00.0", "ok", DEVICE_TYPE_NETDEVICE, 0, 0);
+        assert_int_equal(dp_pools_from_desired(&d, &inv, "Bad/Prefix", &s), -EINVAL);
+        desired_state_done(&d);
+        struct dp_pool p = { 0 };
+        assert_int_equal(dp_pool_set_names(&p, "openshift.io", "sriov-net_1"), 0);
+        assert_string_equal(p.resource, "openshift.io/sriov-net_1");
+        assert_int_equal(dp_pool_set_names(&p, "..", "x"), -EINVAL);
+        assert_int_equal(dp_pool_set_names(&p, "a.io", ""), -EINVAL);
+        assert_int_equal(dp_pool_set_names(&p, "a.io", "a b"), -EINVAL);
+}
+
+static void test_build_with_rdma_shared(void **state)
+{
+        struct inventory inv = { 0 };
+        fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 2, 0);
+        fx_add_rdma(&inv.pfs[0].rdma, &inv.pfs[0].n_rdma, 0);
+        struct desired_state d = { 0 };
+        fx_add_group(&d, "0000:3b:00.0", "sriov_a", DEVICE_TYPE_NETDEVICE, 0, 1);
+        struct rdma_shared_config c = { 0 };
+        assert_int_equal(rdma_shared_config_parse("{\"configList\":[{\"resourceName\":\"hca\","
+                                                  "\"rdmaHcaMax\":2,\"selectors\":{}}]}",
+                                                  "t", &c),
+                         0);
+        struct dp_pool_set s = { 0 };
+        assert_int_equal(dp_pools_build(&d, &inv, NULL, &c, &s), 0);
+        assert_int_equal(s.n_pools, 2);
+        assert_int_equal(dp_pool_set_find(&s, "openshift.io/sriov_a")->n_devices, 2);
+        assert_int_equal(dp_pool_set_find(&s, "rdma/hca")->n_devices, 2);
+        dp_pool_set_done(&s);
+        rdma_shared_config_done(&c);
+
+        /* the same resource from both sides is refused */
+        assert_int_equal(rdma_shared_config_parse("{\"configList\":[{\"resourceName\":\"sriov_a\","
+                                                  "\"resourcePrefix\":\"openshift.io\","
+                                                  "\"selectors\":{}}]}",
+                                                  "t", &c),
+                         0);
+        assert_int_equal(dp_pools_build(&d, &inv, NULL, &c, &s), -EEXIST);
+        assert_int_equal(s.n_pools, 0);
+        rdma_shared_config_done(&c);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_ready_vfs_by_device_type),
+                cmocka_unit_test(test_rdma_topology_health),
+                cmocka_unit_test(test_groups_on_two_pfs_share_a_pool),
+                cmocka_unit_test(test_invalid_names),
+                cmocka_unit_test(test_build_with_rdma_shared),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

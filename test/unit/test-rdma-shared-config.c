@@ -1,0 +1,168 @@
+/* Unit tests for the k8s-rdma-shared-dev-plugin config format and whole-card pools
+ * (lib/deviceplugin/rdma-shared-config.c), including bad input. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "deviceplugin/rdma-shared-config.h"
+#include "dp-fixture.h"
+
+static void test_fixture_file(void **state)
+{
+        char path[512];
+        const char *src = getenv("SRCDIR");
+        snprintf(path, sizeof(path), "%s/test/fixtures/rdma-shared-hca.json", src ? src : ".");
+        struct rdma_shared_config c = { 0 };
+        assert_int_equal(rdma_shared_config_load(path, &c), 0);
+        assert_int_equal(c.periodic_update_sec, 300);
+        assert_int_equal(c.n_resources, 1);
+        assert_string_equal(c.resources[0].name, "rdma_hca");
+        assert_string_equal(c.resources[0].prefix, "rdma");
+        assert_int_equal(c.resources[0].hca_max, 1);
+        assert_int_equal(c.resources[0].selectors.n_vendors, 1);
+        assert_string_equal(c.resources[0].selectors.vendors[0], "15b3");
+        rdma_shared_config_done(&c);
+}
+
+static void test_defaults_and_devices_alias(void **state)
+{
+        struct rdma_shared_config c = { 0 };
+        assert_int_equal(rdma_shared_config_parse(
+                             "{\"configList\":[{\"resourceName\":\"hca_a\",\"resourcePrefix\":"
+                             "\"nvidia.com\",\"rdmaHcaMax\":63,\"devices\":[\"ib0\",\"ib1\"]}]}",
+                             "t", &c),
+                         0);
+        assert_int_equal(c.periodic_update_sec, 60);
+        assert_string_equal(c.resources[0].prefix, "nvidia.com");
+        assert_int_equal(c.resources[0].hca_max, 63);
+        assert_int_equal(c.resources[0].selectors.n_if_names, 2);
+        rdma_shared_config_done(&c);
+        assert_int_equal(rdma_shared_config_parse("{\"periodicUpdateInterval\":0,\"configList\":"
+                                                  "[{\"resourceName\":\"x\",\"selectors\":{}}]}",
+                                                  "t", &c),
+                         0);
+        assert_int_equal(c.periodic_update_sec, 0);
+        assert_int_equal(c.resources[0].hca_max, 0);
+        rdma_shared_config_done(&c);
+}
+
+static void test_bad_input(void **state)
+{
+        static const char *const bad[] = {
+                "",
+                "not json",
+                "[]",
+                "{}",
+                "{\"configList\":[]}",
+                "{\"periodicUpdateInterval\":-1,\"configList\":[{\"resourceName\":\"a\","
+                "\"selectors\":{}}]}",
+                "{\"periodicUpdateInterval\":\"60\",\"configList\":[{\"resourceName\":\"a\","
+                "\"selectors\":{}}]}",
+                "{\"configList\":[{\"selectors\":{}}]}",
+                "{\"configList\":[{\"resourceName\":\"../x\",\"selectors\":{}}]}",
+                "{\"configList\":[{\"resourceName\":\"a-b\",\"selectors\":{}}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"resourcePrefix\":\"a/"
+                "b\",\"selectors\":{}}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"rdmaHcaMax\":-1,\"selectors\":{}}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"rdmaHcaMax\":\"3\",\"selectors\":{}}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"rdmaHcaMax\":1000000,\"selectors\":{}}]"
+                "}",
+                "{\"configList\":[{\"resourceName\":\"a\"}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{},\"devices\":[\"ib0\"]}]"
+                "}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"vendor\":[\"15b3\"]}}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"vendors\":\"15b3\"}}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"vendors\":[\"mellanox\"]"
+                "}}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"linkTypes\":[\"token\"]}"
+                "}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"ifNames\":[\"../../"
+                "x\"]}}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"drivers\":[1]}}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{}},{\"resourceName\":"
+                "\"a\",\"selectors\":{}}]}",
+                "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{}}],\"configList\":[]}",
+                "{\"configList\":[\"a\"]}",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                struct rdma_shared_config c = { 0 };
+                if (rdma_shared_config_parse(bad[i], "bad", &c) != -EINVAL)
+                        fail_msg("accepted: %s", bad[i]);
+                assert_int_equal(c.n_resources, 0);
+        }
+        struct rdma_shared_config c = { 0 };
+        assert_int_equal(rdma_shared_config_load("/nonexistent/config.json", &c), -ENOENT);
+}
+
+static void test_pools_from_cards(void **state)
+{
+        struct inventory inv = { 0 };
+        fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 1, 0);
+        fx_add_pf(&inv, 0x5e, "ens2f0", "mlx5_core", 0, 1);
+        fx_add_pf(&inv, 0x86, "ens3f0", "iavf", 0, 1);
+        struct pf_info *a = &inv.pfs[0], *b = &inv.pfs[1], *e = &inv.pfs[2];
+        e->vendor = 0x8086;
+        fx_add_rdma(&a->rdma, &a->n_rdma, 0);
+        fx_add_rdma(&b->rdma, &b->n_rdma, 5);
+        fx_add_rdma(&a->vfs[0].rdma, &a->vfs[0].n_rdma, 1); /* VFs are not cards */
+        b->netdevs[0].link_type = LINK_TYPE_IB;
+
+        struct rdma_shared_config c = { 0 };
+        assert_int_equal(
+            rdma_shared_config_parse(
+                "{\"configList\":["
+                "{\"resourceName\":\"all\",\"rdmaHcaMax\":3,\"selectors\":{\"vendors\":[\"15b3\"]}}"
+                ","
+                "{\"resourceName\":\"ib\",\"rdmaHcaMax\":2,\"selectors\":{\"linkTypes\":["
+                "\"infiniband\"]}},"
+                "{\"resourceName\":\"one\",\"rdmaHcaMax\":1,\"selectors\":{\"ifNames\":[\"ens1f0\"]"
+                ",\"deviceIDs\":[\"101b\"],\"drivers\":[\"mlx5_core\"]}},"
+                "{\"resourceName\":\"none\",\"rdmaHcaMax\":5,\"selectors\":{\"vendors\":[\"8086\"]}"
+                "}]}",
+                "t", &c),
+            0);
+        struct dp_pool_set s = { 0 };
+        assert_int_equal(dp_pools_from_rdma_shared(&c, &inv, &s), 0);
+        assert_int_equal(s.n_pools, 4);
+
+        const struct dp_pool *p = dp_pool_set_find(&s, "rdma/all");
+        assert_non_null(p);
+        assert_int_equal(p->kind, DP_POOL_RDMA_SHARED);
+        assert_int_equal(p->n_devices, 3);
+        assert_string_equal(p->devices[0].id, "0");
+        assert_string_equal(p->devices[2].id, "2");
+        assert_int_equal(p->devices[2].numa_node, -1);
+        assert_true(p->devices[2].healthy);
+        assert_int_equal(p->n_shared_char_devices, 7); /* 3 + 3 + rdma_cm */
+        assert_true(strv_contains(p->shared_char_devices, 7, "/dev/infiniband/uverbs5"));
+        assert_true(strv_contains(p->shared_char_devices, 7, "/dev/infiniband/rdma_cm"));
+        assert_false(strv_contains(p->shared_char_devices, 7, "/dev/infiniband/uverbs1"));
+
+        p = dp_pool_set_find(&s, "rdma/ib");
+        assert_int_equal(p->n_shared_char_devices, 4);
+        assert_true(strv_contains(p->shared_char_devices, 4, "/dev/infiniband/umad5"));
+        p = dp_pool_set_find(&s, "rdma/one");
+        assert_int_equal(p->n_devices, 1);
+        assert_true(strv_contains(p->shared_char_devices, 4, "/dev/infiniband/issm0"));
+        p = dp_pool_set_find(&s, "rdma/none"); /* the Intel card has no RDMA device */
+        assert_int_equal(p->n_devices, 0);
+        assert_int_equal(p->n_shared_char_devices, 0);
+        dp_pool_set_done(&s);
+        rdma_shared_config_done(&c);
+        inventory_done(&inv);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_fixture_file),
+                cmocka_unit_test(test_defaults_and_devices_alias),
+                cmocka_unit_test(test_bad_input),
+                cmocka_unit_test(test_pools_from_cards),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
