@@ -15,6 +15,9 @@ CASE:
   flags    the DaemonSet runs `sriov-agent run` with flags that `sriov-agent run --help` lists
   probe    the DaemonSet's liveness script: alive before the agent owns a PF; after, alive
            only while one of its <prefix>_*.sock device-plugin sockets exists
+  host     `sriov-agent run` with the arguments of examples/host/sriov-agent.default (paths
+           moved to a temp dir, --dry-run, generated seed sysfs) starts, loads the RDMA shared
+           config and applies the seed policy, and stops cleanly on SIGTERM
   rbac     the RBAC grants exactly the verbs the agent needs, nothing else
   install  `cmake --install` puts the binary, the unit (ExecStart = installed binary), the
            manifests and the CRDs under the prefix; `systemd-analyze verify` accepts the unit
@@ -363,6 +366,72 @@ def case_probe():
             s.close()
 
 
+# ------------------------------------------------------------------------------------- host
+
+def case_host():
+    import shlex
+    import signal
+    default = os.path.join(EXAMPLES, "host", "sriov-agent.default")
+    with open(default) as f:
+        lines = [l for l in f if l.startswith("SRIOV_AGENT_ARGS=")]
+    check(len(lines) == 1, f"{default}: one active SRIOV_AGENT_ARGS line")
+    # EnvironmentFile= unquotes the value; ExecStart=... $SRIOV_AGENT_ARGS splits it at spaces.
+    args = " ".join(shlex.split(lines[0].split("=", 1)[1])).split()
+    gen = os.path.join(SRC, "test", "sysfs-gen", "gen-sysfs.py")
+    with tempfile.TemporaryDirectory(prefix="sriov-host-") as tmp:
+        policies = os.path.join(tmp, "policies")
+        os.makedirs(policies)
+        shutil.copy(SEED_POLICY, policies)
+        where = {"/etc/sriov-agent/policies": policies,
+                 "/etc/sriov-agent/rdma-shared-config.json":
+                     os.path.join(EXAMPLES, "host", "rdma-shared-config.json")}
+        for host_path, test_path in where.items():
+            check(any(a.endswith("=" + host_path) for a in args),
+                  f"the example configures {host_path}")
+        args = [a.split("=", 1)[0] + "=" + where.get(a.split("=", 1)[1], a.split("=", 1)[1])
+                if "=" in a else a for a in args]
+        root = os.path.join(tmp, "sys")
+        subprocess.run([sys.executable, gen, "--out", root, "--profile", "seed"], check=True,
+                       capture_output=True)
+        # The example's arguments, then only what keeps the run off this machine's host.
+        argv = [AGENT, "run", *args, "--dry-run", "--sysfs-root", root,
+                "--state-dir", os.path.join(tmp, "state"),
+                "--kubelet-dir", os.path.join(tmp, "device-plugins"),
+                "--devinfo-dir", os.path.join(tmp, "devinfo"),
+                "--pod-resources-socket", os.path.join(tmp, "pod-resources.sock")]
+        os.makedirs(os.path.join(tmp, "device-plugins"))
+        env = dict(os.environ, NODE_NAME="node1")
+        env.pop("NOTIFY_SOCKET", None)
+        env.pop("JOURNAL_STREAM", None)
+        proc = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                text=True, env=env)
+        seen, applied = [], False
+        deadline = time.monotonic() + 60
+        import selectors
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        while time.monotonic() < deadline and not applied and proc.poll() is None:
+            if sel.select(timeout=1):
+                line = proc.stderr.readline()
+                seen.append(line.rstrip())
+                applied = "VFs 0-7 as sriov_highnet" in line
+        running = proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        try:
+            rest = proc.communicate(timeout=30)[1]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rest = proc.communicate()[1]
+        seen += rest.splitlines()
+        print("agent:\n  " + "\n  ".join(seen))
+        check(running and applied,
+              "sriov-agent run with the example's arguments applies the seed policy "
+              "(ens1f0 VFs 0-7 as sriov_highnet)")
+        errors = [l for l in seen if "[err]" in l]
+        check(not errors, f"no errors (the RDMA shared config loads): {errors}")
+        check(proc.returncode == 0, f"SIGTERM ends it with status 0 (got {proc.returncode})")
+
+
 # ------------------------------------------------------------------------------------- rbac
 
 def rules_of(kind, name):
@@ -456,7 +525,8 @@ def case_install():
 
 
 CASES = {"parse": case_parse, "apply": case_apply, "plan": case_plan, "flags": case_flags,
-         "rbac": case_rbac, "install": case_install, "probe": case_probe}
+         "rbac": case_rbac, "install": case_install, "probe": case_probe,
+         "host": case_host}
 if CASE not in CASES:
     sys.exit(f"unknown case {CASE}; one of {', '.join(CASES)}")
 CASES[CASE]()

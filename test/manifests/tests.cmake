@@ -2,12 +2,12 @@
 # case asserts). python3-yaml, kubectl and systemd-analyze come from scripts/install-deps.
 find_program(PYTHON3_FOR_MANIFESTS python3 REQUIRED)
 set(MANIFEST_CASES parse plan rbac install probe)
-# The flags case compares the DaemonSet's args with `sriov-agent run --help`; it exists once
-# the run command is part of the tree.
+# The flags and host cases run `sriov-agent run`; they exist once the run command is part of
+# the tree.
 if(EXISTS ${CMAKE_SOURCE_DIR}/agent/cmd-run.c)
-    list(APPEND MANIFEST_CASES flags)
+    list(APPEND MANIFEST_CASES flags host)
 else()
-    message(STATUS "no 'sriov-agent run' yet: test manifests/flags not registered")
+    message(STATUS "no 'sriov-agent run' yet: tests manifests/flags and host not registered")
 endif()
 foreach(case ${MANIFEST_CASES})
     add_test(NAME manifests/${case}
