@@ -1,0 +1,222 @@
+# Helpers for lab scenarios (sourced by /init before each scenario; busybox sh).
+# A scenario is a list of steps; each step either passes ("@@vm step-ok") or fails the
+# scenario at once ("@@vm step-fail", with the command's output and the kernel log tail).
+#
+# Steps that run a command (stdout -> $OUT, stderr -> $ERR, killed after $STEP_TIMEOUT s):
+#   run_ok DESC CMD...        CMD must exit 0
+#   run_fails DESC CMD...     CMD must fail cleanly: exit 1..125, not a crash or time-out
+# Checks on the last command's output:
+#   out_has / out_lacks / err_has DESC ERE     (grep -E, case-insensitive)
+#   jq_ok DESC [--arg N V...] FILTER           jq -e FILTER on $OUT must be true
+#   jq_checks DESC FILTER [DESC FILTER...]     the same for many filters in one jq run
+# Other checks:
+#   check DESC CMD...          CMD (often `test ...`) must succeed
+#   expect_eq DESC ACTUAL EXPECTED
+#   wait_for DESC SECONDS CMD...   polls CMD until it succeeds
+# Setup and inspection helpers use sysfs and iproute2 directly, never the code under test.
+
+AGENT=${AGENT:-/usr/bin/sriov-agent}
+IPR=/usr/sbin/iproute-ip # iproute2's ip (busybox ash prefers its own `ip` applet)
+OUT=/tmp/step.out
+ERR=/tmp/step.err
+STEP_TIMEOUT=${STEP_TIMEOUT:-120}
+: >"$OUT"
+: >"$ERR"
+
+_show_output() {
+    if [ -s "$OUT" ]; then
+        echo "    --- stdout"
+        head -c 4000 "$OUT" | sed 's/^/    | /'
+    fi
+    if [ -s "$ERR" ]; then
+        echo "    --- stderr"
+        head -c 4000 "$ERR" | sed 's/^/    | /'
+    fi
+}
+
+# the guest uptime at the end of each step shows where a slow scenario spends its time
+ok() { echo "@@vm step-ok $VM_SCENARIO: $1 [t=$(cut -d' ' -f1 /proc/uptime)]"; }
+
+fail() {
+    echo "@@vm step-fail $VM_SCENARIO: $1"
+    shift
+    for line in "$@"; do
+        echo "    $line"
+    done
+    _show_output
+    echo "    --- kernel log tail"
+    dmesg | tail -n 15 | sed 's/^/    | /'
+    exit 1
+}
+
+_run() {
+    timeout "$STEP_TIMEOUT" "$@" >"$OUT" 2>"$ERR"
+}
+
+run_ok() {
+    desc=$1
+    shift
+    _run "$@"
+    rc=$?
+    [ "$rc" -eq 0 ] || fail "$desc" "command: $*" "exit status $rc, expected 0"
+    ok "$desc"
+}
+
+run_fails() {
+    desc=$1
+    shift
+    _run "$@"
+    rc=$?
+    # a refusal is a clean error exit: a crash, a time-out or a missing program is not one
+    case $rc in
+        0) fail "$desc" "command: $*" "exit status 0, expected a failure" ;;
+        124 | 143) fail "$desc" "command: $*" "timed out after ${STEP_TIMEOUT}s" ;;
+        126 | 127) fail "$desc" "command: $*" "could not be run (exit $rc)" ;;
+    esac
+    [ "$rc" -lt 128 ] || fail "$desc" "command: $*" "killed by signal $((rc - 128))"
+    ok "$desc (exit $rc)"
+}
+
+out_has() {
+    grep -Eiq -- "$2" "$OUT" || fail "$1" "stdout does not match /$2/"
+    ok "$1"
+}
+
+out_lacks() {
+    if grep -Eiq -- "$2" "$OUT"; then
+        fail "$1" "stdout matches /$2/: $(grep -Ei -- "$2" "$OUT" | head -3)"
+    fi
+    ok "$1"
+}
+
+err_has() {
+    grep -Eiq -- "$2" "$ERR" || fail "$1" "stderr does not match /$2/"
+    ok "$1"
+}
+
+jq_ok() {
+    desc=$1
+    shift
+    if ! result=$(jq -e "$@" "$OUT" 2>&1); then
+        fail "$desc" "jq filter is not true: $*" "jq says: $(echo "$result" | head -c 300)"
+    fi
+    ok "$desc"
+}
+
+# jq_checks DESC FILTER [DESC FILTER...]: several checks on $OUT in ONE jq run (each jq start
+# costs 1-2 s under TCG). Values come in through exported variables: $ENV.NAME in a filter.
+# Each FILTER must give true (all its outputs true); an error counts as false.
+jq_checks() {
+    program='['
+    n=0
+    for arg in "$@"; do
+        n=$((n + 1))
+        [ $((n % 2)) -eq 0 ] || continue
+        program="$program(try ([$arg] | length > 0 and all(. == true)) catch false),"
+    done
+    program="${program%,}] | .[]"
+    if ! jq -r "$program" "$OUT" >/tmp/jq.results 2>/tmp/jq.err; then
+        fail "$1" "jq could not evaluate the checks: $(head -c 300 /tmp/jq.err)"
+    fi
+    exec 3</tmp/jq.results
+    while [ $# -ge 2 ]; do
+        read -r result <&3
+        [ "$result" = true ] || fail "$1" "jq filter is not true: $2"
+        ok "$1"
+        shift 2
+    done
+    exec 3<&-
+}
+
+check() {
+    desc=$1
+    shift
+    "$@" >/dev/null 2>&1 || fail "$desc" "check failed: $*"
+    ok "$desc"
+}
+
+expect_eq() {
+    [ "$2" = "$3" ] || fail "$1" "got '$2', expected '$3'"
+    ok "$1"
+}
+
+wait_for() {
+    desc=$1
+    secs=$2
+    shift 2
+    tries=$((secs * 5))
+    while ! "$@" >/dev/null 2>&1; do
+        tries=$((tries - 1))
+        [ "$tries" -gt 0 ] || fail "$desc" "still not true after ${secs}s: $*"
+        sleep 0.2
+    done
+    ok "$desc"
+}
+
+# --- sysfs inspection (independent of the agent) ---
+
+pci_dir() { echo "/sys/bus/pci/devices/$1"; }
+
+# netdev_of PCI: the device's network interface name, empty when it has none
+netdev_of() { ls "$(pci_dir "$1")/net" 2>/dev/null | head -1; }
+
+has_netdev() { [ -n "$(netdev_of "$1")" ]; }
+
+# driver_of PCI: name of the bound driver, "none" when unbound
+driver_of() {
+    if [ -e "$(pci_dir "$1")/driver" ]; then
+        basename "$(readlink "$(pci_dir "$1")/driver")"
+    else
+        echo none
+    fi
+}
+
+# is_up IFNAME: the interface is administratively up (IFF_UP in its flags)
+is_up() { [ $(($(cat "/sys/class/net/$1/flags") & 1)) -ne 0 ]; }
+
+iommu_group_of() { basename "$(readlink "$(pci_dir "$1")/iommu_group")"; }
+
+numvfs_of() { cat "$(pci_dir "$1")/sriov_numvfs"; }
+
+# vf_pci PF N: PCI address of the PF's VF N (from its virtfnN link)
+vf_pci() { basename "$(readlink "$(pci_dir "$1")/virtfn$2")"; }
+
+count_virtfn() { ls -d "$(pci_dir "$1")"/virtfn* 2>/dev/null | wc -l; }
+
+# find_pci VENDOR DEVICE: first PCI function with these ids (hex without 0x)
+find_pci() {
+    for d in /sys/bus/pci/devices/*; do
+        if [ "$(cat "$d/vendor")" = "0x$1" ] && [ "$(cat "$d/device")" = "0x$2" ]; then
+            basename "$d"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# The igb PF (82576, 8086:10c9): found by its ids, its bus number depends on the other devices.
+IGB_PF=$(find_pci 8086 10c9) || IGB_PF=igb-pf-not-found
+
+# --- setup through sysfs/iproute2, for state that is not under test ---
+
+setup_numvfs() {
+    echo 0 >"$(pci_dir "$1")/sriov_numvfs" || fail "setup: numvfs of $1 to 0"
+    if [ "$2" -gt 0 ]; then
+        echo "$2" >"$(pci_dir "$1")/sriov_numvfs" || fail "setup: numvfs of $1 to $2"
+    fi
+}
+
+setup_link_up() { $IPR link set dev "$1" up || fail "setup: link up $1"; }
+
+# lab_reset: puts the igb PF back to its boot state before each scenario.
+lab_reset() {
+    for dev in /sys/class/infiniband/*; do
+        [ -e "$dev" ] && rdma link delete "$(basename "$dev")" 2>/dev/null
+    done
+    if [ -e "$(pci_dir $IGB_PF)/sriov_numvfs" ] && [ "$(numvfs_of $IGB_PF)" != 0 ]; then
+        echo 0 >"$(pci_dir $IGB_PF)/sriov_numvfs"
+    fi
+    pf=$(netdev_of $IGB_PF)
+    [ -z "$pf" ] || $IPR link set dev "$pf" mtu 1500 2>/dev/null
+    return 0
+}
