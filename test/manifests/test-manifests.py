@@ -302,7 +302,7 @@ def case_flags():
     r = subprocess.run([AGENT, "run", "--help"], capture_output=True, text=True, timeout=30)
     check(r.returncode == 0, f"sriov-agent run --help exits 0 ({r.stderr.strip()[:200]})")
     documented = set(re.findall(r"^\s+(?:-\w, )?(--[a-z][a-z0-9-]*)", r.stdout, re.M))
-    check({"--node-name", "--state-dir", "--kubelet-dir"} <= documented,
+    check({"--node-name", "--namespace", "--state-dir", "--kubelet-dir"} <= documented,
           f"run --help lists its flags: {sorted(documented)}")
     ds = one("DaemonSet", DAEMONSET)
     container = ds["spec"]["template"]["spec"]["containers"][0]
