@@ -10,6 +10,9 @@ CASE:
   apply    real kubectl applies crds/, manifests/ and manifests/examples/ against
            test/fake-apiserver, a second apply changes nothing, and the stored objects are
            what the files say
+  cluster  `sriov-agent run` with the DaemonSet's arguments ($(VAR)s expanded as the kubelet
+           would, host paths moved to a temp dir, the fake's kubeconfig, --dry-run) writes
+           the NodeState of the labelled node with the seed policy's desired PF
   plan     the seed policy of the examples plans to one PF (ens1f0) with 8 VFs in
            sriov_highnet on the generated seed tree; the VM-lab variant to 4 VFs on an igb PF
   flags    the DaemonSet runs `sriov-agent run` with flags that `sriov-agent run --help` lists
@@ -249,6 +252,93 @@ def case_apply():
         rc, out, err = kubectl("delete", "-f", EXAMPLES, "--wait=false")
         check(rc == 0, f"kubectl delete -f manifests/examples/ ({err.strip()[:200]})")
     finally:
+        server.terminate()
+        server.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------- cluster
+
+def case_cluster():
+    """The DaemonSet's own command line, run against the fake API server."""
+    if not shutil.which(KUBECTL):
+        print(f"{KUBECTL} not found")
+        sys.exit(1)
+    fake = os.path.join(SRC, "test", "fake-apiserver", "fake_apiserver.py")
+    gen = os.path.join(SRC, "test", "sysfs-gen", "gen-sysfs.py")
+    tmp = tempfile.mkdtemp(prefix="sriov-manifests-cluster-")
+    kc = os.path.join(tmp, "kubeconfig")
+    server = subprocess.Popen([sys.executable, fake, "--port", "0", "--node", "node1",
+                               "--kubeconfig-out", kc],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    agent = None
+    try:
+        server.stdout.readline()
+        env = dict(os.environ, HOME=tmp, KUBECONFIG=kc)
+        env.pop("KUBERNETES_SERVICE_HOST", None)
+
+        def kubectl(*args):
+            r = subprocess.run([KUBECTL, *args], env=env, capture_output=True, text=True,
+                               timeout=120)
+            check(r.returncode == 0, f"kubectl {' '.join(args)} ({r.stderr.strip()[:200]})")
+            return r.stdout
+
+        kubectl("apply", "-f", CRDS)
+        kubectl("wait", "--for", "condition=established", "--timeout=30s", "crd", "--all")
+        kubectl("apply", "-f", MANIFESTS)
+        kubectl("apply", "-f", SEED_POLICY)
+        kubectl("label", "node", "node1", "highnet-node=true")
+
+        ds = one("DaemonSet", DAEMONSET)
+        container = ds["spec"]["template"]["spec"]["containers"][0]
+        # What the kubelet would pass: $(VAR) from the downward API and env values.
+        values = {"NODE_NAME": "node1", "POD_NAMESPACE": ds["metadata"]["namespace"]}
+        values.update({e["name"]: e["value"] for e in container["env"] if "value" in e})
+        host_dirs = {m["mountPath"]: os.path.join(tmp, m["name"])
+                     for m in container["volumeMounts"]}
+        argv = [AGENT]
+        for a in container["args"]:
+            a = re.sub(r"\$\((\w+)\)", lambda m: values[m.group(1)], a)
+            for path, moved in host_dirs.items():
+                a = a.replace("=" + path, "=" + moved)
+            argv.append(a)
+        for d in host_dirs.values():
+            os.makedirs(d, exist_ok=True)
+        root = os.path.join(tmp, "sysfs")
+        subprocess.run([sys.executable, gen, "--out", root, "--profile", "seed"], check=True,
+                       capture_output=True)
+        # Only what keeps the run off this machine: the fake's kubeconfig instead of the
+        # in-cluster service account, a generated sysfs, no host changes.
+        argv += ["--kubeconfig", kc, "--sysfs-root", root, "--dry-run",
+                 "--pod-resources-socket", os.path.join(tmp, "pod-resources", "kubelet.sock")]
+        print("agent:", " ".join(argv))
+        log = open(os.path.join(tmp, "agent.log"), "w+")
+        agent = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, env=env)
+
+        state, deadline = None, time.monotonic() + 60
+        while time.monotonic() < deadline and agent.poll() is None:
+            r = subprocess.run([KUBECTL, "get", "sriovnetworknodestates", "-n", NS, "node1",
+                                "-o", "json"], env=env, capture_output=True, text=True,
+                               timeout=60)
+            if r.returncode == 0:
+                state = json.loads(r.stdout)
+                if state.get("spec", {}).get("interfaces"):
+                    break
+            time.sleep(0.5)
+        log.seek(0)
+        print("agent log:\n  " + "\n  ".join(log.read().splitlines()[:40]))
+        check(agent.poll() is None, "the agent runs with the DaemonSet's arguments")
+        ifaces = (state or {}).get("spec", {}).get("interfaces", [])
+        check(len(ifaces) == 1 and ifaces[0].get("name") == "ens1f0" and
+              ifaces[0].get("numVfs") == 8,
+              f"NodeState node1 in {NS} wants ens1f0 with 8 VFs: {ifaces}")
+    finally:
+        if agent and agent.poll() is None:
+            agent.terminate()
+            try:
+                agent.wait(30)
+            except subprocess.TimeoutExpired:
+                agent.kill()
         server.terminate()
         server.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -526,7 +616,7 @@ def case_install():
 
 CASES = {"parse": case_parse, "apply": case_apply, "plan": case_plan, "flags": case_flags,
          "rbac": case_rbac, "install": case_install, "probe": case_probe,
-         "host": case_host}
+         "host": case_host, "cluster": case_cluster}
 if CASE not in CASES:
     sys.exit(f"unknown case {CASE}; one of {', '.join(CASES)}")
 CASES[CASE]()

@@ -1,20 +1,13 @@
 # manifests/, crds/ and the install rules (test/manifests/test-manifests.py says what each
 # case asserts). python3-yaml, kubectl and systemd-analyze come from scripts/install-deps.
 find_program(PYTHON3_FOR_MANIFESTS python3 REQUIRED)
-set(MANIFEST_CASES parse plan rbac install probe)
-# The apply case drives the real kubectl against test/fake-apiserver.
+set(MANIFEST_CASES parse plan rbac install probe flags host)
+# The apply and cluster cases drive the real kubectl against test/fake-apiserver.
 find_program(KUBECTL_FOR_MANIFESTS kubectl)
 if(KUBECTL_FOR_MANIFESTS)
-    list(APPEND MANIFEST_CASES apply)
+    list(APPEND MANIFEST_CASES apply cluster)
 else()
-    message(STATUS "kubectl not found: test manifests/apply not registered")
-endif()
-# The flags and host cases run `sriov-agent run`; they exist once the run command is part of
-# the tree.
-if(EXISTS ${CMAKE_SOURCE_DIR}/agent/cmd-run.c)
-    list(APPEND MANIFEST_CASES flags host)
-else()
-    message(STATUS "no 'sriov-agent run' yet: tests manifests/flags and host not registered")
+    message(STATUS "kubectl not found: tests manifests/apply and manifests/cluster not registered")
 endif()
 foreach(case ${MANIFEST_CASES})
     add_test(NAME manifests/${case}
