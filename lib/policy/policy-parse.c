@@ -7,7 +7,7 @@
 #include <strings.h>
 
 #include "policy/policy.h"
-#include "policy/yaml-json.h"
+#include "util/yaml-json.h"
 #include "util/fileio.h"
 #include "util/macro.h"
 
@@ -519,7 +519,7 @@ int policy_list_add_buffer(struct policy_list *list, const char *file, const cha
 
         if (memchr(data, '\0', size))
                 return list_append_invalid(list, file, "file contains NUL bytes (binary?)");
-        r = yaml_to_json_documents(data, size, &docs, &error);
+        r = yaml_to_json_documents(data, size, YAML_JSON_TYPED, &docs, &error);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
