@@ -17,8 +17,8 @@
 
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
-#include "util/yaml-json.h"
 #include "util/fileio.h"
+#include "util/yaml-json.h"
 
 #define TOKEN "unit-token"
 
@@ -59,7 +59,8 @@ static inline int start_fake(void **state)
         assert_non_null(fgets(line, sizeof(line), out));
         fclose(out);
         int port = 0;
-        assert_int_equal(sscanf(line, "PORT %d", &port), 1);
+        assert_int_equal(strncmp(line, "PORT ", 5), 0);
+        assert_int_equal(parse_int(line + 5, &port), 0);
         snprintf(f->url, sizeof(f->url), "http://127.0.0.1:%d", port);
 
         assert_int_equal(sd_event_new(&f->event), 0);
