@@ -25,3 +25,13 @@ if(GO_EXECUTABLE AND PROTOC_GEN_GO_GRPC)
     add_custom_target(bench-grpc-go-plugin ALL DEPENDS ${BENCH_GO_PLUGIN})
     add_dependencies(bench-grpc-go-plugin fake-kubelet)
 endif()
+
+# Not a benchmark (nothing is timed): the comparison is only fair while the grpc-go peer gives
+# the C plugin's answers, so a change to either that makes them differ fails here.
+find_package(Python3 COMPONENTS Interpreter)
+if(TARGET bench-grpc-go-plugin AND Python3_Interpreter_FOUND)
+    add_test(NAME integration/bench-peer
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/run --no-build
+                     --build-dir ${CMAKE_BINARY_DIR} --same-answers)
+    set_tests_properties(integration/bench-peer PROPERTIES LABELS integration TIMEOUT 120)
+endif()
