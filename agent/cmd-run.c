@@ -16,13 +16,18 @@ static void print_usage(FILE *f)
         fprintf(f,
                 "Usage: sriov-agent run [OPTIONS]\n\n"
                 "Configure SR-IOV VFs from SriovNetworkNodePolicy objects and serve them to the\n"
-                "kubelet. Without an API server (standalone mode) policies are read from\n"
-                "--policy-dir and the node's labels from --node-labels; the directory is\n"
-                "watched and changes are applied.\n\n"
+                "kubelet. With an API server (the default) policies and the node's labels are\n"
+                "watched there and the result is written to the SriovNetworkNodeState named\n"
+                "after the node. Without one (standalone mode, --policy-dir) policies are read\n"
+                "from files and the node's labels from --node-labels; the directory is watched.\n\n"
                 "Policies and node:\n"
-                "  --policy-dir DIR          read policies from *.yaml/*.yml/*.json files in DIR\n"
-                "  --node-labels K=V,...     the node's labels, matched against nodeSelector\n"
                 "  --node-name NAME          this node (default: $NODE_NAME)\n"
+                "  --kubeconfig FILE         API server credentials (default: $KUBECONFIG, the\n"
+                "                            in-cluster service account, ~/.kube/config)\n"
+                "  --namespace NS            namespace of policies and NodeState\n"
+                "                            (default: sriov-network-operator)\n"
+                "  --policy-dir DIR          standalone: policies from *.yaml/*.yml/*.json in DIR\n"
+                "  --node-labels K=V,...     standalone: the node's labels (nodeSelector)\n"
                 "Host:\n"
                 "  --sysfs-root DIR          sysfs to read and change (default: /sys)\n"
                 "  --state-dir DIR           records of what this agent configured, used to\n"
@@ -66,6 +71,8 @@ int cmd_run(int argc, char **argv)
 {
         enum {
                 OPT_POLICY_DIR = 256,
+                OPT_KUBECONFIG,
+                OPT_NAMESPACE,
                 OPT_NODE_LABELS,
                 OPT_NODE_NAME,
                 OPT_SYSFS_ROOT,
@@ -83,6 +90,8 @@ int cmd_run(int argc, char **argv)
         };
         static const struct option options[] = {
                 { "policy-dir", required_argument, NULL, OPT_POLICY_DIR },
+                { "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
+                { "namespace", required_argument, NULL, OPT_NAMESPACE },
                 { "node-labels", required_argument, NULL, OPT_NODE_LABELS },
                 { "node-name", required_argument, NULL, OPT_NODE_NAME },
                 { "sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT },
@@ -115,6 +124,12 @@ int cmd_run(int argc, char **argv)
                 switch (c) {
                 case OPT_POLICY_DIR:
                         config.policy_dir = optarg;
+                        break;
+                case OPT_KUBECONFIG:
+                        config.kubeconfig = optarg;
+                        break;
+                case OPT_NAMESPACE:
+                        config.namespace_ = optarg;
                         break;
                 case OPT_NODE_LABELS:
                         config.node_labels = optarg;
@@ -177,11 +192,14 @@ int cmd_run(int argc, char **argv)
                 fprintf(stderr, "sriov-agent run: unexpected argument '%s'\n", argv[optind]);
                 return 1;
         }
-        if (!config.policy_dir) {
-                fprintf(stderr, "sriov-agent run: --policy-dir is required (the API-server mode "
-                                "is not available yet)\n");
+        if (!config.policy_dir && (!config.node_name || !*config.node_name)) {
+                fprintf(stderr, "sriov-agent run: --node-name (or $NODE_NAME) is required with "
+                                "an API server; use --policy-dir to run without one\n");
                 return 1;
         }
+        if (config.policy_dir && config.node_labels == NULL)
+                fprintf(stderr, "sriov-agent run: note: no --node-labels; only policies without "
+                                "a nodeSelector can apply\n");
         log_setup(LOG_TARGET_AUTO, level);
 
         struct agent *agent = NULL;
