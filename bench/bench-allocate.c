@@ -7,7 +7,12 @@
  * kubelet (default: fake-kubelet next to this program), waits until every pool is registered
  * and listed, then has it make CALLS (default 10,000) sequential Allocate calls of one device
  * each and report median and p99. RSS is this process's VmRSS/VmHWM afterwards (the whole
- * embedded plugin incl. libraries). Targets: p99 < 500 µs, RSS < 6 MB. */
+ * embedded plugin incl. libraries). Targets: p99 < 500 µs, RSS < 6 MB.
+ *
+ *   bench-allocate --serve KUBELET_DIR DEVINFO_DIR
+ *
+ * Only serves the same pools (registering with KUBELET_DIR/kubelet.sock) until SIGTERM, SIGINT
+ * or EOF on stdin: bench/run drives it and bench/grpc-go-plugin with the same client. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -185,8 +190,62 @@ static pid_t spawn(const char *prog, const char *dir, int *ret_in, int *ret_out)
         return pid;
 }
 
+static int on_stdin(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        char buf[256];
+        if (read(fd, buf, sizeof(buf)) <= 0)
+                return sd_event_exit(sd_event_source_get_event(s), 0);
+        return 0;
+}
+
+static int serve(const char *kdir, const char *devinfo)
+{
+        sd_event *event = NULL;
+        struct dp_manager *manager = NULL;
+        struct dp_pool_set pools = { 0 };
+        const struct dp_manager_options opts = { .kubelet_dir = kdir, .devinfo_dir = devinfo };
+        sigset_t mask;
+
+        log_setup(LOG_TARGET_STDERR, LOG_WARNING);
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        int r = sd_event_default(&event);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_io(event, NULL, STDIN_FILENO, EPOLLIN, on_stdin, NULL);
+        if (r >= 0)
+                r = build_pools(&pools);
+        if (r >= 0)
+                r = dp_manager_new(event, &opts, &manager);
+        if (r >= 0)
+                r = dp_manager_set_pools(manager, &pools);
+        dp_pool_set_done(&pools);
+        if (r >= 0)
+                r = sd_event_loop(event);
+        if (r < 0)
+                fprintf(stderr, "bench-allocate --serve: %s\n", strerror(-r));
+        if (manager) {
+                dp_manager_shutdown(manager);
+                dp_manager_free(manager);
+        }
+        sd_event_unref(event);
+        return r < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+        if (argc > 1 && strcmp(argv[1], "--serve") == 0) {
+                if (argc != 4) {
+                        fprintf(stderr, "usage: bench-allocate --serve KUBELET_DIR DEVINFO_DIR\n");
+                        return 2;
+                }
+                return serve(argv[2], argv[3]);
+        }
         char prog[PATH_MAX];
         if (argc > 1)
                 snprintf(prog, sizeof(prog), "%s", argv[1]);
