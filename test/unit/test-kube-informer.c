@@ -148,7 +148,8 @@ static void test_backoff(void **state)
         struct fake *f = *state;
         struct seen s = {};
         /* No CRDs on the fake: every list is a 404. Backoff starts at 0.25-0.5 s and doubles,
-         * so within 3.5 s there are 3 or 4 attempts, not dozens. */
+         * so within 3.5 s there are 3 or 4 attempts, not dozens (2 when valgrind's slowdown
+         * delays the first one: scripts/memcheck runs this too). */
         const struct kube_informer_opts o = {
                 .kind = "SriovNetworkNodePolicy",
                 .path = "/apis/sriovnetwork.openshift.io/v1/namespaces/x/sriovnetworknodepolicies",
@@ -162,7 +163,7 @@ static void test_backoff(void **state)
         long attempts = stat_value(f, "requests") - lists - 1; /* minus the stats call */
         assert_false(kube_informer_has_synced(inf));
         kube_informer_free(inf);
-        if (attempts < 3 || attempts > 5)
+        if (attempts < 2 || attempts > 5)
                 fail_msg("%ld list attempts in 3.5 s", attempts);
 }
 
