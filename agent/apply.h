@@ -13,6 +13,8 @@
 #include "model/inventory.h"
 #include "plan/plan.h"
 
+#include <systemd/sd-event.h>
+
 struct apply_options {
         const char *sysfs_root;
         int vf_timeout_ms; /* VF creation deadline; 0 = host default */
@@ -46,3 +48,15 @@ size_t apply_report_n_failed(const struct apply_report *r);
  * per-PF failures are in the report, not the return value. */
 int apply_plan(const struct apply_options *opts, const struct plan *plan,
                const struct inventory *observed, struct apply_report *ret);
+
+/* The same, in a child process: the caller's sd-event loop keeps running (the kubelet's calls,
+ * the API server's watches, signals) while the kernel creates VFs, which can take minutes.
+ * done runs from the loop once the child has exited, with its report (ownership passes to
+ * done) or a negative errno when the child died. */
+typedef void (*apply_done_fn)(int error, struct apply_report *report, void *userdata);
+struct apply_child;
+int apply_plan_async(sd_event *event, const struct apply_options *opts, const struct plan *plan,
+                     const struct inventory *observed, apply_done_fn done, void *userdata,
+                     struct apply_child **ret);
+/* Ends the child (SIGTERM, then waits for it) without calling done. */
+void apply_child_kill(struct apply_child *c);

@@ -19,25 +19,10 @@ int sysfs_open_dir_at(int dir_fd, const char *path)
 
 int sysfs_read_line_at(int dir_fd, const char *name, char *buf, size_t size)
 {
-        if (size == 0)
-                return -ENOBUFS;
         _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
-
-        ssize_t n = read(fd, buf, size - 1);
-        if (n < 0)
-                return negative_errno();
-        buf[n] = '\0';
-        char *nl = strchr(buf, '\n');
-        if (nl)
-                *nl = '\0';
-        else if ((size_t)n == size - 1) {
-                char extra;
-                if (read(fd, &extra, 1) == 1)
-                        return -ENOBUFS;
-        }
-        return 0;
+        return read_line_fd(fd, buf, size);
 }
 
 int sysfs_read_int_at(int dir_fd, const char *name, int *ret)

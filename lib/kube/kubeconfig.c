@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "kube/base64.h"
-#include "kube/yaml-json.h"
+#include "util/yaml-json.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -287,7 +287,7 @@ int kube_config_load_file(const char *path, struct kube_config **ret)
 
         _cleanup_(json_decrefp) json_t *root = NULL;
         _cleanup_free_ char *error = NULL;
-        k = yaml_to_json(text, size, 0, &root, &error);
+        k = yaml_to_json(text, size, YAML_JSON_NO_ALIASES, &root, &error);
         if (k < 0)
                 return config_error(k, "kubeconfig %s: invalid YAML: %s", path,
                                     error ? error : "parse error");

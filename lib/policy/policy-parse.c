@@ -6,47 +6,19 @@
 #include <string.h>
 #include <strings.h>
 
+#include "policy/field-errors.h"
 #include "policy/policy.h"
-#include "policy/yaml-json.h"
 #include "util/fileio.h"
 #include "util/macro.h"
+#include "util/yaml-json.h"
 
 /* Collects every shape/type problem of one object so the user sees them all at once. */
 struct parse_ctx {
         struct policy *policy;
-        char *errors;
-        bool oom;
+        struct field_errors errors;
 };
 
-static void add_error(struct parse_ctx *ctx, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void add_error(struct parse_ctx *ctx, const char *field, const char *fmt, ...)
-{
-        _cleanup_free_ char *msg = NULL;
-        char *joined;
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = vasprintf(&msg, fmt, ap);
-        va_end(ap);
-        if (r < 0) {
-                msg = NULL;
-                ctx->oom = true;
-                return;
-        }
-        if (ctx->errors)
-                r = asprintf(&joined, "%s; field %s: %s", ctx->errors, field, msg);
-        else
-                r = asprintf(&joined, "field %s: %s", field, msg);
-        if (r < 0) {
-                ctx->oom = true;
-                return;
-        }
-        free(ctx->errors);
-        ctx->errors = joined;
-}
+#define add_error(ctx, field, ...) field_errors_add(&(ctx)->errors, field, __VA_ARGS__)
 
 static const char *json_type_name(const json_t *v)
 {
@@ -74,7 +46,7 @@ static void dup_or_oom(struct parse_ctx *ctx, char **dst, const char *s)
 {
         *dst = strdup(s);
         if (!*dst)
-                ctx->oom = true;
+                ctx->errors.oom = true;
 }
 
 /* A null value counts as absent, as the API server treats it. */
@@ -188,7 +160,7 @@ static void get_string_list(struct parse_ctx *ctx, const json_t *obj, const char
         }
         *dst = calloc(json_array_size(v) + 1, sizeof(char *));
         if (!*dst) {
-                ctx->oom = true;
+                ctx->errors.oom = true;
                 return;
         }
         json_array_foreach(v, i, item)
@@ -239,10 +211,10 @@ static void parse_nic_selector(struct parse_ctx *ctx, const json_t *spec)
         if (n_names > 0) {
                 nic->pf_names = calloc(n_names, sizeof(*nic->pf_names));
                 if (!nic->pf_names)
-                        ctx->oom = true;
+                        ctx->errors.oom = true;
                 for (size_t i = 0; nic->pf_names && i < n_names; i++) {
                         if (parse_pf_name(names[i], &nic->pf_names[i]) < 0)
-                                ctx->oom = true;
+                                ctx->errors.oom = true;
                         nic->n_pf_names++;
                 }
         }
@@ -267,7 +239,7 @@ static void parse_node_selector(struct parse_ctx *ctx, const json_t *spec)
         p->has_node_selector = true;
         p->node_selector = calloc(json_object_size(sel) + 1, sizeof(*p->node_selector));
         if (!p->node_selector) {
-                ctx->oom = true;
+                ctx->errors.oom = true;
                 return;
         }
         json_object_foreach((json_t *)sel, key, v)
@@ -285,7 +257,7 @@ static void parse_node_selector(struct parse_ctx *ctx, const json_t *spec)
                 pair->key = strdup(key);
                 pair->value = strdup(json_string_value(v));
                 if (!pair->key || !pair->value)
-                        ctx->oom = true;
+                        ctx->errors.oom = true;
                 p->n_node_selector++;
         }
 }
@@ -383,15 +355,15 @@ int policy_from_json(const json_t *obj, const char *origin, struct policy *ret)
         apply_defaults(&ctx);
 
 finish:
-        if (ctx.oom) {
-                free(ctx.errors);
+        if (ctx.errors.oom) {
+                free(ctx.errors.text);
                 policy_done(ret);
                 return -ENOMEM;
         }
-        if (ctx.errors) {
+        if (ctx.errors.text) {
                 r = asprintf(&ret->error, "%s: policy %s: %s", ret->origin,
-                             policy_display_name(ret), ctx.errors);
-                free(ctx.errors);
+                             policy_display_name(ret), ctx.errors.text);
+                free(ctx.errors.text);
                 if (r < 0) {
                         ret->error = NULL;
                         policy_done(ret);
@@ -519,7 +491,7 @@ int policy_list_add_buffer(struct policy_list *list, const char *file, const cha
 
         if (memchr(data, '\0', size))
                 return list_append_invalid(list, file, "file contains NUL bytes (binary?)");
-        r = yaml_to_json_documents(data, size, &docs, &error);
+        r = yaml_to_json_documents(data, size, YAML_JSON_TYPED, &docs, &error);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {

@@ -7,42 +7,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "policy/field-errors.h"
 #include "util/fileio.h"
 #include "util/macro.h"
 #include "util/names.h"
-
-struct problems {
-        char *text;
-        bool oom;
-};
-
-static void problem(struct problems *pr, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void problem(struct problems *pr, const char *field, const char *fmt, ...)
-{
-        _cleanup_free_ char *msg = NULL;
-        char *joined;
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = vasprintf(&msg, fmt, ap);
-        va_end(ap);
-        if (r < 0) {
-                msg = NULL;
-                pr->oom = true;
-                return;
-        }
-        r = pr->text ? asprintf(&joined, "%s; field %s: %s", pr->text, field, msg)
-                     : asprintf(&joined, "field %s: %s", field, msg);
-        if (r < 0) {
-                pr->oom = true;
-                return;
-        }
-        free(pr->text);
-        pr->text = joined;
-}
 
 static bool has_control_or_space(const char *s)
 {
@@ -92,62 +60,63 @@ static bool one_of(const char *s, const char *const *allowed)
         return false;
 }
 
-static void check_printable(struct problems *pr, const char *field, const char *s)
+static void check_printable(struct field_errors *pr, const char *field, const char *s)
 {
         for (const char *c = s; *c; c++)
                 if ((unsigned char)*c < ' ' || *c == 0x7f) {
-                        problem(pr, field, "contains control characters");
+                        field_errors_add(pr, field, "contains control characters");
                         return;
                 }
 }
 
-static void validate_metadata(struct problems *pr, const struct policy *p)
+static void validate_metadata(struct field_errors *pr, const struct policy *p)
 {
         if (!p->name)
-                problem(pr, "metadata.name", "missing");
+                field_errors_add(pr, "metadata.name", "missing");
         else if (!object_name_is_valid(p->name))
-                problem(pr, "metadata.name",
-                        "\"%.80s\" is not a valid object name (lower-case letters, digits, "
-                        "'-' and '.', at most 253)",
-                        p->name);
+                field_errors_add(
+                    pr, "metadata.name",
+                    "\"%.80s\" is not a valid object name (lower-case letters, digits, "
+                    "'-' and '.', at most 253)",
+                    p->name);
 }
 
-static void validate_node_selector(struct problems *pr, const struct policy *p)
+static void validate_node_selector(struct field_errors *pr, const struct policy *p)
 {
         if (!p->has_node_selector)
-                problem(pr, "spec.nodeSelector", "missing (required)");
+                field_errors_add(pr, "spec.nodeSelector", "missing (required)");
         for (size_t i = 0; i < p->n_node_selector; i++) {
                 check_printable(pr, "spec.nodeSelector", p->node_selector[i].key);
                 check_printable(pr, "spec.nodeSelector", p->node_selector[i].value);
         }
 }
 
-static void validate_pf_names(struct problems *pr, const struct policy *p)
+static void validate_pf_names(struct field_errors *pr, const struct policy *p)
 {
         for (size_t i = 0; i < p->nic.n_pf_names; i++) {
                 const struct pf_name_selector *s = &p->nic.pf_names[i];
                 if (!pf_name_is_valid(s->name))
-                        problem(pr, "spec.nicSelector.pfNames",
-                                "\"%.80s\" is not a network interface name (no '/', '..', "
-                                "whitespace or control characters, 1..%d bytes)",
-                                s->text, PF_NAME_MAX);
+                        field_errors_add(pr, "spec.nicSelector.pfNames",
+                                         "\"%.80s\" is not a network interface name (no '/', '..', "
+                                         "whitespace or control characters, 1..%d bytes)",
+                                         s->text, PF_NAME_MAX);
                 if (!s->has_range)
                         continue;
                 if (s->range_error)
-                        problem(pr, "spec.nicSelector.pfNames", "\"%.80s\": %s", s->text,
-                                s->range_error);
+                        field_errors_add(pr, "spec.nicSelector.pfNames", "\"%.80s\": %s", s->text,
+                                         s->range_error);
                 else if (s->vf_end < s->vf_start)
-                        problem(pr, "spec.nicSelector.pfNames",
-                                "\"%.80s\": range end %d is before its start %d", s->text,
-                                s->vf_end, s->vf_start);
+                        field_errors_add(pr, "spec.nicSelector.pfNames",
+                                         "\"%.80s\": range end %d is before its start %d", s->text,
+                                         s->vf_end, s->vf_start);
                 else if (p->has_num_vfs && s->vf_end >= p->num_vfs)
-                        problem(pr, "spec.nicSelector.pfNames",
-                                "\"%.80s\": range end %d must be less than numVfs %d", s->text,
-                                s->vf_end, p->num_vfs);
+                        field_errors_add(pr, "spec.nicSelector.pfNames",
+                                         "\"%.80s\": range end %d must be less than numVfs %d",
+                                         s->text, s->vf_end, p->num_vfs);
         }
 }
 
-static void validate_net_filter(struct problems *pr, const struct policy *p)
+static void validate_net_filter(struct field_errors *pr, const struct policy *p)
 {
         const struct nic_selector *nic = &p->nic;
 
@@ -155,47 +124,51 @@ static void validate_net_filter(struct problems *pr, const struct policy *p)
                 return;
         if (strncmp(nic->net_filter, "openstack/NetworkID:", 20) != 0 &&
             strncmp(nic->net_filter, "aws/NetworkID:", 14) != 0)
-                problem(pr, "spec.nicSelector.netFilter",
-                        "\"%.80s\" must be openstack/NetworkID:<uuid> or aws/NetworkID:<id>",
-                        nic->net_filter);
+                field_errors_add(
+                    pr, "spec.nicSelector.netFilter",
+                    "\"%.80s\" must be openstack/NetworkID:<uuid> or aws/NetworkID:<id>",
+                    nic->net_filter);
         if (nic->vendor || nic->device_id || nic->n_root_devices || nic->n_pf_names)
-                problem(pr, "spec.nicSelector.netFilter",
-                        "cannot be combined with vendor, deviceID, rootDevices or pfNames");
+                field_errors_add(
+                    pr, "spec.nicSelector.netFilter",
+                    "cannot be combined with vendor, deviceID, rootDevices or pfNames");
         if (p->eswitch_mode)
-                problem(pr, "spec.eSwitchMode", "not allowed together with netFilter");
+                field_errors_add(pr, "spec.eSwitchMode", "not allowed together with netFilter");
         if (p->link_type && strcasecmp(p->link_type, "eth") != 0)
-                problem(pr, "spec.linkType", "only eth is allowed together with netFilter");
+                field_errors_add(pr, "spec.linkType",
+                                 "only eth is allowed together with netFilter");
 }
 
-static void validate_nic_selector(struct problems *pr, const struct policy *p)
+static void validate_nic_selector(struct field_errors *pr, const struct policy *p)
 {
         const struct nic_selector *nic = &p->nic;
 
         if (!p->has_nic_selector) {
-                problem(pr, "spec.nicSelector", "missing (required)");
+                field_errors_add(pr, "spec.nicSelector", "missing (required)");
                 return;
         }
         if (!nic->vendor && !nic->device_id && !nic->n_root_devices && !nic->n_pf_names &&
             !nic->net_filter)
-                problem(pr, "spec.nicSelector",
-                        "at least one of vendor, deviceID, rootDevices, pfNames, netFilter is "
-                        "required");
+                field_errors_add(
+                    pr, "spec.nicSelector",
+                    "at least one of vendor, deviceID, rootDevices, pfNames, netFilter is "
+                    "required");
         if (nic->vendor && !hex_id_is_valid(nic->vendor))
-                problem(pr, "spec.nicSelector.vendor", "\"%.80s\" is not a hex vendor id",
-                        nic->vendor);
+                field_errors_add(pr, "spec.nicSelector.vendor", "\"%.80s\" is not a hex vendor id",
+                                 nic->vendor);
         if (nic->device_id && !hex_id_is_valid(nic->device_id))
-                problem(pr, "spec.nicSelector.deviceID", "\"%.80s\" is not a hex device id",
-                        nic->device_id);
+                field_errors_add(pr, "spec.nicSelector.deviceID",
+                                 "\"%.80s\" is not a hex device id", nic->device_id);
         for (size_t i = 0; i < nic->n_root_devices; i++)
                 if (!pci_address_is_valid(nic->root_devices[i]))
-                        problem(pr, "spec.nicSelector.rootDevices",
-                                "\"%.80s\" is not a PCI address like 0000:3b:00.0",
-                                nic->root_devices[i]);
+                        field_errors_add(pr, "spec.nicSelector.rootDevices",
+                                         "\"%.80s\" is not a PCI address like 0000:3b:00.0",
+                                         nic->root_devices[i]);
         validate_pf_names(pr, p);
         validate_net_filter(pr, p);
 }
 
-static void validate_enums(struct problems *pr, const struct policy *p)
+static void validate_enums(struct field_errors *pr, const struct policy *p)
 {
         static const char *const device_types[] = { "netdevice", "vfio-pci", NULL };
         static const char *const link_types[] = { "eth", "ETH", "ib", "IB", NULL };
@@ -203,52 +176,55 @@ static void validate_enums(struct problems *pr, const struct policy *p)
         static const char *const vdpa_types[] = { "virtio", "vhost", NULL };
 
         if (p->device_type && !one_of(p->device_type, device_types))
-                problem(pr, "spec.deviceType", "\"%.80s\" is not one of netdevice, vfio-pci",
-                        p->device_type);
+                field_errors_add(pr, "spec.deviceType",
+                                 "\"%.80s\" is not one of netdevice, vfio-pci", p->device_type);
         if (p->link_type && !one_of(p->link_type, link_types))
-                problem(pr, "spec.linkType", "\"%.80s\" is not one of eth, ETH, ib, IB",
-                        p->link_type);
+                field_errors_add(pr, "spec.linkType", "\"%.80s\" is not one of eth, ETH, ib, IB",
+                                 p->link_type);
         if (p->eswitch_mode && !one_of(p->eswitch_mode, eswitch_modes))
-                problem(pr, "spec.eSwitchMode", "\"%.80s\" is not one of legacy, switchdev",
-                        p->eswitch_mode);
+                field_errors_add(pr, "spec.eSwitchMode",
+                                 "\"%.80s\" is not one of legacy, switchdev", p->eswitch_mode);
         if (p->vdpa_type && !one_of(p->vdpa_type, vdpa_types))
-                problem(pr, "spec.vdpaType", "\"%.80s\" is not one of virtio, vhost", p->vdpa_type);
+                field_errors_add(pr, "spec.vdpaType", "\"%.80s\" is not one of virtio, vhost",
+                                 p->vdpa_type);
 }
 
-static void validate_combinations(struct problems *pr, const struct policy *p)
+static void validate_combinations(struct field_errors *pr, const struct policy *p)
 {
         bool vfio = p->device_type && strcmp(p->device_type, "vfio-pci") == 0;
         bool switchdev = p->eswitch_mode && strcmp(p->eswitch_mode, "switchdev") == 0;
 
         if (vfio && p->is_rdma)
-                problem(pr, "spec.isRdma", "RDMA cannot be enabled with deviceType vfio-pci");
+                field_errors_add(pr, "spec.isRdma",
+                                 "RDMA cannot be enabled with deviceType vfio-pci");
         if (switchdev && p->link_type && strcasecmp(p->link_type, "eth") != 0)
-                problem(pr, "spec.eSwitchMode", "switchdev requires linkType eth");
+                field_errors_add(pr, "spec.eSwitchMode", "switchdev requires linkType eth");
         if (p->vdpa_type) {
                 if (vfio)
-                        problem(pr, "spec.vdpaType", "requires deviceType netdevice");
+                        field_errors_add(pr, "spec.vdpaType", "requires deviceType netdevice");
                 if (!switchdev)
-                        problem(pr, "spec.vdpaType", "requires eSwitchMode switchdev");
+                        field_errors_add(pr, "spec.vdpaType", "requires eSwitchMode switchdev");
                 if (!p->nic.vendor || strcasecmp(p->nic.vendor, "15b3") != 0)
-                        problem(pr, "spec.vdpaType", "requires nicSelector.vendor 15b3");
+                        field_errors_add(pr, "spec.vdpaType", "requires nicSelector.vendor 15b3");
         }
 }
 
-static void validate_numbers(struct problems *pr, const struct policy *p)
+static void validate_numbers(struct field_errors *pr, const struct policy *p)
 {
         if (p->priority < 0 || p->priority > 99)
-                problem(pr, "spec.priority", "%d is outside 0..99", p->priority);
+                field_errors_add(pr, "spec.priority", "%d is outside 0..99", p->priority);
         if (p->mtu < 0 || p->mtu > POLICY_MAX_MTU)
-                problem(pr, "spec.mtu", "%d is outside 1..%d", p->mtu, POLICY_MAX_MTU);
+                field_errors_add(pr, "spec.mtu", "%d is outside 1..%d", p->mtu, POLICY_MAX_MTU);
         if (!p->has_num_vfs)
-                problem(pr, "spec.numVfs", "missing (required)");
+                field_errors_add(pr, "spec.numVfs", "missing (required)");
         else if (p->num_vfs < 0 || p->num_vfs > POLICY_MAX_NUM_VFS)
-                problem(pr, "spec.numVfs", "%d is outside 0..%d", p->num_vfs, POLICY_MAX_NUM_VFS);
+                field_errors_add(pr, "spec.numVfs", "%d is outside 0..%d", p->num_vfs,
+                                 POLICY_MAX_NUM_VFS);
 }
 
 int policy_validate(const struct policy *p, char **ret_reason)
 {
-        struct problems pr = { 0 };
+        struct field_errors pr = { 0 };
         int r;
 
         *ret_reason = NULL;
@@ -258,12 +234,13 @@ int policy_validate(const struct policy *p, char **ret_reason)
         }
         validate_metadata(&pr, p);
         if (!p->resource_name)
-                problem(&pr, "spec.resourceName", "missing (required)");
+                field_errors_add(&pr, "spec.resourceName", "missing (required)");
         else if (!resource_name_is_valid(p->resource_name))
-                problem(&pr, "spec.resourceName",
-                        "\"%.80s\" must match ^[a-zA-Z0-9]([a-zA-Z0-9_-]*[a-zA-Z0-9])?$ and be "
-                        "at most 63 characters",
-                        p->resource_name);
+                field_errors_add(
+                    &pr, "spec.resourceName",
+                    "\"%.80s\" must match ^[a-zA-Z0-9]([a-zA-Z0-9_-]*[a-zA-Z0-9])?$ and be "
+                    "at most 63 characters",
+                    p->resource_name);
         validate_node_selector(&pr, p);
         validate_numbers(&pr, p);
         validate_nic_selector(&pr, p);

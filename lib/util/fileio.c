@@ -25,14 +25,10 @@ int path_printf(char *buf, size_t size, const char *fmt, ...)
         return 0;
 }
 
-int read_line_file(const char *path, char *buf, size_t size)
+int read_line_fd(int fd, char *buf, size_t size)
 {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
         if (size == 0)
                 return -ENOBUFS;
-
         ssize_t n = read(fd, buf, size - 1);
         if (n < 0)
                 return negative_errno();
@@ -47,6 +43,14 @@ int read_line_file(const char *path, char *buf, size_t size)
                         return -ENOBUFS;
         }
         return 0;
+}
+
+int read_line_file(const char *path, char *buf, size_t size)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        return read_line_fd(fd, buf, size);
 }
 
 int read_full_file(const char *path, size_t max_size, char **ret, size_t *ret_size)

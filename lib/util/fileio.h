@@ -13,6 +13,8 @@ int path_printf(char *buf, size_t size, const char *fmt, ...) __attribute__((for
 
 /* First line of a file, without the trailing newline. -ENOBUFS if it does not fit. */
 int read_line_file(const char *path, char *buf, size_t size);
+/* The same from an open file descriptor (at its current offset). */
+int read_line_fd(int fd, char *buf, size_t size);
 
 /* Whole file into a new NUL-terminated buffer (at most max_size bytes, else -EFBIG). */
 int read_full_file(const char *path, size_t max_size, char **ret, size_t *ret_size);

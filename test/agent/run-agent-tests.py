@@ -247,6 +247,29 @@ def main():
         check("restart: pool back", reg is not None and devs is not None, "not re-advertised")
         time.sleep(1.5)
         check("restart: zero host writes", tree_digest(sysfs) == snapshot, "tree changed")
+        agent.stop()
+
+        # 9. A VF-count change the kernel never completes (a generated tree): the apply waits
+        #    in its own process, so the kubelet still gets answers and SIGTERM still works.
+        slow_args = [a if a != "1" or agent_args[i - 1] != "--vf-timeout" else "60"
+                     for i, a in enumerate(agent_args)]
+        agent = Agent(args.agent, slow_args, os.path.join(work, "agent3.log"))
+        kubelet.wait_for(ev("register", SEED_RESOURCE), 10)
+        igb = pfs["eno1"]
+        write_json(os.path.join(pdir, "igb.json"),
+                   policy("igb", "sriov_igb", ["eno1"], igb["numVfs"] + 1))
+        check("apply started (0 written to eno1's sriov_numvfs)", agent.wait_log(
+            "PF=%s writing 0 to sriov_numvfs" % igb["pciAddress"], 10), agent.text()[-600:])
+        t0 = time.monotonic()
+        kubelet.send({"cmd": "allocate", "resource": SEED_RESOURCE, "containers": [[cx_vfs[1]]]})
+        resp = kubelet.wait_for(ev("allocate", SEED_RESOURCE), 30) or {}
+        check("Allocate answered while the apply waits on the kernel",
+              resp.get("code") == "OK" and time.monotonic() - t0 < 10,
+              "%s after %.1f s" % (resp.get("code"), time.monotonic() - t0))
+        t0 = time.monotonic()
+        rc = agent.stop()
+        check("SIGTERM during an apply stops the daemon at once", rc == 0 and
+              time.monotonic() - t0 < 10, "exit %s after %.1f s" % (rc, time.monotonic() - t0))
     finally:
         agent.stop(signal.SIGKILL)
         kubelet.stop()

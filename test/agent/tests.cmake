@@ -7,3 +7,17 @@ add_test(NAME integration/agent-standalone
                  --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
 set_tests_properties(integration/agent-standalone PROPERTIES LABELS integration TIMEOUT 300
     ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+
+# Cluster mode: real kubectl against the fake API server drives the same daemon.
+find_program(KUBECTL kubectl)
+if(KUBECTL)
+    add_test(NAME integration/agent-cluster
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-cluster-tests.py
+                     --agent $<TARGET_FILE:sriov-agent>
+                     --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet --kubectl ${KUBECTL})
+else()
+    add_test(NAME integration/agent-cluster
+             COMMAND sh -c "echo 'kubectl not found on PATH: the cluster-mode test needs it' >&2; exit 1")
+endif()
+set_tests_properties(integration/agent-cluster PROPERTIES LABELS integration TIMEOUT 300
+    ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")

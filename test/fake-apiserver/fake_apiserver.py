@@ -7,7 +7,8 @@ routes, list/watch with resourceVersion, bookmarks, timeoutSeconds and selectors
 for resource versions older than the kept history, merge patches on objects and /status, and
 core/v1 events. Objects of CRDs are validated against the CRD's openAPIV3Schema (types,
 enums, ranges, patterns, required fields, defaults; unknown fields rejected under
-fieldValidation=Strict).
+fieldValidation=Strict). The built-in kinds of manifests/ (ServiceAccount, ConfigMap, Pod,
+DaemonSet, Role/ClusterRole and their bindings) are stored as given, without validation.
 
 Fault switches (for tests), POST /_fake/faults with a JSON object, any subset of the list
 below. errors_500, conflicts and reject_token only hit requests that carry a bearer token (the
@@ -97,6 +98,20 @@ BUILTINS = [
     Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
              "customresourcedefinition", "CustomResourceDefinition", False, status=True,
              short=["crd", "crds"]),
+    # Kinds of manifests/ (the agent's install set and examples): stored as given, no
+    # controllers behind them (a DaemonSet starts no pods, a Pod never runs).
+    Resource("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", True, short=["sa"]),
+    Resource("", "v1", "configmaps", "configmap", "ConfigMap", True, short=["cm"]),
+    Resource("", "v1", "pods", "pod", "Pod", True, status=True, short=["po"]),
+    Resource("apps", "v1", "daemonsets", "daemonset", "DaemonSet", True, status=True,
+             short=["ds"]),
+    Resource("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True),
+    Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding",
+             True),
+    Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole",
+             False),
+    Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
+             "ClusterRoleBinding", False),
 ]
 
 

@@ -17,7 +17,7 @@
 
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
-#include "kube/yaml-json.h"
+#include "util/yaml-json.h"
 #include "util/fileio.h"
 
 #define TOKEN "unit-token"

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "policy/policy.h"
-#include "policy/yaml-json.h"
+#include "util/yaml-json.h"
 #include "util/fileio.h"
 
 static void parse_text(struct policy_list *list, const char *text)
@@ -329,7 +329,7 @@ static void test_yaml_typing(void **state)
         json_t *docs, *d;
         char *error = NULL;
 
-        assert_int_equal(yaml_to_json_documents(text, strlen(text), &docs, &error), 0);
+        assert_int_equal(yaml_to_json_documents(text, strlen(text), YAML_JSON_TYPED, &docs, &error), 0);
         assert_int_equal(json_array_size(docs), 1);
         d = json_array_get(docs, 0);
         assert_int_equal(json_integer_value(json_object_get(d, "a")), 8);

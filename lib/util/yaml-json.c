@@ -1,4 +1,4 @@
-#include "policy/yaml-json.h"
+#include "util/yaml-json.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -12,7 +12,9 @@
 
 struct convert_ctx {
         yaml_document_t *doc;
+        unsigned flags;
         size_t nodes_made;
+        bool *seen; /* YAML_JSON_NO_ALIASES: a node reached twice is an alias */
         char *error;
 };
 
@@ -100,7 +102,7 @@ static json_t *plain_scalar_to_json(const char *s)
 
 /* libyaml gives untagged plain scalars the str tag too, so the style decides: quoted, literal
  * and folded scalars are strings, plain ones are typed. */
-static json_t *scalar_to_json(const yaml_node_t *node)
+static json_t *scalar_to_json(const yaml_node_t *node, unsigned flags)
 {
         const char *s = (const char *)node->data.scalar.value;
 
@@ -108,7 +110,14 @@ static json_t *scalar_to_json(const yaml_node_t *node)
                 return NULL; /* embedded NUL: not representable */
         if (node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
                 return json_string(s);
-        return plain_scalar_to_json(s);
+        if (flags & YAML_JSON_TYPED)
+                return plain_scalar_to_json(s);
+        json_t *v = plain_scalar_to_json(s);
+        if (json_is_integer(v) || json_is_real(v)) {
+                json_decref(v);
+                return json_string(s);
+        }
+        return v;
 }
 
 static int node_to_json(struct convert_ctx *ctx, const yaml_node_t *node, unsigned depth,
@@ -181,10 +190,16 @@ static int node_to_json(struct convert_ctx *ctx, const yaml_node_t *node, unsign
                 return fail(ctx, node, "nesting too deep (recursive alias?)");
         if (++ctx->nodes_made > YAML_JSON_MAX_NODES)
                 return fail(ctx, node, "document expands to too many nodes (alias bomb?)");
+        if (ctx->seen) {
+                size_t i = (size_t)(node - ctx->doc->nodes.start);
+                if (ctx->seen[i])
+                        return fail(ctx, node, "anchors and aliases are not supported here");
+                ctx->seen[i] = true;
+        }
 
         switch (node->type) {
         case YAML_SCALAR_NODE:
-                *ret = scalar_to_json(node);
+                *ret = scalar_to_json(node, ctx->flags);
                 return *ret ? 0
                             : fail(ctx, node,
                                    "scalar contains a NUL character or is not valid UTF-8");
@@ -209,7 +224,8 @@ static int parser_error(const yaml_parser_t *parser, char **error)
         return -EINVAL;
 }
 
-int yaml_to_json_documents(const char *data, size_t size, json_t **ret, char **error)
+int yaml_to_json_documents(const char *data, size_t size, unsigned flags, json_t **ret,
+                           char **error)
 {
         yaml_parser_t parser;
         json_t *docs;
@@ -228,7 +244,7 @@ int yaml_to_json_documents(const char *data, size_t size, json_t **ret, char **e
         for (;;) {
                 yaml_document_t doc;
                 const yaml_node_t *root;
-                struct convert_ctx ctx = { .doc = &doc };
+                struct convert_ctx ctx = { .doc = &doc, .flags = flags };
                 json_t *v = NULL;
 
                 if (!yaml_parser_load(&parser, &doc)) {
@@ -240,7 +256,16 @@ int yaml_to_json_documents(const char *data, size_t size, json_t **ret, char **e
                         yaml_document_delete(&doc);
                         break;
                 }
+                if (flags & YAML_JSON_NO_ALIASES) {
+                        ctx.seen = calloc((size_t)(doc.nodes.top - doc.nodes.start) + 1, 1);
+                        if (!ctx.seen) {
+                                yaml_document_delete(&doc);
+                                r = -ENOMEM;
+                                break;
+                        }
+                }
                 r = node_to_json(&ctx, root, 0, &v);
+                free(ctx.seen);
                 yaml_document_delete(&doc);
                 if (r < 0) {
                         *error = ctx.error;
@@ -258,5 +283,18 @@ int yaml_to_json_documents(const char *data, size_t size, json_t **ret, char **e
                 return r;
         }
         *ret = docs;
+        return 0;
+}
+
+int yaml_to_json(const char *data, size_t size, unsigned flags, json_t **ret, char **error)
+{
+        json_t *docs;
+        int r = yaml_to_json_documents(data, size, flags, &docs, error);
+
+        if (r < 0)
+                return r;
+        /* An empty stream reads as null, as YAML readers do; the caller checks the shape. */
+        *ret = json_array_size(docs) > 0 ? json_incref(json_array_get(docs, 0)) : json_null();
+        json_decref(docs);
         return 0;
 }

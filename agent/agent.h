@@ -1,0 +1,61 @@
+/* The daemon's state and what its parts share (agent/ only).
+ *
+ * daemon.c owns the loop: event sources, signals, scheduling. reconcile.c runs one reconcile
+ * at a time as a small state machine (prepare → apply rounds in a child process → finish), so
+ * the loop keeps serving the kubelet and the API server while the kernel creates VFs.
+ * report.c says what happened: journal lines, NodeState and Events. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <systemd/sd-event.h>
+
+#include "daemon.h"
+#include "deviceplugin/rdma-shared-config.h"
+#include "model/desired.h"
+#include "model/inventory.h"
+#include "plan/disruption.h"
+#include "policy/policy-merge.h"
+
+struct apply_report;
+struct reconcile;
+
+struct agent {
+        struct agent_config config;
+        sd_event *event;
+        sd_event_source *debounce; /* one-shot: starts a reconcile */
+        sd_event_source *resync;   /* periodic drift check */
+        sd_event_source *retry;    /* backoff after a failed PF */
+        sd_event_source *policy_watch;
+        struct dp_manager *plugins;
+        struct link_monitor *links;   /* live /sys only */
+        struct kube_cluster *cluster; /* cluster mode: policies, node labels, NodeState */
+        struct inventory observed;    /* as of the last reconcile, to filter link events */
+
+        struct string_pair *labels;
+        size_t n_labels;
+        struct rdma_shared_config rdma_shared;
+        bool have_rdma_shared;
+
+        struct reconcile *running; /* never two at once: a request meanwhile waits for it */
+        bool reconcile_requested;
+        bool ready_notified;
+        uint64_t retry_usec;
+        char *last_report; /* policy statuses last logged, to log changes only */
+};
+
+/* daemon.c */
+int schedule_reconcile(struct agent *a, const char *why);
+void schedule_retry(struct agent *a, size_t n_failed);
+
+/* reconcile.c */
+void reconcile_start(struct agent *a);
+/* On shutdown: stops an apply in progress (its child finishes the kernel write it is in). */
+void reconcile_abort(struct agent *a);
+
+/* report.c */
+void report_policies(struct agent *a, const struct policy_report *rep);
+void report_held(const struct guarded_plan *g);
+void report_node_state(struct agent *a, const struct desired_state *desired,
+                       const struct inventory *inv, const struct apply_report *applied,
+                       const struct guarded_plan *guarded);

@@ -1,0 +1,176 @@
+/* apply_plan() in a forked child; the report comes back through a memfd (no size limit and
+ * no pipe to drain while the child runs). */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "apply.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+#define REPORT_MAGIC 0x53524156u /* "SRAV" */
+
+struct report_header {
+        uint32_t magic;
+        uint32_t n_pfs;
+        uint64_t n_done, n_skipped;
+        uint32_t changed_vf_count;
+};
+
+struct apply_child {
+        sd_event_source *source;
+        pid_t pid;
+        int report_fd;
+        apply_done_fn done;
+        void *userdata;
+};
+
+static void apply_child_free(struct apply_child *c)
+{
+        sd_event_source_disable_unref(c->source);
+        if (c->report_fd >= 0)
+                close(c->report_fd);
+        free(c);
+}
+
+static int write_all(int fd, const void *data, size_t size)
+{
+        const char *p = data;
+        while (size > 0) {
+                ssize_t n = write(fd, p, size);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return -EIO;
+                p += n;
+                size -= (size_t)n;
+        }
+        return 0;
+}
+
+static int read_report(int fd, struct apply_report *ret)
+{
+        struct report_header h;
+        struct apply_report r = { 0 };
+
+        if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != REPORT_MAGIC ||
+            h.n_pfs > 65536)
+                return -EBADMSG;
+        if (h.n_pfs > 0) {
+                size_t size = h.n_pfs * sizeof(*r.pfs);
+                r.pfs = malloc(size);
+                if (!r.pfs)
+                        return -ENOMEM;
+                if (pread(fd, r.pfs, size, sizeof(h)) != (ssize_t)size) {
+                        free(r.pfs);
+                        return -EBADMSG;
+                }
+        }
+        r.n_pfs = h.n_pfs;
+        r.n_done = h.n_done;
+        r.n_skipped = h.n_skipped;
+        r.changed_vf_count = h.changed_vf_count != 0;
+        *ret = r;
+        return 0;
+}
+
+static _Noreturn void run_child(int fd, const struct apply_options *opts, const struct plan *plan,
+                                const struct inventory *observed)
+{
+        sigset_t none;
+        struct apply_report rep = { 0 };
+
+        /* The parent blocks its signals for sd-event; the child must die on SIGTERM. */
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        if (apply_plan(opts, plan, observed, &rep) < 0)
+                _exit(2);
+        const struct report_header h = {
+                .magic = REPORT_MAGIC,
+                .n_pfs = (uint32_t)rep.n_pfs,
+                .n_done = rep.n_done,
+                .n_skipped = rep.n_skipped,
+                .changed_vf_count = rep.changed_vf_count,
+        };
+        if (write_all(fd, &h, sizeof(h)) < 0 ||
+            write_all(fd, rep.pfs, rep.n_pfs * sizeof(*rep.pfs)) < 0)
+                _exit(3);
+        /* _exit: no atexit handlers, no flushing of the parent's copied stdio buffers. */
+        _exit(0);
+}
+
+static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
+{
+        struct apply_child *c = userdata;
+        struct apply_report rep = { 0 };
+        int r;
+
+        if (si->si_code == CLD_EXITED && si->si_status == 0)
+                r = read_report(c->report_fd, &rep);
+        else {
+                log_error("the apply process %d %s %d", (int)c->pid,
+                          si->si_code == CLD_EXITED ? "exited with status" : "was killed by signal",
+                          si->si_status);
+                r = -EIO;
+        }
+        apply_done_fn done = c->done;
+        void *ud = c->userdata;
+        apply_child_free(c);
+        done(r, r < 0 ? NULL : &rep, ud);
+        apply_report_done(&rep);
+        return 0;
+}
+
+int apply_plan_async(sd_event *event, const struct apply_options *opts, const struct plan *plan,
+                     const struct inventory *observed, apply_done_fn done, void *userdata,
+                     struct apply_child **ret)
+{
+        struct apply_child *c = calloc(1, sizeof(*c));
+        int r;
+
+        if (!c)
+                return -ENOMEM;
+        *c = (struct apply_child){ .report_fd = -1, .done = done, .userdata = userdata };
+        c->report_fd = memfd_create("sriov-agent-apply-report", MFD_CLOEXEC);
+        if (c->report_fd < 0) {
+                r = negative_errno();
+                apply_child_free(c);
+                return log_error_errno(r, "cannot create the apply report file");
+        }
+        fflush(stdout);
+        fflush(stderr);
+        c->pid = fork();
+        if (c->pid < 0) {
+                r = negative_errno();
+                apply_child_free(c);
+                return log_error_errno(r, "cannot start the apply process");
+        }
+        if (c->pid == 0)
+                run_child(c->report_fd, opts, plan, observed);
+
+        r = sd_event_add_child(event, &c->source, c->pid, WEXITED, on_child_exit, c);
+        if (r < 0) {
+                kill(c->pid, SIGKILL);
+                waitpid(c->pid, NULL, 0);
+                apply_child_free(c);
+                return log_error_errno(r, "cannot watch the apply process");
+        }
+        *ret = c;
+        return 0;
+}
+
+void apply_child_kill(struct apply_child *c)
+{
+        if (!c)
+                return;
+        kill(c->pid, SIGTERM);
+        /* Bounded by the kernel call the child is in (a sysfs write finishes first). */
+        while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        apply_child_free(c);
+}

@@ -1,0 +1,520 @@
+/* One reconcile, as a state machine so the loop never waits on the kernel:
+ *
+ *   prepare   policies (files or API) + node labels + discovery → desired state and a report
+ *   round     plan → disruption guard → apply in a child process (apply_plan_async)
+ *   applied   persist ownership, re-discover, plan again (new VFs get their binds and MTUs);
+ *             at most MAX_APPLY_ROUNDS rounds, an empty plan means converged
+ *   finish    pools for the kubelet (only PFs whose own configuration is complete), status
+ *
+ * Everything is recomputed from the sources each time, so a reconcile never depends on what
+ * an earlier one believed. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "apply.h"
+#include "deviceplugin/manager.h"
+#include "deviceplugin/podresources.h"
+#include "deviceplugin/pool-set.h"
+#include "host/discover.h"
+#include "kube/cluster.h"
+#include "plan/applied-store.h"
+#include "plan/plan.h"
+#include "policy/node-labels.h"
+#include "policy/policy-files.h"
+#include "util/fileio.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+#define MAX_APPLY_ROUNDS 3
+
+struct reconcile {
+        struct policy_list policies;
+        struct inventory inv;
+        struct desired_state desired;
+        struct policy_report report;
+        struct applied_state previous;
+        struct plan plan;            /* of the latest round: what is left */
+        struct guarded_plan guarded; /* what the guard let through, and what it held */
+        struct apply_report applied; /* of the latest apply */
+        char **in_use;               /* device IDs pods hold (asked once per reconcile) */
+        size_t n_in_use;
+        bool asked_kubelet;
+        size_t n_failed;
+        int round;
+        struct apply_child *child;
+};
+
+static void reconcile_free(struct reconcile *rc)
+{
+        if (!rc)
+                return;
+        apply_child_kill(rc->child);
+        strv_free_n(rc->in_use, rc->n_in_use);
+        apply_report_done(&rc->applied);
+        guarded_plan_done(&rc->guarded);
+        plan_done(&rc->plan);
+        applied_state_done(&rc->previous);
+        policy_report_done(&rc->report);
+        desired_state_done(&rc->desired);
+        inventory_done(&rc->inv);
+        policy_list_done(&rc->policies);
+        free(rc);
+}
+
+static int load_policies(struct agent *a, struct policy_list *ret)
+{
+        const char *key;
+        json_t *obj;
+
+        if (a->config.policy_dir)
+                return policy_list_load_path(ret, a->config.policy_dir);
+        json_object_foreach(kube_cluster_policies(a->cluster), key, obj)
+        {
+                char origin[512];
+                snprintf(origin, sizeof(origin), "SriovNetworkNodePolicy %s", key);
+                int r = policy_list_add_json(ret, obj, origin);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Cluster mode: the Node's labels as they are now. -ENOENT while the Node is unknown: without
+ * labels every policy would look unselected and owned PFs would be reset. */
+static int load_node_labels(struct agent *a)
+{
+        json_t *labels = kube_cluster_node_labels(a->cluster);
+        const char *key;
+        json_t *value;
+
+        if (!kube_cluster_node(a->cluster))
+                return log_error_errno(-ENOENT,
+                                       "node %s is not known to the API server; "
+                                       "nothing is applied until it is",
+                                       a->config.node_name);
+        node_labels_free(a->labels, a->n_labels);
+        a->labels = NULL;
+        a->n_labels = 0;
+        json_object_foreach(labels, key, value)
+        {
+                int r = node_labels_set(&a->labels, &a->n_labels, key,
+                                        json_is_string(value) ? json_string_value(value) : "");
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int discover(const struct agent *a, struct inventory *ret)
+{
+        const struct discover_options opts = {
+                .sysfs_root = a->config.sysfs_root,
+                .query_kernel =
+                    a->config.sysfs_root == NULL || strcmp(a->config.sysfs_root, "/sys") == 0,
+        };
+        int r = host_discover(&opts, ret);
+        if (r < 0)
+                return log_error_errno(r, "discovery under %s failed",
+                                       opts.sysfs_root ? opts.sysfs_root : "/sys");
+        return 0;
+}
+
+/* Saves what was applied to each PF that this round touched or that is fully configured, and
+ * forgets PFs that were reset; a PF that failed before changing anything keeps its record. */
+static int persist_applied(const struct agent *a, const struct plan *plan,
+                           const struct applied_state *previous, const struct apply_report *rep)
+{
+        if (!a->config.state_dir)
+                return 0;
+        if (mkdir(a->config.state_dir, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "cannot create state directory %s",
+                                       a->config.state_dir);
+
+        for (size_t i = 0; i < plan->applied.n_pfs; i++) {
+                const struct applied_pf *pf = &plan->applied.pfs[i];
+                const struct apply_pf_result *res = apply_report_find(rep, pf->pci_address);
+                if (res && res->error != 0 && res->n_done == 0)
+                        continue;
+
+                char name[64], path[4096];
+                _cleanup_free_ char *text = NULL;
+                json_t *obj = NULL;
+                int r = applied_record_filename(pf->pci_address, name, sizeof(name));
+                if (r >= 0)
+                        r = path_printf(path, sizeof(path), "%s/%s", a->config.state_dir, name);
+                if (r >= 0)
+                        r = applied_pf_to_json(pf, &obj);
+                if (r < 0)
+                        return log_pf(LOG_ERR, r, pf->pci_address, "cannot record applied state");
+                text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS);
+                json_decref(obj);
+                if (!text)
+                        return -ENOMEM;
+                /* Every converged reconcile re-states ownership; only a change is written. */
+                _cleanup_free_ char *old_text = NULL;
+                if (read_full_file(path, 1024 * 1024, &old_text, NULL) >= 0 &&
+                    strcmp(old_text, text) == 0)
+                        continue;
+                r = write_file_atomic(path, text, strlen(text), 0644);
+                if (r < 0)
+                        return log_pf(LOG_ERR, r, pf->pci_address, "cannot write %s", path);
+                log_pf(LOG_DEBUG, 0, pf->pci_address, "recorded the applied state in %s", path);
+        }
+
+        for (size_t i = 0; i < previous->n_pfs; i++) {
+                const char *pci = previous->pfs[i].pci_address;
+                const struct apply_pf_result *res = apply_report_find(rep, pci);
+                if (applied_state_find(&plan->applied, pci) || (res && res->error != 0))
+                        continue;
+                char name[64], path[4096];
+                if (applied_record_filename(pci, name, sizeof(name)) < 0 ||
+                    path_printf(path, sizeof(path), "%s/%s", a->config.state_dir, name) < 0)
+                        continue;
+                if (unlink(path) < 0) {
+                        if (errno != ENOENT)
+                                log_pf(LOG_WARNING, errno, pci, "cannot remove %s", path);
+                } else
+                        log_pf(LOG_INFO, 0, pci, "PF released: no policy selects it any more");
+        }
+        return 0;
+}
+
+static int copy_interface(const struct desired_interface *d, bool no_vfs,
+                          struct desired_interface *ret)
+{
+        *ret = *d;
+        ret->groups = NULL;
+        if (d->n_groups == 0)
+                return 0;
+        ret->groups = malloc(d->n_groups * sizeof(*ret->groups));
+        if (!ret->groups)
+                return -ENOMEM;
+        memcpy(ret->groups, d->groups, d->n_groups * sizeof(*ret->groups));
+        for (size_t i = 0; no_vfs && i < d->n_groups; i++)
+                ret->groups[i].vf_end = ret->groups[i].vf_start - 1; /* an empty range */
+        return 0;
+}
+
+static bool pf_level_incomplete(const char *pci, const struct plan *left,
+                                const struct apply_report *rep)
+{
+        const struct apply_pf_result *res = apply_report_find(rep, pci);
+
+        if (res && res->error != 0 && action_is_pf_level(res->failed_kind))
+                return true;
+        for (size_t j = 0; j < left->n_actions; j++)
+                if (strcmp(left->actions[j].pf, pci) == 0 &&
+                    action_is_pf_level(left->actions[j].kind))
+                        return true;
+        return false;
+}
+
+/* What may be advertised. A PF whose own configuration (VF count, MTU, link) is not complete
+ * keeps its resources but with no devices, so the kubelet sees 0 rather than a plugin that
+ * vanished; its VFs appear once the PF is done (VFs themselves are filtered by readiness in
+ * the pool builder). A PF whose change is held back (VFs in use) is advertised as it was
+ * last applied, which is what its VFs still are. */
+static int advertised_subset(const struct desired_state *desired, const struct plan *left,
+                             const struct apply_report *rep, const struct held_pf *held,
+                             size_t n_held, const struct applied_state *previous,
+                             struct desired_state *ret)
+{
+        struct desired_state out = { 0 };
+        int r = 0;
+
+        out.interfaces =
+            calloc(desired->n_interfaces ? desired->n_interfaces : 1, sizeof(*out.interfaces));
+        if (!out.interfaces)
+                return -ENOMEM;
+        for (size_t i = 0; i < desired->n_interfaces && r >= 0; i++) {
+                const struct desired_interface *d = &desired->interfaces[i];
+                const struct applied_pf *prev = NULL;
+                for (size_t j = 0; j < n_held; j++)
+                        if (strcmp(held[j].pf, d->pci_address) == 0)
+                                prev = applied_state_find(previous, d->pci_address);
+                if (prev)
+                        r = copy_interface(&prev->applied, false,
+                                           &out.interfaces[out.n_interfaces++]);
+                else
+                        r = copy_interface(d, pf_level_incomplete(d->pci_address, left, rep),
+                                           &out.interfaces[out.n_interfaces++]);
+        }
+        if (r < 0) {
+                desired_state_done(&out);
+                return r;
+        }
+        *ret = out;
+        return 0;
+}
+
+static int update_pools(struct agent *a, const struct desired_state *advertised,
+                        const struct inventory *inv)
+{
+        struct dp_pool_set pools = { 0 };
+        int r = dp_pools_build(advertised, inv, a->config.resource_prefix,
+                               a->have_rdma_shared ? &a->rdma_shared : NULL, &pools);
+        if (r >= 0)
+                r = dp_manager_set_pools(a->plugins, &pools);
+        dp_pool_set_done(&pools);
+        return r;
+}
+
+/* Device IDs the kubelet has handed to pods. When it cannot be asked although it is there,
+ * every VF counts as in use: holding a change back is recoverable, breaking a pod is not. */
+static int collect_in_use(const struct agent *a, const struct inventory *inv, char ***ret,
+                          size_t *ret_n)
+{
+        struct dp_usage usage = { 0 };
+        char **ids = NULL;
+        size_t n = 0;
+        int r = dp_podresources_list_sync(a->config.pod_resources_socket, 2 * 1000000ULL, &usage);
+
+        if (r == -ENOENT || r == -ECONNREFUSED) {
+                log_debug("no kubelet PodResources socket at %s: no VF is in use",
+                          a->config.pod_resources_socket);
+                *ret = NULL;
+                *ret_n = 0;
+                return 0;
+        }
+        if (r < 0) {
+                log_warning_errno(r,
+                                  "cannot ask the kubelet which VFs are in use (%s); treating "
+                                  "every VF as in use",
+                                  a->config.pod_resources_socket);
+                for (size_t i = 0; i < inv->n_pfs; i++)
+                        for (size_t j = 0; j < inv->pfs[i].n_vfs; j++)
+                                if ((r = strv_push_dup(&ids, &n, inv->pfs[i].vfs[j].pci_address)) <
+                                    0)
+                                        goto fail;
+        } else {
+                for (size_t i = 0; i < usage.n_resources; i++)
+                        for (size_t j = 0; j < usage.resources[i].n_ids; j++)
+                                if ((r = strv_push_dup(&ids, &n, usage.resources[i].ids[j])) < 0)
+                                        goto fail;
+        }
+        dp_usage_done(&usage);
+        *ret = ids;
+        *ret_n = n;
+        return 0;
+fail:
+        dp_usage_done(&usage);
+        strv_free_n(ids, n);
+        return r;
+}
+
+static void reconcile_end(struct agent *a)
+{
+        struct reconcile *rc = a->running;
+
+        schedule_retry(a, rc ? rc->n_failed : 0);
+        a->running = NULL;
+        reconcile_free(rc);
+        if (a->reconcile_requested)
+                schedule_reconcile(a, "changes during the last reconcile");
+}
+
+static void reconcile_finish(struct agent *a)
+{
+        struct reconcile *rc = a->running;
+        struct desired_state advertised = { 0 };
+        size_t n_held = rc->guarded.passed_through ? 0 : rc->guarded.n_held;
+
+        int r = advertised_subset(&rc->desired, &rc->plan, &rc->applied, rc->guarded.held, n_held,
+                                  &rc->previous, &advertised);
+        if (r >= 0)
+                r = update_pools(a, &advertised, &rc->inv);
+        if (r < 0)
+                log_error_errno(r, "cannot update the device-plugin pools");
+
+        sd_notifyf(false, "STATUS=%zu PF(s) configured, %zu failed, %zu held back",
+                   advertised.n_interfaces, rc->n_failed, n_held);
+        if (!a->ready_notified) {
+                sd_notify(false, "READY=1");
+                a->ready_notified = true;
+        }
+        if (a->cluster)
+                report_node_state(a, &rc->desired, &rc->inv, &rc->applied, &rc->guarded);
+        desired_state_done(&advertised);
+        /* Keep what was seen, so link events can be told apart from pod veth churn. */
+        inventory_done(&a->observed);
+        a->observed = rc->inv;
+        rc->inv = (struct inventory){ 0 };
+        reconcile_end(a);
+}
+
+static void reconcile_round(struct agent *a);
+
+static void on_applied(int error, struct apply_report *report, void *userdata)
+{
+        struct agent *a = userdata;
+        struct reconcile *rc = a->running;
+        _cleanup_free_ char *load_error = NULL;
+        int r;
+
+        rc->child = NULL;
+        if (error < 0) {
+                log_error_errno(error, "applying the plan failed; retrying later");
+                rc->n_failed = 1;
+                reconcile_end(a);
+                return;
+        }
+        apply_report_done(&rc->applied);
+        rc->applied = *report;
+        *report = (struct apply_report){ 0 };
+        rc->n_failed = apply_report_n_failed(&rc->applied);
+        persist_applied(a, &rc->guarded.plan, &rc->previous, &rc->applied);
+
+        /* Re-read what the kernel did and plan again. */
+        inventory_done(&rc->inv);
+        applied_state_done(&rc->previous);
+        r = discover(a, &rc->inv);
+        if (r >= 0 && a->config.state_dir) {
+                r = applied_state_load_dir(a->config.state_dir, &rc->previous, &load_error);
+                if (r < 0)
+                        log_error("state directory %s: %s; stopping this reconcile",
+                                  a->config.state_dir, load_error ? load_error : strerror(-r));
+        }
+        if (r < 0) {
+                reconcile_end(a);
+                return;
+        }
+        rc->round++;
+        if (rc->round >= MAX_APPLY_ROUNDS || (rc->n_failed > 0 && rc->applied.n_done == 0)) {
+                /* What is left is reported and retried with backoff; plan it once more so
+                 * the pools and the status describe the node as it is now. */
+                plan_done(&rc->plan);
+                if (plan_build(&rc->desired, &rc->inv, &rc->previous, &rc->plan) < 0) {
+                        reconcile_end(a);
+                        return;
+                }
+                reconcile_finish(a);
+                return;
+        }
+        reconcile_round(a);
+}
+
+static void reconcile_round(struct agent *a)
+{
+        struct reconcile *rc = a->running;
+        int r;
+
+        plan_done(&rc->plan);
+        guarded_plan_done(&rc->guarded);
+        r = plan_build(&rc->desired, &rc->inv, &rc->previous, &rc->plan);
+        if (r < 0)
+                goto fail;
+        if (rc->round == 0)
+                for (size_t i = 0; i < rc->plan.n_problems; i++)
+                        log_pf(LOG_WARNING, 0, rc->plan.problems[i].pf, "%s",
+                               rc->plan.problems[i].message);
+        if (rc->plan.n_actions == 0) {
+                /* Converged: the agent manages exactly the desired PFs now. */
+                if (!a->config.dry_run)
+                        persist_applied(a, &rc->plan, &rc->previous, &(struct apply_report){});
+                reconcile_finish(a);
+                return;
+        }
+        if (a->config.dry_run) {
+                for (size_t i = 0; i < rc->plan.n_actions; i++) {
+                        char line[256];
+                        action_format(&rc->plan.actions[i], line, sizeof(line));
+                        log_pf(LOG_NOTICE, 0, rc->plan.actions[i].pf, "dry run: would %s", line);
+                }
+                reconcile_finish(a);
+                return;
+        }
+
+        if (!rc->asked_kubelet) {
+                r = collect_in_use(a, &rc->inv, &rc->in_use, &rc->n_in_use);
+                if (r < 0)
+                        goto fail;
+                rc->asked_kubelet = true;
+        }
+        r = disruption_guard(&rc->plan, &rc->inv, &rc->previous, (const char *const *)rc->in_use,
+                             NULL, rc->n_in_use, a->config.allow_disruption, &rc->guarded);
+        if (r < 0)
+                goto fail;
+        if (rc->round == 0)
+                report_held(&rc->guarded);
+        if (rc->guarded.plan.n_actions == 0) {
+                reconcile_finish(a);
+                return;
+        }
+
+        const struct apply_options opts = {
+                .sysfs_root = a->config.sysfs_root,
+                .vf_timeout_ms = (int)(a->config.vf_timeout_usec / 1000),
+        };
+        r = apply_plan_async(a->event, &opts, &rc->guarded.plan, &rc->inv, on_applied, a,
+                             &rc->child);
+        if (r < 0)
+                goto fail;
+        return;
+fail:
+        log_error_errno(r, "reconcile failed");
+        rc->n_failed = rc->n_failed ? rc->n_failed : 1;
+        reconcile_end(a);
+}
+
+void reconcile_start(struct agent *a)
+{
+        struct reconcile *rc;
+        _cleanup_free_ char *load_error = NULL;
+        int r;
+
+        if (a->running)
+                return;
+        if (a->cluster && !kube_cluster_synced(a->cluster))
+                return; /* the initial sync triggers the first reconcile */
+        rc = calloc(1, sizeof(*rc));
+        if (!rc) {
+                log_error_errno(-ENOMEM, "cannot start a reconcile");
+                return;
+        }
+        a->running = rc;
+        a->reconcile_requested = false;
+
+        if (a->cluster && (r = load_node_labels(a)) < 0)
+                goto fail;
+        r = load_policies(a, &rc->policies);
+        if (r < 0) {
+                log_error_errno(r, "cannot read the policies");
+                goto fail;
+        }
+        r = discover(a, &rc->inv);
+        if (r < 0)
+                goto fail;
+        r = policy_build_desired_state(rc->policies.items, rc->policies.n_items, a->labels,
+                                       a->n_labels, &rc->inv, &rc->desired, &rc->report);
+        if (r < 0)
+                goto fail;
+        report_policies(a, &rc->report);
+
+        if (a->config.state_dir) {
+                r = applied_state_load_dir(a->config.state_dir, &rc->previous, &load_error);
+                if (r < 0) {
+                        /* Without the records we could reset PFs we own or forget them:
+                         * touch nothing until the file is fixed. */
+                        log_error("state directory %s: %s; not applying anything",
+                                  a->config.state_dir, load_error ? load_error : strerror(-r));
+                        goto fail;
+                }
+        }
+        reconcile_round(a);
+        return;
+fail:
+        rc->n_failed = 1;
+        reconcile_end(a);
+}
+
+void reconcile_abort(struct agent *a)
+{
+        reconcile_free(a->running);
+        a->running = NULL;
+}

@@ -1,0 +1,135 @@
+/* Saying what happened: journal lines with PF=/POLICY= context, and in cluster mode the
+ * SriovNetworkNodeState (spec, status, syncStatus, lastSyncError) and Events. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "apply.h"
+#include "kube/cluster.h"
+#include "model/desired-json.h"
+#include "model/inventory-json.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+static void log_policy_report(struct agent *a, const struct policy_report *rep)
+{
+        /* The periodic check re-evaluates every policy; say what changed, not the same
+         * warning every 30 s. */
+        size_t size = 1;
+        for (size_t i = 0; i < rep->n_results; i++)
+                size += strlen(rep->results[i].name ? rep->results[i].name : "") +
+                        strlen(rep->results[i].reason ? rep->results[i].reason : "") + 32;
+        _cleanup_free_ char *text = calloc(1, size);
+        if (!text)
+                return;
+        char *p = text;
+        for (size_t i = 0; i < rep->n_results; i++)
+                p += sprintf(p, "%s|%s|%s\n", rep->results[i].name ? rep->results[i].name : "",
+                             policy_status_to_string(rep->results[i].status),
+                             rep->results[i].reason ? rep->results[i].reason : "");
+        if (a->last_report && strcmp(a->last_report, text) == 0)
+                return;
+
+        for (size_t i = 0; i < rep->n_results; i++) {
+                const struct policy_result *r = &rep->results[i];
+                int level =
+                    r->status == POLICY_STATUS_INVALID || r->status == POLICY_STATUS_CONFLICT
+                        ? LOG_WARNING
+                        : LOG_INFO;
+                /* The reason already names the origin and the policy. */
+                log_policy(level, 0, r->name ? r->name : "(unnamed)", "%s: %s",
+                           policy_status_to_string(r->status), r->reason ? r->reason : "");
+        }
+        free(a->last_report);
+        a->last_report = TAKE_PTR(text);
+}
+
+static void post_policy_events(struct agent *a, const struct policy_report *rep)
+{
+        json_t *policies = kube_cluster_policies(a->cluster);
+
+        for (size_t i = 0; i < rep->n_results; i++) {
+                const struct policy_result *r = &rep->results[i];
+                const char *reason = r->status == POLICY_STATUS_INVALID    ? "InvalidPolicy"
+                                     : r->status == POLICY_STATUS_CONFLICT ? "ConflictingPolicy"
+                                                                           : NULL;
+                struct kube_object_ref ref;
+                char key[512];
+
+                if (!reason || !r->name)
+                        continue;
+                snprintf(key, sizeof(key), "%s/%s",
+                         a->config.namespace_ ? a->config.namespace_ : KUBE_DEFAULT_NAMESPACE,
+                         r->name);
+                json_t *obj = json_object_get(policies, key);
+                if (obj && kube_object_ref_from_json(obj, &ref) >= 0)
+                        kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning", reason,
+                                         r->reason ? r->reason : reason);
+        }
+}
+
+void report_policies(struct agent *a, const struct policy_report *rep)
+{
+        log_policy_report(a, rep);
+        if (a->cluster)
+                post_policy_events(a, rep);
+}
+
+void report_held(const struct guarded_plan *g)
+{
+        for (size_t i = 0; i < g->n_held; i++) {
+                const struct log_ctx ctx = { .pf = g->held[i].pf };
+                if (g->passed_through)
+                        log_ctx_msg(LOG_WARNING, 0, &ctx,
+                                    "applying although VFs are in use (--allow-disruption): %s",
+                                    g->held[i].reason);
+                else
+                        log_ctx_msg(LOG_WARNING, 0, &ctx,
+                                    "change held back until the VFs are free: %s",
+                                    g->held[i].reason);
+        }
+}
+
+/* The NodeState: spec = the desired state, status = what discovery sees now and how the last
+ * reconcile went. The writer only sends what changed. */
+void report_node_state(struct agent *a, const struct desired_state *desired,
+                       const struct inventory *inv, const struct apply_report *applied,
+                       const struct guarded_plan *guarded)
+{
+        struct kube_nodestate *ns = kube_cluster_nodestate(a->cluster);
+        enum kube_sync_status status = KUBE_SYNC_SUCCEEDED;
+        char error[2048] = "";
+        size_t n = 0;
+        json_t *spec = NULL, *status_json = NULL;
+
+        for (size_t i = 0; i < applied->n_pfs; i++)
+                if (applied->pfs[i].error != 0) {
+                        status = KUBE_SYNC_FAILED;
+                        n += snprintf(error + n, n < sizeof(error) ? sizeof(error) - n : 0, "%s%s",
+                                      n ? "; " : "", applied->pfs[i].message);
+                }
+        if (status != KUBE_SYNC_FAILED && !guarded->passed_through && guarded->n_held > 0) {
+                status = KUBE_SYNC_IN_PROGRESS;
+                for (size_t i = 0; i < guarded->n_held; i++)
+                        n += snprintf(error + n, n < sizeof(error) ? sizeof(error) - n : 0,
+                                      "%sheld back until the VFs are free: %s", n ? "; " : "",
+                                      guarded->held[i].reason);
+        }
+        if (desired_state_to_json(desired, &spec) >= 0)
+                kube_nodestate_set_spec(ns, spec);
+        status_json = inventory_to_json(inv);
+        if (status_json)
+                kube_nodestate_set_status(ns, json_object_get(status_json, "interfaces"), status,
+                                          error);
+        json_decref(spec);
+        json_decref(status_json);
+
+        json_t *obj = kube_nodestate_object(ns);
+        struct kube_object_ref ref;
+        if (!guarded->passed_through && guarded->n_held > 0 && obj &&
+            kube_object_ref_from_json(obj, &ref) >= 0)
+                for (size_t i = 0; i < guarded->n_held; i++)
+                        kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning",
+                                         "DisruptionHeld", guarded->held[i].reason);
+}

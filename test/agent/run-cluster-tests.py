@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""The daemon in cluster mode: real kubectl drives the fake API server, `sriov-agent run`
+watches it and configures a generated seed node, the grpc-go fake kubelet is its peer.
+
+What a cluster operator would check: after `kubectl apply` of the CRDs and the seed policy and
+`kubectl label node`, the NodeState says Succeeded with the desired spec and the discovered
+status, and the kubelet has the pool; an invalid policy produces an InvalidPolicy Event and
+changes nothing; a second policy adds a pool; deleting it releases the PF it owned (and a PF
+that cannot be reset shows up as Failed with the PF named in lastSyncError); dropping the
+node label releases the rest; the agent survives the API server closing its watches.
+Expectations come from the generator's manifest. Exit 1 on any failure.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from testlib import FAILURES, Proc, check, ev  # noqa: E402
+
+NODE = "worker-1"
+NS = "sriov-network-operator"
+SEED_RESOURCE = "openshift.io/sriov_highnet"
+E810_RESOURCE = "openshift.io/sriov_e810"
+
+
+def wait(pred, timeout, step=0.2):
+    end = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value or time.monotonic() >= end:
+            return value
+        time.sleep(step)
+
+
+class Cluster:
+    def __init__(self, src, work, kubectl):
+        self.src, self.work, self.kubectl = src, work, kubectl
+        self.env = dict(os.environ, HOME=os.path.join(work, "home"),
+                        KUBECONFIG=os.path.join(work, "kubeconfig"))
+        os.makedirs(self.env["HOME"])
+        self.api = subprocess.Popen(
+            [sys.executable, os.path.join(src, "test/fake-apiserver/fake_apiserver.py"),
+             "--port", "0", "--node", NODE, "--kubeconfig-out", self.env["KUBECONFIG"]],
+            stdout=subprocess.PIPE, stderr=open(os.path.join(work, "api.err"), "w"), text=True)
+        line = self.api.stdout.readline()
+        self.port = int(line.split()[1])
+
+    def run(self, *args, stdin=None):
+        p = subprocess.run([self.kubectl] + list(args), env=self.env, input=stdin,
+                           capture_output=True, text=True, timeout=60)
+        return p.returncode, p.stdout + p.stderr
+
+    def ok(self, *args, stdin=None):
+        rc, out = self.run(*args, stdin=stdin)
+        check("kubectl " + " ".join(args[:3]), rc == 0, out[-400:])
+        return out
+
+    def nodestate(self):
+        rc, out = self.run("get", "sriovnetworknodestates", "-n", NS, NODE, "-o", "json")
+        return json.loads(out) if rc == 0 else None
+
+    def faults(self, **switches):
+        req = urllib.request.Request("http://127.0.0.1:%d/_fake/faults" % self.port,
+                                     data=json.dumps(switches).encode(), method="POST")
+        urllib.request.urlopen(req, timeout=5).read()
+
+    def stop(self):
+        self.api.kill()
+        self.api.wait()
+
+
+def policy_yaml(name, resource, pf, num_vfs):
+    return json.dumps({"apiVersion": "sriovnetwork.openshift.io/v1",
+                       "kind": "SriovNetworkNodePolicy",
+                       "metadata": {"name": name, "namespace": NS},
+                       "spec": {"resourceName": resource, "numVfs": num_vfs, "priority": 50,
+                                "nodeSelector": {"highnet-node": "true"},
+                                "nicSelector": {"pfNames": [pf]}}})
+
+
+def sync_status(cluster, want):
+    def pred():
+        ns = cluster.nodestate()
+        return ns if ns and ns.get("status", {}).get("syncStatus") == want else None
+    return pred
+
+
+def numvfs(sysfs, pci):
+    with open(os.path.join(sysfs, "bus/pci/devices", pci, "sriov_numvfs")) as f:
+        return f.read().strip()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--agent", required=True)
+    ap.add_argument("--fake-kubelet", required=True)
+    ap.add_argument("--kubectl", default=shutil.which("kubectl") or "kubectl")
+    args = ap.parse_args()
+    src = os.environ.get("SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+
+    work = tempfile.mkdtemp(prefix="agent-cluster-")
+    sysfs, kdir, state = (os.path.join(work, d) for d in ("sys", "device-plugins", "state"))
+    os.makedirs(kdir)
+    manifest = json.loads(subprocess.check_output(
+        [sys.executable, os.path.join(src, "test/sysfs-gen/gen-sysfs.py"), "--out", sysfs,
+         "--profile", "seed", "--manifest"]))
+    pfs = {pf["ifname"]: pf for pf in manifest["pfs"] if pf.get("ifname")}
+    cx, ice = pfs["ens1f0"], pfs["ens2f0"]
+
+    cluster = Cluster(src, work, args.kubectl)
+    kubelet = Proc([args.fake_kubelet, "--dir", kdir], os.path.join(work, "kubelet.err"))
+    kubelet.wait_for(ev("ready"), 10)
+    agent = None
+    try:
+        cluster.ok("apply", "-f", os.path.join(src, "crds"))
+        cluster.ok("apply", "-f", os.path.join(src, "test/kube/namespace.yaml"))
+        cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/policies",
+                                               "highnet-sriov-policy.yaml"))
+        cluster.ok("label", "node", NODE, "highnet-node=true")
+
+        log = open(os.path.join(work, "agent.log"), "w")
+        agent = subprocess.Popen(
+            [args.agent, "run", "--node-name", NODE, "--kubeconfig", cluster.env["KUBECONFIG"],
+             "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--state-dir", state,
+             "--devinfo-dir", os.path.join(work, "devinfo"),
+             "--pod-resources-socket", os.path.join(work, "none.sock"),
+             "--vf-timeout", "1", "--resync-interval", "2"], stdout=log, stderr=log)
+
+        # 1. The seed workflow: NodeState Succeeded, spec and status right, pool served.
+        ns = wait(sync_status(cluster, "Succeeded"), 40)
+        check("NodeState Succeeded after apply + label", ns is not None,
+              json.dumps(cluster.nodestate())[:400])
+        spec = (ns or {}).get("spec", {}).get("interfaces", [])
+        check("spec: ens1f0 with 8 VFs in sriov_highnet",
+              len(spec) == 1 and spec[0]["pciAddress"] == cx["pciAddress"] and
+              spec[0]["numVfs"] == 8 and spec[0]["vfGroups"][0]["resourceName"] == "sriov_highnet",
+              json.dumps(spec))
+        status_ifs = {i.get("name"): i for i in (ns or {}).get("status", {}).get("interfaces", [])}
+        check("status: ens1f0 discovered with its 8 VFs",
+              len(status_ifs.get("ens1f0", {}).get("Vfs", [])) == len(cx["vfs"]),
+              str(sorted(status_ifs)))
+        devs = kubelet.wait_for(lambda e: ev("devices", SEED_RESOURCE)(e) and
+                                len(e["devices"] or []) == len(cx["vfs"]), 30)
+        check("kubelet has openshift.io/sriov_highnet with 8 devices", devs is not None,
+              "no device list")
+        _, printed = cluster.run("get", "sriovnetworknodestates", "-n", NS)
+        check("kubectl get shows the sync status column", "Succeeded" in printed, printed)
+
+        # 2. An invalid policy: an Event on it, nothing applied.
+        numvfs_before = numvfs(sysfs, cx["pciAddress"])
+        bad = policy_yaml("bad-range", "bad", "ens1f0#0-9", 4)
+        cluster.ok("apply", "-f", "-", stdin=bad)
+        out = wait(lambda: (lambda r: r[1] if "InvalidPolicy" in r[1] else None)(
+            cluster.run("get", "events", "-n", NS)), 30)
+        check("InvalidPolicy Event for the broken policy",
+              out is not None and "bad-range" in out and "pfNames" in out,
+              cluster.run("get", "events", "-n", NS)[1][-600:])
+        check("nothing applied from it", numvfs(sysfs, cx["pciAddress"]) == numvfs_before,
+              numvfs(sysfs, cx["pciAddress"]))
+        cluster.ok("delete", "sriovnetworknodepolicy", "-n", NS, "bad-range")
+
+        # 3. A second policy adds a pool; the NodeState spec grows.
+        cluster.ok("apply", "-f", "-", stdin=policy_yaml("e810", "sriov_e810", "ens2f0",
+                                                         ice["numVfs"]))
+        reg = kubelet.wait_for(ev("register", E810_RESOURCE), 30)
+        check("second policy -> openshift.io/sriov_e810 registered", reg is not None, "")
+        two = wait(lambda: (lambda n: n if n and len(n.get("spec", {}).get("interfaces", []))
+                            == 2 else None)(cluster.nodestate()), 30)
+        check("NodeState spec has both PFs", two is not None,
+              json.dumps((cluster.nodestate() or {}).get("spec")))
+
+        # 4. The API server drops every watch: the agent relists and keeps up.
+        cluster.faults(close_watches=True)
+        time.sleep(1)
+        cluster.ok("label", "node", NODE, "extra=1")
+        cluster.ok("delete", "sriovnetworknodepolicy", "-n", NS, "e810")
+        # It owned ens2f0: releasing writes 0 first; the generated tree has no kernel to
+        # remove the VFs, so the reset times out and must be reported, naming the PF.
+        wrote = wait(lambda: numvfs(sysfs, ice["pciAddress"]) == "0", 40)
+        check("after a watch drop, a policy deletion is still seen: owned PF reset",
+              wrote, numvfs(sysfs, ice["pciAddress"]))
+        # On a generated tree the retry then finds sriov_numvfs at 0 and succeeds, so the
+        # Failed status is short-lived; the SyncStatusChanged Event is its lasting record.
+        def failed_event():
+            rc, out = cluster.run("get", "events", "-n", NS, "-o", "json")
+            for e in json.loads(out).get("items", []) if rc == 0 else []:
+                msg = e.get("message", "")
+                if e.get("reason") == "SyncStatusChanged" and "to Failed" in msg and \
+                        ice["pciAddress"] in msg:
+                    return msg
+            return None
+        msg = wait(failed_event, 40, step=0.5)
+        check("a PF that cannot be reset -> Failed, the error names the PF", msg is not None,
+              cluster.run("get", "events", "-n", NS)[1][-800:])
+        check("the other PF stays served", os.path.exists(
+            os.path.join(kdir, "openshift.io_sriov_highnet.sock")), str(os.listdir(kdir)))
+
+        # 5. The node leaves the policy: the PF it owns is released too.
+        cluster.ok("label", "node", NODE, "highnet-node-")
+        check("label removed -> ens1f0 reset", wait(
+            lambda: numvfs(sysfs, cx["pciAddress"]) == "0", 40), numvfs(sysfs, cx["pciAddress"]))
+
+        agent.send_signal(signal.SIGTERM)
+        rc = agent.wait(timeout=30)
+        check("SIGTERM exits 0", rc == 0, "exit %s" % rc)
+    finally:
+        if agent and agent.poll() is None:
+            agent.kill()
+            agent.wait()
+        kubelet.stop()
+        cluster.stop()
+
+    if FAILURES:
+        print("FAILED: " + ", ".join(FAILURES) + " (logs in %s)" % work)
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

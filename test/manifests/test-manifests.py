@@ -1,0 +1,626 @@
+#!/usr/bin/env python3
+"""Checks of manifests/, crds/ and the install rules, as a cluster operator would meet them.
+
+Usage: test-manifests.py CASE SRIOV_AGENT SRCDIR BUILDDIR
+CASE:
+  parse    every YAML/JSON file of manifests/ and crds/ parses; every object has apiVersion,
+           kind and name; the install set lives in sriov-network-operator; every policy is
+           accepted by `sriov-agent plan`; pods ask for prefixed extended resources with
+           limits equal to requests; the RDMA shared ConfigMap carries the JSON file
+  apply    real kubectl applies crds/, manifests/ and manifests/examples/ against
+           test/fake-apiserver, a second apply changes nothing, and the stored objects are
+           what the files say
+  cluster  `sriov-agent run` with the DaemonSet's arguments ($(VAR)s expanded as the kubelet
+           would, host paths moved to a temp dir, the fake's kubeconfig, --dry-run) writes
+           the NodeState of the labelled node with the seed policy's desired PF
+  plan     the seed policy of the examples plans to one PF (ens1f0) with 8 VFs in
+           sriov_highnet on the generated seed tree; the VM-lab variant to 4 VFs on an igb PF
+  flags    the DaemonSet runs `sriov-agent run` with flags that `sriov-agent run --help` lists
+  probe    the DaemonSet's liveness script: alive before the agent owns a PF; after, alive
+           only while one of its <prefix>_*.sock device-plugin sockets exists
+  host     `sriov-agent run` with the arguments of examples/host/sriov-agent.default (paths
+           moved to a temp dir, --dry-run, generated seed sysfs) starts, loads the RDMA shared
+           config and applies the seed policy, and stops cleanly on SIGTERM
+  rbac     the RBAC grants exactly the verbs the agent needs, nothing else
+  install  `cmake --install` puts the binary, the unit (ExecStart = installed binary), the
+           manifests and the CRDs under the prefix; `systemd-analyze verify` accepts the unit
+Uses only temp dirs and 127.0.0.1. Environment: KUBECTL (default "kubectl")."""
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+CASE, AGENT, SRC, BUILD = sys.argv[1:5]
+MANIFESTS = os.path.join(SRC, "manifests")
+EXAMPLES = os.path.join(MANIFESTS, "examples")
+CRDS = os.path.join(SRC, "crds")
+NS = "sriov-network-operator"
+KUBECTL = os.environ.get("KUBECTL") or "kubectl"
+failures = []
+
+
+def check(cond, what):
+    if cond:
+        print("ok:", what)
+    else:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def object_files(*dirs):
+    files = []
+    for d in dirs:
+        for ext in ("yaml", "yml", "json"):
+            files += glob.glob(os.path.join(d, "**", "*." + ext), recursive=True)
+    return sorted(files)
+
+
+def load_docs(path):
+    with open(path) as f:
+        if path.endswith(".json"):
+            return [json.load(f)]
+        return [d for d in yaml.safe_load_all(f) if d is not None]
+
+
+def objects_in(path):
+    """(kind, name, object) of the Kubernetes objects of a file (a JSON config is not one)."""
+    return [(d["kind"], d["metadata"]["name"], d) for d in load_docs(path)
+            if isinstance(d, dict) and "kind" in d]
+
+
+def one(kind, path):
+    found = [o for k, _, o in objects_in(path) if k == kind]
+    assert len(found) == 1, f"{path}: expected one {kind}, found {len(found)}"
+    return found[0]
+
+
+DAEMONSET = os.path.join(MANIFESTS, "30-daemonset.yaml")
+RBAC = os.path.join(MANIFESTS, "20-rbac.yaml")
+SEED_POLICY = os.path.join(EXAMPLES, "highnet-sriov-policy.yaml")
+IGB_POLICY = os.path.join(EXAMPLES, "vm-lab", "highnet-sriov-policy.yaml")
+
+
+# ------------------------------------------------------------------------------------ parse
+
+def case_parse():
+    files = object_files(MANIFESTS, CRDS)
+    check(len(files) >= 10, f"found the manifest files ({len(files)})")
+    for path in files:
+        rel = os.path.relpath(path, SRC)
+        try:
+            docs = load_docs(path)
+        except (yaml.YAMLError, json.JSONDecodeError) as e:
+            check(False, f"{rel} parses: {e}")
+            continue
+        check(len(docs) > 0, f"{rel} parses and is not empty")
+        for d in docs:
+            if path.endswith(".json") and "kind" not in d:
+                continue  # a plain config file (RDMA shared config), checked below
+            meta = d.get("metadata") or {}
+            check(bool(d.get("apiVersion")) and bool(d.get("kind")) and bool(meta.get("name")),
+                  f"{rel}: {d.get('kind')} {meta.get('name')} has apiVersion, kind and name")
+            if d.get("kind") == "SriovNetworkNodePolicy":
+                r = subprocess.run([AGENT, "plan", "--policies", path, "-o", "json"],
+                                   capture_output=True, text=True, timeout=60)
+                check(r.returncode == 0,
+                      f"{rel}: sriov-agent plan accepts the policy (exit {r.returncode}: "
+                      f"{r.stderr.strip()[:300]})")
+
+    # The install set: everything namespaced is in the agent's namespace.
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+    for path in glob.glob(os.path.join(MANIFESTS, "*.yaml")):
+        for kind, name, o in objects_in(path):
+            if kind not in cluster_scoped:
+                check(o["metadata"].get("namespace") == NS, f"{kind} {name} is in {NS}")
+
+    # Pods: extended resources need a domain prefix and limits equal to requests.
+    for path in glob.glob(os.path.join(EXAMPLES, "*pod*.yaml")):
+        pod = one("Pod", path)
+        for c in pod["spec"]["containers"]:
+            res = c.get("resources", {})
+            req, lim = res.get("requests", {}), res.get("limits", {})
+            extended = [k for k in list(req) + list(lim) if k not in ("cpu", "memory")]
+            check(extended and all(re.fullmatch(r"[a-z0-9.-]+\.?[a-z0-9-]*/[A-Za-z0-9_.-]+", k)
+                                   for k in extended),
+                  f"{os.path.basename(path)}: extended resources carry a domain prefix "
+                  f"{extended}")
+            check(req == lim, f"{os.path.basename(path)}: limits equal requests {req}")
+    training = one("Pod", os.path.join(EXAMPLES, "training-pod.yaml"))
+    tc = training["spec"]["containers"][0]
+    check(tc["resources"]["limits"] == {"nvidia.com/gpu": 8, "openshift.io/sriov_highnet": 1},
+          "training pod: 8 GPUs and one sriov_highnet VF")
+    env = {e["name"]: e.get("value") for e in tc.get("env", [])}
+    check(env.get("NCCL_SOCKET_IFNAME") == "net1" and "NCCL_IB_HCA" in env and
+          "NCCL_NET_GDR_LEVEL" in env, f"training pod: NCCL environment {env}")
+    check("IPC_LOCK" in tc["securityContext"]["capabilities"]["add"],
+          "training pod: IPC_LOCK for RDMA")
+    check(training["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] ==
+          "highnet-sriov-network", "training pod: attached to highnet-sriov-network")
+    whole = one("Pod", os.path.join(EXAMPLES, "whole-card-pod.yaml"))
+    check(whole["spec"]["containers"][0]["resources"]["limits"] == {"rdma/rdma_hca": 1},
+          "whole-card pod asks for rdma/rdma_hca: 1")
+
+    net = one("SriovNetwork", os.path.join(EXAMPLES, "highnet-sriov-network.yaml"))
+    check(net["spec"]["resourceName"] == "sriov_highnet" and
+          net["spec"]["networkNamespace"] == "default", "SriovNetwork: sriov_highnet -> default")
+    ipam = json.loads(net["spec"]["ipam"])
+    check(isinstance(ipam, dict) and ipam.get("type"), f"SriovNetwork ipam is JSON: {ipam}")
+
+    with open(os.path.join(EXAMPLES, "host", "rdma-shared-config.json")) as f:
+        config = json.load(f)
+    cm = one("ConfigMap", os.path.join(EXAMPLES, "rdma-shared-configmap.yaml"))
+    check(json.loads(cm["data"]["config.json"]) == config,
+          "the RDMA shared ConfigMap carries host/rdma-shared-config.json")
+    entry = config["configList"][0]
+    check(entry["resourceName"] == "rdma_hca" and entry["rdmaHcaMax"] == 1 and
+          entry["selectors"]["vendors"] == ["15b3"], f"RDMA shared config: {entry}")
+    ds = one("DaemonSet", DAEMONSET)
+    mounted = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
+    check(mounted["rdma-shared-config"]["configMap"]["name"] == cm["metadata"]["name"],
+          "the DaemonSet mounts that ConfigMap")
+
+
+# ------------------------------------------------------------------------------------ apply
+
+def kubeconfig_text(url):
+    return ("apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
+            f"    server: {url}\nusers:\n- name: u\n  user: {{}}\n"
+            "contexts:\n- name: c\n  context:\n    cluster: fake\n    user: u\n"
+            "current-context: c\n")
+
+
+def case_apply():
+    if not shutil.which(KUBECTL):
+        print(f"{KUBECTL} not found")
+        sys.exit(1)
+    fake = os.path.join(SRC, "test", "fake-apiserver", "fake_apiserver.py")
+    tmp = tempfile.mkdtemp(prefix="sriov-manifests-")
+    server = subprocess.Popen([sys.executable, fake, "--port", "0", "--node", "node1"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        if not line.startswith("PORT "):
+            check(False, f"fake API server starts: {line} {server.stderr.read()}")
+            return
+        kc = os.path.join(tmp, "kubeconfig")
+        with open(kc, "w") as f:
+            f.write(kubeconfig_text(f"http://127.0.0.1:{int(line.split()[1])}"))
+        env = dict(os.environ, HOME=tmp, KUBECONFIG=kc)
+        env.pop("KUBERNETES_SERVICE_HOST", None)
+
+        def kubectl(*args):
+            r = subprocess.run([KUBECTL, *args], env=env, capture_output=True, text=True,
+                               timeout=120)
+            return r.returncode, r.stdout, r.stderr
+
+        def get_json(*args):
+            rc, out, err = kubectl("get", *args, "-o", "json")
+            check(rc == 0, f"kubectl get {' '.join(args)} ({err.strip()[:200]})")
+            return json.loads(out) if rc == 0 else {}
+
+        # The order of README "Install on a cluster".
+        rc, out, err = kubectl("apply", "-f", CRDS)
+        check(rc == 0, f"kubectl apply -f crds/ ({err.strip()[:300]})")
+        rc, _, err = kubectl("wait", "--for", "condition=established", "--timeout=30s",
+                             "crd", "--all")
+        check(rc == 0, f"CRDs established ({err.strip()[:200]})")
+        rc, out, err = kubectl("apply", "-f", MANIFESTS)
+        check(rc == 0, f"kubectl apply -f manifests/ ({err.strip()[:300]})")
+        expect = ["namespace/sriov-network-operator created",
+                  "serviceaccount/sriov-agent created",
+                  "role.rbac.authorization.k8s.io/sriov-agent created",
+                  "rolebinding.rbac.authorization.k8s.io/sriov-agent created",
+                  "clusterrole.rbac.authorization.k8s.io/sriov-agent created",
+                  "clusterrolebinding.rbac.authorization.k8s.io/sriov-agent created",
+                  "daemonset.apps/sriov-agent created"]
+        check(out.splitlines() == expect, f"manifests/ creates the install set in order: {out}")
+        rc, out, err = kubectl("apply", "-f", EXAMPLES)
+        check(rc == 0, f"kubectl apply -f manifests/examples/ ({err.strip()[:300]})")
+        check(len(out.splitlines()) == 5 and all(x.endswith(" created")
+                                                 for x in out.splitlines()),
+              f"examples/ creates five objects: {out}")
+        rc, out, err = kubectl("apply", "-f", MANIFESTS, "-f", EXAMPLES)
+        check(rc == 0 and out.splitlines() and all(x.endswith(" unchanged")
+                                                    for x in out.splitlines()),
+              f"a second apply changes nothing: {out} {err.strip()[:200]}")
+
+        ds = get_json("daemonset", "sriov-agent", "-n", NS)
+        if ds:
+            want = one("DaemonSet", DAEMONSET)
+            spec = ds["spec"]["template"]["spec"]
+            check(spec["containers"][0]["args"] == want["spec"]["template"]["spec"][
+                "containers"][0]["args"], "the stored DaemonSet has the file's args")
+            env_vars = {e["name"]: e for e in spec["containers"][0]["env"]}
+            check(env_vars["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName",
+                  "NODE_NAME comes from the downward API")
+            check(spec["serviceAccountName"] == "sriov-agent", "runs as the sriov-agent SA")
+        policy = get_json("sriovnetworknodepolicies", "highnet-sriov-policy", "-n", NS)
+        if policy:
+            check(policy["spec"]["numVfs"] == 8 and
+                  policy["spec"]["nicSelector"]["pfNames"] == ["ens1f0"],
+                  "the seed policy is stored as written (CRD schema accepted it)")
+        pods = get_json("pods", "-n", "default")
+        names = sorted(p["metadata"]["name"] for p in pods.get("items", []))
+        check(names == ["nccl-training", "rdma-whole-card"], f"both example pods: {names}")
+        rc, out, err = kubectl("delete", "-f", EXAMPLES, "--wait=false")
+        check(rc == 0, f"kubectl delete -f manifests/examples/ ({err.strip()[:200]})")
+    finally:
+        server.terminate()
+        server.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------- cluster
+
+def case_cluster():
+    """The DaemonSet's own command line, run against the fake API server."""
+    if not shutil.which(KUBECTL):
+        print(f"{KUBECTL} not found")
+        sys.exit(1)
+    fake = os.path.join(SRC, "test", "fake-apiserver", "fake_apiserver.py")
+    gen = os.path.join(SRC, "test", "sysfs-gen", "gen-sysfs.py")
+    tmp = tempfile.mkdtemp(prefix="sriov-manifests-cluster-")
+    kc = os.path.join(tmp, "kubeconfig")
+    server = subprocess.Popen([sys.executable, fake, "--port", "0", "--node", "node1",
+                               "--kubeconfig-out", kc],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    agent = None
+    try:
+        server.stdout.readline()
+        env = dict(os.environ, HOME=tmp, KUBECONFIG=kc)
+        env.pop("KUBERNETES_SERVICE_HOST", None)
+
+        def kubectl(*args):
+            r = subprocess.run([KUBECTL, *args], env=env, capture_output=True, text=True,
+                               timeout=120)
+            check(r.returncode == 0, f"kubectl {' '.join(args)} ({r.stderr.strip()[:200]})")
+            return r.stdout
+
+        kubectl("apply", "-f", CRDS)
+        kubectl("wait", "--for", "condition=established", "--timeout=30s", "crd", "--all")
+        kubectl("apply", "-f", MANIFESTS)
+        kubectl("apply", "-f", SEED_POLICY)
+        kubectl("label", "node", "node1", "highnet-node=true")
+
+        ds = one("DaemonSet", DAEMONSET)
+        container = ds["spec"]["template"]["spec"]["containers"][0]
+        # What the kubelet would pass: $(VAR) from the downward API and env values.
+        values = {"NODE_NAME": "node1", "POD_NAMESPACE": ds["metadata"]["namespace"]}
+        values.update({e["name"]: e["value"] for e in container["env"] if "value" in e})
+        host_dirs = {m["mountPath"]: os.path.join(tmp, m["name"])
+                     for m in container["volumeMounts"]}
+        argv = [AGENT]
+        for a in container["args"]:
+            a = re.sub(r"\$\((\w+)\)", lambda m: values[m.group(1)], a)
+            for path, moved in host_dirs.items():
+                a = a.replace("=" + path, "=" + moved)
+            argv.append(a)
+        for d in host_dirs.values():
+            os.makedirs(d, exist_ok=True)
+        root = os.path.join(tmp, "sysfs")
+        subprocess.run([sys.executable, gen, "--out", root, "--profile", "seed"], check=True,
+                       capture_output=True)
+        # Only what keeps the run off this machine: the fake's kubeconfig instead of the
+        # in-cluster service account, a generated sysfs, no host changes.
+        argv += ["--kubeconfig", kc, "--sysfs-root", root, "--dry-run",
+                 "--pod-resources-socket", os.path.join(tmp, "pod-resources", "kubelet.sock")]
+        print("agent:", " ".join(argv))
+        log = open(os.path.join(tmp, "agent.log"), "w+")
+        agent = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, env=env)
+
+        state, deadline = None, time.monotonic() + 60
+        while time.monotonic() < deadline and agent.poll() is None:
+            r = subprocess.run([KUBECTL, "get", "sriovnetworknodestates", "-n", NS, "node1",
+                                "-o", "json"], env=env, capture_output=True, text=True,
+                               timeout=60)
+            if r.returncode == 0:
+                state = json.loads(r.stdout)
+                if state.get("spec", {}).get("interfaces"):
+                    break
+            time.sleep(0.5)
+        log.seek(0)
+        print("agent log:\n  " + "\n  ".join(log.read().splitlines()[:40]))
+        check(agent.poll() is None, "the agent runs with the DaemonSet's arguments")
+        ifaces = (state or {}).get("spec", {}).get("interfaces", [])
+        check(len(ifaces) == 1 and ifaces[0].get("name") == "ens1f0" and
+              ifaces[0].get("numVfs") == 8,
+              f"NodeState node1 in {NS} wants ens1f0 with 8 VFs: {ifaces}")
+    finally:
+        if agent and agent.poll() is None:
+            agent.terminate()
+            try:
+                agent.wait(30)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+        server.terminate()
+        server.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------- plan
+
+def plan_on(policy, labels, *gen_args):
+    gen = os.path.join(SRC, "test", "sysfs-gen", "gen-sysfs.py")
+    with tempfile.TemporaryDirectory(prefix="sriov-manifests-plan-") as tmp:
+        root = os.path.join(tmp, "sys")
+        subprocess.run([sys.executable, gen, "--out", root, *gen_args], check=True,
+                       capture_output=True)
+        r = subprocess.run([AGENT, "plan", "--policies", policy, "--node-labels", labels,
+                            "--sysfs-root", root, "-o", "json"],
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0, f"plan {os.path.relpath(policy, SRC)} exits 0 "
+                                 f"(got {r.returncode}: {r.stderr.strip()[:300]})")
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def case_plan():
+    out = plan_on(SEED_POLICY, "highnet-node=true", "--profile", "seed")
+    if out:
+        ifaces = out["desired"]["interfaces"]
+        check(len(ifaces) == 1, f"seed: one PF desired (got {len(ifaces)})")
+        i = ifaces[0] if ifaces else {}
+        check(i.get("name") == "ens1f0" and i.get("numVfs") == 8 and i.get("mtu") == 1500,
+              f"seed: ens1f0 with 8 VFs, MTU 1500: {i}")
+        groups = i.get("vfGroups", [])
+        check(len(groups) == 1 and groups[0].get("resourceName") == "sriov_highnet" and
+              groups[0].get("deviceType") == "netdevice" and groups[0].get("isRdma") is True,
+              f"seed: one netdevice RDMA group sriov_highnet: {groups}")
+        check([p["status"] for p in out["policies"]] == ["applied"],
+              f"seed: the policy applies: {out['policies']}")
+    out = plan_on(SEED_POLICY, "other=true", "--profile", "seed")
+    if out:
+        check(out["desired"]["interfaces"] == [], "seed policy without the label: nothing")
+    out = plan_on(IGB_POLICY, "highnet-node=true", "--profile", "none", "--pf", "igb:eth0:0")
+    if out:
+        ifaces = out["desired"]["interfaces"]
+        check(len(ifaces) == 1 and ifaces[0]["name"] == "eth0" and ifaces[0]["numVfs"] == 4 and
+              ifaces[0]["vfGroups"][0]["resourceName"] == "sriov_highnet" and
+              ifaces[0]["vfGroups"][0]["deviceType"] == "netdevice",
+              f"VM lab: eth0 (igb) with 4 netdevice VFs in sriov_highnet: {ifaces}")
+
+
+# ------------------------------------------------------------------------------------ flags
+
+def case_flags():
+    r = subprocess.run([AGENT, "run", "--help"], capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0, f"sriov-agent run --help exits 0 ({r.stderr.strip()[:200]})")
+    documented = set(re.findall(r"^\s+(?:-\w, )?(--[a-z][a-z0-9-]*)", r.stdout, re.M))
+    check({"--node-name", "--namespace", "--state-dir", "--kubelet-dir"} <= documented,
+          f"run --help lists its flags: {sorted(documented)}")
+    ds = one("DaemonSet", DAEMONSET)
+    container = ds["spec"]["template"]["spec"]["containers"][0]
+    args = container["args"]
+    check(args[0] == "run", f"the DaemonSet runs 'sriov-agent run': {args[:1]}")
+    env = {e["name"] for e in container.get("env", [])}
+    for a in args[1:]:
+        check(a.startswith("--"), f"argument {a!r} is a --flag (value after '=')")
+        flag = a.split("=", 1)[0]
+        check(flag in documented, f"{flag} is listed by sriov-agent run --help")
+        for var in re.findall(r"\$\((\w+)\)", a):
+            check(var in env, f"{a}: $({var}) is defined in the container's env")
+    # The probe's prefix and the agent's are the same variable.
+    check("--resource-prefix=$(RESOURCE_PREFIX)" in args and
+          "$RESOURCE_PREFIX" in " ".join(container["livenessProbe"]["exec"]["command"]),
+          "liveness probe and agent share RESOURCE_PREFIX")
+
+
+# ------------------------------------------------------------------------------------ probe
+
+def case_probe():
+    import socket
+    ds = one("DaemonSet", DAEMONSET)
+    container = ds["spec"]["template"]["spec"]["containers"][0]
+    command = container["livenessProbe"]["exec"]["command"]
+    check(command[:2] == ["/bin/sh", "-c"], f"the probe is a shell script: {command[:2]}")
+    prefix = next(e["value"] for e in container["env"] if e["name"] == "RESOURCE_PREFIX")
+    with tempfile.TemporaryDirectory(prefix="sriov-probe-") as tmp:
+        state, plugins = os.path.join(tmp, "state"), os.path.join(tmp, "device-plugins")
+        os.makedirs(state)
+        os.makedirs(plugins)
+        script = command[2].replace("/var/lib/sriov-agent", state).replace(
+            "/var/lib/kubelet/device-plugins", plugins)
+        check(script != command[2], "the probe reads the state and device-plugin dirs")
+        sockets = []
+
+        def probe():
+            r = subprocess.run(["/bin/sh", "-c", script], env={"RESOURCE_PREFIX": prefix},
+                               capture_output=True, text=True, timeout=10)
+            return r.returncode
+
+        def listen(name):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(os.path.join(plugins, name))
+            sockets.append(s)
+
+        listen("kubelet.sock")
+        check(probe() == 0, "no PF owned yet: alive")
+        with open(os.path.join(state, "0000:3b:00.0.json"), "w") as f:
+            f.write("{}")
+        check(probe() != 0, "owns a PF, serves no socket: not alive")
+        listen("nvidia-gpu.sock")
+        check(probe() != 0, "another plugin's socket does not count")
+        with open(os.path.join(plugins, prefix + "_sriov_highnet.sock"), "w"):
+            pass
+        check(probe() != 0, "a regular file named like our socket does not count")
+        os.unlink(os.path.join(plugins, prefix + "_sriov_highnet.sock"))
+        listen(prefix + "_sriov_highnet.sock")
+        check(probe() == 0, f"owns a PF and serves {prefix}_sriov_highnet.sock: alive")
+        for s in sockets:
+            s.close()
+
+
+# ------------------------------------------------------------------------------------- host
+
+def case_host():
+    import shlex
+    import signal
+    default = os.path.join(EXAMPLES, "host", "sriov-agent.default")
+    with open(default) as f:
+        lines = [l for l in f if l.startswith("SRIOV_AGENT_ARGS=")]
+    check(len(lines) == 1, f"{default}: one active SRIOV_AGENT_ARGS line")
+    # EnvironmentFile= unquotes the value; ExecStart=... $SRIOV_AGENT_ARGS splits it at spaces.
+    args = " ".join(shlex.split(lines[0].split("=", 1)[1])).split()
+    gen = os.path.join(SRC, "test", "sysfs-gen", "gen-sysfs.py")
+    with tempfile.TemporaryDirectory(prefix="sriov-host-") as tmp:
+        policies = os.path.join(tmp, "policies")
+        os.makedirs(policies)
+        shutil.copy(SEED_POLICY, policies)
+        where = {"/etc/sriov-agent/policies": policies,
+                 "/etc/sriov-agent/rdma-shared-config.json":
+                     os.path.join(EXAMPLES, "host", "rdma-shared-config.json")}
+        for host_path, test_path in where.items():
+            check(any(a.endswith("=" + host_path) for a in args),
+                  f"the example configures {host_path}")
+        args = [a.split("=", 1)[0] + "=" + where.get(a.split("=", 1)[1], a.split("=", 1)[1])
+                if "=" in a else a for a in args]
+        root = os.path.join(tmp, "sys")
+        subprocess.run([sys.executable, gen, "--out", root, "--profile", "seed"], check=True,
+                       capture_output=True)
+        # The example's arguments, then only what keeps the run off this machine's host.
+        argv = [AGENT, "run", *args, "--dry-run", "--sysfs-root", root,
+                "--state-dir", os.path.join(tmp, "state"),
+                "--kubelet-dir", os.path.join(tmp, "device-plugins"),
+                "--devinfo-dir", os.path.join(tmp, "devinfo"),
+                "--pod-resources-socket", os.path.join(tmp, "pod-resources.sock")]
+        os.makedirs(os.path.join(tmp, "device-plugins"))
+        env = dict(os.environ, NODE_NAME="node1")
+        env.pop("NOTIFY_SOCKET", None)
+        env.pop("JOURNAL_STREAM", None)
+        proc = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                text=True, env=env)
+        seen, applied = [], False
+        deadline = time.monotonic() + 60
+        import selectors
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        while time.monotonic() < deadline and not applied and proc.poll() is None:
+            if sel.select(timeout=1):
+                line = proc.stderr.readline()
+                seen.append(line.rstrip())
+                applied = "VFs 0-7 as sriov_highnet" in line
+        running = proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        try:
+            rest = proc.communicate(timeout=30)[1]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rest = proc.communicate()[1]
+        seen += rest.splitlines()
+        print("agent:\n  " + "\n  ".join(seen))
+        check(running and applied,
+              "sriov-agent run with the example's arguments applies the seed policy "
+              "(ens1f0 VFs 0-7 as sriov_highnet)")
+        errors = [l for l in seen if "[err]" in l]
+        check(not errors, f"no errors (the RDMA shared config loads): {errors}")
+        check(proc.returncode == 0, f"SIGTERM ends it with status 0 (got {proc.returncode})")
+
+
+# ------------------------------------------------------------------------------------- rbac
+
+def rules_of(kind, name):
+    found = [o for k, n, o in objects_in(RBAC) if k == kind and n == name]
+    check(len(found) == 1, f"one {kind} {name}")
+    grants = {}
+    for rule in found[0]["rules"] if found else []:
+        check(set(rule) <= {"apiGroups", "resources", "verbs"},
+              f"{kind} rule has no resourceNames/nonResourceURLs extras: {rule}")
+        for g in rule["apiGroups"]:
+            for res in rule["resources"]:
+                check("*" not in (g, res) and "*" not in rule["verbs"],
+                      f"{kind}: no wildcard in {rule}")
+                grants.setdefault((g, res), set()).update(rule["verbs"])
+    return grants
+
+
+def case_rbac():
+    sn = "sriovnetwork.openshift.io"
+    check(rules_of("Role", "sriov-agent") == {
+        (sn, "sriovnetworknodepolicies"): {"get", "list", "watch"},
+        (sn, "sriovnetworknodestates"): {"create", "get", "patch"},
+        (sn, "sriovnetworknodestates/status"): {"get", "patch"},
+        ("", "events"): {"create", "patch"},
+    }, "Role: read policies; create/get/patch NodeStates (+status get/patch); create/patch "
+       "Events; nothing more")
+    check(rules_of("ClusterRole", "sriov-agent") == {("", "nodes"): {"get", "list", "watch"}},
+          "ClusterRole: get/list/watch nodes only")
+    objs = {(k, n): o for k, n, o in objects_in(RBAC)}
+    role = one("Role", RBAC)
+    check(role["metadata"]["namespace"] == NS, f"Role in {NS}")
+    for kind, ref in (("RoleBinding", "Role"), ("ClusterRoleBinding", "ClusterRole")):
+        b = objs.get((kind, "sriov-agent"))
+        check(b is not None and b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
+                                                 "kind": ref, "name": "sriov-agent"} and
+              b["subjects"] == [{"kind": "ServiceAccount", "name": "sriov-agent",
+                                 "namespace": NS}],
+              f"{kind} binds {ref} sriov-agent to the ServiceAccount only")
+    sa = one("ServiceAccount", os.path.join(MANIFESTS, "10-serviceaccount.yaml"))
+    ds = one("DaemonSet", DAEMONSET)
+    check(ds["spec"]["template"]["spec"]["serviceAccountName"] == sa["metadata"]["name"],
+          "the DaemonSet uses that ServiceAccount")
+
+
+# ---------------------------------------------------------------------------------- install
+
+def case_install():
+    with tempfile.TemporaryDirectory(prefix="sriov-install-") as prefix:
+        r = subprocess.run(["cmake", "--install", BUILD, "--prefix", prefix],
+                           capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, f"cmake --install ({r.stderr.strip()[:300]})")
+        installed = sorted(os.path.relpath(os.path.join(d, f), prefix)
+                           for d, _, fs in os.walk(prefix) for f in fs)
+        print("installed:\n  " + "\n  ".join(installed))
+        for m in ("sbin/sriov-agent", "lib/systemd/system/sriov-agent.service"):
+            check(m in installed, f"installs {m}")
+        # Every file of manifests/ and crds/ but the unit, under share/sriov-agent/.
+        shipped = sorted(os.path.join("share/sriov-agent", os.path.relpath(os.path.join(d, f),
+                                                                           SRC))
+                         for top in (MANIFESTS, CRDS) for d, _, fs in os.walk(top) for f in fs
+                         if not f.endswith(".service"))
+        check(len(shipped) >= 10 and set(shipped) <= set(installed),
+              f"installs manifests/ and crds/ under share/sriov-agent "
+              f"(missing: {sorted(set(shipped) - set(installed))})")
+        check(not any(p.endswith(".service") and "share/" in p for p in installed),
+              "the unit is installed once, as a unit")
+        unit = os.path.join(prefix, "lib/systemd/system/sriov-agent.service")
+        with open(unit) as f:
+            text = f.read()
+        exec_start = re.search(r"^ExecStart=(\S+)", text, re.M)
+        check(exec_start and exec_start.group(1) == os.path.join(prefix, "sbin/sriov-agent"),
+              f"ExecStart names the installed binary: {exec_start and exec_start.group(1)}")
+        r = subprocess.run([os.path.join(prefix, "sbin/sriov-agent"), "version"],
+                           capture_output=True, text=True, timeout=30)
+        check(r.returncode == 0, "the installed binary runs")
+        analyze = shutil.which("systemd-analyze")
+        check(analyze is not None, "systemd-analyze is installed (scripts/install-deps)")
+        if analyze:
+            r = subprocess.run([analyze, "verify", unit], capture_output=True, text=True,
+                               timeout=60)
+            # verify also lints units it loads as dependencies; only our unit's lines count
+            ours = [l for l in (r.stdout + r.stderr).splitlines() if "sriov-agent" in l]
+            check(r.returncode == 0 and not ours,
+                  f"systemd-analyze verify accepts the unit: {ours}")
+            r = subprocess.run([analyze, "security", "--offline=true", unit],
+                               capture_output=True, text=True, timeout=60)
+            m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", r.stdout)
+            check(m is not None and float(m.group(1)) <= 3.0,
+                  f"systemd-analyze security: exposure {m and m.group(1)} <= 3.0 "
+                  f"(README quotes it)")
+
+
+CASES = {"parse": case_parse, "apply": case_apply, "plan": case_plan, "flags": case_flags,
+         "rbac": case_rbac, "install": case_install, "probe": case_probe,
+         "host": case_host, "cluster": case_cluster}
+if CASE not in CASES:
+    sys.exit(f"unknown case {CASE}; one of {', '.join(CASES)}")
+CASES[CASE]()
+if failures:
+    print(f"{len(failures)} check(s) failed")
+    sys.exit(1)
+print("all checks passed")

@@ -1,0 +1,18 @@
+# manifests/, crds/ and the install rules (test/manifests/test-manifests.py says what each
+# case asserts). python3-yaml, kubectl and systemd-analyze come from scripts/install-deps.
+find_program(PYTHON3_FOR_MANIFESTS python3 REQUIRED)
+set(MANIFEST_CASES parse plan rbac install probe flags host)
+# The apply and cluster cases drive the real kubectl against test/fake-apiserver.
+find_program(KUBECTL_FOR_MANIFESTS kubectl)
+if(KUBECTL_FOR_MANIFESTS)
+    list(APPEND MANIFEST_CASES apply cluster)
+else()
+    message(STATUS "kubectl not found: tests manifests/apply and manifests/cluster not registered")
+endif()
+foreach(case ${MANIFEST_CASES})
+    add_test(NAME manifests/${case}
+             COMMAND ${PYTHON3_FOR_MANIFESTS} ${CMAKE_SOURCE_DIR}/test/manifests/test-manifests.py
+                     ${case} $<TARGET_FILE:sriov-agent> ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR})
+    set_tests_properties(manifests/${case} PROPERTIES LABELS integration TIMEOUT 180
+                         ENVIRONMENT "KUBECTL=${KUBECTL_FOR_MANIFESTS}")
+endforeach()
