@@ -15,7 +15,8 @@ TRANSCRIPT=/tmp/transcript
 NS=sriov-network-operator
 R_NET=openshift.io/sriov_highnet
 R_VFIO=openshift.io/sriov_highnet_vfio
-STEP_TIMEOUT=60
+# shellcheck disable=SC2034
+STEP_TIMEOUT=60 # read by lib.sh's _run (kubectl steps)
 export HOME=/root KUBECONFIG=/root/.kube/config
 : >"$TRANSCRIPT"
 
@@ -165,7 +166,10 @@ run_ok "kubectl reaches the API server at $API" kubectl get nodes
 kc "kubectl apply -f crds/" apply -f "$E2E/crds/"
 kc "kubectl apply namespace" apply -f "$E2E/namespace.yaml"
 start_agent
-kc "kubectl apply the highnet policy" apply -f "$(policy highnet-sriov-policy)"
+# the shipped example (manifests/examples/vm-lab) names the PF eth0: igb is probed before the
+# control NIC, whose root port comes later on the bus
+check "the igb PF is eth0, as manifests/examples/vm-lab/highnet-sriov-policy.yaml says" test "$PF" = eth0
+kc "kubectl apply the seed's policy (manifests/examples/vm-lab)" apply -f "$E2E/examples/highnet-sriov-policy.yaml"
 check "no VFs before the node is labelled" test "$(numvfs_of "$IGB_PF")" = 0
 kc "kubectl label node" label node "$NODE" highnet-node=true
 wait_for "4 VFs exist" 120 vfs_are 4
