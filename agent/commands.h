@@ -13,3 +13,4 @@ int cmd_discover(int argc, char **argv);
 int cmd_debug(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_watch(int argc, char **argv);

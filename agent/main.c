@@ -11,6 +11,7 @@ static const struct command commands[] = {
         { "debug", cmd_debug, NULL }, /* hidden: single host operations for tests */
         { "plan", cmd_plan, "show the desired state and the actions, change nothing" },
         { "run", cmd_run, "the node daemon: configure VFs and serve them to the kubelet" },
+        { "watch", cmd_watch, "print the policy and node changes the agent sees" },
 };
 
 static void print_help(FILE *f)

@@ -1,0 +1,9 @@
+/* Standard base64 (RFC 4648, with padding) decoding for kubeconfig *-data fields.
+ *
+ * Whitespace inside the input is skipped (PEM blobs are sometimes wrapped); anything else
+ * outside the alphabet is -EINVAL. The result is NUL-terminated for convenience. */
+#pragma once
+
+#include <stddef.h>
+
+int base64_decode(const char *in, char **ret, size_t *ret_len);

@@ -1,0 +1,533 @@
+#include "kube/http.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+#include "util/macro.h"
+
+#define CONNECT_TIMEOUT_S 10
+#define DEFAULT_TIMEOUT_S 30
+/* One node agent should never open more than this many connections to the API server (the two
+ * watches included); further requests wait inside curl. Over HTTP/2 they share one anyway. */
+#define MAX_CONNECTIONS 16
+/* A list of every policy in a namespace is small; this bounds a hostile or broken server. */
+#define MAX_COLLECTED_BODY (64u * 1024 * 1024)
+
+struct kube_http {
+        sd_event *event;
+        struct kube_config *config;
+        CURLM *multi;
+        sd_event_source *timer;
+        struct kube_request *requests; /* doubly linked, for cancel-all on free */
+        bool in_write_callback;
+        sd_event_source *deferred_adds; /* adds requests started inside a curl callback */
+        unsigned n_deferred;
+};
+
+struct kube_request {
+        struct kube_http *http;
+        struct kube_request *prev, *next;
+        CURL *easy;
+        struct curl_slist *headers;
+        char *url;
+        char *body_copy;
+        kube_data_fn on_data;
+        kube_done_fn on_done;
+        void *userdata;
+        char *collected;
+        size_t collected_len, collected_alloc;
+        int abort_error;  /* set when on_data or the size cap aborted the transfer */
+        bool in_callback; /* cancel from inside a callback is deferred to after it */
+        bool cancelled;
+        bool deferred; /* started inside a curl callback, not yet handed to curl */
+        char error_text[CURL_ERROR_SIZE];
+};
+
+static void request_free(struct kube_request *r)
+{
+        struct kube_http *h = r->http;
+        if (r->deferred)
+                h->n_deferred--;
+        if (r->easy) {
+                curl_multi_remove_handle(h->multi, r->easy);
+                curl_easy_cleanup(r->easy);
+        }
+        if (r->prev)
+                r->prev->next = r->next;
+        else
+                h->requests = r->next;
+        if (r->next)
+                r->next->prev = r->prev;
+        curl_slist_free_all(r->headers);
+        free(r->url);
+        free(r->body_copy);
+        free(r->collected);
+        free(r);
+}
+
+void kube_request_cancel(struct kube_request *req)
+{
+        if (!req)
+                return;
+        /* Inside curl's callbacks handles must not be removed: defer to the completion path. */
+        if (req->in_callback || req->http->in_write_callback) {
+                req->cancelled = true;
+                return;
+        }
+        request_free(req);
+}
+
+const char *kube_request_error_text(const struct kube_request *req)
+{
+        return req->error_text;
+}
+
+long kube_request_status(struct kube_request *req)
+{
+        long code = 0;
+        curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
+        return code;
+}
+
+static int curl_result_to_errno(CURLcode c)
+{
+        switch (c) {
+        case CURLE_OK:
+                return 0;
+        case CURLE_OPERATION_TIMEDOUT:
+                return -ETIMEDOUT;
+        case CURLE_COULDNT_CONNECT:
+                return -ECONNREFUSED;
+        case CURLE_COULDNT_RESOLVE_HOST:
+                return -EHOSTUNREACH;
+        case CURLE_PEER_FAILED_VERIFICATION:
+        case CURLE_SSL_CONNECT_ERROR:
+        case CURLE_SSL_CERTPROBLEM:
+        case CURLE_SSL_CACERT_BADFILE:
+                return -EPERM;
+        case CURLE_OUT_OF_MEMORY:
+                return -ENOMEM;
+        case CURLE_RECV_ERROR:
+        case CURLE_SEND_ERROR:
+        case CURLE_GOT_NOTHING:
+        case CURLE_PARTIAL_FILE:
+                return -ECONNRESET;
+        default:
+                return -EIO;
+        }
+}
+
+static int collect(struct kube_request *r, const char *data, size_t len)
+{
+        if (r->collected_len + len + 1 > MAX_COLLECTED_BODY)
+                return -EFBIG;
+        if (r->collected_len + len + 1 > r->collected_alloc) {
+                size_t want = (r->collected_len + len + 1) * 2;
+                char *p = realloc(r->collected, want);
+                if (!p)
+                        return -ENOMEM;
+                r->collected = p;
+                r->collected_alloc = want;
+        }
+        memcpy(r->collected + r->collected_len, data, len);
+        r->collected_len += len;
+        r->collected[r->collected_len] = '\0';
+        return 0;
+}
+
+static size_t write_cb(char *data, size_t size, size_t nmemb, void *userdata)
+{
+        struct kube_request *r = userdata;
+        size_t len = size * nmemb;
+        int k;
+
+        if (r->cancelled)
+                return 0;
+        if (r->on_data && kube_request_status(r) == 200) {
+                r->in_callback = true;
+                r->http->in_write_callback = true;
+                k = r->on_data(r, data, len, r->userdata);
+                r->http->in_write_callback = false;
+                r->in_callback = false;
+                if (r->cancelled)
+                        return 0; /* freed by the completion path */
+        } else
+                k = collect(r, data, len);
+        if (k < 0) {
+                r->abort_error = k;
+                return 0; /* makes curl fail the transfer with CURLE_WRITE_ERROR */
+        }
+        return len;
+}
+
+static void finish_request(struct kube_http *h, CURL *easy, CURLcode result)
+{
+        struct kube_request *r;
+        curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
+        if (r->cancelled) {
+                request_free(r);
+                return;
+        }
+        int error = r->abort_error ? r->abort_error : curl_result_to_errno(result);
+        long status = kube_request_status(r);
+        bool streamed = r->on_data && status == 200;
+        curl_multi_remove_handle(h->multi, r->easy);
+        r->in_callback = true;
+        if (r->on_done)
+                r->on_done(r, error, status, streamed ? NULL : (r->collected ? r->collected : ""),
+                           r->collected_len, r->userdata);
+        request_free(r);
+}
+
+static void drain_messages(struct kube_http *h)
+{
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(h->multi, &left)))
+                if (msg->msg == CURLMSG_DONE)
+                        finish_request(h, msg->easy_handle, msg->data.result);
+}
+
+/* Frees requests whose cancellation had to wait until curl returned. */
+static void sweep_cancelled(struct kube_http *h)
+{
+        for (struct kube_request *r = h->requests, *next; r; r = next) {
+                next = r->next;
+                if (r->cancelled && !r->in_callback && !r->deferred)
+                        request_free(r);
+        }
+}
+
+static int io_cb(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        struct kube_http *h = userdata;
+        int flags = 0, running;
+        if (revents & EPOLLIN)
+                flags |= CURL_CSELECT_IN;
+        if (revents & EPOLLOUT)
+                flags |= CURL_CSELECT_OUT;
+        if (revents & (EPOLLERR | EPOLLHUP))
+                flags |= CURL_CSELECT_ERR;
+        curl_multi_socket_action(h->multi, fd, flags, &running);
+        drain_messages(h);
+        sweep_cancelled(h);
+        return 0;
+}
+
+static int timer_cb(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct kube_http *h = userdata;
+        int running;
+        curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        drain_messages(h);
+        sweep_cancelled(h);
+        return 0;
+}
+
+static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+        struct kube_http *h = userp;
+        sd_event_source *source = socketp;
+
+        if (what == CURL_POLL_REMOVE) {
+                if (source) {
+                        sd_event_source_disable_unref(source);
+                        curl_multi_assign(h->multi, fd, NULL);
+                }
+                return 0;
+        }
+        uint32_t events = 0;
+        if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
+                events |= EPOLLIN;
+        if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
+                events |= EPOLLOUT;
+        if (source)
+                return sd_event_source_set_io_events(source, events) < 0 ? -1 : 0;
+        int k = sd_event_add_io(h->event, &source, fd, events, io_cb, h);
+        if (k < 0) {
+                log_error_errno(k, "cannot watch the API server connection");
+                return -1;
+        }
+        curl_multi_assign(h->multi, fd, source);
+        return 0;
+}
+
+static int timerfunc_cb(CURLM *multi, long timeout_ms, void *userp)
+{
+        struct kube_http *h = userp;
+        if (timeout_ms < 0)
+                return sd_event_source_set_enabled(h->timer, SD_EVENT_OFF) < 0 ? -1 : 0;
+        uint64_t now;
+        sd_event_now(h->event, CLOCK_MONOTONIC, &now);
+        /* timeout 0 means "call me soon"; an immediate timer keeps us out of curl re-entry. */
+        if (sd_event_source_set_time(h->timer, now + (uint64_t)timeout_ms * 1000) < 0 ||
+            sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT) < 0)
+                return -1;
+        return 0;
+}
+
+static int add_to_multi(struct kube_request *r)
+{
+        if (curl_multi_add_handle(r->http->multi, r->easy) != CURLM_OK)
+                return log_error_errno(-ENOMEM, "cannot queue a request to %s", r->url);
+        return 0;
+}
+
+static int deferred_adds_cb(sd_event_source *s, void *userdata)
+{
+        struct kube_http *h = userdata;
+        for (struct kube_request *r = h->requests, *next; r; r = next) {
+                next = r->next;
+                if (!r->deferred)
+                        continue;
+                if (r->cancelled) {
+                        request_free(r);
+                        continue;
+                }
+                r->deferred = false;
+                h->n_deferred--;
+                if (add_to_multi(r) < 0) {
+                        /* Report it like any transport failure, from the loop. */
+                        r->in_callback = true;
+                        if (r->on_done)
+                                r->on_done(r, -ENOMEM, 0, "", 0, r->userdata);
+                        request_free(r);
+                }
+        }
+        return 0;
+}
+
+int kube_http_new(sd_event *event, struct kube_config *config, struct kube_http **ret)
+{
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+                return log_error_errno(-EIO, "cannot initialise libcurl");
+
+        struct kube_http *h = calloc(1, sizeof(*h));
+        if (!h) {
+                curl_global_cleanup();
+                return -ENOMEM;
+        }
+        h->event = sd_event_ref(event);
+        h->config = config;
+        h->multi = curl_multi_init();
+        if (!h->multi) {
+                kube_http_free(h);
+                return -ENOMEM;
+        }
+        int k = sd_event_add_time(event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 0, timer_cb, h);
+        if (k < 0) {
+                kube_http_free(h);
+                return log_error_errno(k, "cannot create the HTTP timer");
+        }
+        sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
+        k = sd_event_add_defer(event, &h->deferred_adds, deferred_adds_cb, h);
+        if (k < 0) {
+                kube_http_free(h);
+                return log_error_errno(k, "cannot create the HTTP dispatcher");
+        }
+        sd_event_source_set_enabled(h->deferred_adds, SD_EVENT_OFF);
+        curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
+        curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
+        curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timerfunc_cb);
+        curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+        curl_multi_setopt(h->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)MAX_CONNECTIONS);
+        *ret = h;
+        return 0;
+}
+
+struct kube_http *kube_http_free(struct kube_http *h)
+{
+        if (!h)
+                return NULL;
+        while (h->requests)
+                request_free(h->requests);
+        if (h->multi)
+                curl_multi_cleanup(h->multi); /* removes the remaining socket sources */
+        sd_event_source_disable_unref(h->timer);
+        sd_event_source_disable_unref(h->deferred_adds);
+        sd_event_unref(h->event);
+        free(h);
+        curl_global_cleanup();
+        return NULL;
+}
+
+const char *kube_http_server(const struct kube_http *h)
+{
+        return h->config->server;
+}
+
+sd_event *kube_http_event(const struct kube_http *h)
+{
+        return h->event;
+}
+
+char *kube_http_escape(const char *s)
+{
+        char *e = curl_easy_escape(NULL, s, 0);
+        if (!e)
+                return NULL;
+        char *copy = strdup(e);
+        curl_free(e);
+        return copy;
+}
+
+static int set_tls(CURL *easy, const struct kube_config *c)
+{
+        if (c->insecure_skip_tls_verify) {
+                curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
+                curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
+        }
+        if (c->ca_data) {
+                struct curl_blob blob = { .data = c->ca_data,
+                                          .len = c->ca_data_len,
+                                          .flags = CURL_BLOB_COPY };
+                if (curl_easy_setopt(easy, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK)
+                        return -EOPNOTSUPP;
+        } else if (c->ca_file)
+                curl_easy_setopt(easy, CURLOPT_CAINFO, c->ca_file);
+        if (c->client_cert_data) {
+                struct curl_blob cert = { .data = c->client_cert_data,
+                                          .len = c->client_cert_data_len,
+                                          .flags = CURL_BLOB_COPY };
+                struct curl_blob key = { .data = c->client_key_data,
+                                         .len = c->client_key_data_len,
+                                         .flags = CURL_BLOB_COPY };
+                if (curl_easy_setopt(easy, CURLOPT_SSLCERT_BLOB, &cert) != CURLE_OK ||
+                    curl_easy_setopt(easy, CURLOPT_SSLKEY_BLOB, &key) != CURLE_OK)
+                        return -EOPNOTSUPP;
+                curl_easy_setopt(easy, CURLOPT_SSLCERTTYPE, "PEM");
+                curl_easy_setopt(easy, CURLOPT_SSLKEYTYPE, "PEM");
+        } else if (c->client_cert_file) {
+                curl_easy_setopt(easy, CURLOPT_SSLCERT, c->client_cert_file);
+                curl_easy_setopt(easy, CURLOPT_SSLKEY, c->client_key_file);
+        }
+        return 0;
+}
+
+static int add_header(struct curl_slist **list, const char *name, const char *value)
+{
+        _cleanup_free_ char *line = NULL;
+        /* "Name:" with nothing after it tells curl to drop a header it would add itself. */
+        if (asprintf(&line, "%s:%s%s", name, *value ? " " : "", value) < 0)
+                return -ENOMEM;
+        struct curl_slist *n = curl_slist_append(*list, line);
+        if (!n)
+                return -ENOMEM;
+        *list = n;
+        return 0;
+}
+
+static int request_setup(struct kube_request *r, const struct kube_request_opts *o)
+{
+        struct kube_http *h = r->http;
+        const char *token;
+        int k = kube_config_current_token(h->config, &token);
+        if (k < 0)
+                return log_error_errno(k, "cannot read the API token file %s",
+                                       h->config->token_file);
+
+        if (asprintf(&r->url, "%s%s", h->config->server, o->path) < 0)
+                return -ENOMEM;
+        r->easy = curl_easy_init();
+        if (!r->easy)
+                return -ENOMEM;
+
+        if ((k = add_header(&r->headers, "Accept", "application/json")) < 0)
+                return k;
+        if (token) {
+                _cleanup_free_ char *bearer = NULL;
+                if (asprintf(&bearer, "Bearer %s", token) < 0)
+                        return -ENOMEM;
+                if ((k = add_header(&r->headers, "Authorization", bearer)) < 0)
+                        return k;
+        }
+        if (o->content_type && (k = add_header(&r->headers, "Content-Type", o->content_type)) < 0)
+                return k;
+        /* curl would otherwise wait a second for "100 Continue" on bodies > 1 KiB. */
+        if ((k = add_header(&r->headers, "Expect", "")) < 0)
+                return k;
+
+        CURL *e = r->easy;
+        curl_easy_setopt(e, CURLOPT_URL, r->url);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+        curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->error_text);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_USERAGENT, "sriov-agent/" SRIOV_AGENT_VERSION);
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)CONNECT_TIMEOUT_S);
+        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+        if (o->on_data) {
+                if (o->timeout_s)
+                        curl_easy_setopt(e, CURLOPT_TIMEOUT, (long)o->timeout_s);
+                if (o->idle_timeout_s) {
+                        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+                        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)o->idle_timeout_s);
+                }
+        } else
+                curl_easy_setopt(e, CURLOPT_TIMEOUT,
+                                 (long)(o->timeout_s ? o->timeout_s : DEFAULT_TIMEOUT_S));
+
+        const char *method = o->method ? o->method : "GET";
+        if (strcmp(method, "GET") != 0)
+                curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+        if (o->body) {
+                r->body_copy = malloc(o->body_len + 1);
+                if (!r->body_copy)
+                        return -ENOMEM;
+                memcpy(r->body_copy, o->body, o->body_len);
+                curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body_copy);
+                curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->body_len);
+        }
+        return set_tls(e, h->config);
+}
+
+int kube_http_start(struct kube_http *h, const struct kube_request_opts *opts,
+                    struct kube_request **ret)
+{
+        struct kube_request *r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        *r = (struct kube_request){
+                .http = h,
+                .on_data = opts->on_data,
+                .on_done = opts->on_done,
+                .userdata = opts->userdata,
+                .next = h->requests,
+        };
+        if (h->requests)
+                h->requests->prev = r;
+        h->requests = r;
+
+        int k = request_setup(r, opts);
+        if (k < 0) {
+                if (r->easy) {
+                        curl_easy_cleanup(r->easy);
+                        r->easy = NULL;
+                }
+                request_free(r);
+                return k;
+        }
+        if (h->in_write_callback) {
+                /* curl refuses multi calls from inside its callbacks, and a cache callback
+                 * that reacts to a watch event by posting an Event runs there. */
+                r->deferred = true;
+                h->n_deferred++;
+                k = sd_event_source_set_enabled(h->deferred_adds, SD_EVENT_ONESHOT);
+                if (k < 0) {
+                        request_free(r);
+                        return k;
+                }
+        } else if ((k = add_to_multi(r)) < 0) {
+                request_free(r);
+                return k;
+        }
+        if (ret)
+                *ret = r;
+        return 0;
+}

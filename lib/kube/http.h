@@ -1,0 +1,70 @@
+/* HTTP requests to the API server through libcurl's multi interface, driven by sd-event.
+ *
+ * One struct kube_http per process binds a curl multi handle to the daemon's sd_event loop:
+ * curl's sockets become sd-event I/O sources and its timer an sd-event time source, so no call
+ * here ever blocks the loop. Every request carries the current bearer token (re-read from a
+ * rotating token file), the kubeconfig's TLS settings, a connect timeout, and either a total
+ * timeout (ordinary requests) or an idle timeout (watch streams, which live for minutes).
+ *
+ * Completion is reported once through on_done, from the event loop, never from inside
+ * kube_http_start(). A 200 response with on_data set is streamed to on_data as bytes arrive;
+ * every other response body is collected and handed to on_done. After on_done the request is
+ * freed. kube_request_cancel() stops a request without calling on_done; it is safe from any
+ * callback, including the request's own. kube_http_start() is safe from any callback too
+ * (e.g. a cache callback running inside a watch's on_data): such requests are handed to curl
+ * on the next loop iteration. At most 16 connections are opened; more requests queue. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <systemd/sd-event.h>
+
+#include "kube/kubeconfig.h"
+
+struct kube_http;
+struct kube_request;
+
+/* Streamed bytes of a 200 response. Returning a negative errno aborts the request; on_done
+ * then reports that error. */
+typedef int (*kube_data_fn)(struct kube_request *req, const char *data, size_t len, void *userdata);
+/* error: 0 or a negative errno for a transport failure (-ETIMEDOUT, -ECONNREFUSED, ...).
+ * status: the HTTP status, 0 if none arrived. body: the collected body of a non-streamed
+ * response (NUL-terminated, may be empty), NULL for a streamed one. */
+typedef void (*kube_done_fn)(struct kube_request *req, int error, long status, const char *body,
+                             size_t body_len, void *userdata);
+
+struct kube_request_opts {
+        const char *method; /* "GET" when NULL */
+        const char *path;   /* "/api/v1/nodes?watch=1" — appended to the server URL */
+        const char *content_type;
+        const char *body;
+        size_t body_len;
+        kube_data_fn on_data; /* set for watch streams */
+        kube_done_fn on_done;
+        void *userdata;
+        unsigned timeout_s;      /* whole request; 0 = default (30 s) unless on_data is set */
+        unsigned idle_timeout_s; /* streams: abort when nothing arrives for this long */
+};
+
+int kube_http_new(sd_event *event, struct kube_config *config, struct kube_http **ret);
+/* Cancels every outstanding request (no callbacks) and frees. */
+struct kube_http *kube_http_free(struct kube_http *h);
+static inline void kube_http_freep(struct kube_http **h)
+{
+        kube_http_free(*h);
+}
+
+const char *kube_http_server(const struct kube_http *h);
+sd_event *kube_http_event(const struct kube_http *h);
+
+int kube_http_start(struct kube_http *h, const struct kube_request_opts *opts,
+                    struct kube_request **ret);
+void kube_request_cancel(struct kube_request *req);
+/* The HTTP status once headers have arrived (0 before). */
+long kube_request_status(struct kube_request *req);
+/* curl's description of a transport failure ("SSL certificate problem: ...", "Connection
+ * refused"); "" when none. Valid inside on_done. */
+const char *kube_request_error_text(const struct kube_request *req);
+
+/* Percent-encodes s for a query parameter value. Caller frees. */
+char *kube_http_escape(const char *s);

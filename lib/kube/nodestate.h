@@ -1,0 +1,64 @@
+/* This node's SriovNetworkNodeState: the desired state (spec) and what was found and done
+ * (status), written to the API server.
+ *
+ * The object is named after the node, in the agent's namespace, and created if missing. The
+ * caller sets the desired spec and the status parts at any time; a background writer (one
+ * request at a time, in the sd-event loop) brings the server copy up to date with merge
+ * patches — spec on the object, status through the /status subresource — carrying the
+ * resourceVersion it last saw, so a concurrent change yields 409 and the writer refetches and
+ * recomputes. Nothing is written when the server already matches, nor when only
+ * status.interfaces[].Vfs differ (VF details churn; as upstream, they ride along with the
+ * next real change). A change of syncStatus
+ * posts a SyncStatusChanged Event on the NodeState when an events sink is given.
+ * Transport and server errors are retried with backoff (0.5 s doubling to 30 s). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "kube/events.h"
+#include "kube/http.h"
+
+enum kube_sync_status {
+        KUBE_SYNC_IN_PROGRESS,
+        KUBE_SYNC_SUCCEEDED,
+        KUBE_SYNC_FAILED,
+        _KUBE_SYNC_STATUS_MAX,
+};
+
+const char *kube_sync_status_to_string(enum kube_sync_status s);
+int kube_sync_status_from_string(const char *s); /* -EINVAL if unknown */
+
+struct kube_nodestate;
+
+struct kube_nodestate_opts {
+        const char *namespace_; /* NULL = "sriov-network-operator" */
+        const char *node_name;
+        struct kube_events *events; /* optional: SyncStatusChanged events */
+        /* Called whenever the writer goes idle (error 0: the server matches what was set) or a
+         * write failed (error < 0; a retry is already scheduled). */
+        void (*on_result)(struct kube_nodestate *state, int error, void *userdata);
+        void *userdata;
+};
+
+int kube_nodestate_new(struct kube_http *http, const struct kube_nodestate_opts *opts,
+                       struct kube_nodestate **ret);
+struct kube_nodestate *kube_nodestate_free(struct kube_nodestate *state);
+static inline void kube_nodestate_freep(struct kube_nodestate **s)
+{
+        kube_nodestate_free(*s);
+}
+
+/* The whole desired spec (takes its own reference; keys absent here are removed). */
+int kube_nodestate_set_spec(struct kube_nodestate *state, json_t *spec);
+/* status.interfaces (own reference taken), syncStatus and lastSyncError (NULL = ""). Other
+ * status fields on the server are left as they are. */
+int kube_nodestate_set_status(struct kube_nodestate *state, json_t *interfaces,
+                              enum kube_sync_status sync_status, const char *last_sync_error);
+
+/* True while a write is pending or on the wire. */
+bool kube_nodestate_busy(const struct kube_nodestate *state);
+/* The object as the server last returned it, or NULL (borrowed). */
+json_t *kube_nodestate_object(const struct kube_nodestate *state);
+/* Number of PATCH/POST writes sent so far (lets tests prove "no write when unchanged"). */
+unsigned kube_nodestate_writes(const struct kube_nodestate *state);

@@ -1,0 +1,493 @@
+#include "kube/watch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "kube/status.h"
+#include "kube/watch-stream.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+#define BACKOFF_MIN_USEC (500ULL * 1000)
+#define BACKOFF_MAX_USEC (30ULL * 1000 * 1000)
+#define LIST_PAGE_SIZE   500
+/* A watch that ends this quickly without delivering anything is treated like a failure, so a
+ * server that closes every watch at once cannot make us spin. */
+#define SHORT_WATCH_USEC (1000ULL * 1000)
+
+enum informer_step {
+        STEP_LIST,
+        STEP_WATCH,
+};
+
+struct kube_informer {
+        struct kube_http *http;
+        char *kind, *path, *field_selector, *label_selector;
+        unsigned watch_timeout_s;
+        unsigned list_page_size;
+        void (*on_synced)(struct kube_informer *, void *);
+        void *synced_userdata;
+
+        struct kube_cache *cache;
+        struct kube_watch_stream stream;
+        json_t *list_items; /* pages collected so far */
+        char *list_continue;
+        char resource_version[64];
+        bool synced;
+
+        struct kube_request *request;
+        sd_event_source *retry_timer;
+        enum informer_step next_step;
+        uint64_t backoff_usec;
+        uint64_t watch_started_usec;
+        unsigned watch_events;
+        bool relist_requested; /* a 410 or a broken stream asked for a fresh list */
+};
+
+static int informer_list(struct kube_informer *inf);
+static int informer_watch(struct kube_informer *inf);
+
+static uint64_t now_usec(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static uint64_t random_u64(void)
+{
+        uint64_t v = 0;
+        if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+                v = now_usec() * 6364136223846793005ULL; /* jitter only, not security */
+        return v;
+}
+
+static int retry_timer_cb(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct kube_informer *inf = userdata;
+        int k = inf->next_step == STEP_LIST ? informer_list(inf) : informer_watch(inf);
+        if (k < 0)
+                log_error_errno(k, "%s informer: cannot start the next request", inf->kind);
+        return 0;
+}
+
+/* Runs the next step after delay_usec (0: on the next loop iteration, never re-entrantly). */
+static void schedule(struct kube_informer *inf, enum informer_step step, uint64_t delay_usec)
+{
+        inf->next_step = step;
+        sd_event *event = sd_event_source_get_event(inf->retry_timer);
+        uint64_t now;
+        sd_event_now(event, CLOCK_MONOTONIC, &now);
+        sd_event_source_set_time(inf->retry_timer, now + delay_usec);
+        sd_event_source_set_enabled(inf->retry_timer, SD_EVENT_ONESHOT);
+}
+
+static void schedule_backoff(struct kube_informer *inf, enum informer_step step)
+{
+        uint64_t next = inf->backoff_usec ? inf->backoff_usec * 2 : BACKOFF_MIN_USEC;
+        if (next > BACKOFF_MAX_USEC)
+                next = BACKOFF_MAX_USEC;
+        inf->backoff_usec = next;
+        /* Half fixed, half random: many agents restarting together spread out. */
+        uint64_t delay = next / 2 + random_u64() % (next / 2 + 1);
+        log_info("%s informer: retrying %s in %.1f s", inf->kind,
+                 step == STEP_LIST ? "list" : "watch", (double)delay / 1e6);
+        schedule(inf, step, delay);
+}
+
+static void set_resource_version(struct kube_informer *inf, json_t *object)
+{
+        const char *rv = json_string_value(
+            json_object_get(json_object_get(object, "metadata"), "resourceVersion"));
+        if (rv && *rv && strlen(rv) < sizeof(inf->resource_version))
+                snprintf(inf->resource_version, sizeof(inf->resource_version), "%s", rv);
+}
+
+/* Logs a failed list or watch response and picks the retry. */
+static void handle_http_failure(struct kube_informer *inf, struct kube_request *req,
+                                enum informer_step step, int error, long status, const char *body,
+                                size_t body_len)
+{
+        const char *what = step == STEP_LIST ? "list" : "watch";
+        char desc[512];
+
+        if (error < 0 && status == 0) {
+                const char *text = req ? kube_request_error_text(req) : "";
+                if (*text)
+                        log_warning("%s informer: %s of %s failed: %s", inf->kind, what,
+                                    kube_http_server(inf->http), text);
+                else
+                        log_warning_errno(error, "%s informer: %s of %s failed", inf->kind, what,
+                                          kube_http_server(inf->http));
+                schedule_backoff(inf, step);
+                return;
+        }
+        kube_status_describe(status, body, body_len, desc, sizeof(desc));
+        if (status == 410) {
+                log_info("%s informer: %s expired (%s); relisting", inf->kind, what, desc);
+                schedule(inf, STEP_LIST, 0);
+                return;
+        }
+        if (status == 401 || status == 403)
+                log_error("%s informer: the API server rejected our credentials for the %s of "
+                          "%s (%s); check the token or client certificate",
+                          inf->kind, what, inf->path, desc);
+        else if (status == 404)
+                log_error("%s informer: %s of %s: %s (is the CRD installed, the namespace "
+                          "created?)",
+                          inf->kind, what, inf->path, desc);
+        else
+                log_warning("%s informer: %s of %s failed: %s", inf->kind, what, inf->path, desc);
+        /* A transient server or credentials problem leaves our resourceVersion valid; anything
+         * else (400, 404...) means our idea of the collection is suspect: list again. */
+        bool transient = status >= 500 || status == 401 || status == 403 || status == 429;
+        schedule_backoff(inf, transient ? step : STEP_LIST);
+}
+
+static int append_query(char **url, const char *name, const char *value)
+{
+        _cleanup_free_ char *escaped = kube_http_escape(value);
+        if (!escaped)
+                return -ENOMEM;
+        char *n;
+        if (asprintf(&n, "%s%c%s=%s", *url, strchr(*url, '?') ? '&' : '?', name, escaped) < 0)
+                return -ENOMEM;
+        free(*url);
+        *url = n;
+        return 0;
+}
+
+static int selector_query(struct kube_informer *inf, char **url)
+{
+        int k = 0;
+        if (inf->field_selector && (k = append_query(url, "fieldSelector", inf->field_selector)))
+                return k;
+        if (inf->label_selector && (k = append_query(url, "labelSelector", inf->label_selector)))
+                return k;
+        return 0;
+}
+
+/* ---- list ---------------------------------------------------------------------------- */
+
+static void list_finished(struct kube_informer *inf, json_t *list)
+{
+        json_t *items = inf->list_items;
+        size_t i;
+        json_t *item;
+        json_array_foreach(items, i, item)
+        {
+                json_t *meta = json_object_get(item, "metadata");
+                if (!json_string_value(json_object_get(meta, "name")))
+                        log_warning("%s informer: ignoring a listed object without a name",
+                                    inf->kind);
+        }
+        int k = kube_cache_replace(inf->cache, items);
+        if (k < 0)
+                log_error_errno(k, "%s informer: cannot update the cache", inf->kind);
+        set_resource_version(inf, list);
+        json_array_clear(inf->list_items);
+        inf->synced = true;
+        inf->relist_requested = false;
+        inf->backoff_usec = 0;
+        log_debug("%s informer: listed %zu objects at resourceVersion %s", inf->kind,
+                  kube_cache_size(inf->cache), inf->resource_version);
+        if (inf->on_synced)
+                inf->on_synced(inf, inf->synced_userdata);
+        schedule(inf, STEP_WATCH, 0);
+}
+
+static void list_done(struct kube_request *req, int error, long status, const char *body,
+                      size_t body_len, void *userdata)
+{
+        struct kube_informer *inf = userdata;
+        inf->request = NULL;
+        if (error < 0 || status != 200) {
+                free(inf->list_continue);
+                inf->list_continue = NULL; /* an expired continue token means start over */
+                json_array_clear(inf->list_items);
+                handle_http_failure(inf, req, STEP_LIST, error, status, body, body_len);
+                return;
+        }
+        json_error_t jerr;
+        json_t *list = json_loadb(body, body_len, 0, &jerr);
+        json_t *items = json_object_get(list, "items");
+        if (!list || !(json_is_array(items) || json_is_null(items) || !items)) {
+                log_error("%s informer: list of %s returned malformed JSON (%s); retrying",
+                          inf->kind, inf->path, list ? "no items array" : jerr.text);
+                json_decref(list);
+                json_array_clear(inf->list_items);
+                schedule_backoff(inf, STEP_LIST);
+                return;
+        }
+        if (items && json_array_extend(inf->list_items, items) < 0) {
+                json_decref(list);
+                json_array_clear(inf->list_items);
+                schedule_backoff(inf, STEP_LIST);
+                return;
+        }
+        free(inf->list_continue);
+        inf->list_continue = NULL;
+        const char *cont =
+            json_string_value(json_object_get(json_object_get(list, "metadata"), "continue"));
+        if (cont && *cont) {
+                inf->list_continue = strdup(cont);
+                json_decref(list);
+                if (!inf->list_continue || informer_list(inf) < 0)
+                        schedule_backoff(inf, STEP_LIST);
+                return;
+        }
+        list_finished(inf, list);
+        json_decref(list);
+}
+
+static int informer_list(struct kube_informer *inf)
+{
+        _cleanup_free_ char *url = NULL;
+        if (asprintf(&url, "%s?limit=%u", inf->path, inf->list_page_size) < 0)
+                return -ENOMEM;
+        int k = selector_query(inf, &url);
+        if (k < 0)
+                return k;
+        if (inf->list_continue && (k = append_query(&url, "continue", inf->list_continue)) < 0)
+                return k;
+        const struct kube_request_opts opts = {
+                .path = url,
+                .on_done = list_done,
+                .userdata = inf,
+        };
+        k = kube_http_start(inf->http, &opts, &inf->request);
+        if (k < 0) {
+                schedule_backoff(inf, STEP_LIST);
+                return k;
+        }
+        return 0;
+}
+
+/* ---- watch --------------------------------------------------------------------------- */
+
+static int watch_event(enum kube_watch_event_type type, json_t *object, void *userdata)
+{
+        struct kube_informer *inf = userdata;
+        char desc[512];
+
+        switch (type) {
+        case KUBE_WATCH_ERROR:
+                kube_status_describe_json(0, object, desc, sizeof(desc));
+                if (kube_status_code(object) == 410)
+                        log_info("%s informer: watch expired (%s); relisting", inf->kind, desc);
+                else
+                        log_warning("%s informer: watch error (%s); relisting", inf->kind, desc);
+                inf->relist_requested = true;
+                return -ESTALE;
+        case KUBE_WATCH_BOOKMARK:
+                set_resource_version(inf, object);
+                return 0;
+        case KUBE_WATCH_ADDED:
+        case KUBE_WATCH_MODIFIED:
+        case KUBE_WATCH_DELETED:
+                break;
+        default:
+                return 0;
+        }
+        int k = kube_cache_apply(
+            inf->cache, type == KUBE_WATCH_DELETED ? KUBE_CACHE_DELETE : KUBE_CACHE_UPSERT, object);
+        if (k < 0) {
+                log_warning("%s informer: ignoring a %s event for an object without a name",
+                            inf->kind, kube_watch_event_type_to_string(type));
+                return 0;
+        }
+        set_resource_version(inf, object);
+        inf->watch_events++;
+        inf->backoff_usec = 0;
+        return 0;
+}
+
+static int watch_data(struct kube_request *req, const char *data, size_t len, void *userdata)
+{
+        struct kube_informer *inf = userdata;
+        int k = kube_watch_stream_feed(&inf->stream, data, len, watch_event, inf);
+        if (k == -EBADMSG || k == -EFBIG || k == -ENOMEM) {
+                log_error("%s informer: %s; ending the watch and relisting", inf->kind,
+                          inf->stream.error);
+                inf->relist_requested = true;
+        }
+        return k;
+}
+
+static void watch_done(struct kube_request *req, int error, long status, const char *body,
+                       size_t body_len, void *userdata)
+{
+        struct kube_informer *inf = userdata;
+        inf->request = NULL;
+
+        if (inf->relist_requested) {
+                /* After a 410 the list is the remedy; after a broken stream, back off first
+                 * so a server that keeps sending garbage is not hammered. */
+                if (error == -ESTALE)
+                        schedule(inf, STEP_LIST, 0);
+                else
+                        schedule_backoff(inf, STEP_LIST);
+                return;
+        }
+        if (status != 200 && status != 0) {
+                handle_http_failure(inf, req, STEP_WATCH, error, status, body, body_len);
+                return;
+        }
+        if (error < 0) {
+                const char *text = kube_request_error_text(req);
+                log_warning("%s informer: watch connection lost after %u events: %s", inf->kind,
+                            inf->watch_events, *text ? text : strerror(-error));
+                schedule_backoff(inf, STEP_WATCH);
+                return;
+        }
+        if (kube_watch_stream_pending(&inf->stream) > 0)
+                log_warning("%s informer: watch ended in the middle of an event; resuming",
+                            inf->kind);
+        if (inf->watch_events == 0 && now_usec() - inf->watch_started_usec < SHORT_WATCH_USEC)
+                schedule_backoff(inf, STEP_WATCH);
+        else
+                schedule(inf, STEP_WATCH, 0); /* the server's timeoutSeconds ran out: renew */
+}
+
+static int informer_watch(struct kube_informer *inf)
+{
+        unsigned timeout =
+            inf->watch_timeout_s ? inf->watch_timeout_s : 300 + (unsigned)(random_u64() % 300);
+        _cleanup_free_ char *url = NULL;
+        if (asprintf(&url, "%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%u", inf->path,
+                     timeout) < 0)
+                return -ENOMEM;
+        int k = selector_query(inf, &url);
+        if (k < 0)
+                return k;
+        if ((k = append_query(&url, "resourceVersion", inf->resource_version)) < 0)
+                return k;
+
+        kube_watch_stream_reset(&inf->stream);
+        inf->watch_events = 0;
+        inf->watch_started_usec = now_usec();
+        const struct kube_request_opts opts = {
+                .path = url,
+                .on_data = watch_data,
+                .on_done = watch_done,
+                .userdata = inf,
+                /* The server ends the watch at timeoutSeconds; silence well past that means
+                 * the connection is dead even if TCP has not noticed. */
+                .idle_timeout_s = timeout + 60,
+        };
+        k = kube_http_start(inf->http, &opts, &inf->request);
+        if (k < 0) {
+                schedule_backoff(inf, STEP_WATCH);
+                return k;
+        }
+        return 0;
+}
+
+/* ---- life cycle ---------------------------------------------------------------------- */
+
+static int dup_optional(const char *s, char **ret)
+{
+        *ret = NULL;
+        if (!s)
+                return 0;
+        *ret = strdup(s);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *opts,
+                      struct kube_informer **ret)
+{
+        if (!opts->path || !opts->kind)
+                return -EINVAL;
+        struct kube_informer *inf = calloc(1, sizeof(*inf));
+        if (!inf)
+                return -ENOMEM;
+        *inf = (struct kube_informer){
+                .http = http,
+                .watch_timeout_s = opts->watch_timeout_s,
+                .list_page_size = opts->list_page_size ? opts->list_page_size : LIST_PAGE_SIZE,
+                .on_synced = opts->on_synced,
+                .synced_userdata = opts->synced_userdata,
+        };
+        kube_watch_stream_init(&inf->stream, opts->max_event_size);
+        int k;
+        if ((k = dup_optional(opts->kind, &inf->kind)) < 0 ||
+            (k = dup_optional(opts->path, &inf->path)) < 0 ||
+            (k = dup_optional(opts->field_selector, &inf->field_selector)) < 0 ||
+            (k = dup_optional(opts->label_selector, &inf->label_selector)) < 0 ||
+            (k = kube_cache_new(&opts->callbacks, &inf->cache)) < 0)
+                goto fail;
+        inf->list_items = json_array();
+        if (!inf->list_items) {
+                k = -ENOMEM;
+                goto fail;
+        }
+        *ret = inf;
+        return 0;
+fail:
+        kube_informer_free(inf);
+        return k;
+}
+
+int kube_informer_start(struct kube_informer *inf)
+{
+        int k = sd_event_add_time(kube_http_event(inf->http), &inf->retry_timer, CLOCK_MONOTONIC,
+                                  UINT64_MAX, 0, retry_timer_cb, inf);
+        if (k < 0)
+                return log_error_errno(k, "%s informer: cannot create its timer", inf->kind);
+        sd_event_source_set_enabled(inf->retry_timer, SD_EVENT_OFF);
+        schedule(inf, STEP_LIST, 0);
+        return 0;
+}
+
+struct kube_informer *kube_informer_free(struct kube_informer *inf)
+{
+        if (!inf)
+                return NULL;
+        kube_request_cancel(inf->request);
+        sd_event_source_disable_unref(inf->retry_timer);
+        kube_watch_stream_done(&inf->stream);
+        kube_cache_free(inf->cache);
+        json_decref(inf->list_items);
+        free(inf->list_continue);
+        free(inf->kind);
+        free(inf->path);
+        free(inf->field_selector);
+        free(inf->label_selector);
+        free(inf);
+        return NULL;
+}
+
+struct kube_cache *kube_informer_cache(struct kube_informer *inf)
+{
+        return inf->cache;
+}
+
+bool kube_informer_has_synced(const struct kube_informer *inf)
+{
+        return inf->synced;
+}
+
+const char *kube_informer_resource_version(const struct kube_informer *inf)
+{
+        return inf->resource_version;
+}
+
+char *kube_policy_collection_path(const char *namespace_)
+{
+        char *p;
+        if (asprintf(&p,
+                     "/apis/sriovnetwork.openshift.io/v1/namespaces/%s/sriovnetworknodepolicies",
+                     namespace_) < 0)
+                return NULL;
+        return p;
+}
+
+char *kube_node_collection_path(void)
+{
+        return strdup("/api/v1/nodes");
+}

@@ -1,0 +1,57 @@
+/* List-then-watch informer for one kind of Kubernetes object.
+ *
+ * kube_informer_start() lists the collection (paged), fills the cache, then watches from the
+ * list's resourceVersion with allowWatchBookmarks and a server-side timeoutSeconds; a watch
+ * that ends normally is renewed at once from the last seen resourceVersion. Every change
+ * reaches the cache callbacks (added/updated/deleted), including deletions that happened
+ * while the informer was away (410 Expired → relist and reconcile).
+ *
+ * Failures never stop the informer: dropped connections and 5xx are retried with exponential
+ * backoff plus jitter (0.5 s doubling, capped at 30 s); 401/403 are logged as a credentials
+ * problem and retried the same way; a malformed or oversized (16 MiB) event ends the stream
+ * with a logged error and a relist. All work happens in the sd-event loop kube_http runs on.
+ * Callbacks may start requests and read the cache, but must not free the informer (or the
+ * kube_http under it): stop from outside, e.g. after sd_event_exit(). */
+#pragma once
+
+#include <stdbool.h>
+
+#include "kube/cache.h"
+#include "kube/http.h"
+
+struct kube_informer;
+
+struct kube_informer_opts {
+        const char *kind; /* "SriovNetworkNodePolicy", "Node": for log lines */
+        /* Collection path, e.g. "/api/v1/nodes" or
+         * "/apis/sriovnetwork.openshift.io/v1/namespaces/NS/sriovnetworknodepolicies". */
+        const char *path;
+        const char *field_selector; /* optional, e.g. "metadata.name=worker-1" */
+        const char *label_selector; /* optional */
+        struct kube_cache_callbacks callbacks;
+        /* Called after every successful (re)list has been reconciled into the cache. */
+        void (*on_synced)(struct kube_informer *informer, void *userdata);
+        void *synced_userdata;
+        unsigned watch_timeout_s; /* server-side timeoutSeconds; 0 = random 300..599 */
+        size_t max_event_size;    /* 0 = KUBE_WATCH_MAX_EVENT (16 MiB) */
+        unsigned list_page_size;  /* 0 = 500 */
+};
+
+int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *opts,
+                      struct kube_informer **ret);
+int kube_informer_start(struct kube_informer *informer);
+struct kube_informer *kube_informer_free(struct kube_informer *informer);
+static inline void kube_informer_freep(struct kube_informer **i)
+{
+        kube_informer_free(*i);
+}
+
+struct kube_cache *kube_informer_cache(struct kube_informer *informer);
+/* True once the first list has completed. */
+bool kube_informer_has_synced(const struct kube_informer *informer);
+/* The resourceVersion the next watch starts from ("" before the first list). */
+const char *kube_informer_resource_version(const struct kube_informer *informer);
+
+/* Collection paths for the two informers the agent runs. Caller frees. */
+char *kube_policy_collection_path(const char *namespace_);
+char *kube_node_collection_path(void);

@@ -1,0 +1,1114 @@
+#!/usr/bin/env python3
+"""A small fake kube-apiserver for tests (Python standard library only).
+
+Enough of the Kubernetes REST API for the real kubectl (apply/get/get --watch/label/delete/
+replace/wait) and for sriov-agent's informers: discovery, an OpenAPI v3 stub, CRDs that add
+routes, list/watch with resourceVersion, bookmarks, timeoutSeconds and selectors, 410 Expired
+for resource versions older than the kept history, merge patches on objects and /status, and
+core/v1 events. Objects of CRDs are validated against the CRD's openAPIV3Schema (types,
+enums, ranges, patterns, required fields, defaults; unknown fields rejected under
+fieldValidation=Strict).
+
+Fault switches (for tests), POST /_fake/faults with a JSON object, any subset of the list
+below. errors_500, conflicts and reject_token only hit requests that carry a bearer token (the
+agent's), so an anonymous kubectl can drive the test meanwhile:
+  close_watches: true        end every open watch stream now (without the final chunk)
+  expire_watches: N          the next N watches that name a resourceVersion get 410 Expired
+  compact: true              forget the history: any older resourceVersion (and any list
+                             continue token) is now expired
+  errors_500: N              the next N API requests get 500 InternalError
+  slow_ms: MS                delay every API reply by MS milliseconds (0 turns it off)
+  garble_events: N           the next N watch events are sent as broken JSON
+  truncate_events: N         the next N watch events are cut in half and the stream closed
+  huge_events: N             the next N watch events are padded past 17 MiB
+  reject_token: true|false   answer 401 Unauthorized to every request that carries a bearer
+                             token while true (anonymous kubectl keeps working)
+  token: "T"                 from now on require bearer token T (rotation tests)
+  conflicts: N               the next N PATCH/PUT requests get 409 Conflict
+  refuse_ms: MS              for MS milliseconds hang up on every API request without an
+                             answer (a restarting server); combine with close_watches
+GET /_fake/faults shows the switches and counters; GET /_fake/stats shows request counts.
+
+Start: fake_apiserver.py [--port 0] [--node NAME]... [--token T [--anonymous]]
+                         [--kubeconfig-out PATH]
+                         [--tls-cert F --tls-key F [--client-ca F]]
+With port 0 the chosen port is printed as "PORT <n>" on stdout.
+"""
+
+import argparse
+import base64
+import copy
+import json
+import re
+import ssl
+import sys
+import threading
+import time
+import uuid
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+HISTORY_LIMIT = 2000
+BOOKMARK_INTERVAL = 2.0
+
+
+def now_rfc3339():
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ApiError(Exception):
+    def __init__(self, code, reason, message, details=None):
+        super().__init__(message)
+        self.code, self.reason, self.message, self.details = code, reason, message, details
+
+    def status(self):
+        s = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+             "message": self.message, "reason": self.reason, "code": self.code}
+        if self.details:
+            s["details"] = self.details
+        return s
+
+
+class Resource:
+    """One REST resource (e.g. nodes, or sriovnetworknodepolicies.sriovnetwork.openshift.io)."""
+
+    def __init__(self, group, version, plural, singular, kind, namespaced, status=False,
+                 short=None, schema=None):
+        self.group, self.version, self.plural, self.singular = group, version, plural, singular
+        self.kind, self.namespaced, self.status, self.short = kind, namespaced, status, short or []
+        self.schema = schema
+        self.builtin = schema is None
+        self.printer_columns = None
+
+    @property
+    def gv(self):
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def gr(self):
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+BUILTINS = [
+    Resource("", "v1", "namespaces", "namespace", "Namespace", False, status=True, short=["ns"]),
+    Resource("", "v1", "nodes", "node", "Node", False, status=True, short=["no"]),
+    Resource("", "v1", "events", "event", "Event", True, short=["ev"]),
+    Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
+             "customresourcedefinition", "CustomResourceDefinition", False, status=True,
+             short=["crd", "crds"]),
+]
+
+
+# ---------------------------------------------------------------- schema validation
+
+def validate(schema, value, path, errors, strict, apply_defaults=True):
+    """Checks value against a structural OpenAPI v3 schema; fills defaults in place."""
+    if schema is None:
+        return
+    t = schema.get("type")
+    if value is None:
+        if not schema.get("nullable"):
+            errors.append(f"{path}: Invalid value: \"null\": {path} in body must be of type {t}")
+        return
+    typeok = {
+        "object": lambda v: isinstance(v, dict),
+        "array": lambda v: isinstance(v, list),
+        "string": lambda v: isinstance(v, str),
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        "boolean": lambda v: isinstance(v, bool),
+    }
+    if t in typeok and not typeok[t](value):
+        errors.append(f"{path}: Invalid value: \"{type(value).__name__}\": "
+                      f"{path} in body must be of type {t}: \"{type(value).__name__}\"")
+        return
+    if "enum" in schema and value not in schema["enum"]:
+        allowed = ", ".join(json.dumps(e) for e in schema["enum"])
+        errors.append(f"{path}: Unsupported value: {json.dumps(value)}: "
+                      f"supported values: {allowed}")
+    if t in ("integer", "number"):
+        if "minimum" in schema and value < schema["minimum"]:
+            errors.append(f"{path}: Invalid value: {value}: {path} in body should be "
+                          f"greater than or equal to {schema['minimum']}")
+        if "maximum" in schema and value > schema["maximum"]:
+            errors.append(f"{path}: Invalid value: {value}: {path} in body should be "
+                          f"less than or equal to {schema['maximum']}")
+    if t == "string":
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            errors.append(f"{path}: Too long: may not be more than {schema['maxLength']} bytes")
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            errors.append(f"{path}: Invalid value: \"{value}\": {path} in body should match "
+                          f"'{schema['pattern']}'")
+    if t == "array" and "items" in schema:
+        for i, item in enumerate(value):
+            validate(schema["items"], item, f"{path}[{i}]", errors, strict, apply_defaults)
+    if t == "object":
+        props = schema.get("properties", {})
+        addl = schema.get("additionalProperties")
+        preserve = schema.get("x-kubernetes-preserve-unknown-fields")
+        for req in schema.get("required", []):
+            if req not in value:
+                errors.append(f"{path + '.' if path else ''}{req}: Required value")
+        if apply_defaults:
+            for k, sub in props.items():
+                if k not in value and "default" in sub:
+                    value[k] = copy.deepcopy(sub["default"])
+        for k, v in value.items():
+            sub_path = f"{path}.{k}" if path else k
+            if k in props:
+                validate(props[k], v, sub_path, errors, strict, apply_defaults)
+            elif isinstance(addl, dict):
+                validate(addl, v, sub_path, errors, strict, apply_defaults)
+            elif not preserve and not props and t == "object" and path.endswith("metadata"):
+                pass
+            elif not preserve and props and strict:
+                errors.append(f"{sub_path}: unknown field \"{sub_path}\"")
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch; keys starting with '$' (strategic directives) are dropped."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    if not isinstance(target, dict):
+        target = {}
+    result = copy.deepcopy(target)
+    for k, v in patch.items():
+        if k.startswith("$"):
+            continue
+        if v is None:
+            result.pop(k, None)
+        else:
+            result[k] = merge_patch(result.get(k), v)
+    return result
+
+
+# ---------------------------------------------------------------- selectors
+
+def parse_label_selector(text):
+    reqs = []
+    for term in filter(None, (t.strip() for t in (text or "").split(","))):
+        m = re.fullmatch(r"([^!=\s]+)\s*(==|=|!=)\s*(\S*)", term)
+        if m:
+            reqs.append((m.group(1), "!=" if m.group(2) == "!=" else "=", m.group(3)))
+        elif term.startswith("!"):
+            reqs.append((term[1:], "!", None))
+        else:
+            reqs.append((term, "exists", None))
+    return reqs
+
+
+def labels_match(reqs, obj):
+    labels = obj.get("metadata", {}).get("labels") or {}
+    for key, op, val in reqs:
+        if op == "=" and labels.get(key) != val:
+            return False
+        if op == "!=" and labels.get(key) == val:
+            return False
+        if op == "!" and key in labels:
+            return False
+        if op == "exists" and key not in labels:
+            return False
+    return True
+
+
+def fields_match(text, obj):
+    for term in filter(None, (t.strip() for t in (text or "").split(","))):
+        m = re.fullmatch(r"([^!=]+)(==|=|!=)(.*)", term)
+        if not m:
+            raise ApiError(400, "BadRequest", f"invalid field selector: {term}")
+        cur = obj
+        for part in m.group(1).split("."):
+            cur = cur.get(part) if isinstance(cur, dict) else None
+        equal = (cur if cur is not None else "") == m.group(3)
+        if (m.group(2) == "!=") == equal:
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- the store
+
+class Store:
+    def __init__(self, nodes):
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)
+        self.rv = 1
+        self.resources = {}   # (group, version, plural) -> Resource
+        self.objects = {}     # (group, plural, ns, name) -> object
+        self.history = []     # (rv, group, plural, ns, type, obj, old)
+        self.history_floor = 1
+        self.faults = {"expire_watches": 0, "errors_500": 0, "slow_ms": 0, "garble_events": 0,
+                       "truncate_events": 0, "huge_events": 0, "reject_token": False,
+                       "conflicts": 0}
+        self.refuse_until = 0.0
+        self.close_generation = 0
+        self.snapshots = {}   # continue token id -> (resourceVersion, items) of a paged list
+        self.stats = {"requests": 0, "watches": 0, "lists": 0, "patches": 0, "creates": 0}
+        for r in BUILTINS:
+            self.resources[(r.group, r.version, r.plural)] = r
+        ns_res = self.lookup("", "v1", "namespaces")
+        for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
+            self.create(ns_res, None, {"apiVersion": "v1", "kind": "Namespace",
+                                       "metadata": {"name": ns},
+                                       "status": {"phase": "Active"}})
+        node_res = self.lookup("", "v1", "nodes")
+        for n in nodes:
+            self.create(node_res, None, {
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": n, "labels": {"kubernetes.io/hostname": n,
+                                                   "kubernetes.io/os": "linux"}},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+
+    def lookup(self, group, version, plural):
+        r = self.resources.get((group, version, plural))
+        if r is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return r
+
+    def next_rv(self):
+        self.rv += 1
+        return str(self.rv)
+
+    def record(self, res, ns, etype, obj, old=None):
+        self.history.append((int(obj["metadata"]["resourceVersion"]), res.group, res.plural,
+                             ns, etype, copy.deepcopy(obj), copy.deepcopy(old)))
+        if len(self.history) > HISTORY_LIMIT:
+            dropped = self.history.pop(0)
+            self.history_floor = dropped[0]
+        self.changed.notify_all()
+
+    def key(self, res, ns, name):
+        return (res.group, res.plural, ns if res.namespaced else None, name)
+
+    def not_found(self, res, name):
+        return ApiError(404, "NotFound", f"{res.gr} \"{name}\" not found",
+                        {"name": name, "group": res.group, "kind": res.plural})
+
+    def check_namespace(self, res, ns):
+        if res.namespaced and ("", "namespaces", None, ns) not in self.objects:
+            raise ApiError(404, "NotFound", f"namespaces \"{ns}\" not found",
+                           {"name": ns, "kind": "namespaces"})
+
+    def validate_object(self, res, obj, strict):
+        if res.builtin or not res.schema:
+            return
+        errors = []
+        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+        validate(res.schema, body, "", errors, strict)
+        obj.update(body)
+        if errors:
+            name = obj.get("metadata", {}).get("name", "")
+            joined = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+            raise ApiError(422, "Invalid",
+                           f"{res.kind}.{res.group} \"{name}\" is invalid: {joined}",
+                           {"name": name, "group": res.group, "kind": res.kind,
+                            "causes": [{"reason": "FieldValueInvalid",
+                                        "field": e.split(": ", 1)[0],
+                                        "message": e.split(": ", 1)[-1]} for e in errors]})
+
+    # -- writes ---------------------------------------------------------------
+
+    def create(self, res, ns, obj, strict=False):
+        with self.lock:
+            meta = obj.setdefault("metadata", {})
+            name = meta.get("name")
+            if not name and meta.get("generateName"):
+                name = meta["generateName"] + uuid.uuid4().hex[:5]
+                meta["name"] = name
+            if not name:
+                raise ApiError(422, "Invalid", f"{res.kind} \"\" is invalid: metadata.name: "
+                               "Required value: name or generateName is required")
+            if res.namespaced:
+                if meta.get("namespace") and meta["namespace"] != ns:
+                    raise ApiError(400, "BadRequest", "the namespace of the provided object "
+                                   "does not match the namespace sent on the request")
+                self.check_namespace(res, ns)
+                meta["namespace"] = ns
+            else:
+                meta.pop("namespace", None)
+            k = self.key(res, ns, name)
+            if k in self.objects:
+                raise ApiError(409, "AlreadyExists", f"{res.gr} \"{name}\" already exists",
+                               {"name": name, "group": res.group, "kind": res.plural})
+            obj["apiVersion"], obj["kind"] = res.gv, res.kind
+            if not res.builtin and res.status:
+                obj.pop("status", None)
+            self.validate_object(res, obj, strict)
+            if res.plural == "customresourcedefinitions":
+                self.crd_admit(obj)
+            meta["uid"] = str(uuid.uuid4())
+            meta["creationTimestamp"] = now_rfc3339()
+            meta["generation"] = 1
+            meta["resourceVersion"] = self.next_rv()
+            meta.pop("deletionTimestamp", None)
+            self.objects[k] = obj
+            self.record(res, ns, "ADDED", obj)
+            if res.plural == "customresourcedefinitions":
+                self.crd_install(obj)
+            return copy.deepcopy(obj)
+
+    def get(self, res, ns, name):
+        with self.lock:
+            obj = self.objects.get(self.key(res, ns, name))
+            if obj is None:
+                raise self.not_found(res, name)
+            return copy.deepcopy(obj)
+
+    def update(self, res, ns, name, new, subresource=None, strict=False, check_rv=None):
+        """Stores new as the object (main resource or /status semantics)."""
+        with self.lock:
+            k = self.key(res, ns, name)
+            old = self.objects.get(k)
+            if old is None:
+                raise self.not_found(res, name)
+            if check_rv and check_rv != old["metadata"]["resourceVersion"]:
+                raise ApiError(409, "Conflict",
+                               f"Operation cannot be fulfilled on {res.gr} \"{name}\": the "
+                               "object has been modified; please apply your changes to the "
+                               "latest version and try again",
+                               {"name": name, "group": res.group, "kind": res.plural})
+            new = copy.deepcopy(new)
+            if subresource == "status":
+                merged = copy.deepcopy(old)
+                if "status" in new:
+                    merged["status"] = new["status"]
+                else:
+                    merged.pop("status", None)
+                new = merged
+            elif res.status and not res.builtin or res.plural in ("nodes", "namespaces"):
+                if "status" in old:
+                    new["status"] = copy.deepcopy(old["status"])
+                else:
+                    new.pop("status", None)
+            meta = new.setdefault("metadata", {})
+            for f in ("uid", "creationTimestamp", "generation", "resourceVersion", "name",
+                      "namespace"):
+                if f in old["metadata"]:
+                    meta[f] = old["metadata"][f]
+                else:
+                    meta.pop(f, None)
+            new["apiVersion"], new["kind"] = res.gv, res.kind
+            self.validate_object(res, new, strict)
+            if new == old:
+                return copy.deepcopy(old)  # no change: no new resourceVersion, no event
+            outside = lambda o: {x: y for x, y in o.items() if x not in ("metadata", "status")}
+            if outside(new) != outside(old):
+                meta["generation"] = old["metadata"].get("generation", 1) + 1
+            meta["resourceVersion"] = self.next_rv()
+            self.objects[k] = new
+            self.record(res, ns, "MODIFIED", new, old)
+            if res.plural == "customresourcedefinitions":
+                self.crd_install(new)
+            return copy.deepcopy(new)
+
+    def delete(self, res, ns, name):
+        with self.lock:
+            k = self.key(res, ns, name)
+            obj = self.objects.pop(k, None)
+            if obj is None:
+                raise self.not_found(res, name)
+            obj["metadata"]["resourceVersion"] = self.next_rv()
+            self.record(res, ns, "DELETED", obj)
+            if res.plural == "customresourcedefinitions":
+                self.crd_uninstall(obj)
+            return copy.deepcopy(obj)
+
+    # -- CRDs -------------------------------------------------------------------
+
+    def crd_admit(self, crd):
+        spec = crd.get("spec", {})
+        names = spec.get("names", {})
+        expect = f"{names.get('plural')}.{spec.get('group')}"
+        if crd["metadata"]["name"] != expect:
+            raise ApiError(422, "Invalid", f"CustomResourceDefinition.apiextensions.k8s.io "
+                           f"\"{crd['metadata']['name']}\" is invalid: metadata.name: Invalid "
+                           f"value: \"{crd['metadata']['name']}\": must be spec.names.plural+"
+                           f"\".\"+spec.group")
+
+    def crd_install(self, crd):
+        spec = crd["spec"]
+        names = spec["names"]
+        for v in spec.get("versions", []):
+            if not v.get("served", True):
+                continue
+            schema = (v.get("schema") or {}).get("openAPIV3Schema") or {"type": "object"}
+            res = Resource(spec["group"], v["name"], names["plural"],
+                           names.get("singular", names["kind"].lower()), names["kind"],
+                           spec.get("scope", "Namespaced") == "Namespaced",
+                           status="status" in (v.get("subresources") or {}),
+                           short=names.get("shortNames"), schema=schema)
+            res.printer_columns = v.get("additionalPrinterColumns")
+            self.resources[(res.group, res.version, res.plural)] = res
+        crd["status"] = {
+            "conditions": [
+                {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+                 "message": "no conflicts found", "lastTransitionTime": now_rfc3339()},
+                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+                 "message": "the initial names have been accepted",
+                 "lastTransitionTime": now_rfc3339()}],
+            "acceptedNames": names,
+            "storedVersions": [v["name"] for v in spec.get("versions", []) if v.get("storage")]}
+
+    def crd_uninstall(self, crd):
+        spec = crd["spec"]
+        group, plural = spec["group"], spec["names"]["plural"]
+        for v in spec.get("versions", []):
+            self.resources.pop((group, v["name"], plural), None)
+        res = Resource(group, "", plural, "", spec["names"]["kind"], True)
+        for k in [k for k in self.objects if k[0] == group and k[1] == plural]:
+            obj = self.objects.pop(k)
+            obj["metadata"]["resourceVersion"] = self.next_rv()
+            self.record(res, k[2], "DELETED", obj)
+
+
+# ---------------------------------------------------------------- server-side printing
+
+def human_age(timestamp):
+    """kubectl's short duration style: 42s, 5m10s, 3h, 2d."""
+    if not timestamp:
+        return "<unknown>"
+    try:
+        then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return "<invalid>"
+    secs = max(0, int((datetime.now(timezone.utc) - then).total_seconds()))
+    if secs < 120:
+        return f"{secs}s"
+    if secs < 600:
+        return f"{secs // 60}m{secs % 60}s"
+    if secs < 3 * 3600:
+        return f"{secs // 60}m"
+    if secs < 48 * 3600:
+        return f"{secs // 3600}h"
+    return f"{secs // 86400}d"
+
+
+def json_path(obj, path):
+    """Evaluates the simple JSONPath of CRD printer columns: .a.b, with \\. escaping dots."""
+    parts = re.split(r"(?<!\\)\.", path.lstrip("."))
+    cur = obj
+    for part in parts:
+        part = part.replace("\\.", ".")
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def table_columns(res):
+    col = lambda name, typ="string", fmt="", prio=0: {
+        "name": name, "type": typ, "format": fmt, "description": "", "priority": prio}
+    if res.plural == "events":
+        return [col("Last Seen"), col("Type"), col("Reason"), col("Object"), col("Message")]
+    if res.plural == "nodes":
+        return [col("Name", fmt="name"), col("Status"), col("Roles"), col("Age"),
+                col("Version")]
+    if res.plural == "namespaces":
+        return [col("Name", fmt="name"), col("Status"), col("Age")]
+    if res.builtin:
+        return [col("Name", fmt="name"), col("Age")]
+    cols = [col("Name", fmt="name")]
+    for c in res.printer_columns or [{"name": "Age", "type": "date",
+                                      "jsonPath": ".metadata.creationTimestamp"}]:
+        cols.append(col(c["name"], "string" if c.get("type") == "date" else c.get("type",
+                                                                               "string"),
+                        prio=c.get("priority", 0)))
+    return cols
+
+
+def table_cells(res, obj):
+    meta = obj.get("metadata", {})
+    if res.plural == "events":
+        inv = obj.get("involvedObject", {})
+        return [human_age(obj.get("lastTimestamp") or meta.get("creationTimestamp")),
+                obj.get("type", ""), obj.get("reason", ""),
+                f"{inv.get('kind', '').lower()}/{inv.get('name', '')}", obj.get("message", "")]
+    if res.plural == "nodes":
+        return [meta.get("name"), "Ready", "<none>", human_age(meta.get("creationTimestamp")),
+                "v1.32.0-fake"]
+    if res.plural == "namespaces":
+        return [meta.get("name"), obj.get("status", {}).get("phase", "Active"),
+                human_age(meta.get("creationTimestamp"))]
+    if res.builtin:
+        return [meta.get("name"), human_age(meta.get("creationTimestamp"))]
+    cells = [meta.get("name")]
+    for c in res.printer_columns or [{"name": "Age", "type": "date",
+                                      "jsonPath": ".metadata.creationTimestamp"}]:
+        v = json_path(obj, c.get("jsonPath", ""))
+        if c.get("type") == "date":
+            v = human_age(v) if v else None
+        cells.append(v)
+    return cells
+
+
+def to_table(res, objects, rv, include_object):
+    rows = []
+    for o in objects:
+        if include_object == "Object":
+            ref = o
+        else:
+            ref = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                   "metadata": o.get("metadata", {})}
+        rows.append({"cells": table_cells(res, o), "object": ref})
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
+            "metadata": {"resourceVersion": rv}, "columnDefinitions": table_columns(res),
+            "rows": rows}
+
+
+# ---------------------------------------------------------------- HTTP
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-apiserver/1"
+
+    def log_message(self, fmt, *args):
+        if self.server.verbose:
+            sys.stderr.write("fake-apiserver: " + (fmt % args) + "\n")
+
+    @property
+    def store(self):
+        return self.server.store
+
+    # -- plumbing --------------------------------------------------------------
+
+    def send_json(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def read_body(self):
+        if self.body_consumed:
+            return None
+        self.body_consumed = True
+        n = int(self.headers.get("Content-Length") or 0)
+        data = self.rfile.read(n) if n else b""
+        if not data:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError as e:
+            raise ApiError(400, "BadRequest", f"the body of the request was in an unknown "
+                           f"format: {e}")
+
+    def authorized(self):
+        given = self.headers.get("Authorization")
+        with self.store.lock:
+            if self.store.faults["reject_token"] and given is not None:
+                return False
+        token = self.server.token
+        if token is None or (given is None and self.server.anonymous):
+            return True
+        return given == f"Bearer {token}"
+
+    def dispatch(self, method):
+        self.body_consumed = False
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        try:
+            if url.path.startswith("/_fake/"):
+                return self.fake_control(method, url.path)
+            with self.store.lock:
+                self.store.stats["requests"] += 1
+                slow = self.store.faults["slow_ms"]
+                refuse = time.monotonic() < self.store.refuse_until
+            if refuse:
+                self.close_connection = True
+                return
+            if slow:
+                time.sleep(slow / 1000.0)
+            if not self.authorized():
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+            with self.store.lock:
+                if self.store.faults["errors_500"] > 0 and self.headers.get("Authorization"):
+                    self.store.faults["errors_500"] -= 1
+                    raise ApiError(500, "InternalError",
+                                   "Internal error occurred: injected fault")
+            self.route(method, url.path, query)
+        except ApiError as e:
+            try:
+                self.read_body()  # an unread body would be parsed as the next request
+            except ApiError:
+                pass
+            self.send_json(e.code, e.status())
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    do_GET = lambda self: self.dispatch("GET")
+    do_POST = lambda self: self.dispatch("POST")
+    do_PUT = lambda self: self.dispatch("PUT")
+    do_PATCH = lambda self: self.dispatch("PATCH")
+    do_DELETE = lambda self: self.dispatch("DELETE")
+
+    def fake_control(self, method, path):
+        st = self.store
+        if path == "/_fake/faults" and method == "POST":
+            body = self.read_body() or {}
+            with st.lock:
+                for k, v in body.items():
+                    if k == "token":
+                        self.server.token = v
+                    elif k == "close_watches":
+                        st.close_generation += 1
+                    elif k == "refuse_ms":
+                        st.refuse_until = time.monotonic() + float(v) / 1000.0
+                    elif k == "compact":
+                        st.snapshots.clear()
+                        st.history.clear()
+                        st.history_floor = st.rv + 1
+                        st.rv += 1
+                    elif k in st.faults:
+                        st.faults[k] = v
+                    else:
+                        raise ApiError(400, "BadRequest", f"unknown fault \"{k}\"")
+                st.changed.notify_all()
+                return self.send_json(200, st.faults)
+        if path == "/_fake/faults":
+            with st.lock:
+                return self.send_json(200, st.faults)
+        if path == "/_fake/stats":
+            with st.lock:
+                return self.send_json(200, dict(st.stats, resourceVersion=st.rv,
+                                                history_floor=st.history_floor))
+        raise ApiError(404, "NotFound", "no such fake control")
+
+    # -- routing ------------------------------------------------------------------
+
+    def route(self, method, path, query):
+        parts = [p for p in path.split("/") if p]
+        if path == "/version":
+            return self.send_json(200, {"major": "1", "minor": "32", "gitVersion": "v1.32.0",
+                                        "platform": "linux/amd64", "goVersion": "go1.23"})
+        if path in ("/healthz", "/readyz", "/livez"):
+            data = b"ok"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            return self.wfile.write(data)
+        if parts and parts[0] == "openapi":
+            return self.openapi(parts)
+        if parts == ["api"]:
+            host = f"{self.server.server_address[0]}:{self.server.server_address[1]}"
+            return self.send_json(200, {"kind": "APIVersions", "versions": ["v1"],
+                                        "serverAddressByClientCIDRs": [
+                                            {"clientCIDR": "0.0.0.0/0", "serverAddress": host}]})
+        if parts == ["apis"]:
+            return self.send_json(200, self.group_list())
+        if parts[:2] == ["api", "v1"]:
+            group, version, rest = "", "v1", parts[2:]
+        elif parts and parts[0] == "apis" and len(parts) >= 3:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        elif parts and parts[0] == "apis" and len(parts) == 2:
+            return self.send_json(200, self.group_entry(parts[1]))
+        else:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if not rest:
+            return self.send_json(200, self.resource_list(group, version))
+        ns = None
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            ns, rest = rest[1], rest[2:]
+        with self.store.lock:
+            res = self.store.lookup(group, version, rest[0])
+        if res.namespaced is False and ns is not None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if sub is not None and not (sub == "status" and res.status):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if name is None:
+            if method == "GET" and query.get("watch") in ("1", "true"):
+                return self.watch(res, ns, query)
+            if method == "GET":
+                return self.list(res, ns, query)
+            if method == "POST":
+                if res.namespaced and ns is None:
+                    raise ApiError(404, "NotFound", "namespace required")
+                body = self.read_body()
+                if not isinstance(body, dict):
+                    raise ApiError(400, "BadRequest", "request body must be an object")
+                strict = query.get("fieldValidation") == "Strict"
+                with self.store.lock:
+                    self.store.stats["creates"] += 1
+                return self.send_json(201, self.store.create(res, ns, body, strict))
+            raise ApiError(405, "MethodNotAllowed", "method not allowed")
+        strict = query.get("fieldValidation") == "Strict"
+        if method == "GET":
+            obj = self.store.get(res, ns, name)
+            if self.wants_table():
+                obj = to_table(res, [obj], obj["metadata"]["resourceVersion"],
+                               query.get("includeObject"))
+            return self.send_json(200, obj)
+        if method == "DELETE":
+            self.read_body()
+            return self.send_json(200, self.store.delete(res, ns, name))
+        if method in ("PUT", "PATCH"):
+            with self.store.lock:
+                if self.store.faults["conflicts"] > 0 and self.headers.get("Authorization"):
+                    self.store.faults["conflicts"] -= 1
+                    self.read_body()
+                    raise ApiError(409, "Conflict", f"Operation cannot be fulfilled on "
+                                   f"{res.gr} \"{name}\": injected conflict",
+                                   {"name": name, "group": res.group, "kind": res.plural})
+        if method == "PUT":
+            body = self.read_body()
+            if not isinstance(body, dict):
+                raise ApiError(400, "BadRequest", "request body must be an object")
+            rv = body.get("metadata", {}).get("resourceVersion")
+            return self.send_json(200, self.store.update(res, ns, name, body, sub, strict, rv))
+        if method == "PATCH":
+            ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            if ctype == "application/apply-patch+yaml":
+                return self.server_side_apply(res, ns, name, sub, strict)
+            if ctype not in ("application/merge-patch+json",
+                             "application/strategic-merge-patch+json"):
+                raise ApiError(415, "UnsupportedMediaType",
+                               f"the body of the request was in an unknown format - accepted "
+                               f"media types include: application/merge-patch+json")
+            patch = self.read_body()
+            with self.store.lock:
+                self.store.stats["patches"] += 1
+                cur = self.store.get(res, ns, name)
+                rv = (patch or {}).get("metadata", {}).get("resourceVersion") \
+                    if isinstance(patch, dict) else None
+                new = merge_patch(cur, patch)
+                return self.send_json(200, self.store.update(res, ns, name, new, sub, strict,
+                                                             rv))
+        raise ApiError(405, "MethodNotAllowed", "method not allowed")
+
+    def server_side_apply(self, res, ns, name, sub, strict):
+        """kubectl apply --server-side: create when missing, else merge the applied fields
+        (field ownership is not tracked). kubectl sends the YAML body as JSON."""
+        body = self.read_body()
+        if not isinstance(body, dict):
+            raise ApiError(400, "BadRequest", "apply patch must be an object")
+        with self.store.lock:
+            self.store.stats["patches"] += 1
+            if self.store.key(res, ns, name) not in self.store.objects:
+                if sub:
+                    raise self.store.not_found(res, name)
+                body.setdefault("metadata", {})["name"] = name
+                return self.send_json(201, self.store.create(res, ns, body, strict))
+            cur = self.store.get(res, ns, name)
+            return self.send_json(200, self.store.update(res, ns, name, merge_patch(cur, body),
+                                                         sub, strict))
+
+    # -- discovery ------------------------------------------------------------------
+
+    def groups(self):
+        with self.store.lock:
+            out = {}
+            for (g, v, _p) in self.store.resources:
+                if g:
+                    out.setdefault(g, [])
+                    if v not in out[g]:
+                        out[g].append(v)
+            return out
+
+    def group_entry(self, g):
+        versions = self.groups().get(g)
+        if not versions:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        vs = [{"groupVersion": f"{g}/{v}", "version": v} for v in versions]
+        return {"kind": "APIGroup", "apiVersion": "v1", "name": g, "versions": vs,
+                "preferredVersion": vs[0]}
+
+    def group_list(self):
+        return {"kind": "APIGroupList", "apiVersion": "v1",
+                "groups": [self.group_entry(g) for g in sorted(self.groups())]}
+
+    def resource_list(self, group, version):
+        with self.store.lock:
+            res = [r for (g, v, _p), r in self.store.resources.items()
+                   if g == group and v == version]
+        if not res:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update",
+                 "watch"]
+        items = []
+        for r in res:
+            items.append({"name": r.plural, "singularName": r.singular,
+                          "namespaced": r.namespaced, "kind": r.kind, "verbs": verbs,
+                          "shortNames": r.short})
+            if r.status:
+                items.append({"name": f"{r.plural}/status", "singularName": "",
+                              "namespaced": r.namespaced, "kind": r.kind,
+                              "verbs": ["get", "patch", "update"]})
+        return {"kind": "APIResourceList", "apiVersion": "v1",
+                "groupVersion": f"{group}/{version}" if group else version, "resources": items}
+
+    def openapi(self, parts):
+        with self.store.lock:
+            gvs = sorted({(g, v) for (g, v, _p) in self.store.resources})
+        if parts == ["openapi", "v3"]:
+            paths = {}
+            for g, v in gvs:
+                key = f"apis/{g}/{v}" if g else f"api/{v}"
+                paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={self.store.rv}"}
+            return self.send_json(200, {"paths": paths})
+        if len(parts) >= 4 and parts[:2] == ["openapi", "v3"]:
+            if parts[2] == "api":
+                g, v = "", parts[3]
+            elif len(parts) >= 5:
+                g, v = parts[3], parts[4]
+            else:
+                raise ApiError(404, "NotFound", "not found")
+            with self.store.lock:
+                res = [r for (gg, vv, _p), r in self.store.resources.items()
+                       if gg == g and vv == v]
+            if not res:
+                raise ApiError(404, "NotFound", "not found")
+            paths = {}
+            for r in res:
+                base = f"/apis/{g}/{v}" if g else f"/api/{v}"
+                nsp = "/namespaces/{namespace}" if r.namespaced else ""
+                content = {"application/merge-patch+json": {}}
+                if r.builtin:
+                    content["application/strategic-merge-patch+json"] = {}
+                paths[f"{base}{nsp}/{r.plural}/{{name}}"] = {"patch": {
+                    "x-kubernetes-group-version-kind": {"group": g, "version": v,
+                                                        "kind": r.kind},
+                    "parameters": [{"name": "fieldValidation", "in": "query"}],
+                    "requestBody": {"content": content}}}
+            return self.send_json(200, {"openapi": "3.0.0", "info": {"title": "fake",
+                                                                     "version": "v1"},
+                                        "paths": paths, "components": {"schemas": {}}})
+        raise ApiError(404, "NotFound", "not found")
+
+    # -- list and watch ---------------------------------------------------------------
+
+    def matching(self, res, ns, query, obj):
+        if obj is None:
+            return False
+        if res.namespaced and ns is not None and obj["metadata"].get("namespace") != ns:
+            return False
+        return (labels_match(parse_label_selector(query.get("labelSelector")), obj)
+                and fields_match(query.get("fieldSelector"), obj))
+
+    def list(self, res, ns, query):
+        limit = int(query.get("limit") or 0)
+        cont = query.get("continue")
+        with self.store.lock:
+            self.store.stats["lists"] += 1
+            if cont:
+                # Later pages come from the snapshot taken by the first one, like etcd.
+                try:
+                    snap_id, offset = json.loads(base64.b64decode(cont))
+                    rv, items = self.store.snapshots[snap_id]
+                except (ValueError, KeyError, TypeError):
+                    raise ApiError(410, "Expired", "The provided continue parameter is too old "
+                                   "to display a consistent list result. You can start a new "
+                                   "list without the continue parameter.")
+            else:
+                offset = 0
+                items = [copy.deepcopy(o) for k, o in sorted(self.store.objects.items(),
+                                                              key=lambda kv: str(kv[0]))
+                         if k[0] == res.group and k[1] == res.plural
+                         and self.matching(res, ns, query, o)]
+                rv = str(self.store.rv)
+            meta = {"resourceVersion": rv}
+            if limit and len(items) > offset + limit:
+                snap_id = str(uuid.uuid4())
+                self.store.snapshots[snap_id] = (rv, items)
+                meta["continue"] = base64.b64encode(
+                    json.dumps([snap_id, offset + limit]).encode()).decode()
+                meta["remainingItemCount"] = len(items) - offset - limit
+            items = items[offset:offset + limit] if limit else items
+        if self.wants_table():
+            return self.send_json(200, to_table(res, items, rv, query.get("includeObject")))
+        self.send_json(200, {"kind": f"{res.kind}List", "apiVersion": res.gv,
+                             "metadata": meta, "items": items})
+
+    def wants_table(self):
+        """kubectl asks for server-side printing with Accept: ...;as=Table;...; we prefer it
+        whenever it is offered, like the real server."""
+        return "as=Table" in (self.headers.get("Accept") or "")
+
+    def write_chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def encode_event(self, etype, obj, res=None, query=None):
+        if res is not None and etype != "BOOKMARK" and self.wants_table():
+            obj = to_table(res, [obj], obj["metadata"].get("resourceVersion"),
+                           (query or {}).get("includeObject"))
+        st = self.store
+        with st.lock:
+            f = st.faults
+            if f["garble_events"] > 0:
+                f["garble_events"] -= 1
+                return b'{"type":"' + etype.encode() + b'","object":{"kind":,,garbled]\n', False
+            if f["truncate_events"] > 0:
+                f["truncate_events"] -= 1
+                line = json.dumps({"type": etype, "object": obj}).encode()
+                return line[:len(line) // 2], True
+            if f["huge_events"] > 0:
+                f["huge_events"] -= 1
+                obj = copy.deepcopy(obj)
+                obj["metadata"].setdefault("annotations", {})["fake/padding"] = \
+                    "x" * (17 * 1024 * 1024)
+        return json.dumps({"type": etype, "object": obj}).encode() + b"\n", False
+
+    def watch(self, res, ns, query):
+        st = self.store
+        rv_text = query.get("resourceVersion", "")
+        timeout = float(query.get("timeoutSeconds") or 1800)
+        bookmarks = query.get("allowWatchBookmarks") in ("1", "true")
+        deadline = time.monotonic() + timeout
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        with st.lock:
+            st.stats["watches"] += 1
+            gen = st.close_generation
+            expire = False
+            if rv_text not in ("", "0"):
+                try:
+                    rv = int(rv_text)
+                except ValueError:
+                    rv = -1
+                if st.faults["expire_watches"] > 0:
+                    st.faults["expire_watches"] -= 1
+                    expire = True
+                elif rv < st.history_floor - 1 or rv < 0:
+                    expire = True
+            if expire:
+                status = ApiError(410, "Expired", f"too old resource version: {rv_text} "
+                                  f"({st.history_floor})").status()
+                pending = [json.dumps({"type": "ERROR", "object": status}).encode() + b"\n"]
+            else:
+                pending = []
+                if rv_text in ("", "0"):
+                    for k, o in sorted(st.objects.items(), key=lambda kv: str(kv[0])):
+                        if k[0] == res.group and k[1] == res.plural and \
+                                self.matching(res, ns, query, o):
+                            pending.append(("ADDED", copy.deepcopy(o)))
+                    rv = st.rv
+            cursor = rv
+        try:
+            if expire:
+                self.write_chunk(pending[0])
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            last_bookmark = time.monotonic()
+            while True:
+                for etype, obj in pending:
+                    line, cut = self.encode_event(etype, obj, res, query)
+                    self.write_chunk(line)
+                    if cut:
+                        return  # abrupt close, no final chunk
+                pending = []
+                with st.lock:
+                    while True:
+                        if st.close_generation != gen:
+                            return
+                        now = time.monotonic()
+                        if now >= deadline:
+                            break
+                        for h in st.history:
+                            if h[0] <= cursor or h[1] != res.group or h[2] != res.plural:
+                                continue
+                            etype, obj, old = h[4], h[5], h[6]
+                            new_in = self.matching(res, ns, query, obj)
+                            old_in = self.matching(res, ns, query, old) if old else None
+                            if etype == "MODIFIED" and new_in and old_in is False:
+                                pending.append(("ADDED", obj))
+                            elif etype == "MODIFIED" and not new_in and old_in:
+                                gone = copy.deepcopy(obj)
+                                pending.append(("DELETED", gone))
+                            elif new_in:
+                                pending.append((etype, obj))
+                        if st.history:
+                            cursor = max(cursor, st.history[-1][0])
+                        if pending:
+                            break
+                        if st.resources.get((res.group, res.version, res.plural)) is not res:
+                            break  # the CRD went away: the real server ends such watches
+                        if bookmarks and now - last_bookmark >= BOOKMARK_INTERVAL:
+                            last_bookmark = now
+                            pending.append(("BOOKMARK", {
+                                "kind": res.kind, "apiVersion": res.gv,
+                                "metadata": {"resourceVersion": str(st.rv)}}))
+                            break
+                        st.changed.wait(min(0.5, max(0.01, deadline - now)))
+                if not pending:
+                    break
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
+            pass
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 256  # clients open many connections at once; 5 would drop SYNs
+
+    def __init__(self, addr, store, token, anonymous, verbose):
+        super().__init__(addr, Handler)
+        self.store, self.token, self.verbose = store, token, verbose
+        self.anonymous = anonymous
+
+
+def write_kubeconfig(path, server_url, token, ca_file):
+    cluster = f"    server: {server_url}\n"
+    if ca_file:
+        with open(ca_file, "rb") as f:
+            cluster += f"    certificate-authority-data: {base64.b64encode(f.read()).decode()}\n"
+    user = f"    token: {token}\n" if token else "    {}\n"
+    text = ("apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n" + cluster +
+            "users:\n- name: fake\n  user:\n" + user +
+            "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n"
+            "current-context: fake\n")
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--node", action="append", default=[], help="pre-create a Node")
+    ap.add_argument("--namespace", action="append", default=[],
+                    help="pre-create a Namespace")
+    ap.add_argument("--token", help="require this bearer token")
+    ap.add_argument("--anonymous", action="store_true",
+                    help="with --token: also accept requests without credentials (kubectl "
+                         "sends no bearer token over plain http)")
+    ap.add_argument("--kubeconfig-out", help="write a kubeconfig for this server here")
+    ap.add_argument("--tls-cert")
+    ap.add_argument("--tls-key")
+    ap.add_argument("--tls-ca", help="CA to put into the written kubeconfig")
+    ap.add_argument("--client-ca", help="require client certificates signed by this CA")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+
+    store = Store(args.node)
+    ns_res = store.lookup("", "v1", "namespaces")
+    for ns in args.namespace:
+        store.create(ns_res, None, {"metadata": {"name": ns}, "status": {"phase": "Active"}})
+    srv = Server(("127.0.0.1", args.port), store, args.token, args.anonymous, args.verbose)
+    scheme = "http"
+    if args.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        if args.client_ca:
+            ctx.load_verify_locations(args.client_ca)
+            ctx.verify_mode = ssl.CERT_REQUIRED
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+        scheme = "https"
+    port = srv.server_address[1]
+    url = f"{scheme}://127.0.0.1:{port}"
+    if args.kubeconfig_out:
+        write_kubeconfig(args.kubeconfig_out, url, args.token, args.tls_ca)
+    print(f"PORT {port}", flush=True)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+/* Tests for lib/kube/watch (the informer) and lib/kube/http against the fake API server
+ * (test/fake-apiserver, started here on 127.0.0.1 with an ephemeral port): paged lists,
+ * callbacks, field selectors, relist-and-reconcile after 410 while away, and backoff. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "kube/http.h"
+#include "kube/kubeconfig.h"
+#include "kube/watch.h"
+#include "util/log.h"
+
+#include "kube-fake.h"
+
+static void add_line(struct seen *s, const char *what, json_t *o)
+{
+        const char *name =
+            json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
+        if (s->n < 64)
+                snprintf(s->lines[s->n], sizeof(s->lines[0]), "%s %s", what, name);
+        s->n++;
+}
+
+static void on_added(json_t *o, void *u)
+{
+        add_line(u, "added", o);
+}
+
+static void on_updated(json_t *old, json_t *o, void *u)
+{
+        add_line(u, "updated", o);
+}
+
+static void on_deleted(json_t *o, void *u)
+{
+        add_line(u, "deleted", o);
+}
+
+static void on_synced(struct kube_informer *inf, void *u)
+{
+        ((struct seen *)u)->synced++;
+}
+
+static struct kube_informer *node_informer(struct fake *f, struct seen *s, const char *selector,
+                                           unsigned page_size)
+{
+        const struct kube_informer_opts o = {
+                .kind = "Node",
+                .path = "/api/v1/nodes",
+                .field_selector = selector,
+                .callbacks = { on_added, on_updated, on_deleted, s },
+                .on_synced = on_synced,
+                .synced_userdata = s,
+                .list_page_size = page_size,
+                .watch_timeout_s = 30,
+        };
+        struct kube_informer *inf;
+        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
+        assert_int_equal(kube_informer_start(inf), 0);
+        return inf;
+}
+
+static void test_paged_list_and_updates(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        long lists = stat_value(f, "lists");
+        struct kube_informer *inf = node_informer(f, &s, NULL, 2);
+        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
+        assert_int_equal(s.n, 3);
+        assert_string_equal(s.lines[0], "added n1");
+        assert_string_equal(s.lines[2], "added n3");
+        assert_int_equal(kube_cache_size(kube_informer_cache(inf)), 3);
+        assert_int_equal(stat_value(f, "lists") - lists, 2); /* 3 nodes in pages of 2 */
+        assert_true(kube_informer_has_synced(inf));
+        assert_true(strlen(kube_informer_resource_version(inf)) > 0);
+
+        assert_int_equal(
+            request(f, f->admin, "PATCH", "/api/v1/nodes/n2", "application/merge-patch+json",
+                    "{\"metadata\":{\"labels\":{\"highnet-node\":\"true\"}}}", NULL, 0),
+            200);
+        assert_true(run_until(f, &s.n, 4, 10 * 1000 * 1000));
+        assert_string_equal(s.lines[3], "updated n2");
+        json_t *n2 = kube_cache_get(kube_informer_cache(inf), NULL, "n2");
+        assert_string_equal(
+            json_string_value(json_object_get(
+                json_object_get(json_object_get(n2, "metadata"), "labels"), "highnet-node")),
+            "true");
+        kube_informer_free(inf);
+}
+
+static void test_field_selector(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        struct kube_informer *inf = node_informer(f, &s, "metadata.name=n1", 0);
+        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
+        assert_int_equal(s.n, 1);
+        assert_string_equal(s.lines[0], "added n1");
+        request(f, f->admin, "PATCH", "/api/v1/nodes/n3", "application/merge-patch+json",
+                "{\"metadata\":{\"labels\":{\"x\":\"1\"}}}", NULL, 0);
+        request(f, f->admin, "PATCH", "/api/v1/nodes/n1", "application/merge-patch+json",
+                "{\"metadata\":{\"labels\":{\"x\":\"1\"}}}", NULL, 0);
+        assert_true(run_until(f, &s.n, 2, 10 * 1000 * 1000));
+        assert_string_equal(s.lines[1], "updated n1");
+        run_until(f, NULL, 0, 300 * 1000);
+        assert_int_equal(s.n, 2); /* n3 never shows up */
+        kube_informer_free(inf);
+}
+
+static void test_deleted_while_away(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        struct kube_informer *inf = node_informer(f, &s, NULL, 0);
+        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
+        int before = s.n;
+
+        /* Shut the agent out, delete a node, forget the history, let the agent back in. */
+        fault(f, "{\"reject_token\":true}");
+        fault(f, "{\"close_watches\":true}");
+        run_until(f, NULL, 0, 300 * 1000);
+        assert_int_equal(request(f, f->admin, "DELETE", "/api/v1/nodes/n3", NULL, NULL, NULL, 0),
+                         200);
+        fault(f, "{\"compact\":true}");
+        fault(f, "{\"reject_token\":false}");
+        assert_true(run_until(f, &s.n, before + 1, 40 * 1000 * 1000));
+        assert_string_equal(s.lines[before], "deleted n3");
+        assert_int_equal(s.synced, 2); /* the 410 made it list again */
+        assert_int_equal(kube_cache_size(kube_informer_cache(inf)), 2);
+        kube_informer_free(inf);
+}
+
+static void test_backoff(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        /* No CRDs on the fake: every list is a 404. Backoff starts at 0.25-0.5 s and doubles,
+         * so within 3.5 s there are 3 or 4 attempts, not dozens. */
+        const struct kube_informer_opts o = {
+                .kind = "SriovNetworkNodePolicy",
+                .path = "/apis/sriovnetwork.openshift.io/v1/namespaces/x/sriovnetworknodepolicies",
+                .callbacks = { on_added, on_updated, on_deleted, &s },
+        };
+        long lists = stat_value(f, "requests");
+        struct kube_informer *inf;
+        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
+        assert_int_equal(kube_informer_start(inf), 0);
+        run_until(f, NULL, 0, 3500 * 1000);
+        long attempts = stat_value(f, "requests") - lists - 1; /* minus the stats call */
+        assert_false(kube_informer_has_synced(inf));
+        kube_informer_free(inf);
+        if (attempts < 3 || attempts > 5)
+                fail_msg("%ld list attempts in 3.5 s", attempts);
+}
+
+int main(void)
+{
+        log_setup(LOG_TARGET_STDERR, LOG_NOTICE);
+        signal(SIGPIPE, SIG_IGN);
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_paged_list_and_updates, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_field_selector, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_deleted_while_away, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_backoff, start_fake, stop_fake),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,267 @@
+/* Tests for lib/kube/nodestate against the fake API server: create-if-missing, merge patches
+ * of spec and /status, no write when unchanged, 409 retry, re-creation after deletion, leaving
+ * others' status fields alone, SyncStatusChanged events, and argument checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "kube/events.h"
+#include "kube/nodestate.h"
+#include "util/log.h"
+
+#include "kube-fake.h"
+
+#define NS   "sriov-network-operator"
+#define PATH "/apis/sriovnetwork.openshift.io/v1/namespaces/" NS "/sriovnetworknodestates/n1"
+
+struct results {
+        int ok, failed;
+};
+
+static void on_result(struct kube_nodestate *st, int error, void *userdata)
+{
+        struct results *r = userdata;
+        if (error < 0)
+                r->failed++;
+        else
+                r->ok++;
+}
+
+struct ctx {
+        struct fake *f;
+        struct results results;
+        struct kube_events *events;
+        struct kube_nodestate *st;
+};
+
+static void make_state(struct ctx *c, struct fake *f)
+{
+        *c = (struct ctx){ .f = f };
+        const struct kube_events_opts eo = { .component = "sriov-agent", .host = "n1" };
+        assert_int_equal(kube_events_new(f->agent, &eo, &c->events), 0);
+        const struct kube_nodestate_opts so = { .node_name = "n1",
+                                                .events = c->events,
+                                                .on_result = on_result,
+                                                .userdata = &c->results };
+        assert_int_equal(kube_nodestate_new(f->agent, &so, &c->st), 0);
+}
+
+static void free_state(struct ctx *c)
+{
+        kube_nodestate_free(c->st);
+        kube_events_free(c->events);
+}
+
+/* Runs until the writer reports idle once more (and the events are out). */
+static void settle(struct ctx *c)
+{
+        int want = c->results.ok + 1;
+        assert_true(run_until(c->f, &c->results.ok, want, 15 * 1000 * 1000));
+        uint64_t deadline = now_usec() + 5 * 1000 * 1000;
+        while (kube_events_in_flight(c->events) > 0 && now_usec() < deadline)
+                sd_event_run(c->f->event, 50 * 1000);
+        assert_false(kube_nodestate_busy(c->st));
+}
+
+static void set_status(struct ctx *c, const char *ifaces, enum kube_sync_status s, const char *err)
+{
+        json_t *j = json_loads(ifaces, 0, NULL);
+        assert_int_equal(kube_nodestate_set_status(c->st, j, s, err), 0);
+        json_decref(j);
+}
+
+static void set_spec(struct ctx *c, const char *spec)
+{
+        json_t *j = json_loads(spec, 0, NULL);
+        assert_int_equal(kube_nodestate_set_spec(c->st, j), 0);
+        json_decref(j);
+}
+
+static const char *status_field(json_t *obj, const char *field)
+{
+        return json_string_value(json_object_get(json_object_get(obj, "status"), field));
+}
+
+static void test_lifecycle(void **state)
+{
+        struct fake *f = *state;
+        install_crds_and_namespace(f, NS);
+        struct ctx c;
+        make_state(&c, f);
+
+        set_spec(&c, "{\"interfaces\":[{\"pciAddress\":\"0000:01:00.0\",\"numVfs\":8}]}");
+        set_status(&c, "[{\"name\":\"ens1f0\",\"pciAddress\":\"0000:01:00.0\"}]",
+                   KUBE_SYNC_IN_PROGRESS, NULL);
+        settle(&c);
+        assert_int_equal(kube_nodestate_writes(c.st), 2); /* POST, PATCH /status */
+        json_t *obj = get_json(f, PATH);
+        assert_int_equal(
+            json_integer_value(json_object_get(
+                json_array_get(json_object_get(json_object_get(obj, "spec"), "interfaces"), 0),
+                "numVfs")),
+            8);
+        assert_string_equal(status_field(obj, "syncStatus"), "InProgress");
+        assert_string_equal(status_field(obj, "lastSyncError"), "");
+        const char *rv =
+            json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+        char *rv_before = strdup(rv);
+        json_decref(obj);
+
+        /* Same desired state again: nothing is written. */
+        set_status(&c, "[{\"name\":\"ens1f0\",\"pciAddress\":\"0000:01:00.0\"}]",
+                   KUBE_SYNC_IN_PROGRESS, NULL);
+        settle(&c);
+        assert_int_equal(kube_nodestate_writes(c.st), 2);
+        obj = get_json(f, PATH);
+        assert_string_equal(
+            json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion")),
+            rv_before);
+        json_decref(obj);
+        free(rv_before);
+
+        /* VF details alone do not cause a write... */
+        set_status(&c,
+                   "[{\"name\":\"ens1f0\",\"pciAddress\":\"0000:01:00.0\",\"Vfs\":"
+                   "[{\"pciAddress\":\"0000:01:00.2\",\"mac\":\"aa:bb:cc:00:00:01\"}]}]",
+                   KUBE_SYNC_IN_PROGRESS, NULL);
+        settle(&c);
+        assert_int_equal(kube_nodestate_writes(c.st), 2);
+        /* ...they ride along with the next real change. */
+        set_status(&c,
+                   "[{\"name\":\"ens1f0\",\"pciAddress\":\"0000:01:00.0\",\"Vfs\":"
+                   "[{\"pciAddress\":\"0000:01:00.2\",\"mac\":\"aa:bb:cc:00:00:01\"}]}]",
+                   KUBE_SYNC_SUCCEEDED, NULL);
+        settle(&c);
+        assert_int_equal(kube_nodestate_writes(c.st), 3);
+        obj = get_json(f, PATH);
+        json_t *vfs = json_object_get(
+            json_array_get(json_object_get(json_object_get(obj, "status"), "interfaces"), 0),
+            "Vfs");
+        assert_int_equal(json_array_size(vfs), 1);
+        json_decref(obj);
+
+        /* Someone else owns status.system: our status writes leave it alone. */
+        assert_int_equal(request(f, f->admin, "PATCH", PATH "/status",
+                                 "application/merge-patch+json",
+                                 "{\"status\":{\"system\":{\"rdmaMode\":\"shared\"}}}", NULL, 0),
+                         200);
+        /* One injected 409: the writer refetches and retries. */
+        fault(f, "{\"conflicts\":1}");
+        set_status(&c, "[]", KUBE_SYNC_FAILED, "numVfs 200 > totalvfs 16");
+        settle(&c);
+        assert_int_equal(kube_nodestate_writes(c.st), 5);
+        obj = get_json(f, PATH);
+        assert_string_equal(status_field(obj, "syncStatus"), "Failed");
+        assert_string_equal(status_field(obj, "lastSyncError"), "numVfs 200 > totalvfs 16");
+        assert_string_equal(
+            json_string_value(json_object_get(
+                json_object_get(json_object_get(obj, "status"), "system"), "rdmaMode")),
+            "shared");
+        assert_int_equal(
+            json_array_size(json_object_get(json_object_get(obj, "status"), "interfaces")), 0);
+        json_decref(obj);
+
+        /* The spec is replaced as a whole: keys we no longer set are removed. */
+        set_spec(&c, "{\"system\":{\"rdmaMode\":\"exclusive\"}}");
+        settle(&c);
+        obj = get_json(f, PATH);
+        json_t *spec = json_object_get(obj, "spec");
+        assert_null(json_object_get(spec, "interfaces"));
+        assert_string_equal(
+            json_string_value(json_object_get(json_object_get(spec, "system"), "rdmaMode")),
+            "exclusive");
+        assert_string_equal(status_field(obj, "syncStatus"), "Failed"); /* status kept */
+        json_decref(obj);
+
+        /* Deleted behind our back: re-created on the next change. */
+        assert_int_equal(request(f, f->admin, "DELETE", PATH, NULL, NULL, NULL, 0), 200);
+        set_status(&c, "[]", KUBE_SYNC_SUCCEEDED, NULL);
+        settle(&c);
+        obj = get_json(f, PATH);
+        assert_string_equal(status_field(obj, "syncStatus"), "Succeeded");
+        json_decref(obj);
+
+        /* Each syncStatus change became one Event on the NodeState. */
+        json_t *events = get_json(f, "/api/v1/namespaces/" NS "/events");
+        size_t i, n = 0;
+        json_t *e;
+        bool failed_seen = false;
+        json_array_foreach(json_object_get(events, "items"), i, e)
+        {
+                assert_string_equal(json_string_value(json_object_get(e, "reason")),
+                                    "SyncStatusChanged");
+                assert_string_equal(json_string_value(json_object_get(
+                                        json_object_get(e, "involvedObject"), "kind")),
+                                    "SriovNetworkNodeState");
+                const char *msg = json_string_value(json_object_get(e, "message"));
+                if (strstr(msg, "from Succeeded to Failed") &&
+                    strstr(msg, "numVfs 200 > totalvfs 16")) {
+                        failed_seen = true;
+                        assert_string_equal(json_string_value(json_object_get(e, "type")),
+                                            "Warning");
+                }
+                n++;
+        }
+        assert_true(failed_seen);
+        /* (none)→InProgress, InProgress→Succeeded, Succeeded→Failed, (new)→Succeeded */
+        assert_int_equal(n, 4);
+        json_decref(events);
+        free_state(&c);
+}
+
+static void test_server_errors_retry(void **state)
+{
+        struct fake *f = *state;
+        install_crds_and_namespace(f, NS);
+        struct ctx c;
+        make_state(&c, f);
+        fault(f, "{\"errors_500\":2}");
+        set_status(&c, "[]", KUBE_SYNC_SUCCEEDED, NULL);
+        settle(&c);
+        assert_int_equal(c.results.failed, 2);
+        json_t *obj = get_json(f, PATH);
+        assert_string_equal(status_field(obj, "syncStatus"), "Succeeded");
+        json_decref(obj);
+        free_state(&c);
+}
+
+static void test_bad_arguments(void **state)
+{
+        struct fake *f = *state;
+        struct kube_nodestate *st;
+        const struct kube_nodestate_opts bad = { .node_name = "../n1" };
+        assert_int_equal(kube_nodestate_new(f->agent, &bad, &st), -EINVAL);
+        const struct kube_nodestate_opts empty = { .node_name = "" };
+        assert_int_equal(kube_nodestate_new(f->agent, &empty, &st), -EINVAL);
+
+        const struct kube_nodestate_opts ok = { .node_name = "n1" };
+        assert_int_equal(kube_nodestate_new(f->agent, &ok, &st), 0);
+        json_t *not_array = json_object();
+        assert_int_equal(kube_nodestate_set_status(st, not_array, KUBE_SYNC_SUCCEEDED, NULL),
+                         -EINVAL);
+        assert_int_equal(kube_nodestate_set_status(st, NULL, _KUBE_SYNC_STATUS_MAX, NULL), -EINVAL);
+        json_t *not_object = json_array();
+        assert_int_equal(kube_nodestate_set_spec(st, not_object), -EINVAL);
+        json_decref(not_array);
+        json_decref(not_object);
+        assert_false(kube_nodestate_busy(st));
+        kube_nodestate_free(st);
+
+        for (int i = 0; i < _KUBE_SYNC_STATUS_MAX; i++)
+                assert_int_equal(kube_sync_status_from_string(kube_sync_status_to_string(i)), i);
+        assert_int_equal(kube_sync_status_from_string("NotSelected"), -EINVAL);
+}
+
+int main(void)
+{
+        log_setup(LOG_TARGET_STDERR, LOG_NOTICE);
+        signal(SIGPIPE, SIG_IGN);
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_lifecycle, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_server_errors_retry, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_bad_arguments, start_fake, stop_fake),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
