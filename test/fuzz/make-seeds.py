@@ -132,3 +132,43 @@ for name, text in {"int": "42\n", "neg": "-1\n", "hex": "0x15b3\n", "hex-bare": 
                    "spaces": " 7 \n", "empty": ""}.items():
     w(f'sysfs-attr/{name}', bytes([64]) + text.encode())
 w('sysfs-attr/small-buffer', bytes([3]) + b'12345\n')
+
+# kubeconfig, in the shape the fake API server writes, with every user/cluster field form
+kubeconfig = ("apiVersion: v1\nkind: Config\nclusters:\n- name: lab\n  cluster:\n"
+              "    server: https://10.0.0.1:6443/\n{cluster}"
+              "users:\n- name: admin\n  user:\n{user}"
+              "contexts:\n- name: lab-admin\n  context:\n    cluster: lab\n    user: admin\n"
+              "current-context: lab-admin\n")
+w('kubeconfig/token', kubeconfig.format(cluster="", user="    token: abc\n"))
+w('kubeconfig/ca-data', kubeconfig.format(
+    cluster="    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==\n",
+    user="    client-certificate-data: eA==\n    client-key-data: eQ==\n"))
+w('kubeconfig/insecure-token-file', kubeconfig.format(
+    cluster="    insecure-skip-tls-verify: true\n", user="    tokenFile: config\n"))
+w('kubeconfig/files', kubeconfig.format(cluster="    certificate-authority: config\n",
+                                       user="    client-certificate: config\n"
+                                            "    client-key: ./config\n"))
+w('kubeconfig/exec', kubeconfig.format(cluster="", user="    exec:\n      command: x\n"))
+
+
+# watch stream: byte 0 = line cap index (+0x80: callback stops after 2 events), then chunks
+def chunked(body, size):
+    out = b''
+    for i in range(0, len(body), size):
+        c = body[i:i + size]
+        out += bytes([len(c)]) + c
+    return out
+
+
+events = [{"type": t, "object": {"apiVersion": "sriovnetwork.openshift.io/v1",
+                                 "kind": "SriovNetworkNodePolicy",
+                                 "metadata": {"name": "p", "resourceVersion": str(i)},
+                                 "spec": {"numVfs": 4}}}
+          for i, t in enumerate(["ADDED", "MODIFIED", "DELETED", "BOOKMARK"])]
+events.append({"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}})
+body = b''.join(json.dumps(e).encode() + b'\n' for e in events)
+w('watch-stream/five-events-13', b'\0' + chunked(body, 13))
+w('watch-stream/five-events-whole', b'\0' + chunked(body, 255))
+w('watch-stream/stop-after-two', b'\x80' + chunked(body, 64))
+w('watch-stream/small-cap', b'\5' + chunked(body, 100))
+w('watch-stream/garbage-then-ok', b'\0' + chunked(b'{"type":"NOPE"}\n' + body, 40))
