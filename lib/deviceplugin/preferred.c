@@ -101,6 +101,10 @@ int dp_preferred_allocation(const struct dp_pool *pool, char *const *available, 
                             char *const *must, size_t n_must, size_t size, const char ***ret,
                             size_t *ret_n)
 {
+        /* The answer never holds more IDs than were offered: a huge allocation_size from the
+         * kubelet must not size the buffer. */
+        if (size > n_available + n_must)
+                size = n_available + n_must;
         struct picker p = { .out = calloc(size ?: 1, sizeof(char *)), .size = size };
         struct candidate *cs = calloc(n_available ?: 1, sizeof(*cs));
         if (!p.out || !cs) {

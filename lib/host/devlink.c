@@ -39,9 +39,11 @@ static bool error_means_unsupported(int error)
         return error == -EOPNOTSUPP || error == -ENODEV || error == -EINVAL || error == -ENOENT;
 }
 
+/* Debug level: the result is returned, and discovery asks on every reconcile; a NIC without
+ * devlink (igb) would otherwise repeat the same notice every 30 s. */
 static int unsupported(const char *dev, const char *what, const char *why)
 {
-        log_pf(LOG_NOTICE, 0, dev, "devlink %s not supported: %s", what, why);
+        log_pf(LOG_DEBUG, 0, dev, "devlink %s not supported: %s", what, why);
         return -EOPNOTSUPP;
 }
 

@@ -4,11 +4,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cmocka.h>
 
+#include "deviceplugin.pb-c.h"
 #include "deviceplugin/preferred.h"
 #include "dp-fixture.h"
+#include "util/fileio.h"
 
 /* Pool over PF A (bus 0x3b, NUMA 0, 4 VFs), PF B (0x5e, NUMA 0, 4 VFs), PF C (0x86, NUMA 1). */
 static void build(struct dp_pool *p)
@@ -106,6 +109,47 @@ static void test_rdma_shared_order(void **state)
         free(p.devices);
 }
 
+/* The kubelet's allocation_size is an int32 we do not control: the answer is bounded by what was
+ * offered and the request must not size an allocation (fuzz-dp-requests found a 6 GB calloc). */
+static void test_huge_allocation_size(void **state)
+{
+        struct dp_pool p;
+        build(&p);
+        const char *want[] = { "0000:5e:01.0", "0000:3b:01.0" }; /* must-include first */
+        expect(&p, &all[4], 1, &all[8], 1, SIZE_MAX, want, 2);
+        expect(&p, &all[4], 1, &all[8], 1, SIZE_MAX / 2, want, 2);
+
+        /* the fuzzer's input, decoded as the GetPreferredAllocation handler does */
+        char path[4096];
+        assert_int_equal(path_printf(path, sizeof(path),
+                                     "%s/test/fuzz/regressions/dp-requests/"
+                                     "preferred-huge-allocation-size",
+                                     getenv("SRCDIR") ?: "."),
+                         0);
+        char *data = NULL;
+        size_t size = 0;
+        assert_int_equal(read_full_file(path, 4096, &data, &size), 0);
+        assert_true(size > 1);
+        V1beta1__PreferredAllocationRequest *r = v1beta1__preferred_allocation_request__unpack(
+            NULL, size - 1, (const uint8_t *)data + 1); /* byte 0 selects the fuzzed handler */
+        assert_non_null(r);
+        assert_int_equal(r->n_container_requests, 1);
+        const V1beta1__ContainerPreferredAllocationRequest *c = r->container_requests[0];
+        assert_true(c->allocation_size > 100000000);
+        const char **out = NULL;
+        size_t n = 0;
+        assert_int_equal(
+            dp_preferred_allocation(&p, c->available_deviceids, c->n_available_deviceids,
+                                    c->must_include_deviceids, c->n_must_include_deviceids,
+                                    (size_t)c->allocation_size, &out, &n),
+            0);
+        assert_int_equal(n, c->n_available_deviceids + c->n_must_include_deviceids);
+        free(out);
+        v1beta1__preferred_allocation_request__free_unpacked(r, NULL);
+        free(data);
+        dp_pool_done(&p);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -114,6 +158,7 @@ int main(void)
                 cmocka_unit_test(test_must_include_counts_for_spread),
                 cmocka_unit_test(test_fill_across_nodes_then_leftovers),
                 cmocka_unit_test(test_rdma_shared_order),
+                cmocka_unit_test(test_huge_allocation_size),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,8 +119,10 @@ build_run_cpio() {
         [ -e "$src" ] || die "--add: no such file: $src"
         mkdir -p "$stage$(dirname "$dest")"
         cp -L "$src" "$stage$dest"
-        # a dynamic executable brings its host libraries along
-        if [ -f "$src" ] && [ "$(head -c 4 "$src" | od -An -c | tr -d ' \n')" = '177ELF' ]; then
+        # a dynamic executable brings its host libraries along (a static one, like kubectl,
+        # has no program interpreter and no libraries)
+        if [ -f "$src" ] && [ "$(head -c 4 "$src" | od -An -c | tr -d ' \n')" = '177ELF' ] &&
+            readelf -l "$src" 2>/dev/null | grep -q 'program interpreter'; then
             copy_with_libs "$stage" "$(host_loader)" "" - "$src"
         fi
     done

@@ -1,0 +1,281 @@
+# vm-profile: e2e
+# The seed's workflow end to end on a real kernel: real kubectl drives the fake API server on
+# the host (through the guestfwd address), `sriov-agent run` in cluster mode configures the
+# guest's igb PF, and the grpc-go fake kubelet watches the device-plugin sockets. Every step
+# also goes into a transcript (what an operator would see) that is printed at the end between
+# "@@vm transcript-begin/end" lines; scripts/demo shows it. See test/vm/README.md.
+
+E2E=/vm/e2e
+KDIR=/var/lib/kubelet/device-plugins
+PRSOCK=/var/lib/kubelet/pod-resources/kubelet.sock
+STATE_DIR=/var/lib/sriov-agent
+KL_OUT=/tmp/kubelet.out
+AGENT_LOG=/tmp/agent.log
+TRANSCRIPT=/tmp/transcript
+NS=sriov-network-operator
+R_NET=openshift.io/sriov_highnet
+R_VFIO=openshift.io/sriov_highnet_vfio
+# shellcheck disable=SC2034
+STEP_TIMEOUT=60 # read by lib.sh's _run (kubectl steps)
+export HOME=/root KUBECONFIG=/root/.kube/config
+: >"$TRANSCRIPT"
+
+cmdline_value() {
+    for word in $(cat /proc/cmdline); do
+        case $word in "$1"=*) echo "${word#*=}" ;; esac
+    done
+}
+API=$(cmdline_value sriovvm.api)
+NODE=$(cmdline_value sriovvm.node)
+TOKEN=$(cmdline_value sriovvm.token)
+
+# --- transcript ------------------------------------------------------------------------
+say() { printf '%s\n' "$*" >>"$TRANSCRIPT"; }
+header() { printf '\n======== %s\n' "$*" >>"$TRANSCRIPT"; }
+show_out() { cat "$OUT" "$ERR" >>"$TRANSCRIPT"; }
+dump_transcript() {
+    rc=$?
+    if [ "$rc" -ne 0 ]; then
+        header "FAILED (exit $rc): the fake kubelet's last events and the agent's log"
+        tail -n 15 "$KL_OUT" >>"$TRANSCRIPT"
+        sed 's/^/  | /' "$AGENT_LOG" | tail -n 60 >>"$TRANSCRIPT"
+    fi
+    echo "@@vm transcript-begin"
+    cat "$TRANSCRIPT"
+    echo "@@vm transcript-end"
+}
+trap dump_transcript EXIT
+
+# kc DESC ARGS...: a kubectl step, shown in the transcript with its output
+kc() {
+    desc=$1
+    shift
+    say "\$ kubectl $*"
+    _run kubectl "$@"
+    rc=$?
+    show_out
+    [ "$rc" -eq 0 ] || fail "$desc" "kubectl $* exited $rc"
+    ok "$desc"
+}
+
+# policy NAME [PFNAMES [ISRDMA]]: a policy template with the igb PF's netdev filled in
+policy() {
+    sed -e "s/@PFNAMES@/${2:-$PF}/" -e "s/@PF@/$PF/" -e "s/@ISRDMA@/${3:-false}/" \
+        "$E2E/policies/$1.yaml.in" >"/tmp/$1.yaml"
+    echo "/tmp/$1.yaml"
+}
+
+sync_status() {
+    kubectl get sriovnetworknodestates "$NODE" -n "$NS" -o 'jsonpath={.status.syncStatus}' 2>/dev/null
+}
+status_is() { [ "$(sync_status)" = "$1" ]; }
+
+# --- the fake kubelet's view -------------------------------------------------------------
+kl_last_devices() { grep '"event":"devices"' "$KL_OUT" | grep -F "\"resource\":\"$1\"" | tail -1; }
+kl_ids() { kl_last_devices "$1" | grep -o '"id":"[^"]*"' | cut -d'"' -f4 | sort | tr '\n' ' '; }
+kl_healthy() { kl_last_devices "$1" | grep -o '"health":"Healthy"' | wc -l; }
+kl_registers() { grep '"event":"register"' "$KL_OUT" | grep -cF "\"resource\":\"$1\""; }
+# pool_is RESOURCE "PCI..." : the kubelet's latest list for RESOURCE is exactly these VFs, healthy
+pool_is() {
+    [ "$(kl_ids "$1")" = "$(printf '%s\n' $2 | sort | tr '\n' ' ')" ] &&
+        [ "$(kl_healthy "$1")" -eq "$(printf '%s\n' $2 | grep -c .)" ]
+}
+kl_cmd() { echo "$1" >&7; }
+show_pools() {
+    say "kubelet (fake) sees:"
+    for r in "$@"; do
+        say "  $r: $(kl_healthy "$r") healthy device(s): $(kl_ids "$r")"
+    done
+}
+
+# --- host state, read from sysfs ---------------------------------------------------------
+# a line per VF: index, PCI address, driver, netdev ifindex (new after a VF re-creation), MTU
+host_snapshot() {
+    echo "numvfs $(numvfs_of "$IGB_PF") pf-mtu $(cat "/sys/class/net/$PF/mtu")"
+    i=0
+    while [ -e "$(pci_dir "$IGB_PF")/virtfn$i" ]; do
+        vf=$(vf_pci "$IGB_PF" $i)
+        n=$(netdev_of "$vf")
+        if [ -n "$n" ]; then
+            echo "vf$i $vf $(driver_of "$vf") ifindex $(cat "/sys/class/net/$n/ifindex") mtu $(cat "/sys/class/net/$n/mtu")"
+        else
+            echo "vf$i $vf $(driver_of "$vf")"
+        fi
+        i=$((i + 1))
+    done
+}
+
+# predicates for wait_for (evaluated on every try)
+vfs_are() { [ "$(count_virtfn "$IGB_PF")" = "$1" ] && [ "$(numvfs_of "$IGB_PF")" = "$1" ]; }
+drivers_are() {
+    want=$1
+    shift
+    for vf in "$@"; do
+        [ "$(driver_of "$vf")" = "$want" ] || return 1
+    done
+}
+registered_again() { [ "$(kl_registers "$1")" -gt "$2" ]; }
+# the plugin of RESOURCE is gone (its ListAndWatch stream ended) or advertises nothing healthy
+pool_withdrawn() {
+    case $(grep -F "\"resource\":\"$1\"" "$KL_OUT" | grep -E '"event":"(devices|watch-end)"' | tail -1) in
+        *'"event":"watch-end"'*) return 0 ;;
+    esac
+    [ "$(kl_healthy "$1")" -eq 0 ]
+}
+
+start_agent() {
+    "$AGENT" run --kubeconfig "$KUBECONFIG.agent" --node-name "$NODE" --state-dir "$STATE_DIR" \
+        --kubelet-dir "$KDIR" --pod-resources-socket "$PRSOCK" --devinfo-dir /run/devinfo \
+        --resync-interval 10 >>"$AGENT_LOG" 2>&1 &
+    AGENT_PID=$!
+}
+
+# --- setup: the control-plane NIC, kubeconfigs, the fake kubelet --------------------------
+PF=$(netdev_of "$IGB_PF")
+setup_link_up "$PF"
+CTL=
+for n in /sys/class/net/*; do
+    [ "$(basename "$(readlink "$n/device/driver" 2>/dev/null)")" = virtio_net ] && CTL=$(basename "$n")
+done
+check "virtio-net control NIC present" test -n "$CTL"
+$IPR addr add "${API%.*}.15/24" dev "$CTL" || fail "setup: address on $CTL"
+setup_link_up "$CTL"
+mkdir -p /root/.kube "$KDIR" "$(dirname "$PRSOCK")" "$STATE_DIR"
+write_kubeconfig() {
+    cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: lab, cluster: {server: "http://$API"}}]
+users: [{name: $2, user: {token: "$TOKEN"}}]
+contexts: [{name: lab, context: {cluster: lab, user: $2}}]
+current-context: lab
+EOF
+}
+write_kubeconfig "$KUBECONFIG" admin
+write_kubeconfig "$KUBECONFIG.agent" sriov-agent
+
+mkfifo /tmp/kubelet.in
+fake-kubelet --dir "$KDIR" --podresources "$PRSOCK" --assignments /tmp/assignments.json \
+    </tmp/kubelet.in >"$KL_OUT" 2>/tmp/kubelet.err &
+exec 7>/tmp/kubelet.in
+wait_for "fake kubelet listens on $KDIR/kubelet.sock" 30 test -S "$KDIR/kubelet.sock"
+
+header "step 1: CRDs, the seed's policy (igb variant), label the node"
+say "(node $NODE, igb PF $IGB_PF = $PF; the agent runs: sriov-agent run --node-name $NODE --kubeconfig ...)"
+run_ok "kubectl reaches the API server at $API" kubectl get nodes
+kc "kubectl apply -f crds/" apply -f "$E2E/crds/"
+kc "kubectl apply namespace" apply -f "$E2E/namespace.yaml"
+start_agent
+# the shipped example (manifests/examples/vm-lab) names the PF eth0: igb is probed before the
+# control NIC, whose root port comes later on the bus
+check "the igb PF is eth0, as manifests/examples/vm-lab/highnet-sriov-policy.yaml says" test "$PF" = eth0
+kc "kubectl apply the seed's policy (manifests/examples/vm-lab)" apply -f "$E2E/examples/highnet-sriov-policy.yaml"
+check "no VFs before the node is labelled" test "$(numvfs_of "$IGB_PF")" = 0
+kc "kubectl label node" label node "$NODE" highnet-node=true
+wait_for "4 VFs exist" 120 vfs_are 4
+VF0=$(vf_pci "$IGB_PF" 0) VF1=$(vf_pci "$IGB_PF" 1) VF2=$(vf_pci "$IGB_PF" 2) VF3=$(vf_pci "$IGB_PF" 3)
+wait_for "kubelet sees $R_NET with the 4 VFs healthy" 90 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
+wait_for "NodeState syncStatus Succeeded" 60 status_is Succeeded
+for vf in $VF0 $VF1 $VF2 $VF3; do
+    check "VF $vf on igbvf" test "$(driver_of "$vf")" = igbvf
+done
+kc "kubectl get sriovnetworknodestates -o yaml" get sriovnetworknodestates -n "$NS" -o yaml
+show_pools "$R_NET"
+
+header "step 2: a higher-priority policy takes VFs 2-3 as vfio-pci"
+before=$(host_snapshot | grep -E '^vf[01] ')
+# upstream's webhook rejects overlapping VF ranges on one PF, so the user narrows the seed to
+# VFs 0-1 in the same apply (the agent would drop the lower-priority policy as conflicting)
+mkdir -p /tmp/step2
+mv "$(policy highnet-vfio-policy)" /tmp/step2/
+mv "$(policy highnet-sriov-policy "$PF#0-1")" /tmp/step2/
+kc "kubectl apply the vfio policy and the narrowed seed" apply -f /tmp/step2/
+wait_for "VFs 2-3 on vfio-pci" 90 drivers_are vfio-pci "$VF2" "$VF3"
+wait_for "kubelet: $R_VFIO = VFs 2-3" 60 pool_is "$R_VFIO" "$VF2 $VF3"
+wait_for "kubelet: $R_NET = VFs 0-1" 60 pool_is "$R_NET" "$VF0 $VF1"
+wait_for "NodeState syncStatus Succeeded" 60 status_is Succeeded
+expect_eq "VFs 0-1 not re-created (same netdev ifindexes, driver, MTU)" \
+    "$(host_snapshot | grep -E '^vf[01] ')" "$before"
+check "still 4 VFs" test "$(numvfs_of "$IGB_PF")" = 4
+say "host: $(host_snapshot | tr '\n' ';')"
+show_pools "$R_NET" "$R_VFIO"
+
+header "step 3: Soft-RoCE (rxe) on VF 1, the seed's isRdma: true"
+vf1net=$(netdev_of "$VF1")
+say "\$ rdma link add rxe0 type rxe netdev $vf1net"
+rdma link add rxe0 type rxe netdev "$vf1net" || fail "setup: rdma link add rxe0 over $vf1net"
+wait_for "rxe0 exists" 10 test -e /sys/class/infiniband/rxe0
+uverbs=
+for d in /sys/class/infiniband_verbs/uverbs*; do
+    [ "$(cat "$d/ibdev" 2>/dev/null)" = rxe0 ] && uverbs=$(basename "$d")
+done
+check "rxe0 has a uverbs device ($uverbs)" test -n "$uverbs"
+kc "kubectl apply the seed with isRdma: true" apply -f "$(policy highnet-sriov-policy "$PF#0-1" true)"
+# VF 0 has no RDMA device, so the isRdma pool holds VF 1 only
+wait_for "kubelet: $R_NET = VF 1 (the VF with rxe0)" 60 pool_is "$R_NET" "$VF1"
+kl_cmd "{\"cmd\":\"allocate\",\"resource\":\"$R_NET\",\"containers\":[[\"$VF1\"]]}"
+wait_for "Allocate on $R_NET answered" 30 grep -q '"event":"allocate"' "$KL_OUT"
+alloc=$(grep '"event":"allocate"' "$KL_OUT" | tail -1)
+expect_eq "Allocate OK" "$(echo "$alloc" | grep -o '"code":"[A-Za-z]*"')" '"code":"OK"'
+check "Allocate returns /dev/infiniband/$uverbs" sh -c "echo '$alloc' | grep -q '\"host_path\":\"/dev/infiniband/$uverbs\"'"
+wait_for "NodeState syncStatus Succeeded" 60 status_is Succeeded
+show_pools "$R_NET" "$R_VFIO"
+say "Allocate($R_NET, [$VF1]) answered:"
+say "  $alloc"
+
+header "step 4: kill -9 the agent and start it again"
+before=$(host_snapshot)
+regs_before=$(kl_registers "$R_NET")
+log_lines=$(wc -l <"$AGENT_LOG")
+say "\$ kill -9 $AGENT_PID"
+kill -9 "$AGENT_PID"
+wait "$AGENT_PID" 2>/dev/null
+start_agent
+wait_for "pools registered again" 60 registered_again "$R_NET" "$regs_before"
+wait_for "kubelet: $R_NET = VF 1" 60 pool_is "$R_NET" "$VF1"
+wait_for "kubelet: $R_VFIO = VFs 2-3" 60 pool_is "$R_VFIO" "$VF2 $VF3"
+wait_for "NodeState syncStatus Succeeded" 60 status_is Succeeded
+expect_eq "zero host changes: sriov_numvfs, drivers, ifindexes, MTUs as before" "$(host_snapshot)" "$before"
+tail -n +"$((log_lines + 1))" "$AGENT_LOG" >/tmp/agent-restart.log
+check "the restarted agent applied nothing (its log)" sh -c "! grep -Eq 'ACTION=|writing [0-9]+ to sriov_numvfs|binding to ' /tmp/agent-restart.log"
+say "host: $(host_snapshot | tr '\n' ';')"
+say "agent log after the restart:"
+sed 's/^/  | /' /tmp/agent-restart.log >>"$TRANSCRIPT"
+
+header "step 5: sriov_numvfs reset to 0 behind the agent's back"
+say "\$ echo 0 > /sys/bus/pci/devices/$IGB_PF/sriov_numvfs"
+echo 0 >"/sys/bus/pci/devices/$IGB_PF/sriov_numvfs" || fail "setup: reset sriov_numvfs"
+wait_for "4 VFs back" 120 vfs_are 4
+wait_for "VFs 2-3 on vfio-pci again" 90 drivers_are vfio-pci "$VF2" "$VF3"
+wait_for "kubelet: $R_VFIO = VFs 2-3" 60 pool_is "$R_VFIO" "$VF2 $VF3"
+wait_for "NodeState syncStatus Succeeded" 60 status_is Succeeded
+# rxe0 went away with the old VF 1; the operator adds it again on the new VF 1's netdev and the
+# agent's periodic check (--resync-interval 10) puts VF 1 back into the isRdma pool
+vf1net=$(netdev_of "$VF1")
+say "\$ rdma link add rxe0 type rxe netdev $vf1net"
+rdma link add rxe0 type rxe netdev "$vf1net" || fail "setup: rdma link add rxe0 over $vf1net"
+wait_for "kubelet: $R_NET = VF 1 again" 60 pool_is "$R_NET" "$VF1"
+say "host: $(host_snapshot | tr '\n' ';')"
+show_pools "$R_NET" "$R_VFIO"
+
+header "step 6: an invalid policy, then the node label removed"
+before=$(host_snapshot)
+kc "kubectl apply the invalid policy" apply -f "$(policy bad-range-policy)"
+events_have() { kubectl get events -n "$NS" 2>/dev/null | grep InvalidPolicy | grep -q bad-range-policy; }
+wait_for "an InvalidPolicy Event names bad-range-policy" 60 events_have
+kc "kubectl get events" get events -n "$NS"
+sleep 2
+expect_eq "nothing applied from it (host unchanged)" "$(host_snapshot)" "$before"
+check "no pool for the invalid policy" sh -c "! grep -q 'sriov_bad' $KL_OUT"
+kc "kubectl label node $NODE highnet-node-" label node "$NODE" highnet-node-
+wait_for "the agent reset the PF it owns (sriov_numvfs 0)" 120 vfs_are 0
+wait_for "kubelet: $R_NET withdrawn" 60 pool_withdrawn "$R_NET"
+wait_for "kubelet: $R_VFIO withdrawn" 60 pool_withdrawn "$R_VFIO"
+wait_for "NodeState syncStatus Succeeded" 60 status_is Succeeded
+kc "kubectl get sriovnetworknodestates -o yaml" get sriovnetworknodestates -n "$NS" -o yaml
+
+header "agent log (stand-in for journalctl -u sriov-agent)"
+sed 's/^/  | /' "$AGENT_LOG" >>"$TRANSCRIPT"
+kill "$AGENT_PID" 2>/dev/null
+wait "$AGENT_PID" 2>/dev/null
+exec 7>&-
