@@ -169,7 +169,7 @@ int cmd_watch(int argc, char **argv)
                 return log_error("cannot handle SIGINT/SIGTERM"), 1;
 
         _cleanup_(kube_http_freep) struct kube_http *http = NULL;
-        if ((k = kube_http_new(event, config, &http)) < 0)
+        if (kube_http_new(event, config, &http) < 0)
                 return 1;
 
         struct watch_printer policy_printer = { .kind = "SriovNetworkNodePolicy" };

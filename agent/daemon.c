@@ -146,11 +146,12 @@ int agent_new(const struct agent_config *config, struct agent **ret)
 
         if (!a)
                 return -ENOMEM;
+        _cleanup_free_ char *labels_error = NULL; /* before any goto fail: it is freed there */
+
         a->config = *config;
         r = sd_event_new(&a->event);
         if (r < 0)
                 goto fail;
-        _cleanup_free_ char *labels_error = NULL;
         r = node_labels_parse(config->node_labels, &a->labels, &a->n_labels, &labels_error);
         if (r < 0) {
                 log_error_errno(r, "--node-labels: %s", labels_error ? labels_error : "invalid");

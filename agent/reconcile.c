@@ -480,7 +480,7 @@ void reconcile_start(struct agent *a)
         a->running = rc;
         a->reconcile_requested = false;
 
-        if (a->cluster && (r = load_node_labels(a)) < 0)
+        if (a->cluster && load_node_labels(a) < 0)
                 goto fail;
         r = load_policies(a, &rc->policies);
         if (r < 0) {

@@ -29,6 +29,7 @@ static void log_policy_report(struct agent *a, const struct policy_report *rep)
                              policy_status_to_string(rep->results[i].status),
                              rep->results[i].reason ? rep->results[i].reason : "");
         if (a->last_report && strcmp(a->last_report, text) == 0)
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return;
 
         for (size_t i = 0; i < rep->n_results; i++) {

@@ -53,6 +53,7 @@ int base64_decode(const char *in, char **ret, size_t *ret_len)
         switch (bits_groups) {
         case 0:
                 if (padding != 0)
+                        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                         return -EINVAL;
                 break;
         case 2:

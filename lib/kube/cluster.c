@@ -106,6 +106,8 @@ int kube_cluster_new(sd_event *event, const struct kube_cluster_opts *opts,
         c->userdata = opts->userdata;
         c->node_name = strdup(opts->node_name);
         if (!c->node_name)
+                /* cppcheck-suppress memleak ; _cleanup_ frees it */
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return -ENOMEM;
 
         int k = kube_config_load(opts->kubeconfig, &c->config);

@@ -343,6 +343,7 @@ struct kube_http *kube_http_free(struct kube_http *h)
         if (!h)
                 return NULL;
         while (h->requests)
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): the list head has no prev */
                 request_free(h->requests);
         if (h->multi)
                 curl_multi_cleanup(h->multi); /* removes the remaining socket sources */

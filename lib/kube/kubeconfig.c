@@ -90,6 +90,7 @@ static int resolve_path(const char *kubeconfig, const char *p, char **ret)
         _cleanup_free_ char *copy = strdup(kubeconfig);
         if (!copy)
                 return -ENOMEM;
+        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
         if (asprintf(ret, "%s/%s", dirname(copy), p) < 0)
                 return -ENOMEM;
         return 0;
@@ -297,6 +298,8 @@ int kube_config_load_file(const char *path, struct kube_config **ret)
                 return -ENOMEM;
         c->source = strdup(path);
         if (!c->source)
+                /* cppcheck-suppress memleak ; _cleanup_ frees it */
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return -ENOMEM;
         k = config_from_json(path, root, c);
         if (k < 0)
@@ -350,6 +353,7 @@ int kube_config_load(const char *path, struct kube_config **ret)
                 _cleanup_free_ char *first = strndup(env, strcspn(env, ":"));
                 if (!first)
                         return -ENOMEM;
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return kube_config_load_file(first, ret);
         }
         if (getenv("KUBERNETES_SERVICE_HOST"))

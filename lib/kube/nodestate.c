@@ -220,6 +220,7 @@ static void request_done(struct kube_request *req, int error, long status, const
                 writer_pump(st);
                 return;
         }
+        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
         if (error == 0 && status == 404 &&
             (op == OP_GET || op == OP_PATCH_SPEC || op == OP_PATCH_STATUS)) {
                 /* Missing (or deleted behind our back): create it. */
