@@ -526,6 +526,11 @@ def main():
                        garble_events=0, truncate_events=0, expire_watches=0)
         time.sleep(2)  # past the last refuse_ms window
 
+    def restart_kubelet():
+        before = kubelet.restarts
+        kubelet_proc.send({"cmd": "restart"})
+        wait(lambda: kubelet.drain() or kubelet.restarts > before, 30)
+
     sample_early = sample_end = None
     try:
         check("fake kubelet ready", kubelet_proc.wait_for(
@@ -550,8 +555,9 @@ def main():
         canonical()
         ok, detail = settle("canonical before")
         check("last agent converged in the canonical configuration", ok, detail)
-        kubelet_proc.send({"cmd": "restart"})
-        ok, _ = settle("kubelet restart before")
+        restart_kubelet()
+        ok, detail = settle("kubelet restart before")
+        check("every pool re-registered after a kubelet restart", ok, detail)
         sample_early = agent.sample()
 
         # Phase 2: faults and churn without kills, on the sampled process.
@@ -566,8 +572,9 @@ def main():
         canonical()
         ok, detail = settle("canonical after")
         check("canonical configuration again converged", ok, detail)
-        kubelet_proc.send({"cmd": "restart"})
-        ok, _ = settle("kubelet restart after")
+        restart_kubelet()
+        ok, detail = settle("kubelet restart after")
+        check("every pool re-registered after a kubelet restart, again", ok, detail)
         sample_end = agent.sample()
 
         rss0, fds0 = sample_early
