@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -221,7 +222,12 @@ class Agent:
         (a request in flight, a kubelet stream being replaced) are not leaks."""
         best = None
         for i in range(times):
-            rss, fds = self.sample_once()
+            try:
+                rss, fds = self.sample_once()
+            except (OSError, TypeError):
+                rss = None
+            if rss is None or self.p.poll() is not None:
+                return None  # the process died: check_alive() records it
             if best is None or len(fds) < len(best[1]):
                 best = (min(rss, best[0]) if best else rss, fds)
             elif rss < best[0]:
@@ -532,6 +538,7 @@ def main():
         wait(lambda: kubelet.drain() or kubelet.restarts > before, 30)
 
     sample_early = sample_end = None
+    sampled_n = 0
     try:
         check("fake kubelet ready", kubelet_proc.wait_for(
             lambda e: isinstance(e, dict) and e.get("event") == "ready", 30) is not None)
@@ -559,6 +566,7 @@ def main():
         ok, detail = settle("kubelet restart before")
         check("every pool re-registered after a kubelet restart", ok, detail)
         sample_early = agent.sample()
+        sampled_n = agent.n
 
         # Phase 2: faults and churn without kills, on the sampled process.
         fault_phase(args.seconds - first, kills=False)
@@ -577,27 +585,32 @@ def main():
         check("every pool re-registered after a kubelet restart, again", ok, detail)
         sample_end = agent.sample()
 
-        rss0, fds0 = sample_early
-        rss1, fds1 = sample_end
-        bound = rss0 + max(rss0 // 5, 2048)
-        print("agent pid %d: VmRSS %d kB -> %d kB (bound %d kB), fds %d %s -> %d %s" % (
-            agent.p.pid, rss0, rss1, bound, len(fds0), fd_kinds(fds0), len(fds1),
-            fd_kinds(fds1)), flush=True)
-        if sanitized(args.agent):
-            print("RSS not checked: an ASan build's allocator keeps freed memory in its "
-                  "quarantine", flush=True)
-        else:
-            check("RSS did not grow beyond max(+20 %%, +2 MB) (%d -> %d kB)" % (rss0, rss1),
-                  rss1 <= bound, "early %d kB, end %d kB" % (rss0, rss1))
-        # Idle API connections are kept by libcurl's connection cache, how many depends on
-        # how many requests overlapped; lib/kube/http.c caps them (MAX_CONNECTIONS 16).
-        api0, rest0 = split_api(fds0, cluster.port)
-        api1, rest1 = split_api(fds1, cluster.port)
-        check("no file descriptor leaked apart from API connections (%d -> %d)" % (
-            len(rest0), len(rest1)), len(rest1) <= len(rest0),
-            "early %s\nend %s" % (describe(rest0), describe(rest1)))
-        check("API server connections within the client's cap of 16 (%d -> %d)" % (
-            len(api0), len(api1)), len(api1) <= 16, describe(api1))
+        agent.check_alive()
+        same = sample_early is not None and sample_end is not None and agent.n == sampled_n
+        check("the last agent lived from the first sample to the second", same,
+              "incarnation %d at the first sample, %d now" % (sampled_n, agent.n))
+        if same:
+            rss0, fds0 = sample_early
+            rss1, fds1 = sample_end
+            bound = rss0 + max(rss0 // 5, 2048)
+            print("agent pid %d: VmRSS %d kB -> %d kB (bound %d kB), fds %d %s -> %d %s" % (
+                agent.p.pid, rss0, rss1, bound, len(fds0), fd_kinds(fds0), len(fds1),
+                fd_kinds(fds1)), flush=True)
+            if sanitized(args.agent):
+                print("RSS not checked: an ASan build's allocator keeps freed memory in its "
+                      "quarantine", flush=True)
+            else:
+                check("RSS did not grow beyond max(+20 %%, +2 MB) (%d -> %d kB)" % (rss0, rss1),
+                      rss1 <= bound, "early %d kB, end %d kB" % (rss0, rss1))
+            # Idle API connections are kept by libcurl's connection cache, how many depends on
+            # how many requests overlapped; lib/kube/http.c caps them (MAX_CONNECTIONS 16).
+            api0, rest0 = split_api(fds0, cluster.port)
+            api1, rest1 = split_api(fds1, cluster.port)
+            check("no file descriptor leaked apart from API connections (%d -> %d)" % (
+                len(rest0), len(rest1)), len(rest1) <= len(rest0),
+                "early %s\nend %s" % (describe(rest0), describe(rest1)))
+            check("API server connections within the client's cap of 16 (%d -> %d)" % (
+                len(api0), len(api1)), len(api1) <= 16, describe(api1))
 
         agent.check_alive()
         agent.p.send_signal(signal.SIGTERM)
@@ -607,6 +620,8 @@ def main():
             agent.p.kill()
             rc = agent.p.wait()
         check("SIGTERM exits 0", rc == 0, "exit %s" % rc)
+    except Exception:
+        check("the soak driver ran to the end", False, traceback.format_exc())
     finally:
         if agent.p and agent.p.poll() is None:
             agent.p.kill()
