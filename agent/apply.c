@@ -66,12 +66,7 @@ static const char *error_hint(const struct action *a, int error)
         case ACTION_RESET_PF:
                 return host_numvfs_error_hint(error);
         case ACTION_BIND_DRIVER:
-                if (error == -ENXIO)
-                        return "enable the IOMMU (intel_iommu=on / amd_iommu=on on the kernel "
-                               "command line)";
-                if (error == -ENOENT)
-                        return "load the vfio-pci module (e.g. /etc/modules-load.d/vfio-pci.conf)";
-                return NULL;
+                return host_bind_error_hint(error);
         default:
                 return NULL;
         }

@@ -265,3 +265,15 @@ int host_bind_vf_driver(const struct bind_options *opts, const char *vf_pci, con
         log_vf(LOG_INFO, 0, NULL, vf_pci, "bound to %s", cur);
         return 0;
 }
+
+const char *host_bind_error_hint(int error)
+{
+        switch (error) {
+        case -ENXIO:
+                return IOMMU_HINT;
+        case -ENOENT:
+                return "load the vfio-pci module (e.g. /etc/modules-load.d/vfio-pci.conf)";
+        default:
+                return NULL;
+        }
+}

@@ -36,3 +36,7 @@ int host_bind_vf_driver(const struct bind_options *opts, const char *vf_pci, con
 
 /* The VF's current driver name into buf ("" when unbound). */
 int host_vf_current_driver(const char *sysfs_root, const char *vf_pci, char *buf, size_t size);
+
+/* The user-facing fix for a host_bind_vf_driver() error, or NULL when there is none to give
+ * (as host_numvfs_error_hint() does for VF counts). */
+const char *host_bind_error_hint(int error);

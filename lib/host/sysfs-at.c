@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stddef.h>
 #include <string.h>
 #include <unistd.h>
@@ -57,18 +56,9 @@ int sysfs_read_hex_u16_at(int dir_fd, const char *name, uint16_t *ret)
 
 int sysfs_read_link_at(int dir_fd, const char *name, char *buf, size_t size, bool *ret_dangling)
 {
-        char target[PATH_MAX];
-        ssize_t n = readlinkat(dir_fd, name, target, sizeof(target) - 1);
-        if (n < 0)
-                return negative_errno();
-        target[n] = '\0';
-        while (n > 1 && target[n - 1] == '/')
-                target[--n] = '\0';
-        const char *base = strrchr(target, '/');
-        base = base ? base + 1 : target;
-        if (strlen(base) >= size)
-                return -ENOBUFS;
-        strcpy(buf, base);
+        int r = read_link_basename_at(dir_fd, name, buf, size);
+        if (r < 0)
+                return r;
         if (ret_dangling)
                 *ret_dangling = faccessat(dir_fd, name, F_OK, 0) < 0;
         return 0;

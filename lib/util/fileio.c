@@ -178,10 +178,10 @@ int write_string_file(const char *path, const char *s)
         return 0;
 }
 
-int read_link_basename(const char *path, char *buf, size_t size)
+int read_link_basename_at(int dir_fd, const char *name, char *buf, size_t size)
 {
         char target[PATH_MAX];
-        ssize_t n = readlink(path, target, sizeof(target) - 1);
+        ssize_t n = readlinkat(dir_fd, name, target, sizeof(target) - 1);
         if (n < 0)
                 return negative_errno();
         target[n] = '\0';
@@ -193,6 +193,11 @@ int read_link_basename(const char *path, char *buf, size_t size)
                 return -ENOBUFS;
         strcpy(buf, base);
         return 0;
+}
+
+int read_link_basename(const char *path, char *buf, size_t size)
+{
+        return read_link_basename_at(AT_FDCWD, path, buf, size);
 }
 
 int write_file_atomic(const char *path, const void *data, size_t size, unsigned mode)

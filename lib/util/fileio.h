@@ -30,6 +30,8 @@ int write_string_file(const char *path, const char *s);
 
 /* Basename of a symlink's target ("../../../bus/pci/drivers/igbvf" -> "igbvf"). */
 int read_link_basename(const char *path, char *buf, size_t size);
+/* The same for a link relative to a directory fd (AT_FDCWD for the working directory). */
+int read_link_basename_at(int dir_fd, const char *name, char *buf, size_t size);
 
 /* Writes data to path atomically: temp file in the same directory, fsync, rename. */
 int write_file_atomic(const char *path, const void *data, size_t size, unsigned mode);

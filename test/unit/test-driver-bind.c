@@ -493,6 +493,13 @@ static int setup_logging(void **state)
         return 0;
 }
 
+static void test_error_hints(void **state)
+{
+        assert_non_null(strstr(host_bind_error_hint(-ENXIO), "intel_iommu=on / amd_iommu=on"));
+        assert_non_null(strstr(host_bind_error_hint(-ENOENT), "vfio-pci"));
+        assert_null(host_bind_error_hint(-EIO));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -505,6 +512,7 @@ int main(void)
                 cmocka_unit_test(test_vfio_not_loaded),
                 cmocka_unit_test(test_never_touches_a_pf),
                 cmocka_unit_test(test_hostile_names),
+                cmocka_unit_test(test_error_hints),
         };
         return cmocka_run_group_tests(tests, setup_logging, NULL);
 }
