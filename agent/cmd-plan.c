@@ -33,6 +33,9 @@ struct plan_args {
         const char *node_name;
         const char *sysfs_root;
         const char *state_dir;
+        const char *supported_paths[MAX_POLICY_PATHS];
+        size_t n_supported_paths;
+        bool all_nics;
         bool json;
 };
 
@@ -46,6 +49,9 @@ static void print_usage(FILE *f)
                    "  --node-name N          node name (adds label kubernetes.io/hostname=N)\n"
                    "  --sysfs-root DIR       discover under DIR instead of /sys\n"
                    "  --state-dir DIR        records of previously applied PFs (<pci>.json)\n"
+                   "  --supported-nics FILE  more NIC models, in the supported-nic-ids ConfigMap\n"
+                   "                         format (Name: \"<vendor> <pf-device> <vf-device>\")\n"
+                   "  --all-nics             configure any SR-IOV PF, not only supported models\n"
                    "  -o, --output json|text output format (default text)\n\n"
                    "Exit status: 0 all policies valid, 2 a policy is invalid or conflicting,\n"
                    "1 other errors.\n");
@@ -53,13 +59,23 @@ static void print_usage(FILE *f)
 
 static int parse_args(int argc, char **argv, struct plan_args *a)
 {
-        enum { OPT_POLICIES = 0x100, OPT_LABELS, OPT_NODE, OPT_SYSFS, OPT_STATE };
+        enum {
+                OPT_POLICIES = 0x100,
+                OPT_LABELS,
+                OPT_NODE,
+                OPT_SYSFS,
+                OPT_STATE,
+                OPT_SUPPORTED,
+                OPT_ALL_NICS,
+        };
         static const struct option options[] = {
                 { "policies", required_argument, NULL, OPT_POLICIES },
                 { "node-labels", required_argument, NULL, OPT_LABELS },
                 { "node-name", required_argument, NULL, OPT_NODE },
                 { "sysfs-root", required_argument, NULL, OPT_SYSFS },
                 { "state-dir", required_argument, NULL, OPT_STATE },
+                { "supported-nics", required_argument, NULL, OPT_SUPPORTED },
+                { "all-nics", no_argument, NULL, OPT_ALL_NICS },
                 { "output", required_argument, NULL, 'o' },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -88,6 +104,16 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
                         break;
                 case OPT_STATE:
                         a->state_dir = optarg;
+                        break;
+                case OPT_SUPPORTED:
+                        if (a->n_supported_paths >= MAX_POLICY_PATHS) {
+                                fprintf(stderr, "sriov-agent plan: too many --supported-nics\n");
+                                return -E2BIG;
+                        }
+                        a->supported_paths[a->n_supported_paths++] = optarg;
+                        break;
+                case OPT_ALL_NICS:
+                        a->all_nics = true;
                         break;
                 case 'o':
                         if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
@@ -261,12 +287,18 @@ static int run(const struct plan_args *a)
         struct desired_state desired = { 0 };
         struct policy_report report = { 0 };
         struct plan plan = { 0 };
+        struct supported_nics supported = { .any = a->all_nics };
         _cleanup_free_ char *state_error = NULL;
         int r, ret = 1;
 
         r = load_policies(a, &list);
         if (r < 0)
                 goto out;
+        for (size_t i = 0; i < a->n_supported_paths; i++) {
+                r = supported_nics_load_file(&supported, a->supported_paths[i]);
+                if (r < 0)
+                        goto out;
+        }
         r = host_discover(&(const struct discover_options){ .sysfs_root = a->sysfs_root,
                                                             .query_kernel = !a->sysfs_root },
                           &inv);
@@ -283,8 +315,9 @@ static int run(const struct plan_args *a)
                         goto out;
                 }
         }
-        r = policy_build_desired_state(list.items, list.n_items, a->labels, a->n_labels, &inv,
-                                       &desired, &report);
+        r = policy_build_desired_state_with(
+            &(const struct policy_build_options){ .supported = &supported }, list.items,
+            list.n_items, a->labels, a->n_labels, &inv, &desired, &report);
         if (r < 0) {
                 log_error_errno(r, "building the desired state: %s", strerror(-r));
                 goto out;
@@ -307,6 +340,7 @@ out:
         applied_state_done(&previous);
         inventory_done(&inv);
         policy_list_done(&list);
+        supported_nics_done(&supported);
         return ret;
 }
 

@@ -103,6 +103,12 @@ int policy_check_on_pf(const struct policy *p, const struct pf_info *pf, char **
         if (p->num_vfs <= 0)
                 return reason(ret_reason, p, pf, "spec.numVfs",
                               "numVfs %d is not allowed on a selected PF", p->num_vfs);
+        /* Upstream checks the vdpa vendor on the selected interface, not in the selector. */
+        if (p->vdpa_type && pf->vendor != MELLANOX_VENDOR_ID)
+                return reason(ret_reason, p, pf, "spec.vdpaType",
+                              "vdpa is supported only on NVIDIA (15b3) NICs, this PF's vendor "
+                              "is %04x",
+                              pf->vendor);
         if (p->externally_managed) {
                 if (p->num_vfs > pf->num_vfs)
                         return reason(ret_reason, p, pf, "spec.numVfs",
