@@ -67,4 +67,4 @@ void report_policies(struct agent *a, const struct policy_report *rep);
 void report_held(const struct guarded_plan *g);
 void report_node_state(struct agent *a, const struct desired_state *desired,
                        const struct inventory *inv, const struct apply_report *applied,
-                       const struct guarded_plan *guarded);
+                       const struct plan *plan, const struct guarded_plan *guarded);

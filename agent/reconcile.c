@@ -339,7 +339,7 @@ static void reconcile_finish(struct agent *a)
                 a->ready_notified = true;
         }
         if (a->cluster)
-                report_node_state(a, &rc->desired, &rc->inv, &rc->applied, &rc->guarded);
+                report_node_state(a, &rc->desired, &rc->inv, &rc->applied, &rc->plan, &rc->guarded);
         desired_state_done(&advertised);
         /* Keep what was seen, so link events can be told apart from pod veth churn. */
         inventory_done(&a->observed);

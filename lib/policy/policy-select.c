@@ -126,7 +126,9 @@ int policy_check_on_pf(const struct policy *p, const struct pf_info *pf, char **
                                       link_type_to_string(nd->link_type), p->link_type);
                 return 0;
         }
-        if (p->num_vfs > pf->total_vfs)
+        /* On NVIDIA cards sriov_totalvfs is a firmware setting: upstream raises it, this agent
+         * reports the PF as failed with what to do (lib/plan), so the policy stays valid. */
+        if (p->num_vfs > pf->total_vfs && pf->vendor != MELLANOX_VENDOR_ID)
                 return reason(ret_reason, p, pf, "spec.numVfs",
                               "numVfs %d exceeds the PF's sriov_totalvfs %d", p->num_vfs,
                               pf->total_vfs);

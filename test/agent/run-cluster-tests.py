@@ -220,6 +220,21 @@ def main():
         check("its VF count is kept", numvfs(sysfs, i350["pciAddress"]) == "2",
               numvfs(sysfs, i350["pciAddress"]))
 
+        # 7. A port type the firmware would have to change: that PF failed, saying what to do.
+        ib = json.loads(policy_yaml("ibport", "ibport", "ens1f1", 2))
+        ib["spec"]["linkType"] = "IB"
+        cluster.ok("apply", "-f", "-", stdin=json.dumps(ib))
+        def firmware_failure():
+            n = cluster.nodestate() or {}
+            st = n.get("status", {})
+            return st if st.get("syncStatus") == "Failed" and \
+                "LINK_TYPE_P" in st.get("lastSyncError", "") else None
+        st = wait(firmware_failure, 30)
+        check("linkType IB on an Ethernet port -> NodeState Failed, lastSyncError says mlxconfig",
+              st is not None, json.dumps((cluster.nodestate() or {}).get("status", {}))[:600])
+        check("that PF is left alone", numvfs(sysfs, pfs["ens1f1"]["pciAddress"]) == "0",
+              numvfs(sysfs, pfs["ens1f1"]["pciAddress"]))
+
         agent.send_signal(signal.SIGTERM)
         rc = agent.wait(timeout=30)
         check("SIGTERM exits 0", rc == 0, "exit %s" % rc)

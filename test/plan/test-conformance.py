@@ -245,9 +245,34 @@ CASES = [
     ("mutate/ib-link-type-sets-rdma",
      "pkg/webhook/mutate.go mutateSriovNetworkNodePolicy (isRdma true for linkType ib)",
      [policy("p1", {"resourceName": "p1", "numVfs": 2, "linkType": "ib",
+                    "nicSelector": {"pfNames": ["ibs3f0"]}})],
+     [], dict(exit=0, status={"p1": ("applied", None)},
+              pfs={"ibs3f0": dict(numVfs=2, rdma={"p1": True})})),
+    ("mutate/default-priority-99",
+     "pkg/webhook/mutate.go (priority 99 when absent): a priority-98 policy wins the overlap",
+     [policy("a-defaulted", {"resourceName": "dflt", "numVfs": 4,
+                             "nicSelector": {"rootDevices": ["@ens803f1"]}}),
+      policy("b-explicit", {"resourceName": "expl", "numVfs": 2,
+                            "nicSelector": {"pfNames": ["ens803f1"]}}, priority=98)],
+     [], dict(exit=0, status={"b-explicit": ("applied", None)},
+              pfs={"ens803f1": dict(numVfs=2, groups={"expl": "0-1"})})),
+    # --- 16.8 firmware settings are reported, never changed -------------------------------------
+    ("firmware/link-type-mismatch-is-pf-failure",
+     "difference: pkg/plugins/mellanox (upstream sets LINK_TYPE_P* in firmware and reboots)",
+     [policy("p1", {"resourceName": "p1", "numVfs": 2, "linkType": "IB",
                     "nicSelector": {"pfNames": ["ens1f0"]}})],
-     [], dict(status={"p1": ("applied", None)},
-              pfs={"ens1f0": dict(numVfs=2, rdma={"p1": True})})),
+     [], dict(exit=2, problem="mlxconfig -d @ens1f0 set LINK_TYPE_P<port>=1",
+              no_actions_on=["ens1f0"])),
+    ("firmware/nvidia-numvfs-above-totalvfs-is-pf-failure",
+     "difference: pkg/plugins/mellanox (upstream raises NUM_OF_VFS in firmware and reboots); "
+     "webhook validatePolicyForNodeState checks only MlxMaxVFs (128) for NVIDIA",
+     [policy("p1", {"resourceName": "p1", "numVfs": 20, "nicSelector": {"pfNames": ["ens1f0"]}})],
+     [], dict(exit=2, status={"p1": ("applied", None)},
+              problem="set SRIOV_EN=1 NUM_OF_VFS=20", no_actions_on=["ens1f0"])),
+    ("firmware/nvidia-numvfs-above-128-invalid",
+     "pkg/webhook/validate.go validatePolicyForNodeState (MlxMaxVFs)",
+     [policy("p1", {"resourceName": "p1", "numVfs": 129, "nicSelector": {"pfNames": ["ens1f0"]}})],
+     [], dict(exit=2, status={"p1": ("invalid", "the maximum for Mellanox NICs")})),
 ]
 
 
@@ -262,7 +287,8 @@ def main():
         root = os.path.join(tmp, "sys")
         r = subprocess.run([sys.executable, GEN, "--out", root, "--manifest",
                             "--pf", "xxv710:ens803f0:4", "--pf", "xxv710:ens803f1:4",
-                            "--pf", "cx6:ens1f0:0", "--pf", "i350:eno1:0"],
+                            "--pf", "cx6:ens1f0:0", "--pf", "i350:eno1:0",
+                            "--pf", "cx6-ib:ibs3f0:0"],
                            capture_output=True, text=True, check=True)
         addr = {p["ifname"]: p["pciAddress"] for p in json.loads(r.stdout)["pfs"]}
         files = {"extra": os.path.join(tmp, "extra.yaml"),
@@ -323,8 +349,14 @@ def main():
                     check(groups.get(res, {}).get("isRdma") == rdma,
                           f"{where}: {ifname} group {res} isRdma, want {rdma}")
             if "problem" in want:
-                check(any(want["problem"] in p["message"] for p in out["problems"]),
-                      f"{where}: no problem with \"{want['problem']}\": {out['problems']}")
+                part = want["problem"]
+                for ifname, pci in addr.items():
+                    part = part.replace("@" + ifname, pci)
+                check(any(part in p["message"] for p in out["problems"]),
+                      f"{where}: no problem with \"{part}\": {out['problems']}")
+            for ifname in want.get("no_actions_on", []):
+                acts = [a for a in out["actions"] if a["pf"] == addr[ifname]]
+                check(not acts, f"{where}: {ifname} must be left alone: {acts}")
             if not any(f.startswith(where) for f in failures):
                 print("ok:", name)
     if failures:
