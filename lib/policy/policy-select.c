@@ -33,10 +33,14 @@ static bool hex_matches(const char *text, uint16_t value)
         return parse_hex_u32(text, &v) == 0 && v == value;
 }
 
+/* The netdev name, or (as upstream since late 2025) one of its alternative names. */
 static bool pf_has_name(const struct pf_info *pf, const char *name)
 {
         for (size_t i = 0; i < pf->n_netdevs; i++)
                 if (strcmp(pf->netdevs[i].name, name) == 0)
+                        return true;
+        for (size_t i = 0; i < pf->n_alt_names; i++)
+                if (strcmp(pf->alt_names[i], name) == 0)
                         return true;
         return false;
 }
