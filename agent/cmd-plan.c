@@ -155,8 +155,8 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
                 return -EINVAL;
         }
         if (a->n_paths == 0 && !a->kubeconfig) {
-                fprintf(stderr, "sriov-agent plan: --policies PATH (or --kubeconfig FILE "
-                                "--node-name NODE) is required\n");
+                fprintf(stderr, "sriov-agent plan: --policies PATH is required (or "
+                                "--kubeconfig FILE --node-name NODE)\n");
                 return -EINVAL;
         }
         if (a->kubeconfig && (a->n_paths > 0 || labels || !a->node_name)) {
