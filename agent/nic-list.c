@@ -67,13 +67,17 @@ static void apply_configmap(struct nic_list *l, json_t *data)
         _cleanup_free_ char *error = NULL;
         struct supported_nics next;
 
-        if (data && !text)
+        if (data && !text) {
+                become_ready(l); /* out of memory: go on with the list as it is */
                 return;
+        }
         if (l->ready &&
             ((!text && !l->last_data) || (text && l->last_data && strcmp(text, l->last_data) == 0)))
                 return;
-        if (copy_base(&l->base, &next) < 0)
+        if (copy_base(&l->base, &next) < 0) {
+                become_ready(l);
                 return;
+        }
         if (data) {
                 char origin[512];
                 snprintf(origin, sizeof(origin), "ConfigMap %s", l->path);
