@@ -28,6 +28,10 @@ CASE:
            directory) is read-only, and no other hostPath is mounted; no container is
            privileged, the agent adds CAP_NET_ADMIN only, the init container none
   image    every container runs the image scripts/build-image builds by default
+  helm     manifests/helm/sriov-agent rendered (test/manifests/helm_render.py: the Go-template
+           subset the chart uses; Debian has no helm) with default values gives exactly the
+           objects of manifests/00-30; its crds/ are the top-level crds/; other values (namespace,
+           image, prefix, node selector, RDMA shared config, resync interval) land where they must
   initcni  the install-cni init container's script (busybox sh) installs the plugin
            atomically (rename over the old file, mode 0755, no leftover) and fails without one
   install  `cmake --install` puts the binary, the unit (ExecStart = installed binary), the
@@ -98,7 +102,9 @@ IGB_POLICY = os.path.join(EXAMPLES, "vm-lab", "highnet-sriov-policy.yaml")
 # ------------------------------------------------------------------------------------ parse
 
 def case_parse():
-    files = object_files(MANIFESTS, CRDS)
+    # the Helm chart's templates are not YAML until rendered: case "helm" checks them
+    files = [f for f in object_files(MANIFESTS, CRDS)
+             if not f.startswith(os.path.join(MANIFESTS, "helm") + os.sep)]
     check(len(files) >= 10, f"found the manifest files ({len(files)})")
     for path in files:
         rel = os.path.relpath(path, SRC)
@@ -757,10 +763,82 @@ def case_initcni():
         check(rc == 0 and sorted(os.listdir(host_bin)) == ["sriov"], "a second run is fine")
 
 
+def case_helm():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import helm_render
+    chart = os.path.join(MANIFESTS, "helm", "sriov-agent")
+
+    def key(o):
+        return (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"])
+
+    plain = {}
+    for path in sorted(glob.glob(os.path.join(MANIFESTS, "*.yaml"))):
+        for _, _, o in objects_in(path):
+            plain[key(o)] = o
+    rendered = helm_render.render_chart(chart)
+    print("rendered:", ", ".join(name for name, _ in rendered))
+    got = {key(o): o for o in helm_render.objects(rendered)}
+    check(set(got) == set(plain), f"default values: the same objects as manifests/00-30 "
+                                  f"(extra {sorted(set(got) - set(plain))}, "
+                                  f"missing {sorted(set(plain) - set(got))})")
+    for k in sorted(set(got) & set(plain)):
+        check(got[k] == plain[k], f"default values: {k[0]} {k[2]} equals the plain manifest")
+    crds = sorted(os.path.basename(p) for p in glob.glob(os.path.join(CRDS, "*.yaml")))
+    chart_crds = sorted(os.listdir(os.path.join(chart, "crds")))
+    check(chart_crds == crds, f"the chart's crds/ are the top-level crds/: {chart_crds}")
+    for c in chart_crds:
+        with open(os.path.join(chart, "crds", c)) as a, open(os.path.join(CRDS, c)) as b:
+            check(a.read() == b.read(), f"crds/{c}: same content")
+
+    with open(os.path.join(EXAMPLES, "host", "rdma-shared-config.json")) as f:
+        rdma = json.load(f)
+    values = {"namespace": "net-agents", "createNamespace": False,
+              "image": "registry.example/sriov-agent:9.9", "imagePullPolicy": "Always",
+              "resourcePrefix": "example.com", "resyncInterval": 60, "logLevel": "debug",
+              "nodeSelector": {"sriov": "yes"}, "rdmaSharedConfig": rdma}
+    objs = helm_render.objects(helm_render.render_chart(chart, values))
+    kinds = sorted(o["kind"] for o in objs)
+    check("Namespace" not in kinds and "ConfigMap" in kinds,
+          f"createNamespace false: no Namespace; rdmaSharedConfig: a ConfigMap ({kinds})")
+    namespaced = [o for o in objs if o["kind"] not in ("ClusterRole", "ClusterRoleBinding")]
+    check(all(o["metadata"]["namespace"] == "net-agents" for o in namespaced),
+          "every namespaced object is in the namespace value")
+    crb = next(o for o in objs if o["kind"] == "ClusterRoleBinding")
+    check(crb["subjects"][0]["namespace"] == "net-agents", "the bindings name that namespace")
+    ds = next(o for o in objs if o["kind"] == "DaemonSet")["spec"]["template"]["spec"]
+    agent = ds["containers"][0]
+    check({c["image"] for c in ds["containers"] + ds["initContainers"]} ==
+          {"registry.example/sriov-agent:9.9"} and agent["imagePullPolicy"] == "Always",
+          "the image value in both containers")
+    env = {e["name"]: e.get("value") for e in agent["env"]}
+    check(env["RESOURCE_PREFIX"] == "example.com", f"resource prefix: {env}")
+    check("--resync-interval=60" in agent["args"] and "--log-level=debug" in agent["args"],
+          f"resync interval and log level: {agent['args']}")
+    check("--rdma-shared-config=/etc/sriov-agent/rdma-shared/config.json" in agent["args"],
+          "the RDMA shared config flag")
+    check(ds["nodeSelector"] == {"kubernetes.io/os": "linux", "sriov": "yes"},
+          f"node selector merged with the default: {ds['nodeSelector']}")
+    cm = next(o for o in objs if o["kind"] == "ConfigMap")
+    example = one("ConfigMap", os.path.join(EXAMPLES, "rdma-shared-configmap.yaml"))
+    check(json.loads(cm["data"]["config.json"]) == rdma and
+          cm["metadata"]["name"] == example["metadata"]["name"] and
+          cm["metadata"]["name"] in {v.get("configMap", {}).get("name") for v in ds["volumes"]},
+          "the ConfigMap carries the config, under the name the DaemonSet mounts")
+
+    # The renderer refuses what it does not implement rather than guessing.
+    for bad in ("{{ range .Values.x }}{{ end }}", "{{ .Values.a | upper }}",
+                "{{ if .Values.a }}x"):
+        try:
+            helm_render.Renderer({"a": "b", "x": []}, {}).render(bad)
+            check(False, f"the renderer refuses {bad!r}")
+        except helm_render.TemplateError as e:
+            check(True, f"the renderer refuses {bad!r}: {e}")
+
+
 CASES = {"parse": case_parse, "apply": case_apply, "plan": case_plan, "flags": case_flags,
          "rbac": case_rbac, "install": case_install, "probe": case_probe,
          "host": case_host, "cluster": case_cluster, "hostpaths": case_hostpaths,
-         "image": case_image, "initcni": case_initcni}
+         "image": case_image, "initcni": case_initcni, "helm": case_helm}
 if CASE not in CASES:
     sys.exit(f"unknown case {CASE}; one of {', '.join(CASES)}")
 CASES[CASE]()
