@@ -14,6 +14,10 @@ Builds the image from BUILDDIR (a temp archive), then checks:
     rootfs, said in the output): `sriov-agent version`, `--help`, `discover -o json` of a
     generated sysfs tree with vendor names from the image's pci.ids.gz, the DaemonSet's
     liveness probe (alive with no state; not alive once it owns a PF without a socket);
+  - the DaemonSet's agent container under podman with the DaemonSet's securityContext (only
+    CAP_NET_ADMIN, read-only root, no new privileges, uid 0) and mounts (temp dirs; /dev
+    read-only): applies the seed policy (standalone, --dry-run, generated sysfs) with no error
+    and stops with status 0 on SIGTERM (skipped, and said, where podman does not run);
   - the CNI plugin (only when BUILDDIR/sriov was built; otherwise said and skipped):
     `CNI_COMMAND=VERSION /opt/cni/bin/sriov` answers inside the image, and the DaemonSet's
     install-cni init container command installs it into a host dir;
@@ -81,6 +85,82 @@ def read_oci(archive):
 
 
 cleanups = []
+
+
+def daemonset_pod_under_podman(pod, podman, image, tmp, sysroot):
+    """The agent container as the kubelet would run it: the DaemonSet's securityContext
+    translated to podman (capabilities, read-only root without podman's extra tmpfs, no new
+    privileges, uid 0, host network, default seccomp), its volumes as temp dirs (/dev the
+    host's, read-only), its args with $(VAR) expanded; only standalone policies, a generated
+    sysfs and --dry-run added so nothing of this machine changes. It must apply the seed
+    policy with no error and stop cleanly on SIGTERM: anything the agent needs beyond what
+    the pod grants (a write outside its mounts, a capability) shows here."""
+    import signal
+    import time
+    c = next(c for c in pod["containers"] if c["name"] == "sriov-agent")
+    sc = c["securityContext"]
+    flags = ["--network", "host" if pod.get("hostNetwork") else "none",
+             "--user", str(sc["runAsUser"]), "--ulimit", "nofile=1024:1024",
+             "--ulimit", "nproc=1024:1024", "--sig-proxy=true"]
+    if sc.get("readOnlyRootFilesystem"):
+        flags += ["--read-only", "--read-only-tmpfs=false"]  # the kubelet adds no tmpfs
+    if sc.get("allowPrivilegeEscalation") is False:
+        flags += ["--security-opt", "no-new-privileges"]
+    if sc.get("privileged"):
+        flags += ["--privileged"]
+    for cap in sc["capabilities"].get("drop", []):
+        flags += ["--cap-drop", cap.lower()]
+    for cap in sc["capabilities"].get("add", []):
+        flags += ["--cap-add", cap]
+    host_paths = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+    pod_dir = os.path.join(tmp, "pod")
+    for m in c["volumeMounts"]:
+        if m["name"] not in host_paths:
+            continue  # the optional RDMA ConfigMap: absent
+        if host_paths[m["name"]] == "/dev":
+            src = "/dev"
+        else:
+            src = os.path.join(pod_dir, m["name"])
+            os.makedirs(src, exist_ok=True)
+        flags += ["-v", f"{src}:{m['mountPath']}:{'ro' if m.get('readOnly') else 'rw'}"]
+    policies = os.path.join(tmp, "policies")
+    os.makedirs(policies)
+    shutil.copy(os.path.join(SRC, "manifests", "examples", "highnet-sriov-policy.yaml"), policies)
+    flags += ["-v", f"{policies}:/policies:ro", "-v", f"{sysroot}:/gen:ro"]
+    env = {"NODE_NAME": "node1", "POD_NAMESPACE": "sriov-network-operator"}
+    env.update({e["name"]: e["value"] for e in c["env"] if "value" in e})
+    for k, v in env.items():
+        flags += ["--env", f"{k}={v}"]
+    args = [re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], a) for a in c["args"]]
+    args += ["--policy-dir=/policies", "--node-labels=highnet-node=true", "--sysfs-root=/gen",
+             "--dry-run"]
+    argv = [*podman, "run", "--rm", *flags, "--entrypoint", c["command"][0], image, *args]
+    print("pod:", " ".join(argv))
+    proc = subprocess.Popen(argv, stderr=subprocess.STDOUT, stdout=subprocess.PIPE, text=True)
+    seen, applied, deadline = [], False, time.monotonic() + 60
+    import selectors
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    while time.monotonic() < deadline and not applied and proc.poll() is None:
+        if sel.select(timeout=1):
+            line = proc.stdout.readline()
+            seen.append(line.rstrip())
+            applied = "VFs 0-7 as sriov_highnet" in line
+    running = proc.poll() is None
+    time.sleep(1)  # past the first reconcile's end
+    proc.send_signal(signal.SIGTERM)
+    try:
+        seen += proc.communicate(timeout=30)[0].splitlines()
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        seen += proc.communicate()[0].splitlines()
+    print("pod output:\n  " + "\n  ".join(seen))
+    check(running and applied, "the DaemonSet's container (its securityContext and mounts) "
+                               "applies the seed policy")
+    bad = [l for l in seen if "[err]" in l or "[warning]" in l or "ead-only file system" in l
+           or "ermission denied" in l or "Operation not permitted" in l]
+    check(not bad, f"no error, warning or denied access inside the pod: {bad}")
+    check(proc.returncode == 0, f"SIGTERM ends it with status 0 (got {proc.returncode})")
 
 
 def main():
@@ -270,6 +350,11 @@ def test(tmp):
     check(r.returncode == 1 and "serves no" in r.stdout,
           f"liveness probe inside, owns a PF, no socket: not alive ({r.stdout.strip()})")
     os.unlink(os.path.join(state, "0000:3b:00.0.json"))
+
+    if inside is podman_run:
+        daemonset_pod_under_podman(pod, podman, name, tmp, sysroot)
+    else:
+        print("skipped: the DaemonSet's pod under podman (podman does not run here)")
 
     if not with_cni:
         print("skipped: CNI_COMMAND=VERSION and the install-cni init container "
