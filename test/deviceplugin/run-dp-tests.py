@@ -45,6 +45,8 @@ def main():
     ap.add_argument("--harness", required=True)
     ap.add_argument("--fake-kubelet", required=True)
     ap.add_argument("--gen-sysfs", required=True)
+    ap.add_argument("--dial-mode", default="kubelet-1.25",
+                    help="fake kubelet dial mode: kubelet-1.25, kubelet-1.26+, grpc-core")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
 
@@ -111,7 +113,8 @@ def main():
     try:
         check("harness ready", harness.wait_for(lambda e: e == "ready", 10) is not None)
         time.sleep(1.2)
-        kubelet = Proc([args.fake_kubelet, "--dir", kdir, "--podresources", prsock,
+        kubelet = Proc([args.fake_kubelet, "--dir", kdir, "--dial-mode", args.dial_mode,
+                        "--podresources", prsock,
                         "--assignments", os.path.join(work, "assign.json")],
                        os.path.join(work, "kubelet.log"))
         ready = kubelet.wait_for(ev("ready"), 10)

@@ -45,15 +45,23 @@ endif()
 
 add_executable(dp-harness ${DP_TEST_DIR}/dp-harness.c)
 target_link_libraries(dp-harness PRIVATE sriov)
-if(TARGET fake-kubelet AND Python3_Interpreter_FOUND)
-    add_test(NAME integration/deviceplugin
-             COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-dp-tests.py
-                     --harness $<TARGET_FILE:dp-harness> --fake-kubelet ${DP_FAKE_KUBELET}
-                     --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
-    set_tests_properties(integration/deviceplugin PROPERTIES LABELS integration TIMEOUT 300
-        ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
-else()
-    add_test(NAME integration/deviceplugin
-             COMMAND sh -c "echo 'fake kubelet not built: install Go, grpc-go and protoc plugins (scripts/install-deps)' >&2; exit 1")
-    set_tests_properties(integration/deviceplugin PROPERTIES LABELS integration)
-endif()
+# Every real way of filling :authority is covered (see test/fake-kubelet/main.go, dialModes):
+# kubelets <= 1.25 send the socket path, >= 1.26 "localhost", gRPC C-core >= 1.57 the path
+# percent-encoded.
+set(DP_DIAL_MODES kubelet-1.25 kubelet-1.26+ grpc-core)
+foreach(mode ${DP_DIAL_MODES})
+    if(TARGET fake-kubelet AND Python3_Interpreter_FOUND)
+        add_test(NAME integration/deviceplugin/${mode}
+                 COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-dp-tests.py
+                         --harness $<TARGET_FILE:dp-harness> --fake-kubelet ${DP_FAKE_KUBELET}
+                         --dial-mode ${mode}
+                         --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
+        set_tests_properties(integration/deviceplugin/${mode} PROPERTIES
+            LABELS "integration;deviceplugin" TIMEOUT 300
+            ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+    else()
+        add_test(NAME integration/deviceplugin/${mode}
+                 COMMAND sh -c "echo 'fake kubelet not built: install Go, grpc-go and protoc plugins (scripts/install-deps)' >&2; exit 1")
+        set_tests_properties(integration/deviceplugin/${mode} PROPERTIES LABELS integration)
+    endif()
+endforeach()

@@ -1,7 +1,8 @@
 /* Unit tests for the gRPC server and client together on a unix socket in a temp dir, on one
  * sd-event loop: unary calls, errors with percent-encoded messages, trailers-only errors,
  * unknown methods, oversized requests, a held server stream answered later (deferred data),
- * client deadlines and the server learning that a client went away. */
+ * client deadlines and the server learning that a client went away; and the HTTP/2 request
+ * rules the server enforces itself (any :authority, every other rule of RFC 9113 §8). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,10 +17,13 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <fcntl.h>
+#include <nghttp2/nghttp2.h>
 #include <systemd/sd-event.h>
 
 #include "deviceplugin/grpc-client.h"
 #include "deviceplugin/grpc-server.h"
+#include "util/macro.h"
 
 struct fixture {
         char dir[64];
@@ -264,6 +268,176 @@ static void test_garbage_peers(void **state)
         }
 }
 
+/* A hand-driven nghttp2 client that sends exactly the header fields it is given. */
+struct raw_result {
+        bool closed;
+        uint32_t close_code; /* RST_STREAM error code, 0 after a normal end */
+        int grpc_status;     /* -1: none received */
+};
+
+static int raw_on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
+                         size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                         void *user_data)
+{
+        struct raw_result *r = user_data;
+        if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0)
+                r->grpc_status = atoi((const char *)value);
+        return 0;
+}
+
+static int raw_on_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
+                        void *user_data)
+{
+        struct raw_result *r = user_data;
+        r->closed = true;
+        r->close_code = error_code;
+        return 0;
+}
+
+static ssize_t raw_body(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
+                        uint32_t *data_flags, nghttp2_data_source *source, void *user_data)
+{
+        memcpy(buf, "\0\0\0\0\0", 5); /* one empty gRPC message */
+        *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+        return 5;
+}
+
+static struct raw_result raw_request(struct fixture *f, const nghttp2_nv *nv, size_t n)
+{
+        struct raw_result res = { .grpc_status = -1 };
+        int fd = raw_connect(f->path);
+        assert_int_equal(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+        nghttp2_session_callbacks *cbs;
+        assert_int_equal(nghttp2_session_callbacks_new(&cbs), 0);
+        nghttp2_session_callbacks_set_on_header_callback(cbs, raw_on_header);
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, raw_on_close);
+        nghttp2_option *opt;
+        assert_int_equal(nghttp2_option_new(&opt), 0);
+        nghttp2_option_set_no_http_messaging(opt, 1); /* send what we are told */
+        nghttp2_session *s;
+        assert_int_equal(nghttp2_session_client_new2(&s, cbs, &res, opt), 0);
+        nghttp2_option_del(opt);
+        nghttp2_session_callbacks_del(cbs);
+        nghttp2_data_provider prd = { .read_callback = raw_body };
+        assert_int_equal(nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, NULL, 0), 0);
+        assert_true(nghttp2_submit_request(s, NULL, nv, n, &prd, NULL) > 0);
+        for (int i = 0; i < 300 && !res.closed; i++) {
+                const uint8_t *d;
+                ssize_t k;
+                while ((k = nghttp2_session_mem_send(s, &d)) > 0)
+                        assert_int_equal(write(fd, d, (size_t)k), k);
+                assert_true(sd_event_run(f->event, 10000) >= 0);
+                uint8_t buf[16384];
+                ssize_t m = read(fd, buf, sizeof(buf));
+                if (m > 0)
+                        assert_int_equal(nghttp2_session_mem_recv(s, buf, (size_t)m), m);
+                else if (m == 0)
+                        break;
+        }
+        nghttp2_session_del(s);
+        close(fd);
+        return res;
+}
+
+#define RAW_NV(n, v)                                                                               \
+        {                                                                                          \
+                (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1, NGHTTP2_NV_FLAG_NONE \
+        }
+#define GOOD_HEAD RAW_NV(":method", "POST"), RAW_NV(":scheme", "http"), RAW_NV(":path", "/t.T/Echo")
+#define GOOD_TAIL RAW_NV("content-type", "application/grpc"), RAW_NV("te", "trailers")
+
+/* Kubernetes <= 1.25 sends the socket path as :authority, gRPC C-core >= 1.57 the path
+ * percent-encoded, 1.26+ "localhost"; some clients send none. All are served. */
+static void test_any_authority_accepted(void **state)
+{
+        struct fixture *f = *state;
+        const nghttp2_nv with_path[] = {
+                GOOD_HEAD, RAW_NV(":authority", "/var/lib/kubelet/device-plugins/x.sock"), GOOD_TAIL
+        };
+        const nghttp2_nv with_pct[] = {
+                GOOD_HEAD, RAW_NV(":authority", "%2Fvar%2Flib%2Fkubelet%2Fdevice-plugins%2Fx.sock"),
+                GOOD_TAIL
+        };
+        const nghttp2_nv with_localhost[] = { GOOD_HEAD, RAW_NV(":authority", "localhost"),
+                                              GOOD_TAIL };
+        const nghttp2_nv with_none[] = { GOOD_HEAD, GOOD_TAIL };
+        const nghttp2_nv with_host_path[] = { GOOD_HEAD, GOOD_TAIL, RAW_NV("host", "/run/x.sock") };
+        struct {
+                const nghttp2_nv *nv;
+                size_t n;
+        } cases[] = {
+                { with_path, ELEMENTSOF(with_path) },
+                { with_pct, ELEMENTSOF(with_pct) },
+                { with_localhost, ELEMENTSOF(with_localhost) },
+                { with_none, ELEMENTSOF(with_none) },
+                { with_host_path, ELEMENTSOF(with_host_path) },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct raw_result r = raw_request(f, cases[i].nv, cases[i].n);
+                print_message("authority case %zu: closed %d code %u grpc-status %d\n", i, r.closed,
+                              r.close_code, r.grpc_status);
+                assert_true(r.closed);
+                assert_int_equal(r.close_code, NGHTTP2_NO_ERROR);
+                assert_int_equal(r.grpc_status, GRPC_STATUS_OK);
+        }
+}
+
+/* Every other request rule nghttp2 would enforce still holds: the stream is reset with
+ * PROTOCOL_ERROR and nothing is dispatched. */
+static void test_malformed_requests_reset(void **state)
+{
+        struct fixture *f = *state;
+        const nghttp2_nv no_path[] = { RAW_NV(":method", "POST"), RAW_NV(":scheme", "http"),
+                                       GOOD_TAIL };
+        const nghttp2_nv no_method[] = { RAW_NV(":scheme", "http"), RAW_NV(":path", "/t.T/Echo"),
+                                         GOOD_TAIL };
+        const nghttp2_nv no_scheme[] = { RAW_NV(":method", "POST"), RAW_NV(":path", "/t.T/Echo"),
+                                         GOOD_TAIL };
+        const nghttp2_nv twice_path[] = { GOOD_HEAD, RAW_NV(":path", "/t.T/Echo"), GOOD_TAIL };
+        const nghttp2_nv twice_authority[] = { GOOD_HEAD, RAW_NV(":authority", "a"),
+                                               RAW_NV(":authority", "b"), GOOD_TAIL };
+        const nghttp2_nv unknown_pseudo[] = { GOOD_HEAD, RAW_NV(":protocol", "x"), GOOD_TAIL };
+        const nghttp2_nv pseudo_late[] = { RAW_NV(":method", "POST"), RAW_NV(":scheme", "http"),
+                                           RAW_NV("content-type", "application/grpc"),
+                                           RAW_NV(":path", "/t.T/Echo") };
+        const nghttp2_nv connection[] = { GOOD_HEAD, GOOD_TAIL, RAW_NV("connection", "close") };
+        const nghttp2_nv te_gzip[] = { GOOD_HEAD, RAW_NV("content-type", "application/grpc"),
+                                       RAW_NV("te", "gzip") };
+        const nghttp2_nv chunked[] = { GOOD_HEAD, GOOD_TAIL,
+                                       RAW_NV("transfer-encoding", "chunked") };
+        const nghttp2_nv rel_path[] = { RAW_NV(":method", "POST"), RAW_NV(":scheme", "http"),
+                                        RAW_NV(":path", "t.T/Echo"), GOOD_TAIL };
+        const nghttp2_nv bad_scheme[] = { RAW_NV(":method", "POST"), RAW_NV(":scheme", "1http"),
+                                          RAW_NV(":path", "/t.T/Echo"), GOOD_TAIL };
+        const nghttp2_nv bad_method[] = { RAW_NV(":method", "PO ST"), RAW_NV(":scheme", "http"),
+                                          RAW_NV(":path", "/t.T/Echo"), GOOD_TAIL };
+        const nghttp2_nv short_body[] = { GOOD_HEAD, GOOD_TAIL, RAW_NV("content-length", "3") };
+        const nghttp2_nv long_body[] = { GOOD_HEAD, GOOD_TAIL, RAW_NV("content-length", "9") };
+        const nghttp2_nv authority_lf[] = { GOOD_HEAD, RAW_NV(":authority", "a\nb"), GOOD_TAIL };
+        struct {
+                const char *name;
+                const nghttp2_nv *nv;
+                size_t n;
+        } cases[] = {
+#define C(x) { #x, x, ELEMENTSOF(x) }
+                C(no_path),         C(no_method),      C(no_scheme),   C(twice_path),
+                C(twice_authority), C(unknown_pseudo), C(pseudo_late), C(connection),
+                C(te_gzip),         C(chunked),        C(rel_path),    C(bad_scheme),
+                C(bad_method),      C(short_body),     C(long_body),   C(authority_lf),
+#undef C
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct raw_result r = raw_request(f, cases[i].nv, cases[i].n);
+                print_message("%s: closed %d code %u grpc-status %d\n", cases[i].name, r.closed,
+                              r.close_code, r.grpc_status);
+                assert_true(r.closed);
+                assert_int_equal(r.close_code, NGHTTP2_PROTOCOL_ERROR);
+                assert_int_equal(r.grpc_status, -1);
+        }
+        call(f, "/t.T/Echo", "ok", 2, 2000000); /* and the server still serves */
+        assert_int_equal(f->st.code, GRPC_STATUS_OK);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -276,6 +450,8 @@ int main(void)
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_no_server, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_garbage_peers, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_any_authority_accepted, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_malformed_requests_reset, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
