@@ -256,9 +256,12 @@ static int advertised_subset(const struct desired_state *desired, const struct p
 static int update_pools(struct agent *a, const struct desired_state *advertised,
                         const struct inventory *inv)
 {
-        struct dp_pool_set pools = { 0 };
-        int r = dp_pools_build(advertised, inv, a->config.resource_prefix,
-                               a->have_rdma_shared ? &a->rdma_shared : NULL, &pools);
+        struct dp_pool_set pools = { 0 }, served = { 0 };
+        int r = dp_manager_get_pools(a->plugins, &served);
+        if (r >= 0)
+                r = dp_pools_build(advertised, inv, a->config.resource_prefix,
+                                   a->have_rdma_shared ? &a->rdma_shared : NULL, &served, &pools);
+        dp_pool_set_done(&served);
         if (r >= 0)
                 r = dp_manager_set_pools(a->plugins, &pools);
         dp_pool_set_done(&pools);

@@ -219,3 +219,23 @@ bool dp_manager_all_registered(const struct dp_manager *m)
                         return false;
         return true;
 }
+
+int dp_manager_get_pools(const struct dp_manager *m, struct dp_pool_set *ret)
+{
+        struct dp_pool_set s = { 0 };
+        if (m->n_plugins > 0) {
+                s.pools = calloc(m->n_plugins, sizeof(*s.pools));
+                if (!s.pools)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < m->n_plugins; i++) {
+                int r = dp_pool_copy(dp_plugin_pool(m->plugins[i]), &s.pools[i]);
+                if (r < 0) {
+                        dp_pool_set_done(&s);
+                        return r;
+                }
+                s.n_pools = i + 1;
+        }
+        *ret = s;
+        return 0;
+}

@@ -79,3 +79,12 @@ bool strv_contains(char *const *list, size_t n, const char *s);
  * no ready VF are still returned (the resource exists with 0 devices). prefix NULL = default. */
 int dp_pools_from_desired(const struct desired_state *desired, const struct inventory *inv,
                           const char *prefix, struct dp_pool_set *ret);
+/* The same, remembering what was advertised (previous: the pools served now, or NULL). A VF
+ * that was a device of the same resource and device type and is now bound to its (non-vfio)
+ * driver with no netdev (or, for isRdma, no RDMA device) has had them moved into a pod's network
+ * namespace by the CNI: it stays a device, as it was advertised, so the kubelet does not see a
+ * device in use withdrawn. It leaves when the VF goes, is unbound or rebound, or its group (the
+ * resource or device type) changes. */
+int dp_pools_from_desired_keep(const struct desired_state *desired, const struct inventory *inv,
+                               const char *prefix, const struct dp_pool_set *previous,
+                               struct dp_pool_set *ret);

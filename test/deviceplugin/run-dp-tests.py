@@ -304,6 +304,21 @@ def run_checks(kubelet, harness, expected, manifest, sysfs, kdir, devinfo, prsoc
     want = {a["resource"]: a["ids"] for a in assignments}
     check("PodResources List -> in-use IDs per resource", r.get("in-use") == want, json.dumps(r))
 
+    # Issue 15.2: the CNI moves a VF's netdev into a pod's network namespace, so the host's
+    # /sys/bus/pci/devices/<vf>/net/ is empty. The VF stays advertised (and Allocate-able).
+    moved = ice["vfs"][2]["pciAddress"]
+    shutil.rmtree(os.path.join(vf_dir(sysfs, moved), "net"))
+    mark = len(kubelet.seen)
+    harness.send("rescan")
+    harness.wait_for(ev("rescanned"), 5)
+    kubelet.wait_for(lambda e: False, 0.3)
+    withdrawn = [e for e in kubelet.seen[mark:] if ev("devices", "openshift.io/sriov_net")(e)
+                 and moved not in [d["id"] for d in e["devices"] or []]]
+    check("VF whose netdev moved into a pod stays in ListAndWatch", withdrawn == [],
+          json.dumps(withdrawn)[:300])
+    r = allocate(kubelet, "openshift.io/sriov_net", [moved])
+    check("VF whose netdev moved into a pod: Allocate OK", r.get("code") == "OK", json.dumps(r))
+
     # A VF disappears: ListAndWatch update within 100 ms, its device-info file goes.
     gone = ice["vfs"][1]["pciAddress"]
     os.remove(os.path.join(vf_dir(sysfs, gone), "driver"))
