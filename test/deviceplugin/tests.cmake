@@ -65,3 +65,15 @@ foreach(mode ${DP_DIAL_MODES})
         set_tests_properties(integration/deviceplugin/${mode} PROPERTIES LABELS integration)
     endif()
 endforeach()
+
+# The disruption guard with a kubelet that cannot be asked, and PodResources asked off the loop
+# (issues 12.2, 15.9): the agent daemon with the fake kubelet.
+if(TARGET fake-kubelet AND Python3_Interpreter_FOUND)
+    add_test(NAME integration/agent-kubelet-guard
+             COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-kubelet-guard-tests.py
+                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
+    set_tests_properties(integration/agent-kubelet-guard PROPERTIES
+        LABELS "integration;deviceplugin" TIMEOUT 120
+        ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+endif()

@@ -342,11 +342,21 @@ type assignment struct {
 }
 
 type podResources struct {
-	file string
+	file  string
+	delay time.Duration
+	out   *output
 	pr.UnimplementedPodResourcesListerServer
 }
 
 func (s *podResources) List(ctx context.Context, r *pr.ListPodResourcesRequest) (*pr.ListPodResourcesResponse, error) {
+	s.out.emit(map[string]interface{}{"event": "podresources-list"})
+	if s.delay > 0 { // a busy kubelet: the answer comes late (or the caller gives up first)
+		select {
+		case <-time.After(s.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	var as []assignment
 	if data, err := os.ReadFile(s.file); err == nil {
 		if err := json.Unmarshal(data, &as); err != nil {
@@ -366,6 +376,7 @@ func main() {
 	dir := flag.String("dir", "", "device-plugin directory (kubelet.sock is created there)")
 	prSock := flag.String("podresources", "", "PodResources socket path (optional)")
 	assign := flag.String("assignments", "", "JSON file of PodResources assignments")
+	prDelay := flag.Duration("podresources-delay", 0, "answer PodResources List after this long")
 	mode := flag.String("dial-mode", "kubelet-1.25",
 		"how plugins are dialled: kubelet-1.25, kubelet-1.26+ or grpc-core (the :authority sent)")
 	flag.Parse()
@@ -391,7 +402,7 @@ func main() {
 			os.Exit(1)
 		}
 		s := grpc.NewServer()
-		pr.RegisterPodResourcesListerServer(s, &podResources{file: *assign})
+		pr.RegisterPodResourcesListerServer(s, &podResources{file: *assign, delay: *prDelay, out: k.out})
 		go s.Serve(l)
 	}
 	k.out.emit(map[string]interface{}{"event": "ready", "dial-mode": *mode})
