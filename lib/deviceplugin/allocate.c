@@ -69,8 +69,11 @@ static json_t *device_info(const struct dp_pool *pool, const struct dp_device *d
         }
         if (ok && pool->is_rdma) {
                 static const char *const kinds[] = { "uverbs", "umad", "issm" };
+                /* rdma_cm only where the node has it: container runtimes refuse to start a
+                 * container whose device path is missing (upstream: rdmamap only lists it when
+                 * /dev/infiniband/rdma_cm exists). */
                 ok = (o = json_object()) && json_object_set_new(info, "rdma", o) == 0 &&
-                     json_set_str(o, "rdma_cm", "/dev/infiniband/rdma_cm") == 0 &&
+                     (!d->rdma_cm || json_set_str(o, "rdma_cm", "/dev/infiniband/rdma_cm") == 0) &&
                      json_set_str(o, "rdma_dev", d->rdma_device) == 0;
                 for (size_t i = 0; ok && i < ELEMENTSOF(kinds); i++) {
                         const char *path = char_device_of(d, kinds[i]);
@@ -152,7 +155,7 @@ static int device_specs(const struct dp_pool *pool, const struct dp_device *d,
         if (r >= 0 && pool->is_rdma) {
                 for (size_t i = 0; r >= 0 && i < d->n_char_devices; i++)
                         r = add_spec(a, d->char_devices[i], d->char_devices[i]);
-                if (r >= 0)
+                if (r >= 0 && d->rdma_cm)
                         r = add_spec(a, "/dev/infiniband/rdma_cm", "/dev/infiniband/rdma_cm");
         }
         if (r >= 0 && pool->need_vhost_net) {

@@ -48,13 +48,18 @@ static bool pf_link_down(const struct pf_info *pf)
         return false;
 }
 
-/* "uverbs0" or "/dev/infiniband/uverbs0" → the host path; rdma_cm is added per pool. */
+/* "uverbs0" or "/dev/infiniband/uverbs0" → the host path; rdma_cm is only remembered: it is
+ * node-wide, one device spec for any number of VFs. */
 static int add_char_devices(struct dp_device *d, const struct rdma_device *rd)
 {
         for (size_t i = 0; i < rd->n_char_devices; i++) {
                 const char *c = rd->char_devices[i];
                 const char *base = strrchr(c, '/') ? strrchr(c, '/') + 1 : c;
-                if (strcmp(base, "rdma_cm") == 0 || base[0] == 0)
+                if (strcmp(base, "rdma_cm") == 0) {
+                        d->rdma_cm = true; /* handed out only where it exists */
+                        continue;
+                }
+                if (base[0] == 0)
                         continue;
                 char path[128];
                 if (c[0] == '/')

@@ -35,6 +35,7 @@ struct dp_device {
         char rdma_device[RDMA_NAME_MAX]; /* "" when none */
         char **char_devices;             /* host paths of the VF's RDMA char devices, not rdma_cm */
         size_t n_char_devices;
+        bool rdma_cm; /* the node has /dev/infiniband/rdma_cm (class/misc/rdma_cm) */
 };
 
 struct dp_pool {

@@ -297,16 +297,19 @@ static bool link_type_matches(char *const *list, size_t n, const struct pf_info 
         return false;
 }
 
+/* The upstream whole-card plugin requires rdma_cm, umad and uverbs of a card and skips one
+ * that lacks any (a pod given a missing device path does not start). */
 static bool rdma_device_usable(const struct rdma_device *rd)
 {
-        bool uverbs = false, umad = false;
+        bool uverbs = false, umad = false, rdma_cm = false;
         for (size_t i = 0; i < rd->n_char_devices; i++) {
                 const char *c = rd->char_devices[i];
                 const char *base = strrchr(c, '/') ? strrchr(c, '/') + 1 : c;
                 uverbs |= strncmp(base, "uverbs", 6) == 0;
                 umad |= strncmp(base, "umad", 4) == 0;
+                rdma_cm |= strcmp(base, "rdma_cm") == 0;
         }
-        return uverbs && umad;
+        return uverbs && umad && rdma_cm;
 }
 
 bool rdma_shared_pf_matches(const struct rdma_shared_selectors *sel, const struct pf_info *pf)
@@ -366,13 +369,6 @@ static int build_pool(const struct rdma_shared_resource *res, const struct inven
                 log_ctx_msg(LOG_NOTICE, 0, &(const struct log_ctx){ .resource = pool->resource },
                             "no RDMA card matches the selectors; advertising no devices");
                 return 0;
-        }
-        if (!strv_contains(pool->shared_char_devices, pool->n_shared_char_devices,
-                           "/dev/infiniband/rdma_cm")) {
-                r = strv_push_dup(&pool->shared_char_devices, &pool->n_shared_char_devices,
-                                  "/dev/infiniband/rdma_cm");
-                if (r < 0)
-                        return r;
         }
         pool->devices = calloc(res->hca_max ?: 1, sizeof(*pool->devices));
         if (!pool->devices)

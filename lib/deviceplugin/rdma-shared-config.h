@@ -10,7 +10,7 @@
  * rdmaHcaMax: >= 0, the number of interchangeable IDs "0".."rdmaHcaMax-1" advertised.
  * selectors (or the deprecated "devices" list of interface names, exactly one of the two):
  * OR within a list, AND between lists; an empty list matches everything. Selectors are matched
- * against whole cards (PFs) that have an RDMA device with uverbs and umad char devices.
+ * against whole cards (PFs) that have an RDMA device with uverbs, umad and rdma_cm char devices.
  * Errors name the entry and field; nothing of an invalid file is used. */
 #pragma once
 

@@ -217,6 +217,36 @@ static void test_devinfo_files(void **state)
         dp_pool_done(&p);
 }
 
+/* Issue 15.3: without class/misc/rdma_cm (rdma_ucm not loaded) neither the device spec nor the
+ * _INFO key names /dev/infiniband/rdma_cm: containerd and CRI-O refuse a missing device path. */
+static void test_rdma_without_rdma_cm(void **state)
+{
+        struct inventory inv = { 0 };
+        struct pf_info *pf = fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 1, 0);
+        fx_add_rdma(&pf->vfs[0].rdma, &pf->vfs[0].n_rdma, 1);
+        fx_drop_rdma_cm(&pf->vfs[0].rdma[0]);
+        struct desired_state d = { 0 };
+        fx_add_group(&d, "0000:3b:00.0", "res", DEVICE_TYPE_NETDEVICE, 0, 0)->is_rdma = true;
+        struct dp_pool_set s = { 0 };
+        assert_int_equal(dp_pools_from_desired(&d, &inv, "example.com", &s), 0);
+        char *ids[] = { "0000:3b:01.0" };
+        struct dp_container_allocation a = { 0 };
+        struct grpc_status st = { 0 };
+        assert_int_equal(dp_allocate_container(&s.pools[0], ids, 1, &a, &st), GRPC_STATUS_OK);
+        assert_int_equal(a.n_specs, 3); /* uverbs1, umad1, issm1 */
+        for (size_t i = 0; i < a.n_specs; i++)
+                assert_null(strstr(a.specs[i].host_path, "rdma_cm"));
+        assert_string_equal(env(&a, "PCIDEVICE_EXAMPLE_COM_RES_INFO"),
+                            "{\"0000:3b:01.0\":{\"generic\":{\"deviceID\":\"0000:3b:01.0\"},"
+                            "\"rdma\":{\"issm\":\"/dev/infiniband/issm1\",\"rdma_dev\":"
+                            "\"mlx5_1\",\"umad\":\"/dev/infiniband/umad1\","
+                            "\"uverbs\":\"/dev/infiniband/uverbs1\"}}}");
+        dp_container_allocation_done(&a);
+        dp_pool_set_done(&s);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -225,6 +255,7 @@ int main(void)
                 cmocka_unit_test(test_vfio),
                 cmocka_unit_test(test_errors),
                 cmocka_unit_test(test_rdma_shared_pool),
+                cmocka_unit_test(test_rdma_without_rdma_cm),
                 cmocka_unit_test(test_devinfo_files),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -156,6 +156,39 @@ static void test_pools_from_cards(void **state)
         inventory_done(&inv);
 }
 
+/* Issue 15.3: like the upstream whole-card plugin, a card without rdma_cm (or umad, or uverbs)
+ * is skipped: a pod given a missing device path does not start. */
+static void test_card_without_rdma_cm_skipped(void **state)
+{
+        struct inventory inv = { 0 };
+        fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 0, 0);
+        fx_add_pf(&inv, 0x5e, "ens2f0", "mlx5_core", 0, 1);
+        fx_add_rdma(&inv.pfs[0].rdma, &inv.pfs[0].n_rdma, 0);
+        fx_add_rdma(&inv.pfs[1].rdma, &inv.pfs[1].n_rdma, 1);
+        struct rdma_shared_config c = { 0 };
+        assert_int_equal(rdma_shared_config_parse("{\"configList\":[{\"resourceName\":\"hca\","
+                                                  "\"rdmaHcaMax\":2,\"selectors\":{"
+                                                  "\"vendors\":[\"15b3\"]}}]}",
+                                                  "t", &c),
+                         0);
+        struct dp_pool_set s = { 0 };
+        fx_drop_rdma_cm(&inv.pfs[1].rdma[0]);
+        assert_int_equal(dp_pools_from_rdma_shared(&c, &inv, &s), 0);
+        const struct dp_pool *p = dp_pool_set_find(&s, "rdma/hca");
+        assert_int_equal(p->n_devices, 2);
+        assert_int_equal(p->n_shared_char_devices, 4); /* card 0 only, with rdma_cm */
+        assert_false(strv_contains(p->shared_char_devices, 4, "/dev/infiniband/uverbs1"));
+        dp_pool_set_done(&s);
+        fx_drop_rdma_cm(&inv.pfs[0].rdma[0]); /* no card has it: no devices at all */
+        assert_int_equal(dp_pools_from_rdma_shared(&c, &inv, &s), 0);
+        p = dp_pool_set_find(&s, "rdma/hca");
+        assert_int_equal(p->n_devices, 0);
+        assert_int_equal(p->n_shared_char_devices, 0);
+        dp_pool_set_done(&s);
+        rdma_shared_config_done(&c);
+        inventory_done(&inv);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -163,6 +196,7 @@ int main(void)
                 cmocka_unit_test(test_defaults_and_devices_alias),
                 cmocka_unit_test(test_bad_input),
                 cmocka_unit_test(test_pools_from_cards),
+                cmocka_unit_test(test_card_without_rdma_cm_skipped),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
