@@ -146,11 +146,15 @@ static int device_specs(const struct dp_pool *pool, const struct dp_device *d,
 {
         int r = 0;
         if (pool->device_type == DEVICE_TYPE_VFIO_PCI) {
-                char group[64];
+                /* In vfio's no-IOMMU mode the host node is noiommu-<group>; DPDK in the
+                 * container still opens /dev/vfio/<group>. */
+                char group[64], host[64];
                 snprintf(group, sizeof(group), "/dev/vfio/%d", d->iommu_group);
+                snprintf(host, sizeof(host), "/dev/vfio/%s%d", d->noiommu ? "noiommu-" : "",
+                         d->iommu_group);
                 r = add_spec(a, "/dev/vfio/vfio", "/dev/vfio/vfio");
                 if (r >= 0)
-                        r = add_spec(a, group, group);
+                        r = add_spec(a, host, group);
         }
         if (r >= 0 && pool->is_rdma) {
                 for (size_t i = 0; r >= 0 && i < d->n_char_devices; i++)

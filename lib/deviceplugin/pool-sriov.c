@@ -87,6 +87,7 @@ static int pool_add_device(struct dp_pool *pool, const struct vf_group *g, const
                 .healthy = !pf_link_down(pf),
                 .numa_node = g->exclude_topology || vf->numa_node < 0 ? -1 : vf->numa_node,
                 .iommu_group = vf->iommu_group,
+                .noiommu = vf->iommu_noiommu,
         };
         snprintf(d->id, sizeof(d->id), "%s", vf->pci_address);
         snprintf(d->pf, sizeof(d->pf), "%s", pf->pci_address);

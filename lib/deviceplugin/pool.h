@@ -32,6 +32,7 @@ struct dp_device {
         int numa_node;                   /* -1: no topology advertised */
         char pf[PCI_ADDR_MAX];           /* SR-IOV: the VF's PF, for spreading */
         int iommu_group;                 /* -1 none */
+        bool noiommu; /* vfio no-IOMMU group: host /dev/vfio/noiommu-<group> */
         char rdma_device[RDMA_NAME_MAX]; /* "" when none */
         char **char_devices;             /* host paths of the VF's RDMA char devices, not rdma_cm */
         size_t n_char_devices;

@@ -49,6 +49,7 @@ struct vf_info {
         char driver[DRIVER_MAX];   /* "" when unbound */
         int numa_node;             /* -1 when unknown */
         int iommu_group;           /* -1 when none */
+        bool iommu_noiommu;        /* vfio no-IOMMU group: /dev/vfio/noiommu-<group> */
         struct netdev_info *netdevs; /* usually one */
         size_t n_netdevs;
         int vlan;                  /* admin VLAN from the PF's VF info; 0 none, -1 unknown */

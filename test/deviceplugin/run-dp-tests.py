@@ -64,6 +64,10 @@ def main():
     rdma_vfs, vfio_vfs = cx_vfs[0:4], cx_vfs[4:8]
     for v in vfio_vfs:
         bind_vfio(sysfs, v["pciAddress"])
+    # Issue 15.4: the last vfio VF's group is a vfio no-IOMMU group (a VM without vIOMMU).
+    with open(os.path.join(sysfs, "kernel/iommu_groups/%d/name" % vfio_vfs[3]["iommuGroup"]),
+              "w") as f:
+        f.write("vfio-noiommu\n")
 
     # SriovNetworkNodePolicies, through the policy engine: two groups on ens1f0 split by VF
     # range, one per other PF, and one for another node that must not show up.
@@ -229,6 +233,19 @@ def run_checks(kubelet, harness, expected, manifest, sysfs, kdir, devinfo, prsoc
         check("vfio _INFO JSON", all(info[v["pciAddress"]]["vfio"] == {
             "mount": "/dev/vfio/vfio", "dev-mount": "/dev/vfio/%d" % v["iommuGroup"]}
             for v in vfio_vfs[:2]), json.dumps(info))
+
+    # Allocate: vfio in no-IOMMU mode: host /dev/vfio/noiommu-<g>, container /dev/vfio/<g>.
+    v = vfio_vfs[3]
+    r = allocate(kubelet, "openshift.io/sriov_vfio", [v["pciAddress"]])
+    if check("Allocate vfio (no-IOMMU group) OK", r.get("code") == "OK", json.dumps(r)):
+        g = v["iommuGroup"]
+        specs = sorted((d["host_path"], d["container_path"]) for d in r["responses"][0]["devices"])
+        want = sorted([("/dev/vfio/vfio", "/dev/vfio/vfio"),
+                       ("/dev/vfio/noiommu-%d" % g, "/dev/vfio/%d" % g)])
+        check("vfio no-IOMMU device specs", specs == want, "%s vs %s" % (specs, want))
+        info = json.loads(r["responses"][0]["envs"]["PCIDEVICE_OPENSHIFT_IO_SRIOV_VFIO_INFO"])
+        check("vfio no-IOMMU _INFO names the container path", info[v["pciAddress"]]["vfio"] == {
+            "mount": "/dev/vfio/vfio", "dev-mount": "/dev/vfio/%d" % g}, json.dumps(info))
 
     # Allocate: RDMA VF.
     vf = rdma_vfs[1]

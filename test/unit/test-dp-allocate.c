@@ -247,12 +247,39 @@ static void test_rdma_without_rdma_cm(void **state)
         inventory_done(&inv);
 }
 
+/* Issue 15.4: vfio no-IOMMU mode: the host node is /dev/vfio/noiommu-<group>, the container
+ * path and the _INFO dev-mount /dev/vfio/<group> (upstream utils.GetVFIODeviceFile). */
+static void test_vfio_noiommu(void **state)
+{
+        struct dp_pool p;
+        build_pool(&p, true, false, false);
+        p.devices[0].noiommu = true;
+        char *ids[] = { "0000:3b:01.0" };
+        struct dp_container_allocation a = { 0 };
+        struct grpc_status st = { 0 };
+        assert_int_equal(dp_allocate_container(&p, ids, 1, &a, &st), GRPC_STATUS_OK);
+        char host[32], cont[32], want[256];
+        snprintf(host, sizeof(host), "/dev/vfio/noiommu-%d", 100 + 0x3b * 16);
+        snprintf(cont, sizeof(cont), "/dev/vfio/%d", 100 + 0x3b * 16);
+        assert_int_equal(a.n_specs, 2);
+        assert_string_equal(a.specs[1].host_path, host);
+        assert_string_equal(a.specs[1].container_path, cont);
+        snprintf(want, sizeof(want),
+                 "{\"0000:3b:01.0\":{\"generic\":{\"deviceID\":\"0000:3b:01.0\"},\"vfio\":{"
+                 "\"dev-mount\":\"%s\",\"mount\":\"/dev/vfio/vfio\"}}}",
+                 cont);
+        assert_string_equal(env(&a, "PCIDEVICE_EXAMPLE_COM_RES_INFO"), want);
+        dp_container_allocation_done(&a);
+        dp_pool_done(&p);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_env_name_mangling),
                 cmocka_unit_test(test_netdevice_rdma_vhost),
                 cmocka_unit_test(test_vfio),
+                cmocka_unit_test(test_vfio_noiommu),
                 cmocka_unit_test(test_errors),
                 cmocka_unit_test(test_rdma_shared_pool),
                 cmocka_unit_test(test_rdma_without_rdma_cm),
