@@ -109,8 +109,12 @@ static int build_pools(struct harness *h, struct dp_pool_set *ret)
                 if (r >= 0)
                         apply_flags(h, &desired);
         }
-        if (r >= 0 && h->rdma_config_path)
-                r = rdma_shared_config_load(h->rdma_config_path, &rc);
+        if (r >= 0 && h->rdma_config_path) {
+                _cleanup_free_ char *error = NULL;
+                r = rdma_shared_config_load(h->rdma_config_path, &rc, &error);
+                if (r < 0)
+                        log_error("%s", error ?: strerror(-r));
+        }
         struct dp_pool_set served = { 0 };
         if (r >= 0)
                 r = dp_manager_get_pools(h->manager, &served);

@@ -77,3 +77,14 @@ if(TARGET fake-kubelet AND Python3_Interpreter_FOUND)
         LABELS "integration;deviceplugin" TIMEOUT 120
         ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
 endif()
+
+# A bad --rdma-shared-config never takes the node down; the file is watched (issue 15.6).
+if(TARGET fake-kubelet AND Python3_Interpreter_FOUND)
+    add_test(NAME integration/agent-rdma-config
+             COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-rdma-config-tests.py
+                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
+    set_tests_properties(integration/agent-rdma-config PROPERTIES
+        LABELS "integration;deviceplugin" TIMEOUT 120
+        ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+endif()

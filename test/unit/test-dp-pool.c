@@ -161,10 +161,11 @@ static void test_build_with_rdma_shared(void **state)
         struct desired_state d = { 0 };
         fx_add_group(&d, "0000:3b:00.0", "sriov_a", DEVICE_TYPE_NETDEVICE, 0, 1);
         struct rdma_shared_config c = { 0 };
-        assert_int_equal(rdma_shared_config_parse("{\"configList\":[{\"resourceName\":\"hca\","
-                                                  "\"rdmaHcaMax\":2,\"selectors\":{}}]}",
-                                                  "t", &c),
-                         0);
+        assert_int_equal(
+            rdma_shared_config_parse("{\"configList\":[{\"resourceName\":\"hca\","
+                                     "\"rdmaHcaMax\":2,\"selectors\":{\"vendors\":[\"15b3\"]}}]}",
+                                     "t", &c, NULL),
+            0);
         struct dp_pool_set s = { 0 };
         assert_int_equal(dp_pools_build(&d, &inv, NULL, &c, NULL, &s), 0);
         assert_int_equal(s.n_pools, 2);
@@ -176,8 +177,8 @@ static void test_build_with_rdma_shared(void **state)
         /* the same resource from both sides is refused */
         assert_int_equal(rdma_shared_config_parse("{\"configList\":[{\"resourceName\":\"sriov_a\","
                                                   "\"resourcePrefix\":\"openshift.io\","
-                                                  "\"selectors\":{}}]}",
-                                                  "t", &c),
+                                                  "\"devices\":[\"ens1f0\"]}]}",
+                                                  "t", &c, NULL),
                          0);
         assert_int_equal(dp_pools_build(&d, &inv, NULL, &c, NULL, &s), -EEXIST);
         assert_int_equal(s.n_pools, 0);
