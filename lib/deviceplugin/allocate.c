@@ -27,10 +27,13 @@ int dp_env_name(const struct dp_pool *pool, char *buf, size_t size)
         int n = snprintf(buf, size, "PCIDEVICE_%s_%s", pool->prefix, pool->name);
         if (n < 0 || (size_t)n >= size)
                 return -ENAMETOOLONG;
+        /* As upstream (strings.ToUpper(strings.ReplaceAll(key, ".", "_"))): only '.' is
+         * replaced, so a '-' in the prefix stays and the name is not shell-safe; pods read
+         * exactly this key. */
         for (char *c = buf; *c; c++) {
                 if (*c >= 'a' && *c <= 'z')
                         *c = (char)(*c - 'a' + 'A');
-                else if (!((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
+                else if (*c == '.')
                         *c = '_';
         }
         return 0;

@@ -32,7 +32,7 @@ struct dp_container_allocation {
 
 void dp_container_allocation_done(struct dp_container_allocation *a);
 
-/* "PCIDEVICE_" + upper-cased "<prefix>_<name>" with every character outside [A-Z0-9_] made '_'. */
+/* "PCIDEVICE_" + upper-cased "<prefix>_<name>" with '.' made '_' (only that, as upstream). */
 int dp_env_name(const struct dp_pool *pool, char *buf, size_t size);
 
 /* The _INFO JSON for the given devices (compact, keys sorted); NULL on allocation failure. */
