@@ -244,7 +244,9 @@ int agent_new(const struct agent_config *config, struct agent **ret)
         };
         r = dp_manager_new(a->event, &dp_opts, &a->plugins);
         if (r < 0) {
-                log_error_errno(r, "cannot start the device plugin");
+                log_error_errno(r, "cannot start the device plugin (kubelet directory %s)",
+                                config->kubelet_dir ? config->kubelet_dir
+                                                    : "/var/lib/kubelet/device-plugins");
                 goto fail;
         }
 

@@ -300,16 +300,8 @@ int dp_devinfo_write(const char *dir, const struct dp_pool *pool, const struct d
                 return -ENOMEM;
         r = mkdir_p(dir);
         if (r < 0)
-                return log_ctx_msg(LOG_WARNING, r,
-                                   &(const struct log_ctx){ .resource = pool->resource },
-                                   "cannot create device-info directory %s: %m", dir);
-        r = write_file_atomic(path, json, strlen(json), 0644);
-        if (r < 0)
-                return log_ctx_msg(
-                    LOG_WARNING, r,
-                    &(const struct log_ctx){ .resource = pool->resource, .vf = dev->id },
-                    "cannot write device-info file %s: %m", path);
-        return 0;
+                return r;
+        return write_file_atomic(path, json, strlen(json), 0644);
 }
 
 int dp_devinfo_remove(const char *dir, const char *resource, const char *id)

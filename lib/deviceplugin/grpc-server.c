@@ -626,7 +626,7 @@ static int on_accept(sd_event_source *source, int fd, uint32_t revents, void *us
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (cfd < 0) {
                         if (errno != EAGAIN && errno != EINTR)
-                                log_warning_errno(errno, "grpc: accept on %s failed: %m",
+                                log_warning_errno(errno, "grpc: accept on %s failed",
                                                   s->socket_path);
                         return 0;
                 }
@@ -661,7 +661,7 @@ int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         if (strlen(socket_path) >= sizeof(sa.sun_path))
-                return log_error_errno(ENAMETOOLONG, "grpc: socket path too long: %s", socket_path);
+                return -ENAMETOOLONG; /* the caller logs, naming the path */
         strcpy(sa.sun_path, socket_path);
 
         struct grpc_server *s = calloc(1, sizeof(*s));
@@ -684,7 +684,7 @@ int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_
         (void)unlink(socket_path);
         if (bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
             listen(s->listen_fd, SOMAXCONN) < 0) {
-                r = log_error_errno(errno, "grpc: cannot listen on %s: %m", socket_path);
+                r = negative_errno(); /* the caller logs, naming the path */
                 goto fail;
         }
         struct stat st;

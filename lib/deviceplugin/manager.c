@@ -48,7 +48,7 @@ static int add_watch(struct dp_manager *m)
         if (inotify_add_watch(m->inotify_fd, m->kubelet_dir,
                               IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |
                                   IN_MOVE_SELF | IN_ONLYDIR) < 0)
-                return log_warning_errno(errno, "cannot watch %s: %m", m->kubelet_dir);
+                return log_warning_errno(errno, "cannot watch %s", m->kubelet_dir);
         return 0;
 }
 
@@ -94,13 +94,12 @@ int dp_manager_new(sd_event *event, const struct dp_manager_options *opts, struc
         if (!m->kubelet_dir || !m->devinfo_dir)
                 goto fail;
         if (mkdir(m->kubelet_dir, 0755) < 0 && errno != EEXIST) {
-                r = log_error_errno(errno, "kubelet device-plugin directory %s: %m",
-                                    m->kubelet_dir);
+                r = negative_errno(); /* the caller logs, naming the directory */
                 goto fail;
         }
         m->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (m->inotify_fd < 0) {
-                r = log_error_errno(errno, "inotify: %m");
+                r = negative_errno();
                 goto fail;
         }
         r = add_watch(m);

@@ -231,8 +231,13 @@ static void remember_devinfo(struct dp_plugin *p, const struct dp_device *d)
             dp_devinfo_path(p->devinfo_dir, p->pool.resource, d->id, path, sizeof(path)) >= 0 &&
             access(path, F_OK) == 0)
                 return;
-        if (dp_devinfo_write(p->devinfo_dir, &p->pool, d) < 0)
+        int r = dp_devinfo_write(p->devinfo_dir, &p->pool, d);
+        if (r < 0) {
+                log_ctx_msg(LOG_WARNING, r,
+                            &(const struct log_ctx){ .resource = p->pool.resource, .vf = d->id },
+                            "cannot write the device-info file in %s", p->devinfo_dir);
                 return;
+        }
         if (!strv_contains(p->devinfo_ids, p->n_devinfo_ids, d->id))
                 (void)strv_push_dup(&p->devinfo_ids, &p->n_devinfo_ids, d->id);
 }
@@ -415,7 +420,7 @@ static void register_now(struct dp_plugin *p)
         int r = grpc_unary_call(p->event, p->kubelet_socket, "/v1beta1.Registration/Register", buf,
                                 len, REGISTER_TIMEOUT_USEC, on_registered, p, &p->register_call);
         if (r < 0) {
-                log_ctx_msg(LOG_DEBUG, r, LOG_RES(p), "kubelet not reachable at %s: %m",
+                log_ctx_msg(LOG_DEBUG, r, LOG_RES(p), "kubelet not reachable at %s",
                             p->kubelet_socket);
                 schedule_retry(p);
         }
@@ -427,8 +432,7 @@ static int serve(struct dp_plugin *p)
         int r = grpc_server_new(p->event, p->socket_path, plugin_methods,
                                 ELEMENTSOF(plugin_methods), p, &p->server);
         if (r < 0)
-                return log_ctx_msg(LOG_ERR, r, LOG_RES(p), "cannot serve on %s: %m",
-                                   p->socket_path);
+                return log_ctx_msg(LOG_ERR, r, LOG_RES(p), "cannot serve on %s", p->socket_path);
         return 0;
 }
 
