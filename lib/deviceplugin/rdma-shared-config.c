@@ -368,12 +368,22 @@ static bool str_list_matches(char *const *list, size_t n, const char *value)
         return n == 0 || (value && strv_contains(list, n, value));
 }
 
+/* A network function as the upstream plugin sees it: PF, VF or neither. */
+struct candidate {
+        uint16_t vendor, device;
+        const char *driver;
+        const struct netdev_info *netdevs;
+        size_t n_netdevs;
+        const struct rdma_device *rdma;
+        size_t n_rdma;
+};
+
 /* Link types are netlink's names ("ether", "infiniband"); any other value selects nothing. */
-static bool link_type_matches(char *const *list, size_t n, const struct pf_info *pf)
+static bool link_type_matches(char *const *list, size_t n, const struct candidate *c)
 {
         if (n == 0)
                 return true;
-        enum link_type lt = pf->n_netdevs > 0 ? pf->netdevs[0].link_type : LINK_TYPE_UNKNOWN;
+        enum link_type lt = c->n_netdevs > 0 ? c->netdevs[0].link_type : LINK_TYPE_UNKNOWN;
         const char *name = lt == LINK_TYPE_ETH ? "ether" : lt == LINK_TYPE_IB ? "infiniband" : NULL;
         return name && strv_contains(list, n, name);
 }
@@ -393,32 +403,50 @@ static bool rdma_device_usable(const struct rdma_device *rd)
         return uverbs && umad && rdma_cm;
 }
 
-bool rdma_shared_pf_matches(const struct rdma_shared_selectors *sel, const struct pf_info *pf)
+static bool candidate_matches(const struct rdma_shared_selectors *sel, const struct candidate *c)
 {
         bool usable = false;
-        for (size_t i = 0; i < pf->n_rdma; i++)
-                usable |= rdma_device_usable(&pf->rdma[i]);
-        if (!usable)
+        for (size_t i = 0; i < c->n_rdma; i++)
+                usable |= rdma_device_usable(&c->rdma[i]);
+        if (!usable || !c->driver[0])
                 return false;
-        bool ifname = sel->n_if_names == 0;
-        for (size_t i = 0; i < pf->n_netdevs && !ifname; i++)
-                ifname = strv_contains(sel->if_names, sel->n_if_names, pf->netdevs[i].name);
-        return ifname && id_list_matches(sel->vendors, sel->n_vendors, pf->vendor) &&
-               id_list_matches(sel->device_ids, sel->n_device_ids, pf->device) &&
-               str_list_matches(sel->drivers, sel->n_drivers, pf->driver) &&
-               link_type_matches(sel->link_types, sel->n_link_types, pf);
+        /* ifName: the function's first netdev, as upstream */
+        bool ifname = sel->n_if_names == 0 ||
+                      (c->n_netdevs > 0 &&
+                       strv_contains(sel->if_names, sel->n_if_names, c->netdevs[0].name));
+        return ifname && id_list_matches(sel->vendors, sel->n_vendors, c->vendor) &&
+               id_list_matches(sel->device_ids, sel->n_device_ids, c->device) &&
+               str_list_matches(sel->drivers, sel->n_drivers, c->driver) &&
+               link_type_matches(sel->link_types, sel->n_link_types, c);
 }
 
-static int add_card(struct dp_pool *pool, const struct pf_info *pf)
+static struct candidate pf_candidate(const struct pf_info *pf)
 {
-        for (size_t i = 0; i < pf->n_rdma; i++)
-                for (size_t j = 0; j < pf->rdma[i].n_char_devices; j++) {
-                        const char *c = pf->rdma[i].char_devices[j];
+        return (struct candidate){ .vendor = pf->vendor,
+                                   .device = pf->device,
+                                   .driver = pf->driver,
+                                   .netdevs = pf->netdevs,
+                                   .n_netdevs = pf->n_netdevs,
+                                   .rdma = pf->rdma,
+                                   .n_rdma = pf->n_rdma };
+}
+
+bool rdma_shared_pf_matches(const struct rdma_shared_selectors *sel, const struct pf_info *pf)
+{
+        const struct candidate c = pf_candidate(pf);
+        return candidate_matches(sel, &c);
+}
+
+static int add_card(struct dp_pool *pool, const struct candidate *c)
+{
+        for (size_t i = 0; i < c->n_rdma; i++)
+                for (size_t j = 0; j < c->rdma[i].n_char_devices; j++) {
+                        const char *dev = c->rdma[i].char_devices[j];
                         char path[128];
-                        if (c[0] == '/')
-                                snprintf(path, sizeof(path), "%s", c);
+                        if (dev[0] == '/')
+                                snprintf(path, sizeof(path), "%s", dev);
                         else
-                                snprintf(path, sizeof(path), "/dev/infiniband/%s", c);
+                                snprintf(path, sizeof(path), "/dev/infiniband/%s", dev);
                         if (strv_contains(pool->shared_char_devices, pool->n_shared_char_devices,
                                           path))
                                 continue;
@@ -430,6 +458,15 @@ static int add_card(struct dp_pool *pool, const struct pf_info *pf)
         return 0;
 }
 
+static int consider(struct dp_pool *pool, const struct rdma_shared_resource *res,
+                    const struct candidate *c, size_t *cards)
+{
+        if (!candidate_matches(&res->selectors, c))
+                return 0;
+        (*cards)++;
+        return add_card(pool, c);
+}
+
 static int build_pool(const struct rdma_shared_resource *res, const struct inventory *inv,
                       struct dp_pool *pool)
 {
@@ -437,15 +474,31 @@ static int build_pool(const struct rdma_shared_resource *res, const struct inven
         int r = dp_pool_set_names(pool, res->prefix, res->name);
         if (r < 0)
                 return r;
+        /* Every network function with RDMA, as upstream: PFs, their VFs, and functions that
+         * are not SR-IOV at all (SR-IOV off in firmware, a VF passed through to a VM). */
         size_t cards = 0;
-        for (size_t i = 0; i < inv->n_pfs; i++) {
-                if (!rdma_shared_pf_matches(&res->selectors, &inv->pfs[i]))
-                        continue;
-                r = add_card(pool, &inv->pfs[i]);
-                if (r < 0)
-                        return r;
-                cards++;
+        for (size_t i = 0; r >= 0 && i < inv->n_pfs; i++) {
+                const struct pf_info *pf = &inv->pfs[i];
+                const struct candidate c = pf_candidate(pf);
+                r = consider(pool, res, &c, &cards);
+                for (size_t j = 0; r >= 0 && j < pf->n_vfs; j++) {
+                        const struct vf_info *vf = &pf->vfs[j];
+                        const struct candidate v = { .vendor = vf->vendor,
+                                                     .device = vf->device,
+                                                     .driver = vf->driver,
+                                                     .netdevs = vf->netdevs,
+                                                     .n_netdevs = vf->n_netdevs,
+                                                     .rdma = vf->rdma,
+                                                     .n_rdma = vf->n_rdma };
+                        r = consider(pool, res, &v, &cards);
+                }
         }
+        for (size_t i = 0; r >= 0 && i < inv->n_rdma_nics; i++) {
+                const struct candidate c = pf_candidate(&inv->rdma_nics[i]);
+                r = consider(pool, res, &c, &cards);
+        }
+        if (r < 0)
+                return r;
         if (cards == 0) {
                 log_ctx_msg(LOG_NOTICE, 0, &(const struct log_ctx){ .resource = pool->resource },
                             "no RDMA card matches the selectors; advertising no devices");

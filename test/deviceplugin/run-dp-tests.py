@@ -57,7 +57,10 @@ def main():
     prsock = os.path.join(work, "pod-resources.sock")
     os.makedirs(kdir)
     manifest = json.loads(subprocess.check_output(
-        [sys.executable, args.gen_sysfs, "--out", sysfs, "--profile", "seed", "--manifest"]))
+        [sys.executable, args.gen_sysfs, "--out", sysfs, "--profile", "seed", "--manifest",
+         # Issue 15.5: RDMA NICs that are not SR-IOV PFs (SR-IOV off in firmware; a VF
+         # passed through to a VM) serve whole-card pools too.
+         "--pf", "cx6-nosriov:ens4f0:0", "--pf", "cx6-vf:ens5:0"]))
     pfs = {pf["ifname"]: pf for pf in manifest["pfs"] if pf.get("ifname")}
     cx, ice, igb = pfs["ens1f0"], pfs["ens2f0"], pfs["eno1"]
     cx_vfs = sorted(cx["vfs"], key=lambda v: v["index"])
@@ -273,14 +276,23 @@ def run_checks(kubelet, harness, expected, manifest, sysfs, kdir, devinfo, prsoc
         check("vhost _INFO JSON", info[igb["vfs"][0]["pciAddress"]].get("vhost") == {
             "net-mount": "/dev/vhost-net", "tun-mount": "/dev/net/tun"}, json.dumps(info))
 
-    # Whole-card RDMA pool: every matching card's char devices (PFs of vendor 15b3).
+    # Whole-card RDMA pool: like upstream, every network function with RDMA whose driver is
+    # mlx5_core (fixture selectors): PFs, their VFs still on mlx5_core, and the RDMA NICs
+    # without SR-IOV (ens4f0, ens5).
     r = allocate(kubelet, "rdma/rdma_hca", ["0"])
     if check("Allocate whole-card rdma/rdma_hca OK", r.get("code") == "OK", json.dumps(r)):
-        cards = [pf for pf in manifest["pfs"] if pf.get("rdma") and pf["driver"] == "mlx5_core"]
-        want = sorted({"/dev/infiniband/" + rd[k] for pf in cards for rd in pf["rdma"]
+        vfio = {v["pciAddress"] for v in vfio_vfs}
+        fns = [pf for pf in manifest["pfs"] if pf["driver"] == "mlx5_core"] + \
+            [vf for pf in manifest["pfs"] if pf["driver"] == "mlx5_core" for vf in pf["vfs"]
+             if vf["pciAddress"] not in vfio]
+        want = sorted({"/dev/infiniband/" + rd[k] for fn in fns for rd in fn["rdma"]
                        for k in ("uverbs", "umad", "issm")} | {"/dev/infiniband/rdma_cm"})
-        check("whole-card device specs = both cards' char devices + rdma_cm", specs_of(r) == want,
-              "%s vs %s" % (specs_of(r), want))
+        check("whole-card device specs = every RDMA function's char devices + rdma_cm",
+              specs_of(r) == want, "%s vs %s" % (specs_of(r), want))
+        nosriov = [pf for pf in manifest["pfs"] if pf["ifname"] in ("ens4f0", "ens5")]
+        check("whole-card pool includes RDMA NICs without SR-IOV (firmware off, VM passthrough)",
+              all("/dev/infiniband/" + pf["rdma"][0]["uverbs"] in specs_of(r) for pf in nosriov)
+              and len(nosriov) == 2, str(specs_of(r)))
         check("whole-card: no env", not r["responses"][0]["envs"])
 
     # GetPreferredAllocation.
