@@ -24,6 +24,13 @@
 #define MAX_STREAMS_PER_CONN 100
 #define MAX_PATH_HEADER      256
 #define MAX_QUEUED_OUTPUT    (16u * 1024u * 1024u)
+/* Memory budgets (issue 12.11: 100 streams x ~4 MiB from one peer took RSS to 413 MiB). A
+ * stream holds at most one request message (GRPC_MESSAGE_MAX_DEFAULT); the streams of one
+ * connection together, and all connections together, hold at most these. A stream that would
+ * go over is failed with RESOURCE_EXHAUSTED; the others go on. */
+#define CONN_RECV_BUDGET   (8u * 1024u * 1024u)
+#define SERVER_RECV_BUDGET (24u * 1024u * 1024u)
+#define CONN_SEND_BUDGET   (16u * 1024u * 1024u)
 
 struct server_conn;
 
@@ -47,8 +54,10 @@ struct grpc_call {
         int final_code;
         char *final_message;
         struct grpc_frame_reader reader;
+        size_t recv_accounted; /* reader.allocated as counted in the budgets */
         uint8_t *out;
         size_t out_size, out_off;
+        size_t send_accounted; /* out_size as counted in the connection's budget */
         grpc_call_closed_handler closed;
         void *closed_userdata;
         struct grpc_call *prev, *next;
@@ -58,6 +67,7 @@ struct server_conn {
         struct grpc_conn conn;
         struct grpc_server *server;
         struct grpc_call *calls;
+        size_t recv_held, send_held; /* bytes buffered by its streams */
         struct server_conn *prev, *next;
 };
 
@@ -73,7 +83,27 @@ struct grpc_server {
         void *userdata;
         struct server_conn *conns;
         size_t n_conns;
+        size_t recv_held; /* request bytes buffered by every stream */
 };
+
+/* Brings the budgets up to date with what the call holds now. */
+static void call_account(struct grpc_call *call)
+{
+        struct server_conn *sc = call->sc;
+        size_t recv = call->reader.allocated, send = call->out_size;
+        sc->recv_held = sc->recv_held - call->recv_accounted + recv;
+        sc->server->recv_held = sc->server->recv_held - call->recv_accounted + recv;
+        sc->send_held = sc->send_held - call->send_accounted + send;
+        call->recv_accounted = recv;
+        call->send_accounted = send;
+}
+
+/* Drops what the call buffered of its request (it is answered or failed). */
+static void call_release_request(struct grpc_call *call)
+{
+        grpc_frame_reader_done(&call->reader);
+        call_account(call);
+}
 
 static void call_free(struct grpc_call *call)
 {
@@ -86,6 +116,9 @@ static void call_free(struct grpc_call *call)
                 call->next->prev = call->prev;
         grpc_frame_reader_done(&call->reader);
         free(call->out);
+        call->out = NULL;
+        call->out_size = call->out_off = 0;
+        call_account(call);
         free(call->final_message);
         free(call);
 }
@@ -154,8 +187,12 @@ static ssize_t data_read(nghttp2_session *session, int32_t stream_id, uint8_t *b
         size_t n = avail < length ? avail : length;
         memcpy(buf, call->out + call->out_off, n);
         call->out_off += n;
-        if (call->out_off == call->out_size)
+        if (call->out_off == call->out_size) {
+                free(call->out); /* an idle ListAndWatch stream holds nothing */
+                call->out = NULL;
                 call->out_off = call->out_size = 0;
+                call_account(call);
+        }
         return (ssize_t)n;
 }
 
@@ -188,7 +225,8 @@ int grpc_call_send(struct grpc_call *call, const uint8_t *msg, size_t len)
 {
         if (call->finishing)
                 return -EALREADY;
-        if (call->out_size - call->out_off + len > MAX_QUEUED_OUTPUT) {
+        if (call->out_size - call->out_off + len > MAX_QUEUED_OUTPUT ||
+            call->sc->send_held + len > CONN_SEND_BUDGET) {
                 /* The client stopped reading: drop the call rather than grow without bound. */
                 nghttp2_submit_rst_stream(call->sc->conn.session, NGHTTP2_FLAG_NONE,
                                           call->stream_id, NGHTTP2_CANCEL);
@@ -206,6 +244,7 @@ int grpc_call_send(struct grpc_call *call, const uint8_t *msg, size_t len)
         call->out = b;
         memcpy(call->out + call->out_size, framed, n);
         call->out_size += n;
+        call_account(call);
         if (!call->responded) {
                 r = call_submit_headers(call);
                 if (r < 0)
@@ -271,6 +310,7 @@ static void call_fail(struct grpc_call *call, int code, const char *fmt, ...)
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
         call->dispatched = true;
+        call_release_request(call);
         log_debug("grpc: %s: %s: %s", call->path, grpc_status_to_string(code), msg);
         (void)grpc_call_finish(call, code, msg);
 }
@@ -292,6 +332,7 @@ static void call_dispatch(struct grpc_call *call)
                 return call_fail(call, GRPC_STATUS_INTERNAL,
                                  "expected exactly one request message");
         call->dispatched = true;
+        call_release_request(call); /* the message was taken out */
 
         struct grpc_status st = { .code = GRPC_STATUS_OK };
         if (m->unary) {
@@ -332,6 +373,7 @@ static void call_reject(struct grpc_call *call, const char *why)
         log_debug("grpc: stream %d: malformed request (%s): PROTOCOL_ERROR", call->stream_id, why);
         call->rejected = true;
         call->dispatched = true; /* nothing of this stream is read or answered any more */
+        call_release_request(call);
         (void)nghttp2_submit_rst_stream(call->sc->conn.session, NGHTTP2_FLAG_NONE, call->stream_id,
                                         NGHTTP2_PROTOCOL_ERROR);
 }
@@ -534,7 +576,16 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
         }
         if (call->dispatched)
                 return 0;
+        struct server_conn *sc = call->sc;
         int r = grpc_frame_reader_feed(&call->reader, data, len);
+        call_account(call);
+        if (sc->recv_held > CONN_RECV_BUDGET || sc->server->recv_held > SERVER_RECV_BUDGET) {
+                call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                          "request data over the memory budget (%u MiB per connection, %u MiB in "
+                          "all)",
+                          CONN_RECV_BUDGET >> 20, SERVER_RECV_BUDGET >> 20);
+                return 0;
+        }
         if (r == -EMSGSIZE)
                 call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED,
                           "request message larger than %zu bytes", call->reader.max_message);
@@ -682,8 +733,10 @@ int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_
                 goto fail;
         }
         (void)unlink(socket_path);
+        /* 0600 whatever the umask: only root (the kubelet) may talk to a device plugin. Set
+         * before listen(), so no connection is accepted while the mode is still wider. */
         if (bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-            listen(s->listen_fd, SOMAXCONN) < 0) {
+            chmod(socket_path, 0600) < 0 || listen(s->listen_fd, SOMAXCONN) < 0) {
                 r = negative_errno(); /* the caller logs, naming the path */
                 goto fail;
         }

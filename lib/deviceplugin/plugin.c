@@ -287,6 +287,43 @@ static void view_done(struct container_view *v)
         free(v->spec_ptrs);
 }
 
+static int compare_id_ptr(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Checked before any per-device work, so a hostile request (a 4 MiB message is ~250,000 IDs)
+ * costs one sort of at most the pool's size: the kubelet never asks for more devices than a
+ * pool has, nor for one device twice. */
+static int check_request_ids(const struct dp_plugin *p, const V1beta1__AllocateRequest *r,
+                             struct grpc_status *st)
+{
+        size_t total = 0;
+        for (size_t i = 0; i < r->n_container_requests; i++)
+                total += r->container_requests[i]->n_devices_ids;
+        if (total > p->pool.n_devices)
+                return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT,
+                                 "%zu device IDs requested, resource %s has %zu devices", total,
+                                 p->pool.resource, p->pool.n_devices);
+        if (total < 2)
+                return GRPC_STATUS_OK;
+        _cleanup_free_ char **ids = calloc(total, sizeof(*ids));
+        if (!ids)
+                return grpc_fail(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        size_t k = 0;
+        for (size_t i = 0; i < r->n_container_requests; i++)
+                for (size_t j = 0; j < r->container_requests[i]->n_devices_ids; j++)
+                        ids[k++] = r->container_requests[i]->devices_ids[j];
+        qsort(ids, k, sizeof(*ids), compare_id_ptr);
+        for (size_t i = 1; i < k; i++)
+                if (strcmp(ids[i - 1], ids[i]) == 0)
+                        return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT,
+                                         "device ID \"%.64s\" requested more than once for "
+                                         "resource %s",
+                                         ids[i], p->pool.resource);
+        return GRPC_STATUS_OK;
+}
+
 static int on_allocate(void *userdata, const uint8_t *req, size_t len, uint8_t **ret,
                        size_t *ret_len, struct grpc_status *st)
 {
@@ -294,6 +331,12 @@ static int on_allocate(void *userdata, const uint8_t *req, size_t len, uint8_t *
         V1beta1__AllocateRequest *r = v1beta1__allocate_request__unpack(NULL, len, req);
         if (!r)
                 return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT, "malformed AllocateRequest");
+        int early = check_request_ids(p, r, st);
+        if (early != GRPC_STATUS_OK) {
+                log_ctx_msg(LOG_WARNING, 0, LOG_RES(p), "Allocate refused: %s", st->message);
+                v1beta1__allocate_request__free_unpacked(r, NULL);
+                return early;
+        }
         size_t n = r->n_container_requests;
         struct dp_container_allocation *allocs = calloc(n ?: 1, sizeof(*allocs));
         struct container_view *views = calloc(n ?: 1, sizeof(*views));

@@ -307,6 +307,19 @@ def run_checks(kubelet, harness, expected, manifest, sysfs, kdir, devinfo, prsoc
     r = allocate(kubelet, "openshift.io/sriov_net", ["0000:ff:1f.7"])
     check("unknown device ID -> InvalidArgument", r.get("code") == "InvalidArgument" and
           "0000:ff:1f.7" in r.get("message", ""), json.dumps(r))
+    # Issue 12.13: many duplicate IDs are refused before any per-device work.
+    dup = ice["vfs"][0]["pciAddress"]
+    r = allocate(kubelet, "openshift.io/sriov_net", [dup, dup])
+    check("same device ID twice -> InvalidArgument", r.get("code") == "InvalidArgument" and
+          "more than once" in r.get("message", ""), json.dumps(r))
+    t0 = time.monotonic()
+    r = allocate(kubelet, "openshift.io/sriov_net", [dup] * 200000)
+    took = time.monotonic() - t0
+    check("200,000 duplicate IDs (3 MB request) -> InvalidArgument at once",
+          r.get("code") == "InvalidArgument" and "requested" in r.get("message", "") and
+          took < 5, "%s after %.2f s" % (json.dumps(r)[:200], took))
+    print("  200,000-ID Allocate refused in %.0f ms (round trip through the fake kubelet)"
+          % (took * 1000))
     r = allocate(kubelet, "openshift.io/sriov_net", [ice["vfs"][0]["pciAddress"]], pad=5 << 20)
     check("5 MiB request -> ResourceExhausted", r.get("code") == "ResourceExhausted", json.dumps(r)[:300])
     kubelet.send({"cmd": "invoke", "resource": "openshift.io/sriov_net",

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -438,6 +439,133 @@ static void test_malformed_requests_reset(void **state)
         assert_int_equal(f->st.code, GRPC_STATUS_OK);
 }
 
+/* Issue 12.11: the socket is 0600 whatever the umask. */
+static void test_socket_mode(void **state)
+{
+        struct fixture *f = *state;
+        char path[160];
+        snprintf(path, sizeof(path), "%s/m.sock", f->dir);
+        mode_t old = umask(0);
+        struct grpc_server *s = NULL;
+        int r = grpc_server_new(f->event, path, methods, 3, f, &s);
+        umask(old);
+        assert_int_equal(r, 0);
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0600);
+        grpc_server_free(s);
+}
+
+/* A stream that sends part of a large message and never ends. */
+struct budget_stream {
+        size_t left; /* bytes still to send */
+        bool prefix_sent;
+};
+
+static ssize_t budget_body(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
+                           uint32_t *data_flags, nghttp2_data_source *source, void *user_data)
+{
+        struct budget_stream *b = source->ptr;
+        if (b->left == 0)
+                return NGHTTP2_ERR_DEFERRED; /* the rest never comes */
+        size_t n = b->left < length ? b->left : length;
+        memset(buf, 'x', n);
+        if (!b->prefix_sent) { /* a message of 3.5 MiB: within the per-message cap */
+                memcpy(buf, "\0\x00\x38\x00\x00", 5);
+                b->prefix_sent = true;
+        }
+        b->left -= n;
+        return (ssize_t)n;
+}
+
+struct budget_result {
+        int grpc_status[8]; /* by stream index; -1: none */
+        bool closed[8];
+};
+
+static int budget_on_header(nghttp2_session *session, const nghttp2_frame *frame,
+                            const uint8_t *name, size_t namelen, const uint8_t *value,
+                            size_t valuelen, uint8_t flags, void *user_data)
+{
+        struct budget_result *r = user_data;
+        int i = (frame->hd.stream_id - 1) / 2;
+        if (i < 8 && namelen == 11 && memcmp(name, "grpc-status", 11) == 0)
+                r->grpc_status[i] = atoi((const char *)value);
+        return 0;
+}
+
+static int budget_on_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
+                           void *user_data)
+{
+        struct budget_result *r = user_data;
+        int i = (stream_id - 1) / 2;
+        if (i < 8)
+                r->closed[i] = true;
+        return 0;
+}
+
+/* Issue 12.11: one peer's streams together hold at most the connection's budget (8 MiB): with
+ * three streams of 3.5 MiB each the third is refused, RESOURCE_EXHAUSTED, the others stay. */
+static void test_connection_memory_budget(void **state)
+{
+        struct fixture *f = *state;
+        struct budget_result res;
+        for (int i = 0; i < 8; i++)
+                res.grpc_status[i] = -1, res.closed[i] = false;
+        int fd = raw_connect(f->path);
+        assert_int_equal(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+        nghttp2_session_callbacks *cbs;
+        assert_int_equal(nghttp2_session_callbacks_new(&cbs), 0);
+        nghttp2_session_callbacks_set_on_header_callback(cbs, budget_on_header);
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, budget_on_close);
+        nghttp2_session *s;
+        assert_int_equal(nghttp2_session_client_new(&s, cbs, &res), 0);
+        nghttp2_session_callbacks_del(cbs);
+        /* Large windows, so flow control is not what limits the peer. */
+        nghttp2_settings_entry iv[] = { { NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 30 } };
+        assert_int_equal(nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, iv, 1), 0);
+        struct budget_stream bs[3];
+        const nghttp2_nv hdrs[] = { GOOD_HEAD, GOOD_TAIL };
+        for (int i = 0; i < 3; i++) {
+                bs[i] = (struct budget_stream){ .left = 3u * 1024u * 1024u }; /* never all */
+                nghttp2_data_provider prd = { .source.ptr = &bs[i], .read_callback = budget_body };
+                assert_true(nghttp2_submit_request(s, NULL, hdrs, ELEMENTSOF(hdrs), &prd, NULL) >
+                            0);
+        }
+        for (int i = 0; i < 3000 && res.grpc_status[2] < 0; i++) {
+                const uint8_t *d;
+                ssize_t k;
+                while ((k = nghttp2_session_mem_send(s, &d)) > 0) {
+                        ssize_t w = 0;
+                        while (w < k) {
+                                ssize_t x = write(fd, d + w, (size_t)(k - w));
+                                if (x < 0) {
+                                        assert_true(errno == EAGAIN);
+                                        assert_true(sd_event_run(f->event, 1000) >= 0);
+                                        continue;
+                                }
+                                w += x;
+                        }
+                }
+                assert_true(sd_event_run(f->event, 1000) >= 0);
+                uint8_t buf[16384];
+                ssize_t m;
+                while ((m = read(fd, buf, sizeof(buf))) > 0)
+                        assert_int_equal(nghttp2_session_mem_recv(s, buf, (size_t)m), m);
+        }
+        print_message("streams: %d %d %d\n", res.grpc_status[0], res.grpc_status[1],
+                      res.grpc_status[2]);
+        assert_int_equal(res.grpc_status[2], GRPC_STATUS_RESOURCE_EXHAUSTED);
+        assert_int_equal(res.grpc_status[0], -1);
+        assert_int_equal(res.grpc_status[1], -1);
+        nghttp2_session_del(s);
+        close(fd);
+        for (int i = 0; i < 100 && grpc_server_n_connections(f->server) > 0; i++)
+                assert_true(sd_event_run(f->event, 10000) >= 0);
+        call(f, "/t.T/Echo", "ok", 2, 2000000); /* the budget is free again */
+        assert_int_equal(f->st.code, GRPC_STATUS_OK);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -452,6 +580,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_garbage_peers, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_any_authority_accepted, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_malformed_requests_reset, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_socket_mode, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_connection_memory_budget, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
