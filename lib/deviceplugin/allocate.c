@@ -229,6 +229,9 @@ int dp_allocate_container(const struct dp_pool *pool, char *const *ids, size_t n
                 for (size_t i = 0; r >= 0 && i < pool->n_shared_char_devices; i++)
                         r = add_spec(&a, pool->shared_char_devices[i],
                                      pool->shared_char_devices[i]);
+                /* The upstream whole-card plugin grants "rwm" (mknod too), SR-IOV "rw". */
+                for (size_t i = 0; i < a.n_specs; i++)
+                        snprintf(a.specs[i].permissions, sizeof(a.specs[i].permissions), "rwm");
         } else if (n_ids > 0)
                 r = allocate_sriov(pool, devs, n_ids, &a);
         if (r < 0) {

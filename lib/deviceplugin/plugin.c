@@ -293,34 +293,40 @@ static int compare_id_ptr(const void *a, const void *b)
 }
 
 /* Checked before any per-device work, so a hostile request (a 4 MiB message is ~250,000 IDs)
- * costs one sort of at most the pool's size: the kubelet never asks for more devices than a
- * pool has, nor for one device twice. */
+ * costs at most a sort of the pool's size per container: the kubelet never asks for one device
+ * twice for a container, nor for more than the pool has. (Init containers may be given the
+ * devices their app containers get, so the same ID in two containers is allowed, within
+ * MAX_ALLOCATE_FACTOR times the pool in all.) */
+#define MAX_ALLOCATE_FACTOR 16
+
 static int check_request_ids(const struct dp_plugin *p, const V1beta1__AllocateRequest *r,
                              struct grpc_status *st)
 {
-        size_t total = 0;
-        for (size_t i = 0; i < r->n_container_requests; i++)
-                total += r->container_requests[i]->n_devices_ids;
-        if (total > p->pool.n_devices)
-                return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT,
-                                 "%zu device IDs requested, resource %s has %zu devices", total,
-                                 p->pool.resource, p->pool.n_devices);
-        if (total < 2)
-                return GRPC_STATUS_OK;
-        _cleanup_free_ char **ids = calloc(total, sizeof(*ids));
-        if (!ids)
-                return grpc_fail(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-        size_t k = 0;
-        for (size_t i = 0; i < r->n_container_requests; i++)
-                for (size_t j = 0; j < r->container_requests[i]->n_devices_ids; j++)
-                        ids[k++] = r->container_requests[i]->devices_ids[j];
-        qsort(ids, k, sizeof(*ids), compare_id_ptr);
-        for (size_t i = 1; i < k; i++)
-                if (strcmp(ids[i - 1], ids[i]) == 0)
+        size_t total = 0, pool = p->pool.n_devices;
+        for (size_t i = 0; i < r->n_container_requests; i++) {
+                size_t n = r->container_requests[i]->n_devices_ids;
+                total += n;
+                if (n > pool || total > pool * MAX_ALLOCATE_FACTOR)
                         return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT,
-                                         "device ID \"%.64s\" requested more than once for "
-                                         "resource %s",
-                                         ids[i], p->pool.resource);
+                                         "%zu device IDs requested, resource %s has %zu devices",
+                                         n > pool ? n : total, p->pool.resource, pool);
+        }
+        for (size_t i = 0; i < r->n_container_requests; i++) {
+                const V1beta1__ContainerAllocateRequest *c = r->container_requests[i];
+                if (c->n_devices_ids < 2)
+                        continue;
+                _cleanup_free_ char **ids = malloc(c->n_devices_ids * sizeof(*ids));
+                if (!ids)
+                        return grpc_fail(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+                memcpy(ids, c->devices_ids, c->n_devices_ids * sizeof(*ids));
+                qsort(ids, c->n_devices_ids, sizeof(*ids), compare_id_ptr);
+                for (size_t j = 1; j < c->n_devices_ids; j++)
+                        if (strcmp(ids[j - 1], ids[j]) == 0)
+                                return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT,
+                                                 "device ID \"%.64s\" requested more than once "
+                                                 "for one container of resource %s",
+                                                 ids[j], p->pool.resource);
+        }
         return GRPC_STATUS_OK;
 }
 
