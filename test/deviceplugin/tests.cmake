@@ -88,3 +88,16 @@ if(TARGET fake-kubelet AND Python3_Interpreter_FOUND)
         LABELS "integration;deviceplugin" TIMEOUT 120
         ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
 endif()
+
+# The NodeState and Events of the device-plugin side's failures in cluster mode (issues 12.2,
+# 15.6): real kubectl against the fake API server.
+find_program(DP_KUBECTL kubectl)
+if(TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DP_KUBECTL)
+    add_test(NAME integration/agent-cluster-reports
+             COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-cluster-reports.py
+                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --kubectl ${DP_KUBECTL})
+    set_tests_properties(integration/agent-cluster-reports PROPERTIES
+        LABELS "integration;deviceplugin" TIMEOUT 180
+        ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+endif()
