@@ -37,7 +37,9 @@ static bool vf_maybe_in_pod(const struct vf_group *g, const struct vf_info *vf)
         if (g->device_type == DEVICE_TYPE_VFIO_PCI || vf->driver[0] == 0 ||
             strcmp(vf->driver, "vfio-pci") == 0)
                 return false;
-        return vf->n_netdevs == 0 || (g->is_rdma && vf->n_rdma == 0);
+        /* No netdev on the host; its RDMA device may have gone with it (exclusive mode). A
+         * VF that still has its netdev is on the host, whatever else it lacks. */
+        return vf->n_netdevs == 0;
 }
 
 static bool pf_link_down(const struct pf_info *pf)
@@ -190,10 +192,13 @@ static int add_group(struct dp_pool_set *set, const char *prefix,
                 const char *why = vf_not_ready_reason(g, vf);
                 const struct dp_pool *prev_pool =
                     previous ? dp_pool_set_find(previous, pool->resource) : NULL;
-                const struct dp_device *prev = prev_pool && prev_pool->kind == DP_POOL_SRIOV &&
-                                                       prev_pool->device_type == pool->device_type
-                                                   ? dp_pool_find_device(prev_pool, vf->pci_address)
-                                                   : NULL;
+                /* Only the same group (resource, device type, isRdma, needVhostNet) keeps it. */
+                bool same_group = prev_pool && prev_pool->kind == DP_POOL_SRIOV &&
+                                  prev_pool->device_type == pool->device_type &&
+                                  prev_pool->is_rdma == pool->is_rdma &&
+                                  prev_pool->need_vhost_net == pool->need_vhost_net;
+                const struct dp_device *prev =
+                    same_group ? dp_pool_find_device(prev_pool, vf->pci_address) : NULL;
                 if (why && prev && vf_maybe_in_pod(g, vf)) {
                         log_ctx_msg(LOG_DEBUG, 0,
                                     &(const struct log_ctx){ .pf = pf->pci_address,

@@ -249,6 +249,20 @@ static void test_vf_in_pod_keeps_its_slot(void **state)
         dp_pool_set_done(&s);
         snprintf(d.interfaces[0].groups[0].resource_name, RESOURCE_NAME_MAX, "sriov_rdma");
 
+        /* Its policy changes isRdma: the VF is judged afresh (the pool is a different one). */
+        d.interfaces[0].groups[0].is_rdma = false;
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, &served, &s), 0);
+        assert_null(dp_pool_find_device(find(&s, "openshift.io/sriov_rdma"), "0000:3b:01.1"));
+        dp_pool_set_done(&s);
+        d.interfaces[0].groups[0].is_rdma = true;
+
+        /* Netdev back on the host but no RDMA device: not in a pod, simply not ready. */
+        vf->n_netdevs = n_netdevs;
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, &served, &s), 0);
+        assert_null(dp_pool_find_device(find(&s, "openshift.io/sriov_rdma"), "0000:3b:01.1"));
+        dp_pool_set_done(&s);
+        vf->n_netdevs = 0;
+
         /* The VF gone (numVfs lowered): it leaves. */
         inv.pfs[0].n_vfs = 1;
         assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, &served, &s), 0);
