@@ -411,9 +411,9 @@ static bool candidate_matches(const struct rdma_shared_selectors *sel, const str
         if (!usable || !c->driver[0])
                 return false;
         /* ifName: the function's first netdev, as upstream */
-        bool ifname = sel->n_if_names == 0 ||
-                      (c->n_netdevs > 0 &&
-                       strv_contains(sel->if_names, sel->n_if_names, c->netdevs[0].name));
+        bool ifname =
+            sel->n_if_names == 0 ||
+            (c->n_netdevs > 0 && strv_contains(sel->if_names, sel->n_if_names, c->netdevs[0].name));
         return ifname && id_list_matches(sel->vendors, sel->n_vendors, c->vendor) &&
                id_list_matches(sel->device_ids, sel->n_device_ids, c->device) &&
                str_list_matches(sel->drivers, sel->n_drivers, c->driver) &&

@@ -270,9 +270,8 @@ static int compare_pf(const void *a, const void *b)
  * driver), negative errno. */
 static int read_rdma_nic(const struct discover_scan *scan, const char *addr, struct pf_info *nic)
 {
-        *nic = (struct pf_info){
-                .numa_node = -1, .iommu_group = -1, .total_vfs = -1, .num_vfs = -1
-        };
+        *nic =
+            (struct pf_info){ .numa_node = -1, .iommu_group = -1, .total_vfs = -1, .num_vfs = -1 };
         strcpy(nic->pci_address, addr); /* pci_address_is_valid() bounded it */
         _cleanup_close_ int fd = sysfs_open_dir_at(scan->devices_fd, addr);
         if (fd < 0)
