@@ -40,6 +40,10 @@ struct kube_networks {
         char *namespace_, *prefix, *networks_path;
         struct kube_informer *networks, *nads, *namespaces; /* only while leading */
         sd_event_source *pump_timer;
+        /* Before the informers: is the NAD API served at all (Multus installed)? */
+        struct kube_request *probe;
+        sd_event_source *probe_timer;
+        long probe_logged; /* HTTP status last logged, to say it once */
 
         struct kube_request *request;
         enum net_op op;
@@ -119,6 +123,10 @@ static void stop_informers(struct kube_networks *n)
         json_decref(n->op_nad);
         json_decref(n->op_event);
         n->op_nad = n->op_event = NULL;
+        kube_request_cancel(n->probe);
+        n->probe = NULL;
+        if (n->probe_timer)
+                sd_event_source_set_enabled(n->probe_timer, SD_EVENT_OFF);
         n->networks = kube_informer_free(n->networks);
         n->nads = kube_informer_free(n->nads);
         n->namespaces = kube_informer_free(n->namespaces);
@@ -154,6 +162,69 @@ static int start_informers(struct kube_networks *n)
         return 0;
 }
 
+static void start_probe(struct kube_networks *n);
+
+static int probe_timer_cb(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        start_probe(userdata);
+        return 0;
+}
+
+static void probe_done(struct kube_request *req, int error, long status, const char *body,
+                       size_t body_len, void *userdata)
+{
+        struct kube_networks *n = userdata;
+        n->probe = NULL;
+        if (!kube_lease_is_leader(n->lease))
+                return;
+        if (error == 0 && status == 200) {
+                if (n->probe_logged)
+                        log_info("NetworkAttachmentDefinition API now served; rendering "
+                                 "SriovNetworks");
+                n->probe_logged = 0;
+                int k = start_informers(n);
+                if (k < 0)
+                        log_error_errno(k, "SriovNetworks: cannot start watching");
+                return;
+        }
+        /* A cluster without Multus has no NAD API: say so once, look again every 10 s. */
+        long what = error < 0 ? -1 : status;
+        if (what != n->probe_logged) {
+                char desc[256];
+                kube_status_describe(status, body, body_len, desc, sizeof(desc));
+                if (status == 404)
+                        log_notice("NetworkAttachmentDefinitions (k8s.cni.cncf.io/v1) are not "
+                                   "served (Multus not installed?); SriovNetworks are rendered "
+                                   "once they are");
+                else
+                        log_warning("NetworkAttachmentDefinitions: cannot list them: %s",
+                                    error < 0 ? strerror(-error) : desc);
+                n->probe_logged = what;
+        }
+        uint64_t at = now_usec(n) + (status == 404 ? 10ULL : 5ULL) * 1000000;
+        if (!n->probe_timer) {
+                if (sd_event_add_time(kube_http_event(n->http), &n->probe_timer, CLOCK_MONOTONIC,
+                                      at, 0, probe_timer_cb, n) < 0)
+                        return;
+        } else
+                sd_event_source_set_time(n->probe_timer, at);
+        sd_event_source_set_enabled(n->probe_timer, SD_EVENT_ONESHOT);
+}
+
+static void start_probe(struct kube_networks *n)
+{
+        if (n->probe || n->nads || !kube_lease_is_leader(n->lease))
+                return;
+        const struct kube_request_opts opts = {
+                .path = NADS_PATH "?limit=1",
+                .on_done = probe_done,
+                .userdata = n,
+        };
+        int k = kube_http_start(n->http, &opts, &n->probe);
+        if (k < 0)
+                log_error_errno(k, "NetworkAttachmentDefinitions: cannot start a request");
+}
+
 static void lease_changed(struct kube_lease *lease, bool leader, void *userdata)
 {
         struct kube_networks *n = userdata;
@@ -162,9 +233,7 @@ static void lease_changed(struct kube_lease *lease, bool leader, void *userdata)
                 return;
         }
         json_object_clear(n->backoff);
-        int k = start_informers(n);
-        if (k < 0)
-                log_error_errno(k, "SriovNetworks: cannot start watching");
+        start_probe(n);
 }
 
 /* -------------------------------------------------------------------- requests */
@@ -618,6 +687,7 @@ struct kube_networks *kube_networks_free(struct kube_networks *n)
         stop_informers(n);
         kube_lease_free(n->lease);
         sd_event_source_disable_unref(n->pump_timer);
+        sd_event_source_disable_unref(n->probe_timer);
         json_decref(n->op_nad);
         json_decref(n->op_event);
         json_decref(n->backoff);
