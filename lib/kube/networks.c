@@ -13,7 +13,7 @@
 #include "util/log.h"
 #include "util/macro.h"
 
-#define NETWORKS_PATH    "/apis/sriovnetwork.openshift.io/v1/namespaces/%s/sriovnetworks"
+#define NETWORKS_PATH    "/apis/sriovnetwork.openshift.io/v1/namespaces/%s/%s"
 #define NADS_PATH        "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions"
 #define NAD_OBJECT_PATH  "/apis/k8s.cni.cncf.io/v1/namespaces/%s/network-attachment-definitions"
 #define NAMESPACES_PATH  "/api/v1/namespaces"
@@ -37,21 +37,28 @@ struct kube_networks {
         struct kube_http *http;
         struct kube_events *events;
         struct kube_lease *lease;
-        char *namespace_, *prefix, *networks_path;
-        struct kube_informer *networks, *nads, *namespaces; /* only while leading */
+        char *namespace_, *prefix;
+        char *nets_path[2]; /* by enum nad_network_kind: sriovnetworks, sriovibnetworks */
+        /* Only while leading: */
+        struct kube_informer *nets[2], *nads, *namespaces;
+        enum nad_network_kind cur_kind; /* of the network step() looks at */
         sd_event_source *pump_timer;
         /* Before the informers: is the NAD API served at all (Multus installed)? */
         struct kube_request *probe;
         sd_event_source *probe_timer;
         long probe_logged; /* HTTP status last logged, to say it once */
+        bool probe_ib;     /* the second probe: is the SriovIBNetwork CRD installed? */
+        bool have_ib;
 
         struct kube_request *request;
         enum net_op op;
-        char *op_key;     /* "ns/name" of the SriovNetwork the request is for */
-        json_t *op_nad;   /* NAD deleted: {namespace, name} for the cache */
-        json_t *op_event; /* {type, reason, message} posted when the status write succeeds */
-        json_t *backoff;  /* key → {at, delay} (usec) after a failure */
-        json_t *logged;   /* key → last outcome logged, to log changes only */
+        char *op_key; /* "Kind ns/name" of the network the request is for */
+        enum nad_network_kind op_kind;
+        json_t *op_network; /* that network (for the Event after a status write) */
+        json_t *op_nad;     /* NAD deleted: {namespace, name} for the cache */
+        json_t *op_event;   /* {type, reason, message} posted when the status write succeeds */
+        json_t *backoff;    /* key → {at, delay} (usec) after a failure */
+        json_t *logged;     /* key → last outcome logged, to log changes only */
         unsigned writes;
 };
 
@@ -125,9 +132,13 @@ static void stop_informers(struct kube_networks *n)
         n->op_nad = n->op_event = NULL;
         kube_request_cancel(n->probe);
         n->probe = NULL;
+        n->probe_ib = false;
         if (n->probe_timer)
                 sd_event_source_set_enabled(n->probe_timer, SD_EVENT_OFF);
-        n->networks = kube_informer_free(n->networks);
+        json_decref(n->op_network);
+        n->op_network = NULL;
+        for (size_t i = 0; i < ELEMENTSOF(n->nets); i++)
+                n->nets[i] = kube_informer_free(n->nets[i]);
         n->nads = kube_informer_free(n->nads);
         n->namespaces = kube_informer_free(n->namespaces);
 }
@@ -135,11 +146,6 @@ static void stop_informers(struct kube_networks *n)
 static int start_informers(struct kube_networks *n)
 {
         const struct kube_cache_callbacks cb = { changed_added, changed_updated, changed_added, n };
-        const struct kube_informer_opts net_opts = { .kind = "SriovNetwork",
-                                                     .path = n->networks_path,
-                                                     .callbacks = cb,
-                                                     .on_synced = synced,
-                                                     .synced_userdata = n };
         const struct kube_informer_opts nad_opts = { .kind = NAD_KIND,
                                                      .path = NADS_PATH,
                                                      .callbacks = cb,
@@ -151,10 +157,23 @@ static int start_informers(struct kube_networks *n)
                                                     .on_synced = synced,
                                                     .synced_userdata = n };
         int k;
-        if ((k = kube_informer_new(n->http, &net_opts, &n->networks)) < 0 ||
-            (k = kube_informer_new(n->http, &nad_opts, &n->nads)) < 0 ||
+        for (size_t i = 0; i < ELEMENTSOF(n->nets); i++) {
+                if (i == NAD_SRIOV_IB_NETWORK && !n->have_ib)
+                        continue;
+                const struct kube_informer_opts net_opts = { .kind = nad_network_kind_name(i),
+                                                             .path = n->nets_path[i],
+                                                             .callbacks = cb,
+                                                             .on_synced = synced,
+                                                             .synced_userdata = n };
+                if ((k = kube_informer_new(n->http, &net_opts, &n->nets[i])) < 0 ||
+                    (k = kube_informer_start(n->nets[i])) < 0) {
+                        stop_informers(n);
+                        return k;
+                }
+        }
+        if ((k = kube_informer_new(n->http, &nad_opts, &n->nads)) < 0 ||
             (k = kube_informer_new(n->http, &ns_opts, &n->namespaces)) < 0 ||
-            (k = kube_informer_start(n->networks)) < 0 || (k = kube_informer_start(n->nads)) < 0 ||
+            (k = kube_informer_start(n->nads)) < 0 ||
             (k = kube_informer_start(n->namespaces)) < 0) {
                 stop_informers(n);
                 return k;
@@ -177,14 +196,36 @@ static void probe_done(struct kube_request *req, int error, long status, const c
         n->probe = NULL;
         if (!kube_lease_is_leader(n->lease))
                 return;
+        if (n->probe_ib) {
+                /* The SriovIBNetwork CRD is optional (older installs have three CRDs). */
+                n->probe_ib = false;
+                n->have_ib = error == 0 && status == 200;
+                if (!n->have_ib)
+                        log_notice("SriovIBNetworks are not served (CRD not installed?); only "
+                                   "SriovNetworks are rendered");
+                int k = start_informers(n);
+                if (k < 0)
+                        log_error_errno(k, "SriovNetworks: cannot start watching");
+                return;
+        }
         if (error == 0 && status == 200) {
                 if (n->probe_logged)
                         log_info("NetworkAttachmentDefinition API now served; rendering "
                                  "SriovNetworks");
                 n->probe_logged = 0;
-                int k = start_informers(n);
+                _cleanup_free_ char *path = NULL;
+                if (asprintf(&path, "%s?limit=1", n->nets_path[NAD_SRIOV_IB_NETWORK]) < 0)
+                        return;
+                const struct kube_request_opts opts = {
+                        .path = path,
+                        .on_done = probe_done,
+                        .userdata = n,
+                };
+                int k = kube_http_start(n->http, &opts, &n->probe);
                 if (k < 0)
-                        log_error_errno(k, "SriovNetworks: cannot start watching");
+                        log_error_errno(k, "SriovIBNetworks: cannot start a request");
+                else
+                        n->probe_ib = true;
                 return;
         }
         /* A cluster without Multus has no NAD API: say so once, look again every 10 s. */
@@ -244,7 +285,7 @@ static void log_outcome(struct kube_networks *n, const char *key, int level, con
         if (last && strcmp(last, msg) == 0)
                 return;
         json_object_set_new(n->logged, key, json_string(msg));
-        log_ctx_msg(level, 0, NULL, "SriovNetwork %s: %s", key, msg);
+        log_ctx_msg(level, 0, NULL, "%s: %s", key, msg);
 }
 
 static void post_event(struct kube_networks *n, json_t *network, const char *type,
@@ -262,8 +303,9 @@ static void request_done(struct kube_request *req, int error, long status, const
         struct kube_networks *n = userdata;
         enum net_op op = n->op;
         _cleanup_free_ char *key = TAKE_PTR(n->op_key);
-        json_t *op_nad = n->op_nad, *op_event = n->op_event;
-        n->op_nad = n->op_event = NULL;
+        json_t *op_nad = n->op_nad, *op_event = n->op_event, *op_network = n->op_network;
+        struct kube_informer *nets = n->nets[n->op_kind];
+        n->op_nad = n->op_event = n->op_network = NULL;
         n->request = NULL;
         n->op = OP_NONE;
 
@@ -280,19 +322,14 @@ static void request_done(struct kube_request *req, int error, long status, const
                 else if ((op == OP_NAD_CREATE || op == OP_NAD_UPDATE) && n->nads &&
                          json_is_object(obj))
                         kube_cache_apply(kube_informer_cache(n->nads), KUBE_CACHE_UPSERT, obj);
-                else if ((op == OP_NET_PATCH || op == OP_NET_STATUS) && n->networks &&
+                else if ((op == OP_NET_PATCH || op == OP_NET_STATUS) && nets &&
                          json_is_object(obj) && meta_str(obj, "name"))
-                        kube_cache_apply(kube_informer_cache(n->networks), KUBE_CACHE_UPSERT, obj);
-                if (op == OP_NET_STATUS && op_event && n->networks) {
-                        const char *name = strchr(key, '/') + 1;
-                        json_t *net =
-                            kube_cache_get(kube_informer_cache(n->networks), n->namespace_, name);
-                        if (net)
-                                post_event(n, net,
-                                           json_string_value(json_object_get(op_event, "type")),
-                                           json_string_value(json_object_get(op_event, "reason")),
-                                           json_string_value(json_object_get(op_event, "message")));
-                }
+                        kube_cache_apply(kube_informer_cache(nets), KUBE_CACHE_UPSERT, obj);
+                if (op == OP_NET_STATUS && op_event && op_network)
+                        post_event(n, op_network,
+                                   json_string_value(json_object_get(op_event, "type")),
+                                   json_string_value(json_object_get(op_event, "reason")),
+                                   json_string_value(json_object_get(op_event, "message")));
                 json_decref(obj);
         } else {
                 char desc[512];
@@ -309,16 +346,17 @@ static void request_done(struct kube_request *req, int error, long status, const
                         delay = BACKOFF_MAX_USEC;
                 /* A conflict only means our copy was stale: the watch brings the new one. */
                 if (error == 0 && status == 409)
-                        log_debug("SriovNetwork %s: conflict (%s), retrying", key, desc);
+                        log_debug("%s: conflict (%s), retrying", key, desc);
                 else
-                        log_warning("SriovNetwork %s: request failed: %s; retrying in %llu ms", key,
-                                    desc, (unsigned long long)(delay / 1000));
+                        log_warning("%s: request failed: %s; retrying in %llu ms", key, desc,
+                                    (unsigned long long)(delay / 1000));
                 json_object_set_new(n->backoff, key,
                                     json_pack("{s:I, s:I}", "at", (json_int_t)(now_usec(n) + delay),
                                               "delay", (json_int_t)delay));
         }
         json_decref(op_nad);
         json_decref(op_event);
+        json_decref(op_network);
         schedule_pump(n, 0);
 }
 
@@ -347,6 +385,7 @@ static int start(struct kube_networks *n, enum net_op op, const char *key, const
                 return k;
         }
         n->op = op;
+        n->op_kind = n->cur_kind;
         n->writes++;
         return 1;
 }
@@ -360,7 +399,8 @@ static int patch_network(struct kube_networks *n, const char *key, json_t *netwo
                             json_string(meta_str(network, "resourceVersion")));
         json_t *body = json_pack("{s:o}", "metadata", metadata_patch);
         _cleanup_free_ char *path = NULL;
-        if (!body || asprintf(&path, "%s/%s", n->networks_path, meta_str(network, "name")) < 0) {
+        if (!body ||
+            asprintf(&path, "%s/%s", n->nets_path[n->cur_kind], meta_str(network, "name")) < 0) {
                 json_decref(body);
                 return -ENOMEM;
         }
@@ -466,8 +506,8 @@ static int ensure_condition(struct kube_networks *n, const char *key, json_t *ne
             json_pack("{s:{s:s?}, s:{s:o}}", "metadata", "resourceVersion",
                       meta_str(network, "resourceVersion"), "status", "conditions", conditions);
         _cleanup_free_ char *path = NULL;
-        if (!body ||
-            asprintf(&path, "%s/%s/status", n->networks_path, meta_str(network, "name")) < 0) {
+        if (!body || asprintf(&path, "%s/%s/status", n->nets_path[n->cur_kind],
+                              meta_str(network, "name")) < 0) {
                 json_decref(body);
                 return -ENOMEM;
         }
@@ -483,7 +523,8 @@ static int ensure_condition(struct kube_networks *n, const char *key, json_t *ne
         if (k < 0) {
                 json_decref(n->op_event);
                 n->op_event = NULL;
-        }
+        } else
+                n->op_network = json_incref(network);
         return k;
 }
 
@@ -504,7 +545,7 @@ static int step(struct kube_networks *n, const char *key, json_t *network)
         json_t *meta = json_object_get(network, "metadata");
         const char *target = nad_target_namespace(network);
         const char *last = annotation(network, KUBE_NETWORK_LAST_NS);
-        _cleanup_free_ char *owner = nad_owner_ref(NAD_SRIOV_NETWORK, network);
+        _cleanup_free_ char *owner = nad_owner_ref(n->cur_kind, network);
         if (!name || !target || !owner)
                 return 0;
 
@@ -517,7 +558,7 @@ static int step(struct kube_networks *n, const char *key, json_t *network)
                         json_t *nad = where[i] && *where[i] ? find_nad(n, where[i], name) : NULL;
                         const char *o = annotation(nad, NAD_ANNOTATION_OWNER);
                         if (nad && (!o || strcmp(o, owner) == 0)) {
-                                log_info("SriovNetwork %s deleted: deleting its "
+                                log_info("%s deleted: deleting its "
                                          "NetworkAttachmentDefinition %s/%s",
                                          key, where[i], name);
                                 return delete_nad(n, key, where[i], name);
@@ -530,7 +571,7 @@ static int step(struct kube_networks *n, const char *key, json_t *network)
 
         _cleanup_(json_decrefp) json_t *want = NULL;
         _cleanup_free_ char *error = NULL;
-        int k = nad_render(NAD_SRIOV_NETWORK, network, n->prefix, &want, &error);
+        int k = nad_render(n->cur_kind, network, n->prefix, &want, &error);
         if (k == -EINVAL) {
                 _cleanup_free_ char *msg = NULL;
                 if (asprintf(&msg, "invalid, no NetworkAttachmentDefinition rendered: %s",
@@ -546,7 +587,7 @@ static int step(struct kube_networks *n, const char *key, json_t *network)
                 json_t *old = find_nad(n, last, name);
                 const char *o = annotation(old, NAD_ANNOTATION_OWNER);
                 if (old && o && strcmp(o, owner) == 0) {
-                        log_info("SriovNetwork %s: networkNamespace is now %s; deleting the "
+                        log_info("%s: networkNamespace is now %s; deleting the "
                                  "NetworkAttachmentDefinition in %s",
                                  key, target, last);
                         return delete_nad(n, key, last, name);
@@ -565,8 +606,7 @@ static int step(struct kube_networks *n, const char *key, json_t *network)
                 _cleanup_free_ char *path = nad_path(target, NULL);
                 if (!path)
                         return -ENOMEM;
-                log_info("SriovNetwork %s: creating NetworkAttachmentDefinition %s/%s", key, target,
-                         name);
+                log_info("%s: creating NetworkAttachmentDefinition %s/%s", key, target, name);
                 return start(n, OP_NAD_CREATE, key, "POST", path, "application/json", want);
         }
         const char *have_owner = annotation(have, NAD_ANNOTATION_OWNER);
@@ -588,12 +628,12 @@ static int step(struct kube_networks *n, const char *key, json_t *network)
                                      "adopting NetworkAttachmentDefinition %s/%s, which had no "
                                      "owner annotation; its config is replaced",
                                      target, name) >= 0) {
-                                log_notice("SriovNetwork %s: %s", key, msg);
+                                log_notice("%s: %s", key, msg);
                                 post_event(n, network, "Normal",
                                            "NetworkAttachmentDefinitionAdopted", msg);
                         }
                 } else
-                        log_info("SriovNetwork %s: NetworkAttachmentDefinition %s/%s differs "
+                        log_info("%s: NetworkAttachmentDefinition %s/%s differs "
                                  "from the network; updating it",
                                  key, target, name);
                 json_t *body = json_deep_copy(have);
@@ -622,27 +662,40 @@ static int step(struct kube_networks *n, const char *key, json_t *network)
 
 static void pump(struct kube_networks *n)
 {
-        if (n->request || !kube_lease_is_leader(n->lease) || !n->networks ||
-            !kube_informer_has_synced(n->networks) || !kube_informer_has_synced(n->nads) ||
-            !kube_informer_has_synced(n->namespaces))
+        if (n->request || !kube_lease_is_leader(n->lease) || !n->nads ||
+            !kube_informer_has_synced(n->nads) || !kube_informer_has_synced(n->namespaces))
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(n->nets); i++)
+                if (n->nets[i] && !kube_informer_has_synced(n->nets[i]))
+                        return;
+        if (!n->nets[NAD_SRIOV_NETWORK])
                 return;
         uint64_t now = now_usec(n), next = 0;
-        const char *key;
-        json_t *network;
-        json_object_foreach(kube_cache_objects(kube_informer_cache(n->networks)), key, network)
-        {
-                json_t *b = json_object_get(n->backoff, key);
-                uint64_t at = b ? (uint64_t)json_integer_value(json_object_get(b, "at")) : 0;
-                if (at > now) {
-                        if (!next || at < next)
-                                next = at;
+        for (size_t i = 0; i < ELEMENTSOF(n->nets); i++) {
+                const char *cache_key;
+                json_t *network;
+                if (!n->nets[i])
                         continue;
+                json_object_foreach(kube_cache_objects(kube_informer_cache(n->nets[i])), cache_key,
+                                    network)
+                {
+                        char key[512];
+                        snprintf(key, sizeof(key), "%s %s", nad_network_kind_name(i), cache_key);
+                        json_t *b = json_object_get(n->backoff, key);
+                        uint64_t at =
+                            b ? (uint64_t)json_integer_value(json_object_get(b, "at")) : 0;
+                        if (at > now) {
+                                if (!next || at < next)
+                                        next = at;
+                                continue;
+                        }
+                        n->cur_kind = i;
+                        int k = step(n, key, network);
+                        if (k > 0)
+                                return; /* its completion pumps again */
+                        if (k < 0)
+                                log_warning_errno(k, "%s: cannot start a request", key);
                 }
-                int k = step(n, key, network);
-                if (k > 0)
-                        return; /* its completion pumps again */
-                if (k < 0)
-                        log_warning_errno(k, "SriovNetwork %s: cannot start a request", key);
         }
         if (next)
                 schedule_pump(n, next - now);
@@ -663,7 +716,10 @@ int kube_networks_new(struct kube_http *http, const struct kube_networks_opts *o
         n->backoff = json_object();
         n->logged = json_object();
         if (!n->namespace_ || !n->prefix || !n->backoff || !n->logged ||
-            asprintf(&n->networks_path, NETWORKS_PATH, opts->namespace_) < 0)
+            asprintf(&n->nets_path[NAD_SRIOV_NETWORK], NETWORKS_PATH, opts->namespace_,
+                     "sriovnetworks") < 0 ||
+            asprintf(&n->nets_path[NAD_SRIOV_IB_NETWORK], NETWORKS_PATH, opts->namespace_,
+                     "sriovibnetworks") < 0)
                 /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return -ENOMEM;
         const struct kube_lease_opts lease_opts = {
@@ -695,7 +751,8 @@ struct kube_networks *kube_networks_free(struct kube_networks *n)
         free(n->op_key);
         free(n->namespace_);
         free(n->prefix);
-        free(n->networks_path);
+        free(n->nets_path[0]);
+        free(n->nets_path[1]);
         free(n);
         return NULL;
 }

@@ -549,9 +549,12 @@ def case_rbac():
         (sn, "sriovnetworks"): {"get", "list", "watch", "patch"},
         (sn, "sriovnetworks/status"): {"get", "patch"},
         (sn, "sriovnetworks/finalizers"): {"update"},
+        (sn, "sriovibnetworks"): {"get", "list", "watch", "patch"},
+        (sn, "sriovibnetworks/status"): {"get", "patch"},
+        (sn, "sriovibnetworks/finalizers"): {"update"},
         ("coordination.k8s.io", "leases"): {"get", "create", "update"},
     }, "Role: read policies; create/get/patch NodeStates (+status get/patch); create/patch "
-       "Events; watch/patch SriovNetworks (+status, +finalizers); get/create/update Leases; "
+       "Events; watch/patch SriovNetworks and SriovIBNetworks (+status, +finalizers); get/create/update Leases; "
        "nothing more")
     check(rules_of("ClusterRole", "sriov-agent") == {
         ("", "nodes"): {"get", "list", "watch"},

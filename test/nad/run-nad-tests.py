@@ -299,6 +299,26 @@ def main():
               bool(nad) and nad["metadata"].get("ownerReferences", [{}])[0].get("name") == "bad",
               str((nad or {}).get("metadata")))
 
+        # 6b. SriovIBNetwork: CNI type ib-sriov, upstream's reduced field set, its own owner-ref.
+        cluster.ok("apply", "-f", "-", stdin=json.dumps({
+            "apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovIBNetwork",
+            "metadata": {"name": "ib-net", "namespace": NS},
+            "spec": {"resourceName": "mlnx_ib", "networkNamespace": "default",
+                     "linkState": "enable", "ipam": '{"type": "dhcp"}'}}))
+        nad = wait(lambda: cluster.nad("default", "ib-net"), 10)
+        check("SriovIBNetwork: NAD with upstream's ib-sriov config",
+              config_of(nad) == '{\n    "cniVersion": "1.0.0",\n    "name": "ib-net",\n'
+              '    "type": "ib-sriov",\n    "link_state": "enable",\n    "ipam": {\n'
+              '        "type": "dhcp"\n    }\n}', repr(config_of(nad)))
+        check("SriovIBNetwork: owner-ref names the SriovIBNetwork",
+              ((nad or {}).get("metadata") or {}).get("annotations", {}).get(
+                  "sriovnetwork.openshift.io/owner-ref") ==
+              "SriovIBNetwork.sriovnetwork.openshift.io/%s/ib-net" % NS, str(nad))
+        ib = wait(lambda: (lambda o: o if (ready(o) or {}).get("reason") == "NetworkReady"
+                           else None)(cluster.get("sriovibnetworks", "-n", NS, "ib-net")), 10)
+        check("SriovIBNetwork: Ready=True", ib is not None,
+              str(cluster.get("sriovibnetworks", "-n", NS, "ib-net")))
+
         # 7. Deleting a SriovNetwork deletes its NAD (finalizer), then the object goes.
         cluster.ok("delete", "sriovnetworks", "-n", NS, "adopt-me", "--timeout=20s")
         check("delete: NAD gone", cluster.nad("default", "adopt-me") is None)
