@@ -350,9 +350,10 @@ static void request_done(struct kube_request *req, int error, long status, const
                 else
                         log_warning("%s: request failed: %s; retrying in %llu ms", key, desc,
                                     (unsigned long long)(delay / 1000));
-                json_object_set_new(n->backoff, key,
-                                    json_pack("{s:I, s:I}", "at", (json_int_t)(now_usec(n) + delay),
-                                              "delay", (json_int_t)delay));
+                const uint64_t at = now_usec(n) + delay;
+                json_object_set_new(
+                    n->backoff, key,
+                    json_pack("{s:I, s:I}", "at", (json_int_t)at, "delay", (json_int_t)delay));
         }
         json_decref(op_nad);
         json_decref(op_event);
