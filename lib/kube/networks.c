@@ -228,7 +228,8 @@ static void probe_done(struct kube_request *req, int error, long status, const c
                         n->probe_ib = true;
                 return;
         }
-        /* A cluster without Multus has no NAD API: say so once, look again every 10 s. */
+        /* A cluster without Multus has no NAD API: say so once, look again every 5 s (one cheap
+         * list, holder only). */
         long what = error < 0 ? -1 : status;
         if (what != n->probe_logged) {
                 char desc[256];
@@ -242,7 +243,7 @@ static void probe_done(struct kube_request *req, int error, long status, const c
                                     error < 0 ? strerror(-error) : desc);
                 n->probe_logged = what;
         }
-        uint64_t at = now_usec(n) + (status == 404 ? 10ULL : 5ULL) * 1000000;
+        uint64_t at = now_usec(n) + 5ULL * 1000000;
         if (!n->probe_timer) {
                 if (sd_event_add_time(kube_http_event(n->http), &n->probe_timer, CLOCK_MONOTONIC,
                                       at, 0, probe_timer_cb, n) < 0)
