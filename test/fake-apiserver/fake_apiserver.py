@@ -28,7 +28,13 @@ agent's), so an anonymous kubectl can drive the test meanwhile:
   conflicts: N               the next N PATCH/PUT requests get 409 Conflict
   refuse_ms: MS              for MS milliseconds hang up on every API request without an
                              answer (a restarting server); combine with close_watches
-GET /_fake/faults shows the switches and counters; GET /_fake/stats shows request counts.
+GET /_fake/faults shows the switches and counters; GET /_fake/stats shows request counts, and
+writes (POST/PUT/PATCH/DELETE) per resource ("writes") and per client bearer token
+("writes_by_client").
+
+Finalizers as the real server: DELETE of an object with metadata.finalizers only sets
+deletionTimestamp (once); the update that removes the last finalizer deletes it. Leases
+(coordination.k8s.io/v1) are built in, for leader election.
 
 Start: fake_apiserver.py [--port 0] [--node NAME]... [--token T [--anonymous]]
                          [--kubeconfig-out PATH]
@@ -655,9 +661,13 @@ class Handler(BaseHTTPRequestHandler):
             if rest[:1] == ["namespaces"] and len(rest) >= 3:
                 rest = rest[2:]
             if rest:
+                who = self.headers.get("Authorization") or "anonymous"
                 with self.store.lock:
                     w = self.store.stats.setdefault("writes", {})
                     w[rest[0]] = w.get(rest[0], 0) + 1
+                    # ... and per client (bearer token), to tell which agent wrote.
+                    c = self.store.stats.setdefault("writes_by_client", {}).setdefault(who, {})
+                    c[rest[0]] = c.get(rest[0], 0) + 1
         try:
             if url.path.startswith("/_fake/"):
                 return self.fake_control(method, url.path)

@@ -83,9 +83,19 @@ class Cluster:
     def network(self, name):
         return self.get("sriovnetworks", "-n", NS, name)
 
-    def writes(self):
+    def writes(self, by_client=False):
         with urllib.request.urlopen("http://127.0.0.1:%d/_fake/stats" % self.port) as r:
-            return json.loads(r.read()).get("writes", {})
+            return json.loads(r.read()).get("writes_by_client" if by_client else "writes", {})
+
+    def kubeconfig_for(self, node):
+        """The same server with a token naming the node (the fake accepts any token), so the
+        server can tell which agent wrote what."""
+        path = os.path.join(self.work, "kubeconfig." + node)
+        with open(self.env["KUBECONFIG"]) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace("user:\n    {}", "user:\n    token: agent-" + node))
+        return path
 
     def stop(self):
         self.api.kill()
@@ -122,8 +132,8 @@ def events(cluster, reason):
 
 
 class Agents:
-    def __init__(self, binary, work, kubeconfig):
-        self.binary, self.work, self.kubeconfig = binary, work, kubeconfig
+    def __init__(self, binary, work, cluster):
+        self.binary, self.work, self.cluster = binary, work, cluster
         self.procs = {}
         os.makedirs(os.path.join(work, "sys/bus/pci/devices"), exist_ok=True)  # no PCI devices
 
@@ -133,7 +143,7 @@ class Agents:
         log = open(os.path.join(self.work, node + ".log"), "a")
         self.procs[node] = subprocess.Popen(
             [self.binary, "run", "--dry-run", "--node-name", node,
-             "--kubeconfig", self.kubeconfig, "--sysfs-root", os.path.join(self.work, "sys"),
+             "--kubeconfig", self.cluster.kubeconfig_for(node), "--sysfs-root", os.path.join(self.work, "sys"),
              "--kubelet-dir", os.path.join(d, "dp"), "--state-dir", os.path.join(d, "state"),
              "--devinfo-dir", os.path.join(d, "devinfo"),
              "--pod-resources-socket", os.path.join(d, "none.sock"), "--log-level", "info"],
@@ -164,7 +174,7 @@ def main():
     idle = float(os.environ.get("NAD_IDLE_SECONDS", "10"))
     work = tempfile.mkdtemp(prefix="nad-")
     cluster = Cluster(src, work, args.kubectl)
-    agents = Agents(args.agent, work, cluster.env["KUBECONFIG"])
+    agents = Agents(args.agent, work, cluster)
     try:
         cluster.ok("apply", "-f", os.path.join(src, "crds"))
         cluster.ok("apply", "-f", os.path.join(src, "test/kube/namespace.yaml"))
@@ -333,6 +343,13 @@ def main():
         check("idle %.0f s: 0 NAD and 0 SriovNetwork writes (Lease renewals only)" % idle,
               diff.get("network-attachment-definitions", 0) == 0 and
               diff.get("sriovnetworks", 0) == 0, str(diff))
+
+        by_client = cluster.writes(by_client=True)
+        writers = sorted(c for c, w in by_client.items() if c.startswith("Bearer agent-") and
+                         (w.get("network-attachment-definitions") or w.get("sriovnetworks") or
+                          w.get("sriovibnetworks")))
+        check("exactly one agent wrote NADs and SriovNetworks so far (server's count): %s" %
+              writers, writers == ["Bearer agent-" + holder(cluster)], json.dumps(by_client))
 
         # 9. kill -9 of the writer: the other takes over within 40 s and renders.
         h = holder(cluster)
