@@ -309,6 +309,27 @@ def main():
               bool(nad) and nad["metadata"].get("ownerReferences", [{}])[0].get("name") == "bad",
               str((nad or {}).get("metadata")))
 
+        # More invalid input: each named in the Event; the CRD refuses an unknown linkState.
+        cluster.ok("apply", "-f", "-", stdin=network_yaml("bad2", capabilities="mac"))
+        def event_naming(name, field):
+            return lambda: [e for e in events(cluster, "ReadyAdded") + events(
+                cluster, "ReadyChanged") if e["involvedObject"]["name"] == name and
+                field in e["message"]]
+        check("capabilities not JSON: an Event naming spec.capabilities",
+              wait(event_naming("bad2", "spec.capabilities"), 10))
+        cluster.ok("apply", "-f", "-", stdin=network_yaml("bad2", vlanQoS=3))
+        check("vlanQoS without vlan: an Event naming spec.vlanQoS",
+              wait(event_naming("bad2", "spec.vlanQoS"), 10))
+        check("still no NAD for it", cluster.nad(NS, "bad2") is None)
+        rc, out = cluster.run("apply", "-f", "-", stdin=network_yaml("bad3", linkState="up"))
+        check("unknown linkState: refused by the CRD, naming spec.linkState",
+              rc != 0 and "linkState" in out, out)
+        # crds/: logLevel "" is allowed as upstream's enum does; then no logLevel is rendered.
+        cluster.ok("apply", "-f", "-", stdin=network_yaml("quiet", logLevel=""))
+        nad = wait(lambda: cluster.nad(NS, "quiet"), 10)
+        check("logLevel \"\" accepted and rendered without logLevel",
+              nad is not None and "logLevel" not in config_of(nad), str(nad))
+
         # 6b. SriovIBNetwork: CNI type ib-sriov, upstream's reduced field set, its own owner-ref.
         cluster.ok("apply", "-f", "-", stdin=json.dumps({
             "apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovIBNetwork",
