@@ -68,9 +68,7 @@ static void set_leader(struct kube_lease *l, bool leader)
                 return;
         l->leader = leader;
         if (leader)
-                log_info("Lease %s/%s: acquired by %s; this agent renders the "
-                         "NetworkAttachmentDefinitions now",
-                         l->namespace_, l->name, l->identity);
+                log_info("Lease %s/%s: acquired by %s", l->namespace_, l->name, l->identity);
         else
                 log_info("Lease %s/%s: %s is no longer the holder", l->namespace_, l->name,
                          l->identity);

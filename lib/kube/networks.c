@@ -274,6 +274,8 @@ static void lease_changed(struct kube_lease *lease, bool leader, void *userdata)
                 stop_informers(n);
                 return;
         }
+        log_info("this agent renders the SriovNetworks of %s into NetworkAttachmentDefinitions now",
+                 n->namespace_);
         json_object_clear(n->backoff);
         start_probe(n);
 }
