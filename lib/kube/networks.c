@@ -115,6 +115,25 @@ static void changed_updated(json_t *old, json_t *o, void *userdata)
 {
         schedule_pump(userdata, 0);
 }
+/* A network is gone: forget what was remembered about it, so churn does not grow memory. */
+static void forget(struct kube_networks *n, enum nad_network_kind kind, json_t *o)
+{
+        char key[512];
+        snprintf(key, sizeof(key), "%s %s/%s", nad_network_kind_name(kind),
+                 meta_str(o, "namespace") ? meta_str(o, "namespace") : "",
+                 meta_str(o, "name") ? meta_str(o, "name") : "");
+        json_object_del(n->logged, key);
+        json_object_del(n->backoff, key);
+        schedule_pump(n, 0);
+}
+static void network_deleted(json_t *o, void *userdata)
+{
+        forget(userdata, NAD_SRIOV_NETWORK, o);
+}
+static void ib_network_deleted(json_t *o, void *userdata)
+{
+        forget(userdata, NAD_SRIOV_IB_NETWORK, o);
+}
 static void synced(struct kube_informer *inf, void *userdata)
 {
         schedule_pump(userdata, 0);
@@ -160,9 +179,13 @@ static int start_informers(struct kube_networks *n)
         for (size_t i = 0; i < ELEMENTSOF(n->nets); i++) {
                 if (i == NAD_SRIOV_IB_NETWORK && !n->have_ib)
                         continue;
+                const struct kube_cache_callbacks net_cb = {
+                        changed_added, changed_updated,
+                        i == NAD_SRIOV_NETWORK ? network_deleted : ib_network_deleted, n
+                };
                 const struct kube_informer_opts net_opts = { .kind = nad_network_kind_name(i),
                                                              .path = n->nets_path[i],
-                                                             .callbacks = cb,
+                                                             .callbacks = net_cb,
                                                              .on_synced = synced,
                                                              .synced_userdata = n };
                 if ((k = kube_informer_new(n->http, &net_opts, &n->nets[i])) < 0 ||
