@@ -55,10 +55,17 @@ class Cluster:
         self.env = dict(os.environ, HOME=os.path.join(work, "home"),
                         KUBECONFIG=os.path.join(work, "kubeconfig"))
         os.makedirs(self.env["HOME"])
-        argv = [sys.executable, os.path.join(src, "test/fake-apiserver/fake_apiserver.py"),
-                "--port", "0", "--kubeconfig-out", self.env["KUBECONFIG"]]
+        fake = os.path.join(src, "test/fake-apiserver/fake_apiserver.py")
+        argv = [sys.executable, fake, "--port", "0", "--kubeconfig-out", self.env["KUBECONFIG"]]
         for n in NODES:
             argv += ["--node", n]
+        # Where the fake enforces RBAC (--rbac): every agent token is the sriov-agent service
+        # account, held to manifests/20-rbac.yaml; kubectl (no token) is the admin.
+        help_text = subprocess.run([sys.executable, fake, "--help"], capture_output=True,
+                                   text=True).stdout
+        self.rbac = "--rbac" in help_text
+        if self.rbac:
+            argv += ["--rbac", NS + ":sriov-agent"]
         self.api = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True,
                                     stderr=open(os.path.join(work, "api.err"), "w"))
         self.port = int(self.api.stdout.readline().split()[1])
@@ -96,6 +103,10 @@ class Cluster:
         with open(path, "w") as f:
             f.write(text.replace("user:\n    {}", "user:\n    token: agent-" + node))
         return path
+
+    def stats(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/_fake/stats" % self.port) as r:
+            return json.loads(r.read())
 
     def stop(self):
         self.api.kill()
@@ -178,6 +189,8 @@ def main():
     try:
         cluster.ok("apply", "-f", os.path.join(src, "crds"))
         cluster.ok("apply", "-f", os.path.join(src, "test/kube/namespace.yaml"))
+        cluster.ok("apply", "-f", os.path.join(src, "manifests/10-serviceaccount.yaml"))
+        cluster.ok("apply", "-f", os.path.join(src, "manifests/20-rbac.yaml"))
         for n in NODES:
             agents.start(n)
 
@@ -403,6 +416,9 @@ def main():
         gone = wait(lambda: cluster.network("after-takeover") is None, 15)
         check("agent back: NAD and SriovNetwork deleted (%.1f s after start)" %
               (time.monotonic() - t0), gone and cluster.nad(NS, "after-takeover") is None)
+        if cluster.rbac:
+            check("no request of the agents was outside manifests/20-rbac.yaml",
+                  cluster.stats().get("forbidden", 0) == 0, json.dumps(cluster.stats())[:600])
         errs = [l for n in NODES for l in agents.log(n).splitlines() if "[err]" in l]
         check("no errors logged by either agent", not errs, "\n".join(errs[:5]))
     finally:
