@@ -197,6 +197,18 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         return schedule_reconcile(a, "SIGHUP");
 }
 
+static void released(void *userdata)
+{
+        struct agent *a = userdata;
+        sd_event_exit(a->event, 0);
+}
+
+static int on_release_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        log_warning("shutdown: the Lease release did not finish in time; exiting anyway");
+        return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
 static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
         struct agent *a = userdata;
@@ -208,6 +220,13 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
         sd_notify(false, "STOPPING=1");
         reconcile_abort(a);
         dp_manager_shutdown(a->plugins);
+        /* The NAD renderer's Lease is handed back so another node takes over within seconds
+         * instead of after its 15 s expiry; bounded, so a dead API server cannot hold us. */
+        if (a->cluster && kube_cluster_release(a->cluster, released, a) == 0) {
+                if (sd_event_add_time_relative(a->event, NULL, CLOCK_MONOTONIC, 3 * 1000000ULL, 0,
+                                               on_release_timeout, a) >= 0)
+                        return 0;
+        }
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
@@ -283,6 +302,7 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                         .kubeconfig = config->kubeconfig,
                         .namespace_ = config->namespace_,
                         .node_name = config->node_name,
+                        .resource_prefix = config->resource_prefix,
                         .on_change = on_cluster_change,
                         .userdata = a,
                 };

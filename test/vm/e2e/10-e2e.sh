@@ -301,6 +301,36 @@ wait_for "kubelet: $R_VFIO withdrawn" 60 pool_withdrawn "$R_VFIO"
 wait_for "NodeState syncStatus Succeeded" 60 status_is Succeeded
 kc "kubectl get sriovnetworknodestates -o yaml" get sriovnetworknodestates -n "$NS" -o yaml
 
+header "step 7: the seed's step 6: kubectl apply -f sriov-network.yaml"
+say "(the agent holds the Lease sriov-agent-networks and renders SriovNetworks into NADs)"
+kc "kubectl apply Multus' NetworkAttachmentDefinition CRD (test fixture)" \
+    apply -f "$E2E/network-attachment-definition-crd.yaml"
+kc "kubectl apply -f sriov-network.yaml" apply -f "$E2E/examples/sriov-network.yaml"
+nad_rendered() {
+    kubectl get network-attachment-definitions -n default highnet-rdma-network \
+        -o 'jsonpath={.metadata.annotations}' 2>/dev/null | grep -q 'openshift.io/sriov_highnet'
+}
+nad_config_text() {
+    kubectl get network-attachment-definitions -n default highnet-rdma-network \
+        -o 'jsonpath={.spec.config}' 2>/dev/null | tr -d ' \n'
+}
+wait_for "NAD default/highnet-rdma-network rendered (resourceName openshift.io/sriov_highnet)" 60 nad_rendered
+kc "kubectl get network-attachment-definitions -n default highnet-rdma-network -o yaml" \
+    get network-attachment-definitions -n default highnet-rdma-network -o yaml
+cfg=$(nad_config_text)
+say "its config, whitespace removed: $cfg"
+case $cfg in
+    *'"type":"sriov"'*'"ipam":{"type":"host-local","subnet":"192.168.100.0/24"}'*) cfg_ok=true ;;
+    *) cfg_ok=false ;;
+esac
+check "its config: CNI type sriov, host-local IPAM on 192.168.100.0/24" $cfg_ok
+network_ready() {
+    [ "$(kubectl get sriovnetworks -n "$NS" highnet-rdma-network \
+        -o 'jsonpath={.status.conditions[0].status}' 2>/dev/null)" = True ]
+}
+wait_for "SriovNetwork highnet-rdma-network Ready=True" 30 network_ready
+kc "kubectl get sriovnetworks" get sriovnetworks -n "$NS"
+
 header "agent log (stand-in for journalctl -u sriov-agent)"
 sed 's/^/  | /' "$AGENT_LOG" >>"$TRANSCRIPT"
 kill "$AGENT_PID" 2>/dev/null
