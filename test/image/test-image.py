@@ -67,7 +67,9 @@ def run(argv, **kw):
 
 
 def build(out):
-    r = run([SCRIPT, "--build-dir", BUILD, "--output", out], timeout=300)
+    # the first build of a build dir also builds libcurl and busybox (scripts/image-deps):
+    # ~50 s of CPU, minutes on a loaded machine
+    r = run([SCRIPT, "--build-dir", BUILD, "--output", out], timeout=600)
     print(r.stdout + r.stderr)
     if not check(r.returncode == 0, f"scripts/build-image exits 0 (got {r.returncode})"):
         sys.exit(1)
