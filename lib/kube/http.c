@@ -92,6 +92,18 @@ long kube_request_status(struct kube_request *req)
         return code;
 }
 
+uint64_t kube_request_retry_after_usec(struct kube_request *req)
+{
+        curl_off_t secs = 0;
+        if (!req || !req->easy ||
+            curl_easy_getinfo(req->easy, CURLINFO_RETRY_AFTER, &secs) != CURLE_OK || secs <= 0)
+                return 0;
+        /* A hostile or confused server must not park us for hours. */
+        if (secs > KUBE_RETRY_AFTER_MAX_S)
+                secs = KUBE_RETRY_AFTER_MAX_S;
+        return (uint64_t)secs * 1000000ULL;
+}
+
 static int curl_result_to_errno(CURLcode c)
 {
         switch (c) {

@@ -117,8 +117,10 @@ BUILTINS = [
 
 # ---------------------------------------------------------------- schema validation
 
-def validate(schema, value, path, errors, strict, apply_defaults=True):
-    """Checks value against a structural OpenAPI v3 schema; fills defaults in place."""
+def validate(schema, value, path, errors, strict, apply_defaults=True, pruned=None):
+    """Checks value against a structural OpenAPI v3 schema; fills defaults in place. With
+    pruned (a list), fields the schema does not declare (and no x-kubernetes-preserve-unknown-
+    fields keeps) are removed and their paths appended, as a real API server prunes."""
     if schema is None:
         return
     t = schema.get("type")
@@ -157,7 +159,8 @@ def validate(schema, value, path, errors, strict, apply_defaults=True):
                           f"'{schema['pattern']}'")
     if t == "array" and "items" in schema:
         for i, item in enumerate(value):
-            validate(schema["items"], item, f"{path}[{i}]", errors, strict, apply_defaults)
+            validate(schema["items"], item, f"{path}[{i}]", errors, strict, apply_defaults,
+                     pruned)
     if t == "object":
         props = schema.get("properties", {})
         addl = schema.get("additionalProperties")
@@ -169,16 +172,23 @@ def validate(schema, value, path, errors, strict, apply_defaults=True):
             for k, sub in props.items():
                 if k not in value and "default" in sub:
                     value[k] = copy.deepcopy(sub["default"])
-        for k, v in value.items():
+        for k, v in list(value.items()):
             sub_path = f"{path}.{k}" if path else k
             if k in props:
-                validate(props[k], v, sub_path, errors, strict, apply_defaults)
+                validate(props[k], v, sub_path, errors, strict, apply_defaults, pruned)
             elif isinstance(addl, dict):
-                validate(addl, v, sub_path, errors, strict, apply_defaults)
-            elif not preserve and not props and t == "object" and path.endswith("metadata"):
+                validate(addl, v, sub_path, errors, strict, apply_defaults, pruned)
+            elif preserve or addl is True:
                 pass
-            elif not preserve and props and strict:
+            elif not props and path.endswith("metadata"):
+                pass  # embedded ObjectMeta is kept as it is
+            elif strict:
                 errors.append(f"{sub_path}: unknown field \"{sub_path}\"")
+            elif pruned is not None:
+                # A structural schema prunes what it does not declare, silently but for a
+                # Warning header (fieldValidation=Warn, the server's default).
+                del value[k]
+                pruned.append(sub_path)
 
 
 def merge_patch(target, patch):
@@ -254,7 +264,8 @@ class Store:
         self.history_floor = 1
         self.faults = {"expire_watches": 0, "errors_500": 0, "slow_ms": 0, "garble_events": 0,
                        "truncate_events": 0, "huge_events": 0, "reject_token": False,
-                       "conflicts": 0}
+                       "conflicts": 0, "prune_unknown": True}
+        self.request_local = threading.local()  # per request: warnings for the reply
         self.refuse_until = 0.0
         self.close_generation = 0
         self.snapshots = {}   # continue token id -> (resourceVersion, items) of a paged list
@@ -309,8 +320,17 @@ class Store:
             return
         errors = []
         body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-        validate(res.schema, body, "", errors, strict)
+        pruned = [] if self.faults.get("prune_unknown", True) else None
+        validate(res.schema, body, "", errors, strict, pruned=pruned)
+        for k in [k for k in obj if k not in ("apiVersion", "kind", "metadata")]:
+            if k not in body:
+                del obj[k]
         obj.update(body)
+        if pruned:
+            self.stats["pruned_fields"] = self.stats.get("pruned_fields", 0) + len(pruned)
+            warnings = getattr(self.request_local, "warnings", None)
+            if warnings is not None:
+                warnings.extend(f'unknown field "{p}"' for p in pruned)
         if errors:
             name = obj.get("metadata", {}).get("name", "")
             joined = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
@@ -591,6 +611,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for w in (getattr(self.store.request_local, "warnings", None) or [])[:50]:
+            self.send_header("Warning", '299 - "%s"' % w.replace('"', '\\"'))
         self.end_headers()
         self.wfile.write(data)
 
@@ -620,6 +642,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def dispatch(self, method):
         self.body_consumed = False
+        self.store.request_local.warnings = []
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         try:
@@ -777,11 +800,15 @@ class Handler(BaseHTTPRequestHandler):
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
             if ctype == "application/apply-patch+yaml":
                 return self.server_side_apply(res, ns, name, sub, strict)
+            # Custom resources have no Go struct for strategic merge: the real server
+            # refuses it with 415 (only built-in kinds take it).
             if ctype not in ("application/merge-patch+json",
-                             "application/strategic-merge-patch+json"):
+                             "application/strategic-merge-patch+json") or \
+                    (ctype == "application/strategic-merge-patch+json" and not res.builtin):
                 raise ApiError(415, "UnsupportedMediaType",
                                f"the body of the request was in an unknown format - accepted "
-                               f"media types include: application/merge-patch+json")
+                               f"media types include: application/json-patch+json, "
+                               f"application/merge-patch+json, application/apply-patch+yaml")
             patch = self.read_body()
             with self.store.lock:
                 self.store.stats["patches"] += 1
