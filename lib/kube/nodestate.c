@@ -61,7 +61,11 @@ struct kube_nodestate {
         json_t *desired_spec;   /* NULL until set */
         json_t *desired_status; /* {interfaces, syncStatus, lastSyncError} or NULL */
         char *desired_extra;    /* the extra-status annotation (JSON text), NULL = none */
-        json_t *server;         /* last object seen from the server, NULL = unknown */
+        /* A status that arrived while a Failed one still waited for its (paced) write: a
+         * failure is never coalesced away, it is written first and this one after it. */
+        json_t *next_status;
+        char *next_extra;
+        json_t *server; /* last object seen from the server, NULL = unknown */
 
         /* What the server last acknowledged (2xx) from us, as we sent it. The server may
          * prune or default what it stores, so its echo is not a measure of "up to date":
@@ -153,6 +157,8 @@ struct kube_nodestate *kube_nodestate_free(struct kube_nodestate *st)
         json_decref(st->desired_spec);
         json_decref(st->desired_status);
         free(st->desired_extra);
+        json_decref(st->next_status);
+        free(st->next_extra);
         json_decref(st->server);
         forget_acked(st);
         clear_inflight(st);
@@ -302,6 +308,16 @@ static void maybe_post_sync_event(struct kube_nodestate *st, const char *before)
                          KUBE_EVENT_REASON_SYNC_STATUS, message);
 }
 
+static void promote_next_status(struct kube_nodestate *st)
+{
+        if (!st->next_status)
+                return;
+        json_decref(st->desired_status);
+        st->desired_status = TAKE_PTR(st->next_status);
+        free(st->desired_extra);
+        st->desired_extra = TAKE_PTR(st->next_extra);
+}
+
 /* A 404 names the object when the object is missing ("sriovnetworknodestates.… \"N\" not
  * found", details.name = N); a 404 without it means the resource or its /status subresource is
  * not served (no CRD, or a CRD without the status subresource): creating cannot help then. */
@@ -342,8 +358,10 @@ static void request_done(struct kube_request *req, int error, long status, const
                 }
                 if (op == OP_CREATE)
                         log_info("NodeState %s/%s: created", st->namespace_, st->node_name);
-                if (op == OP_PATCH_STATUS)
+                if (op == OP_PATCH_STATUS) {
                         maybe_post_sync_event(st, before);
+                        promote_next_status(st);
+                }
                 writer_pump(st);
                 return;
         }
@@ -665,6 +683,19 @@ static void writer_pump(struct kube_nodestate *st)
         }
 }
 
+static bool is_failed(json_t *status)
+{
+        const char *s = json_string_value(json_object_get(status, "syncStatus"));
+        return s && strcmp(s, "Failed") == 0;
+}
+
+/* The desired status is Failed and the server has not acknowledged it yet. */
+static bool failed_unwritten(struct kube_nodestate *st)
+{
+        return is_failed(st->desired_status) &&
+               !(st->acked_status && json_equal(st->acked_status, st->desired_status));
+}
+
 /* Whether the writer should run now for a new desired value: it is idle, or it waits out a
  * refusal (422) of a body that has just changed. */
 static void desired_changed(struct kube_nodestate *st)
@@ -708,6 +739,18 @@ int kube_nodestate_set_status(struct kube_nodestate *st, json_t *interfaces,
                 free(extra);
                 return -ENOMEM;
         }
+        /* A Failed status not written yet stays until it is: queue this one behind it. */
+        if (failed_unwritten(st) && !is_failed(status)) {
+                json_decref(st->next_status);
+                free(st->next_extra);
+                st->next_status = status;
+                st->next_extra = extra;
+                return 0;
+        }
+        json_decref(st->next_status);
+        free(st->next_extra);
+        st->next_status = NULL;
+        st->next_extra = NULL;
         bool same = st->desired_status && json_equal(st->desired_status, status) &&
                     streq_null(st->desired_extra, extra);
         json_decref(st->desired_status);

@@ -13,9 +13,10 @@
  * (another resourceVersion than our last write's echo, or a re-created one) is compared with
  * afresh. Nothing is written when only status.interfaces[].Vfs differ (VF details churn; as
  * upstream, they ride along with the next real change). Writes are paced to at most one per
- * write interval (1 s). Status fields that upstream's CRD lacks (numaNode, iommuGroup,
- * rdmaDevices, error, ...) go to the KUBE_NODESTATE_EXTRA_ANNOTATION annotation as JSON keyed
- * by PF (and VF) PCI address, so status keeps upstream's field set and any schema keeps them.
+ * write interval (1 s); a Failed status is never coalesced away by the pacing (a status
+ * arriving while it waits is written after it). Status fields that upstream's CRD lacks (numaNode,
+ * iommuGroup, rdmaDevices, error, ...) go to the KUBE_NODESTATE_EXTRA_ANNOTATION annotation as JSON
+ * keyed by PF (and VF) PCI address, so status keeps upstream's field set and any schema keeps them.
  * A 404 naming the object re-creates it (backing off when that repeats within a minute); a
  * 404 for the resource itself (no CRD, no /status) is reported and retried with backoff; a
  * 400/422 refusal is logged once and not retried until the desired state changes (or after

@@ -71,6 +71,11 @@ class Cluster:
                                      data=json.dumps(switches).encode(), method="POST")
         urllib.request.urlopen(req, timeout=5).read()
 
+    def stats(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/_fake/stats" % self.port,
+                                    timeout=5) as r:
+            return json.load(r)
+
     def stop(self):
         self.api.kill()
         self.api.wait()
@@ -102,6 +107,9 @@ def main():
     ap.add_argument("--agent", required=True)
     ap.add_argument("--fake-kubelet", required=True)
     ap.add_argument("--kubectl", default=shutil.which("kubectl") or "kubectl")
+    ap.add_argument("--crds", choices=["project", "upstream"], default="project",
+                    help="upstream: apply test/fixtures/crds-upstream over crds/ (a NodeState "
+                         "CRD that prunes unknown status fields) and run the NodeState checks")
     args = ap.parse_args()
     src = os.environ.get("SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -120,6 +128,8 @@ def main():
     agent = None
     try:
         cluster.ok("apply", "-f", os.path.join(src, "crds"))
+        if args.crds == "upstream":
+            cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/crds-upstream"))
         cluster.ok("apply", "-f", os.path.join(src, "test/kube/namespace.yaml"))
         cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/policies",
                                                "highnet-sriov-policy.yaml"))
@@ -152,6 +162,20 @@ def main():
               "no device list")
         _, printed = cluster.run("get", "sriovnetworknodestates", "-n", NS)
         check("kubectl get shows the sync status column", "Succeeded" in printed, printed)
+        extra = json.loads(((ns or {}).get("metadata", {}).get("annotations") or {}).get(
+            "sriovnetwork.openshift.io/status-extra", "{}"))
+        check("fields upstream's status lacks are in the status-extra annotation",
+              "numaNode" in extra.get(cx["pciAddress"], {}), json.dumps(extra)[:300])
+
+        # 1b. Idle: several resyncs (every 2 s) write nothing, whatever the CRD prunes.
+        time.sleep(2)
+        patches = cluster.stats()["patches"]
+        time.sleep(8)
+        idle = cluster.stats()["patches"] - patches
+        check("no NodeState write in 8 s idle (4 resyncs)", idle == 0, "%d PATCHes" % idle)
+        if args.crds == "upstream":
+            # The policy workflow below does not depend on the NodeState schema.
+            raise StopIteration
 
         # 2. An invalid policy: an Event on it, nothing applied.
         numvfs_before = numvfs(sysfs, cx["pciAddress"])
@@ -210,6 +234,8 @@ def main():
         agent.send_signal(signal.SIGTERM)
         rc = agent.wait(timeout=30)
         check("SIGTERM exits 0", rc == 0, "exit %s" % rc)
+    except StopIteration:
+        pass
     finally:
         if agent and agent.poll() is None:
             agent.kill()
