@@ -9,10 +9,10 @@
 #include <sys/stat.h>
 
 #include "kube/base64.h"
-#include "util/yaml-json.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/yaml-json.h"
 
 /* Kubeconfigs with embedded certificates are a few KiB; anything near this is not one. */
 #define KUBECONFIG_MAX_SIZE (4u * 1024 * 1024)

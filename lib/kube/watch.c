@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "kube/json-split.h"
 #include "kube/status.h"
 #include "kube/watch-stream.h"
 #include "util/log.h"
@@ -15,6 +16,9 @@
 #define BACKOFF_MIN_USEC (500ULL * 1000)
 #define BACKOFF_MAX_USEC (30ULL * 1000 * 1000)
 #define LIST_PAGE_SIZE   500
+/* A server whose continue tokens never end (500 × 1000 objects is far beyond any namespace's
+ * policies) must not keep us paging forever. */
+#define MAX_LIST_PAGES 1000
 /* A watch that ends this quickly without delivering anything is treated like a failure, so a
  * server that closes every watch at once cannot make us spin. */
 #define SHORT_WATCH_USEC (1000ULL * 1000)
@@ -36,6 +40,8 @@ struct kube_informer {
         struct kube_watch_stream stream;
         json_t *list_items; /* pages collected so far */
         char *list_continue;
+        unsigned list_pages; /* pages of the current list so far */
+        size_t max_object_size;
         char resource_version[64];
         bool synced;
 
@@ -173,6 +179,18 @@ static int selector_query(struct kube_informer *inf, char **url)
 
 /* ---- list ---------------------------------------------------------------------------- */
 
+static void log_undecodable(struct kube_informer *inf, json_t *obj)
+{
+        const char *why = kube_object_undecodable(obj);
+        if (!why)
+                return;
+        json_t *meta = json_object_get(obj, "metadata");
+        const char *ns = json_string_value(json_object_get(meta, "namespace"));
+        log_warning("%s %s%s%s %s; it is kept as an invalid object, the others are used", inf->kind,
+                    ns ? ns : "", ns ? "/" : "", json_string_value(json_object_get(meta, "name")),
+                    why);
+}
+
 static void list_finished(struct kube_informer *inf, json_t *list)
 {
         json_t *items = inf->list_items;
@@ -190,6 +208,7 @@ static void list_finished(struct kube_informer *inf, json_t *list)
                 log_error_errno(k, "%s informer: cannot update the cache", inf->kind);
         set_resource_version(inf, list);
         json_array_clear(inf->list_items);
+        inf->list_pages = 0;
         inf->synced = true;
         inf->relist_requested = false;
         inf->backoff_usec = 0;
@@ -200,6 +219,49 @@ static void list_finished(struct kube_informer *inf, json_t *list)
         schedule(inf, STEP_WATCH, 0);
 }
 
+struct list_page {
+        struct kube_informer *inf;
+        json_t *metadata; /* the list's own metadata (resourceVersion, continue) */
+        bool items_bad;
+};
+
+static int list_item(const char *value, size_t value_len, void *userdata)
+{
+        struct list_page *pg = userdata;
+        struct kube_informer *inf = pg->inf;
+        char reason[256];
+        json_t *obj =
+            kube_json_decode_object(value, value_len, inf->max_object_size, reason, sizeof(reason));
+        if (!obj) {
+                log_warning("%s informer: skipping a listed object without a readable name: %s",
+                            inf->kind, reason);
+                return 0;
+        }
+        log_undecodable(inf, obj);
+        return json_array_append_new(inf->list_items, obj) < 0 ? -ENOMEM : 0;
+}
+
+static int list_member(const char *key, size_t key_len, const char *value, size_t value_len,
+                       void *userdata)
+{
+        struct list_page *pg = userdata;
+        if (key_len == 5 && memcmp(key, "items", 5) == 0) {
+                if (value_len == 4 && memcmp(value, "null", 4) == 0)
+                        return 0;
+                int k = kube_json_array_elements(value, value_len, list_item, pg);
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0)
+                        pg->items_bad = true;
+        } else if (key_len == 8 && memcmp(key, "metadata", 8) == 0) {
+                json_decref(pg->metadata);
+                pg->metadata = json_loadb(value, value_len, 0, NULL);
+        }
+        return 0;
+}
+
+/* Each page is decoded object by object (see json-split.h): an object that cannot be decoded
+ * becomes a named stub instead of failing the whole list. */
 static void list_done(struct kube_request *req, int error, long status, const char *body,
                       size_t body_len, void *userdata)
 {
@@ -209,37 +271,46 @@ static void list_done(struct kube_request *req, int error, long status, const ch
                 free(inf->list_continue);
                 inf->list_continue = NULL; /* an expired continue token means start over */
                 json_array_clear(inf->list_items);
+                inf->list_pages = 0;
                 handle_http_failure(inf, req, STEP_LIST, error, status, body, body_len);
                 return;
         }
-        json_error_t jerr;
-        json_t *list = json_loadb(body, body_len, 0, &jerr);
-        json_t *items = json_object_get(list, "items");
-        if (!list || !(json_is_array(items) || json_is_null(items) || !items)) {
-                log_error("%s informer: list of %s returned malformed JSON (%s); retrying",
-                          inf->kind, inf->path, list ? "no items array" : jerr.text);
-                json_decref(list);
-                json_array_clear(inf->list_items);
-                schedule_backoff(inf, STEP_LIST);
-                return;
-        }
-        if (items && json_array_extend(inf->list_items, items) < 0) {
-                json_decref(list);
-                json_array_clear(inf->list_items);
-                schedule_backoff(inf, STEP_LIST);
-                return;
-        }
+        struct list_page pg = { .inf = inf };
+        int k = kube_json_object_members(body, body_len, list_member, &pg);
         free(inf->list_continue);
         inf->list_continue = NULL;
-        const char *cont =
-            json_string_value(json_object_get(json_object_get(list, "metadata"), "continue"));
+        if (k < 0 || pg.items_bad || !json_is_object(pg.metadata)) {
+                log_error("%s informer: list of %s returned a malformed body (%s); retrying",
+                          inf->kind, inf->path,
+                          k == -ENOMEM   ? "out of memory"
+                          : k < 0        ? "not a JSON object"
+                          : pg.items_bad ? "items is not a JSON array"
+                                         : "no list metadata");
+                json_decref(pg.metadata);
+                json_array_clear(inf->list_items);
+                inf->list_pages = 0;
+                schedule_backoff(inf, STEP_LIST);
+                return;
+        }
+        const char *cont = json_string_value(json_object_get(pg.metadata, "continue"));
         if (cont && *cont) {
+                if (++inf->list_pages >= MAX_LIST_PAGES) {
+                        log_error("%s informer: list of %s did not end after %u pages; "
+                                  "starting over after a backoff",
+                                  inf->kind, inf->path, MAX_LIST_PAGES);
+                        json_decref(pg.metadata);
+                        json_array_clear(inf->list_items);
+                        inf->list_pages = 0;
+                        schedule_backoff(inf, STEP_LIST);
+                        return;
+                }
                 inf->list_continue = strdup(cont);
-                json_decref(list);
+                json_decref(pg.metadata);
                 if (!inf->list_continue || informer_list(inf) < 0)
                         schedule_backoff(inf, STEP_LIST);
                 return;
         }
+        json_t *list = json_pack("{s:o}", "metadata", pg.metadata);
         list_finished(inf, list);
         json_decref(list);
 }
@@ -410,6 +481,7 @@ int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *o
                 .http = http,
                 .watch_timeout_s = opts->watch_timeout_s,
                 .list_page_size = opts->list_page_size ? opts->list_page_size : LIST_PAGE_SIZE,
+                .max_object_size = opts->max_object_size,
                 .on_synced = opts->on_synced,
                 .synced_userdata = opts->synced_userdata,
         };

@@ -9,7 +9,12 @@
  * Failures never stop the informer: dropped connections and 5xx are retried with exponential
  * backoff plus jitter (0.5 s doubling, capped at 30 s); 401/403 are logged as a credentials
  * problem and retried the same way; a malformed or oversized (16 MiB) event ends the stream
- * with a logged error and a relist. All work happens in the sd-event loop kube_http runs on.
+ * with a logged error and a relist. Objects are decoded one at a time: one that cannot be
+ * decoded (nesting beyond jansson's depth, an integer beyond 64 bits) or is larger than
+ * max_object_size enters the cache as a stub carrying its name and the reason
+ * (kube_object_undecodable(), json-split.h) and never fails the list or watch for the others.
+ * A list whose continue tokens do not end after 1,000 pages is abandoned and retried after a
+ * backoff. All work happens in the sd-event loop kube_http runs on.
  * Callbacks may start requests and read the cache, but must not free the informer (or the
  * kube_http under it): stop from outside, e.g. after sd_event_exit(). */
 #pragma once
@@ -35,6 +40,7 @@ struct kube_informer_opts {
         unsigned watch_timeout_s; /* server-side timeoutSeconds; 0 = random 300..599 */
         size_t max_event_size;    /* 0 = KUBE_WATCH_MAX_EVENT (16 MiB) */
         unsigned list_page_size;  /* 0 = 500 */
+        size_t max_object_size;   /* 0 = KUBE_MAX_OBJECT_SIZE (512 KiB): larger ones are stubs */
 };
 
 int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *opts,

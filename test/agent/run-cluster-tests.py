@@ -190,6 +190,40 @@ def main():
               numvfs(sysfs, cx["pciAddress"]))
         cluster.ok("delete", "sriovnetworknodepolicy", "-n", NS, "bad-range")
 
+        # 2b. Poison policies a real API server accepts but that cannot be decoded here: a
+        # free-form spec.bridge nested 2,100 deep, an integer beyond 64 bits. Each is reported
+        # by name as invalid; the list and watch go on for the others (step 3 needs them).
+        deep = "DEEP"  # replaced by the text below: Python's own encoder stops at ~1,000 levels
+        poison = [("deep-bridge", {"resourceName": "deep", "numVfs": 1, "bridge": deep,
+                                   "nodeSelector": {"highnet-node": "true"},
+                                   "nicSelector": {"pfNames": ["ens2f0"]}}),
+                  ("huge-mtu", {"resourceName": "huge", "numVfs": 1, "mtu": 10 ** 20,
+                                "nodeSelector": {"highnet-node": "true"},
+                                "nicSelector": {"pfNames": ["ens2f0"]}})]
+        for name, spec in poison:
+            body = json.dumps({"apiVersion": "sriovnetwork.openshift.io/v1",
+                               "kind": "SriovNetworkNodePolicy",
+                               "metadata": {"name": name, "namespace": NS}, "spec": spec})
+            body = body.replace('"DEEP"', '{"x":' * 2100 + '{}' + '}' * 2100)
+            req = urllib.request.Request(
+                "http://127.0.0.1:%d/apis/sriovnetwork.openshift.io/v1/namespaces/%s/"
+                "sriovnetworknodepolicies" % (cluster.port, NS), data=body.encode(),
+                headers={"Content-Type": "application/json"}, method="POST")
+            urllib.request.urlopen(req, timeout=30).read()
+        def poison_events():
+            rc, out = cluster.run("get", "events", "-n", NS, "-o", "json")
+            names = set()
+            for e in json.loads(out).get("items", []) if rc == 0 else []:
+                if e.get("reason") == "InvalidPolicy" and "cannot be decoded" in \
+                        e.get("message", ""):
+                    names.add(e.get("involvedObject", {}).get("name"))
+            return names if names >= {"deep-bridge", "huge-mtu"} else None
+        check("each undecodable policy -> InvalidPolicy Event naming it",
+              wait(poison_events, 30, step=0.5) is not None,
+              cluster.run("get", "events", "-n", NS)[1][-800:])
+        check("the seed pool is still served", os.path.exists(
+            os.path.join(kdir, "openshift.io_sriov_highnet.sock")), str(os.listdir(kdir)))
+
         # 3. A second policy adds a pool; the NodeState spec grows.
         cluster.ok("apply", "-f", "-", stdin=policy_yaml("e810", "sriov_e810", "ens2f0",
                                                          ice["numVfs"]))
@@ -205,6 +239,7 @@ def main():
         time.sleep(1)
         cluster.ok("label", "node", NODE, "extra=1")
         cluster.ok("delete", "sriovnetworknodepolicy", "-n", NS, "e810")
+        cluster.ok("delete", "sriovnetworknodepolicy", "-n", NS, "deep-bridge", "huge-mtu")
         # It owned ens2f0: releasing writes 0 first; the generated tree has no kernel to
         # remove the VFs, so the reset times out and must be reported, naming the PF.
         wrote = wait(lambda: numvfs(sysfs, ice["pciAddress"]) == "0", 40)

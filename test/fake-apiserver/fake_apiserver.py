@@ -1110,6 +1110,10 @@ def write_kubeconfig(path, server_url, token, ca_file):
 
 
 def main():
+    # A real API server stores objects nested thousands of levels deep in free-form fields
+    # (preserve-unknown-fields); tests send such objects, so json and deepcopy must cope.
+    sys.setrecursionlimit(50000)
+    threading.stack_size(256 * 1024 * 1024)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--node", action="append", default=[], help="pre-create a Node")
