@@ -13,7 +13,8 @@
 #include "util/log.h"
 #include "util/macro.h"
 
-#define BACKOFF_MIN_USEC (500ULL * 1000)
+/* client-go's reflector: 0.8 s doubling to 30 s, with jitter. */
+#define BACKOFF_MIN_USEC (800ULL * 1000)
 #define BACKOFF_MAX_USEC (30ULL * 1000 * 1000)
 #define LIST_PAGE_SIZE   500
 /* A server whose continue tokens never end (500 × 1000 objects is far beyond any namespace's
@@ -22,6 +23,8 @@
 /* A watch that ends this quickly without delivering anything is treated like a failure, so a
  * server that closes every watch at once cannot make us spin. */
 #define SHORT_WATCH_USEC (1000ULL * 1000)
+/* A watch that lived this long worked: the backoff starts over (as client-go's). */
+#define HEALTHY_WATCH_USEC (30ULL * 1000 * 1000)
 
 enum informer_step {
         STEP_LIST,
@@ -51,7 +54,11 @@ struct kube_informer {
         uint64_t backoff_usec;
         uint64_t watch_started_usec;
         unsigned watch_events;
-        bool relist_requested; /* a 410 or a broken stream asked for a fresh list */
+        bool relist_requested;           /* a 410 or a broken stream asked for a fresh list */
+        bool consistent_list;            /* after a 410: list from etcd, not the watch cache */
+        bool watch_error;                /* the stream carried an ERROR other than 410 */
+        uint64_t watch_error_retry_usec; /* its details.retryAfterSeconds */
+        unsigned expired_in_row;         /* 410s without a working watch in between */
 };
 
 static int informer_list(struct kube_informer *inf);
@@ -113,6 +120,19 @@ static void set_resource_version(struct kube_informer *inf, json_t *object)
                 snprintf(inf->resource_version, sizeof(inf->resource_version), "%s", rv);
 }
 
+/* After a 410: one consistent list at once; 410s again and again (a hostile or broken server)
+ * go through the backoff. */
+static void relist_after_expiry(struct kube_informer *inf)
+{
+        inf->consistent_list = true;
+        free(inf->list_continue);
+        inf->list_continue = NULL;
+        if (inf->expired_in_row++ == 0)
+                schedule(inf, STEP_LIST, 0);
+        else
+                schedule_backoff(inf, STEP_LIST);
+}
+
 /* Logs a failed list or watch response and picks the retry. */
 static void handle_http_failure(struct kube_informer *inf, struct kube_request *req,
                                 enum informer_step step, int error, long status, const char *body,
@@ -135,7 +155,7 @@ static void handle_http_failure(struct kube_informer *inf, struct kube_request *
         kube_status_describe(status, body, body_len, desc, sizeof(desc));
         if (status == 410) {
                 log_info("%s informer: %s expired (%s); relisting", inf->kind, what, desc);
-                schedule(inf, STEP_LIST, 0);
+                relist_after_expiry(inf);
                 return;
         }
         if (status == 401 || status == 403)
@@ -151,6 +171,14 @@ static void handle_http_failure(struct kube_informer *inf, struct kube_request *
         /* A transient server or credentials problem leaves our resourceVersion valid; anything
          * else (400, 404...) means our idea of the collection is suspect: list again. */
         bool transient = status >= 500 || status == 401 || status == 403 || status == 429;
+        uint64_t retry_after = kube_request_retry_after_usec(req);
+        if (retry_after > 0 && (status == 429 || status == 503)) {
+                /* API Priority and Fairness says when: neither sooner nor later. */
+                log_info("%s informer: retrying %s in %.0f s (Retry-After)", inf->kind,
+                         transient ? what : "list", (double)retry_after / 1e6);
+                schedule(inf, transient ? step : STEP_LIST, retry_after);
+                return;
+        }
         schedule_backoff(inf, transient ? step : STEP_LIST);
 }
 
@@ -211,7 +239,9 @@ static void list_finished(struct kube_informer *inf, json_t *list)
         inf->list_pages = 0;
         inf->synced = true;
         inf->relist_requested = false;
-        inf->backoff_usec = 0;
+        inf->consistent_list = false;
+        /* The backoff is not reset here: a server whose watches fail right after a good list
+         * must not get a list at full speed each time. Only a watch that worked resets it. */
         log_debug("%s informer: listed %zu objects at resourceVersion %s", inf->kind,
                   kube_cache_size(inf->cache), inf->resource_version);
         if (inf->on_synced)
@@ -323,7 +353,12 @@ static int informer_list(struct kube_informer *inf)
         int k = selector_query(inf, &url);
         if (k < 0)
                 return k;
-        if (inf->list_continue && (k = append_query(&url, "continue", inf->list_continue)) < 0)
+        if (inf->list_continue) {
+                if ((k = append_query(&url, "continue", inf->list_continue)) < 0)
+                        return k;
+        } else if (!inf->consistent_list && (k = append_query(&url, "resourceVersion", "0")) < 0)
+                /* Served from the API server's watch cache, as client-go's reflector lists;
+                 * a consistent read from etcd only after a 410. */
                 return k;
         const struct kube_request_opts opts = {
                 .path = url,
@@ -348,12 +383,23 @@ static int watch_event(enum kube_watch_event_type type, json_t *object, void *us
         switch (type) {
         case KUBE_WATCH_ERROR:
                 kube_status_describe_json(0, object, desc, sizeof(desc));
-                if (kube_status_code(object) == 410)
+                if (kube_status_code(object) == 410) {
                         log_info("%s informer: watch expired (%s); relisting", inf->kind, desc);
-                else
-                        log_warning("%s informer: watch error (%s); relisting", inf->kind, desc);
-                inf->relist_requested = true;
-                return -ESTALE;
+                        inf->relist_requested = true;
+                        return -ESTALE;
+                }
+                /* 500, 429...: our resourceVersion is still good. Back off and watch again
+                 * from it; relisting would only add load to a server already in trouble. */
+                log_warning("%s informer: watch error (%s); watching again after a backoff",
+                            inf->kind, desc);
+                inf->watch_error = true;
+                inf->watch_error_retry_usec =
+                    (uint64_t)json_integer_value(
+                        json_object_get(json_object_get(object, "details"), "retryAfterSeconds")) *
+                    1000000ULL;
+                if (inf->watch_error_retry_usec > KUBE_RETRY_AFTER_MAX_S * 1000000ULL)
+                        inf->watch_error_retry_usec = KUBE_RETRY_AFTER_MAX_S * 1000000ULL;
+                return -EPROTO;
         case KUBE_WATCH_BOOKMARK:
                 set_resource_version(inf, object);
                 return 0;
@@ -373,7 +419,8 @@ static int watch_event(enum kube_watch_event_type type, json_t *object, void *us
         }
         set_resource_version(inf, object);
         inf->watch_events++;
-        inf->backoff_usec = 0;
+        inf->backoff_usec = 0; /* the watch works */
+        inf->expired_in_row = 0;
         return 0;
 }
 
@@ -395,13 +442,26 @@ static void watch_done(struct kube_request *req, int error, long status, const c
         struct kube_informer *inf = userdata;
         inf->request = NULL;
 
+        bool lived = now_usec() - inf->watch_started_usec >= HEALTHY_WATCH_USEC;
+        if (lived) {
+                inf->backoff_usec = 0;
+                inf->expired_in_row = 0;
+        }
         if (inf->relist_requested) {
                 /* After a 410 the list is the remedy; after a broken stream, back off first
                  * so a server that keeps sending garbage is not hammered. */
                 if (error == -ESTALE)
-                        schedule(inf, STEP_LIST, 0);
+                        relist_after_expiry(inf);
                 else
                         schedule_backoff(inf, STEP_LIST);
+                return;
+        }
+        if (inf->watch_error) {
+                inf->watch_error = false;
+                if (inf->watch_error_retry_usec)
+                        schedule(inf, STEP_WATCH, inf->watch_error_retry_usec);
+                else
+                        schedule_backoff(inf, STEP_WATCH);
                 return;
         }
         if (status != 200 && status != 0) {
@@ -440,6 +500,8 @@ static int informer_watch(struct kube_informer *inf)
 
         kube_watch_stream_reset(&inf->stream);
         inf->watch_events = 0;
+        inf->watch_error = false;
+        inf->watch_error_retry_usec = 0;
         inf->watch_started_usec = now_usec();
         const struct kube_request_opts opts = {
                 .path = url,

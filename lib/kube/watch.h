@@ -1,14 +1,21 @@
 /* List-then-watch informer for one kind of Kubernetes object.
  *
- * kube_informer_start() lists the collection (paged), fills the cache, then watches from the
- * list's resourceVersion with allowWatchBookmarks and a server-side timeoutSeconds; a watch
- * that ends normally is renewed at once from the last seen resourceVersion. Every change
- * reaches the cache callbacks (added/updated/deleted), including deletions that happened
- * while the informer was away (410 Expired → relist and reconcile).
+ * kube_informer_start() lists the collection with resourceVersion=0 (served from the API
+ * server's watch cache, as client-go's reflector does; a consistent, paged read from etcd only
+ * after a 410), fills the cache, then watches from the list's resourceVersion with
+ * allowWatchBookmarks and a server-side timeoutSeconds; a watch that ends normally is renewed
+ * at once from the last seen resourceVersion. Every change reaches the cache callbacks
+ * (added/updated/deleted), including deletions that happened while the informer was away
+ * (410 Expired → relist and reconcile).
  *
  * Failures never stop the informer: dropped connections and 5xx are retried with exponential
- * backoff plus jitter (0.5 s doubling, capped at 30 s); 401/403 are logged as a credentials
- * problem and retried the same way; a malformed or oversized (16 MiB) event ends the stream
+ * backoff plus jitter (0.8 s doubling, capped at 30 s, as client-go), which resets only once a
+ * watch delivered events or lived 30 s (never on a mere successful list). Only a 410 relists
+ * at once, and only once: 410s in a row go through the backoff. An ERROR event of another
+ * code inside a watch stream (500, 429...) keeps the resourceVersion and watches again after
+ * the backoff (or its details.retryAfterSeconds). 429/503 answers wait for Retry-After.
+ * 401/403 are logged as a credentials problem and retried the same way; a malformed or
+ * oversized (16 MiB) event ends the stream
  * with a logged error and a relist. Objects are decoded one at a time: one that cannot be
  * decoded (nesting beyond jansson's depth, an integer beyond 64 bits) or is larger than
  * max_object_size enters the cache as a stub carrying its name and the reason

@@ -28,6 +28,15 @@ agent's), so an anonymous kubectl can drive the test meanwhile:
   conflicts: N               the next N PATCH/PUT requests get 409 Conflict
   refuse_ms: MS              for MS milliseconds hang up on every API request without an
                              answer (a restarting server); combine with close_watches
+  prune_unknown: true|false  prune fields a CRD's structural schema does not declare (default
+                             true, like a real server; a Warning header names each)
+  watch_errors: N            the next N watches (-1: every watch) get one ERROR event with
+                             code watch_error_code (default 500) in their 200 stream, then end
+  throttle: N                the next N requests (-1: all) get 429 with Retry-After:
+                             retry_after_s (default 1), as API Priority and Fairness does
+Lists with resourceVersion=0 are served as from the watch cache (whole, limit ignored; stat
+lists_cached), others as consistent reads (paged; stat lists_consistent); continue together
+with resourceVersion is 400, as on a real server.
 GET /_fake/faults shows the switches and counters; GET /_fake/stats shows request counts.
 
 Start: fake_apiserver.py [--port 0] [--node NAME]... [--token T [--anonymous]]
@@ -59,9 +68,10 @@ def now_rfc3339():
 
 
 class ApiError(Exception):
-    def __init__(self, code, reason, message, details=None):
+    def __init__(self, code, reason, message, details=None, retry_after=None):
         super().__init__(message)
         self.code, self.reason, self.message, self.details = code, reason, message, details
+        self.retry_after = retry_after
 
     def status(self):
         s = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
@@ -264,12 +274,14 @@ class Store:
         self.history_floor = 1
         self.faults = {"expire_watches": 0, "errors_500": 0, "slow_ms": 0, "garble_events": 0,
                        "truncate_events": 0, "huge_events": 0, "reject_token": False,
-                       "conflicts": 0, "prune_unknown": True}
+                       "conflicts": 0, "prune_unknown": True, "watch_errors": 0,
+                       "watch_error_code": 500, "throttle": 0, "retry_after_s": 1}
         self.request_local = threading.local()  # per request: warnings for the reply
         self.refuse_until = 0.0
         self.close_generation = 0
         self.snapshots = {}   # continue token id -> (resourceVersion, items) of a paged list
-        self.stats = {"requests": 0, "watches": 0, "lists": 0, "patches": 0, "creates": 0}
+        self.stats = {"requests": 0, "watches": 0, "lists": 0, "patches": 0, "creates": 0,
+                      "lists_cached": 0, "lists_consistent": 0, "gets": 0, "throttled": 0}
         for r in BUILTINS:
             self.resources[(r.group, r.version, r.plural)] = r
         ns_res = self.lookup("", "v1", "namespaces")
@@ -606,11 +618,13 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- plumbing --------------------------------------------------------------
 
-    def send_json(self, code, body):
+    def send_json(self, code, body, headers=None):
         data = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         for w in (getattr(self.store.request_local, "warnings", None) or [])[:50]:
             self.send_header("Warning", '299 - "%s"' % w.replace('"', '\\"'))
         self.end_headers()
@@ -664,13 +678,21 @@ class Handler(BaseHTTPRequestHandler):
                     self.store.faults["errors_500"] -= 1
                     raise ApiError(500, "InternalError",
                                    "Internal error occurred: injected fault")
+                if self.store.faults["throttle"] != 0 and self.headers.get("Authorization"):
+                    # API Priority and Fairness: 429 with Retry-After.
+                    if self.store.faults["throttle"] > 0:
+                        self.store.faults["throttle"] -= 1
+                    self.store.stats["throttled"] += 1
+                    raise ApiError(429, "TooManyRequests", "Too many requests, please try again "
+                                   "later.", retry_after=self.store.faults["retry_after_s"])
             self.route(method, url.path, query)
         except ApiError as e:
             try:
                 self.read_body()  # an unread body would be parsed as the next request
             except ApiError:
                 pass
-            self.send_json(e.code, e.status())
+            self.send_json(e.code, e.status(), {"Retry-After": str(e.retry_after)}
+                           if e.retry_after is not None else None)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
@@ -932,8 +954,19 @@ class Handler(BaseHTTPRequestHandler):
     def list(self, res, ns, query):
         limit = int(query.get("limit") or 0)
         cont = query.get("continue")
+        rv_param = query.get("resourceVersion")
+        if cont and rv_param:
+            raise ApiError(400, "BadRequest", "specifying resource version is not allowed when "
+                           "using continue")
         with self.store.lock:
             self.store.stats["lists"] += 1
+            # resourceVersion=0 is served from the watch cache, which (before KEP-4988) ignores
+            # limit; anything else is a consistent read from etcd, paged by limit.
+            if rv_param == "0" and not cont:
+                self.store.stats["lists_cached"] += 1
+                limit = 0
+            else:
+                self.store.stats["lists_consistent"] += 1
             if cont:
                 # Later pages come from the snapshot taken by the first one, like etcd.
                 try:
@@ -1018,9 +1051,19 @@ class Handler(BaseHTTPRequestHandler):
                     expire = True
                 elif rv < st.history_floor - 1 or rv < 0:
                     expire = True
-            if expire:
-                status = ApiError(410, "Expired", f"too old resource version: {rv_text} "
-                                  f"({st.history_floor})").status()
+            injected = None
+            if not expire and st.faults["watch_errors"] != 0 and \
+                    self.headers.get("Authorization"):
+                if st.faults["watch_errors"] > 0:
+                    st.faults["watch_errors"] -= 1
+                code = int(st.faults["watch_error_code"])
+                injected = ApiError(code, {429: "TooManyRequests", 410: "Expired",
+                                           500: "InternalError"}.get(code, "InternalError"),
+                                    f"injected watch error {code}").status()
+            if expire or injected:
+                status = injected or ApiError(410, "Expired", f"too old resource version: "
+                                              f"{rv_text} ({st.history_floor})").status()
+                expire = True
                 pending = [json.dumps({"type": "ERROR", "object": status}).encode() + b"\n"]
             else:
                 pending = []

@@ -83,7 +83,18 @@ static void test_paged_list_and_updates(void **state)
         assert_string_equal(s.lines[0], "added n1");
         assert_string_equal(s.lines[2], "added n3");
         assert_int_equal(kube_cache_size(kube_informer_cache(inf)), 3);
-        assert_int_equal(stat_value(f, "lists") - lists, 2); /* 3 nodes in pages of 2 */
+        /* The first list comes from the watch cache (resourceVersion=0), which ignores limit. */
+        assert_int_equal(stat_value(f, "lists") - lists, 1);
+        assert_int_equal(stat_value(f, "lists_cached"), 1);
+        assert_int_equal(stat_value(f, "lists_consistent"), 0);
+
+        /* After a 410 the list is a consistent read, paged: 3 nodes in pages of 2. */
+        fault(f, "{\"expire_watches\":1}");
+        fault(f, "{\"close_watches\":true}");
+        assert_true(run_until(f, &s.synced, 2, 10 * 1000 * 1000));
+        assert_int_equal(stat_value(f, "lists_consistent"), 2);
+        assert_int_equal(stat_value(f, "lists_cached"), 1);
+        int after_relist = s.n;
         assert_true(kube_informer_has_synced(inf));
         assert_true(strlen(kube_informer_resource_version(inf)) > 0);
 
@@ -91,8 +102,8 @@ static void test_paged_list_and_updates(void **state)
             request(f, f->admin, "PATCH", "/api/v1/nodes/n2", "application/merge-patch+json",
                     "{\"metadata\":{\"labels\":{\"highnet-node\":\"true\"}}}", NULL, 0),
             200);
-        assert_true(run_until(f, &s.n, 4, 10 * 1000 * 1000));
-        assert_string_equal(s.lines[3], "updated n2");
+        assert_true(run_until(f, &s.n, after_relist + 1, 10 * 1000 * 1000));
+        assert_string_equal(s.lines[after_relist], "updated n2");
         json_t *n2 = kube_cache_get(kube_informer_cache(inf), NULL, "n2");
         assert_string_equal(
             json_string_value(json_object_get(
@@ -167,6 +178,55 @@ static void test_backoff(void **state)
                 fail_msg("%ld list attempts in 3.5 s", attempts);
 }
 
+/* An ERROR 500 in every watch stream: no relist at all (the resourceVersion is still good),
+ * and the watches back off (0.8 s doubling) instead of spinning. */
+static void test_watch_error_backs_off(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        fault(f, "{\"watch_errors\":-1,\"watch_error_code\":500}");
+        struct kube_informer *inf = node_informer(f, &s, NULL, 0);
+        run_until(f, NULL, 0, 5 * 1000 * 1000);
+        long lists = stat_value(f, "lists"), watches = stat_value(f, "watches");
+        kube_informer_free(inf);
+        assert_int_equal(s.synced, 1);
+        if (lists != 1 || watches < 2 || watches > 5)
+                fail_msg("%ld lists, %ld watches in 5 s with an ERROR 500 in every watch", lists,
+                         watches);
+}
+
+/* A 410 storm (every watch expired): one relist at once, then the backoff. */
+static void test_expired_storm_bounded(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        struct kube_informer *inf = node_informer(f, &s, NULL, 0);
+        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
+        fault(f, "{\"watch_errors\":-1,\"watch_error_code\":410}");
+        fault(f, "{\"close_watches\":true}");
+        run_until(f, NULL, 0, 4 * 1000 * 1000);
+        long lists = stat_value(f, "lists");
+        kube_informer_free(inf);
+        if (lists < 2 || lists > 5)
+                fail_msg("%ld lists in 4 s of 410 on every watch", lists);
+}
+
+/* 429 with Retry-After: 2 (API Priority and Fairness): the list waits 2 s, no sooner. */
+static void test_retry_after(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        fault(f, "{\"throttle\":1,\"retry_after_s\":2}");
+        uint64_t start = now_usec();
+        struct kube_informer *inf = node_informer(f, &s, NULL, 0);
+        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
+        uint64_t took = now_usec() - start;
+        kube_informer_free(inf);
+        assert_int_equal(stat_value(f, "throttled"), 1);
+        if (took < 1900 * 1000 || took > 3500 * 1000)
+                fail_msg("synced after %.2f s with Retry-After: 2", (double)took / 1e6);
+}
+
 int main(void)
 {
         log_setup(LOG_TARGET_STDERR, LOG_NOTICE);
@@ -176,6 +236,9 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_field_selector, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_deleted_while_away, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_backoff, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_watch_error_backs_off, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_expired_storm_bounded, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_retry_after, start_fake, stop_fake),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
