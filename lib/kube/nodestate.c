@@ -683,6 +683,33 @@ static void writer_pump(struct kube_nodestate *st)
         }
 }
 
+void kube_nodestate_observe(struct kube_nodestate *st, json_t *object)
+{
+        /* A write in flight brings its own fresh copy; a create pending will make one. */
+        if (st->request || st->op != OP_NONE)
+                return;
+        if (!object) {
+                if (!st->server && !st->acked_rv)
+                        return;
+                log_info("NodeState %s/%s: deleted by someone else; re-creating it", st->namespace_,
+                         st->node_name);
+                json_decref(st->server);
+                st->server = NULL;
+                forget_acked(st);
+        } else {
+                const char *rv = object_rv(object);
+                if (!rv || streq_null(rv, st->acked_rv) || streq_null(rv, object_rv(st->server)))
+                        return; /* the echo of our own write, or known */
+                json_decref(st->server);
+                st->server = json_incref(object);
+                forget_acked(st); /* changed behind our back: compare with it afresh */
+        }
+        if (!kube_nodestate_busy(st) || st->held) {
+                st->held = false;
+                schedule(st, 0);
+        }
+}
+
 static bool is_failed(json_t *status)
 {
         const char *s = json_string_value(json_object_get(status, "syncStatus"));

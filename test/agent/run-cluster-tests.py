@@ -173,6 +173,16 @@ def main():
         time.sleep(8)
         idle = cluster.stats()["patches"] - patches
         check("no NodeState write in 8 s idle (4 resyncs)", idle == 0, "%d PATCHes" % idle)
+        # 1c. Someone else edits the status or deletes the NodeState: repaired at once (the
+        # agent watches its NodeState), with no change of the desired state.
+        cluster.ok("patch", "sriovnetworknodestates", "-n", NS, NODE, "--subresource=status",
+                   "--type=merge", "-p", '{"status":{"syncStatus":"InProgress"}}')
+        check("a status edited behind the agent's back is repaired",
+              wait(sync_status(cluster, "Succeeded"), 10) is not None,
+              json.dumps((cluster.nodestate() or {}).get("status", {}))[:200])
+        cluster.ok("delete", "sriovnetworknodestates", "-n", NS, NODE)
+        check("a deleted NodeState is re-created",
+              wait(sync_status(cluster, "Succeeded"), 10) is not None, "still missing")
         if args.crds == "upstream":
             # The policy workflow below does not depend on the NodeState schema.
             raise StopIteration

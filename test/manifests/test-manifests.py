@@ -543,10 +543,11 @@ def case_rbac():
     sn = "sriovnetwork.openshift.io"
     check(rules_of("Role", "sriov-agent") == {
         (sn, "sriovnetworknodepolicies"): {"get", "list", "watch"},
-        (sn, "sriovnetworknodestates"): {"create", "get", "patch"},
+        (sn, "sriovnetworknodestates"): {"create", "get", "list", "watch", "patch"},
         (sn, "sriovnetworknodestates/status"): {"get", "patch"},
         ("", "events"): {"create", "patch"},
-    }, "Role: read policies; create/get/patch NodeStates (+status get/patch); create/patch "
+    }, "Role: read policies; create/get/list/watch/patch NodeStates (+status get/patch); "
+       "create/patch "
        "Events; nothing more")
     check(rules_of("ClusterRole", "sriov-agent") == {("", "nodes"): {"get", "list", "watch"}},
           "ClusterRole: get/list/watch nodes only")
