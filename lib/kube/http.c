@@ -2,14 +2,20 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/log.h"
 #include "util/macro.h"
 
-#define CONNECT_TIMEOUT_S 10
-#define DEFAULT_TIMEOUT_S 30
+#define CONNECT_TIMEOUT_S   10
+#define DEFAULT_TIMEOUT_S   30
+#define TCP_KEEPIDLE_S      15
+#define TCP_KEEPINTVL_S     5
+#define TCP_KEEPCNT_N       4
+#define TCP_USER_TIMEOUT_MS (40 * 1000)
 /* One node agent should never open more than this many connections to the API server (the two
  * watches included); further requests wait inside curl. Over HTTP/2 they share one anyway. */
 #define MAX_CONNECTIONS 16
@@ -90,6 +96,18 @@ long kube_request_status(struct kube_request *req)
         long code = 0;
         curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
         return code;
+}
+
+static int sockopt_cb(void *clientp, curl_socket_t fd, curlsocktype purpose)
+{
+        if (purpose != CURLSOCKTYPE_IPCXN)
+                return CURL_SOCKOPT_OK;
+        int cnt = TCP_KEEPCNT_N;
+        unsigned user_timeout = TCP_USER_TIMEOUT_MS;
+        /* Best effort: on a unix socket or an old kernel these fail harmlessly. */
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
+        return CURL_SOCKOPT_OK;
 }
 
 uint64_t kube_request_retry_after_usec(struct kube_request *req)
@@ -474,7 +492,14 @@ static int request_setup(struct kube_request *r, const struct kube_request_opts 
         curl_easy_setopt(e, CURLOPT_USERAGENT, "sriov-agent/" SRIOV_AGENT_VERSION);
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)CONNECT_TIMEOUT_S);
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        /* A dead network path (a load balancer that failed over, a black hole) is noticed
+         * within ~40 s, not after the kernel's 2 h: keepalive probes after 15 s idle, every 5 s,
+         * 4 unanswered end it (TCP_KEEPCNT in sockopt_cb), as does data unacknowledged for 40 s
+         * (TCP_USER_TIMEOUT). */
         curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, (long)TCP_KEEPIDLE_S);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, (long)TCP_KEEPINTVL_S);
+        curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, sockopt_cb);
         if (o->on_data) {
                 if (o->timeout_s)
                         curl_easy_setopt(e, CURLOPT_TIMEOUT, (long)o->timeout_s);

@@ -23,6 +23,8 @@
 /* A watch that ends this quickly without delivering anything is treated like a failure, so a
  * server that closes every watch at once cannot make us spin. */
 #define SHORT_WATCH_USEC (1000ULL * 1000)
+/* Bookmarks arrive about every 60 s: one missed by 15 s means the stream is dead. */
+#define WATCH_IDLE_TIMEOUT_S 75
 /* A watch that lived this long worked: the backoff starts over (as client-go's). */
 #define HEALTHY_WATCH_USEC (30ULL * 1000 * 1000)
 
@@ -45,6 +47,7 @@ struct kube_informer {
         char *list_continue;
         unsigned list_pages; /* pages of the current list so far */
         size_t max_object_size;
+        unsigned watch_idle_timeout_s;
         char resource_version[64];
         bool synced;
 
@@ -508,9 +511,10 @@ static int informer_watch(struct kube_informer *inf)
                 .on_data = watch_data,
                 .on_done = watch_done,
                 .userdata = inf,
-                /* The server ends the watch at timeoutSeconds; silence well past that means
-                 * the connection is dead even if TCP has not noticed. */
-                .idle_timeout_s = timeout + 60,
+                /* We ask for bookmarks, which the API server sends about once a minute even
+                 * when nothing changes: a watch silent for longer than that is dead even if
+                 * TCP has not noticed. It is resumed from the last resourceVersion. */
+                .idle_timeout_s = inf->watch_idle_timeout_s,
         };
         k = kube_http_start(inf->http, &opts, &inf->request);
         if (k < 0) {
@@ -544,6 +548,8 @@ int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *o
                 .watch_timeout_s = opts->watch_timeout_s,
                 .list_page_size = opts->list_page_size ? opts->list_page_size : LIST_PAGE_SIZE,
                 .max_object_size = opts->max_object_size,
+                .watch_idle_timeout_s =
+                    opts->watch_idle_timeout_s ? opts->watch_idle_timeout_s : WATCH_IDLE_TIMEOUT_S,
                 .on_synced = opts->on_synced,
                 .synced_userdata = opts->synced_userdata,
         };

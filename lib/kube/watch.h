@@ -48,6 +48,9 @@ struct kube_informer_opts {
         size_t max_event_size;    /* 0 = KUBE_WATCH_MAX_EVENT (16 MiB) */
         unsigned list_page_size;  /* 0 = 500 */
         size_t max_object_size;   /* 0 = KUBE_MAX_OBJECT_SIZE (512 KiB): larger ones are stubs */
+        /* A watch stream silent this long (no event, no bookmark) is dropped and resumed from
+         * the last resourceVersion; 0 = 75 s (the API server bookmarks about every 60 s). */
+        unsigned watch_idle_timeout_s;
 };
 
 int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *opts,

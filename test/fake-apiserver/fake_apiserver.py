@@ -28,6 +28,8 @@ agent's), so an anonymous kubectl can drive the test meanwhile:
   conflicts: N               the next N PATCH/PUT requests get 409 Conflict
   refuse_ms: MS              for MS milliseconds hang up on every API request without an
                              answer (a restarting server); combine with close_watches
+  silence_watches: true      the open watch streams go silent (nothing sent, not even
+                             bookmarks) without closing; later watches are served normally
   prune_unknown: true|false  prune fields a CRD's structural schema does not declare (default
                              true, like a real server; a Warning header names each)
   watch_errors: N            the next N watches (-1: every watch) get one ERROR event with
@@ -279,6 +281,7 @@ class Store:
         self.request_local = threading.local()  # per request: warnings for the reply
         self.refuse_until = 0.0
         self.close_generation = 0
+        self.silence_generation = 0
         self.snapshots = {}   # continue token id -> (resourceVersion, items) of a paged list
         self.stats = {"requests": 0, "watches": 0, "lists": 0, "patches": 0, "creates": 0,
                       "lists_cached": 0, "lists_consistent": 0, "gets": 0, "throttled": 0}
@@ -712,6 +715,8 @@ class Handler(BaseHTTPRequestHandler):
                         self.server.token = v
                     elif k == "close_watches":
                         st.close_generation += 1
+                    elif k == "silence_watches":
+                        st.silence_generation += 1
                     elif k == "refuse_ms":
                         st.refuse_until = time.monotonic() + float(v) / 1000.0
                     elif k == "compact":
@@ -1040,6 +1045,7 @@ class Handler(BaseHTTPRequestHandler):
         with st.lock:
             st.stats["watches"] += 1
             gen = st.close_generation
+            silence_gen = st.silence_generation
             expire = False
             if rv_text not in ("", "0"):
                 try:
@@ -1088,6 +1094,12 @@ class Handler(BaseHTTPRequestHandler):
                         return  # abrupt close, no final chunk
                 pending = []
                 with st.lock:
+                    while st.silence_generation != silence_gen:
+                        # A dead path that TCP has not noticed: keep the connection, send
+                        # nothing (no event, no bookmark) until closed.
+                        if st.close_generation != gen:
+                            return
+                        st.changed.wait(0.5)
                     while True:
                         if st.close_generation != gen:
                             return

@@ -211,6 +211,39 @@ static void test_expired_storm_bounded(void **state)
                 fail_msg("%ld lists in 4 s of 410 on every watch", lists);
 }
 
+/* A watch stream that goes silent without closing (a dead path TCP has not noticed) is
+ * dropped after the idle limit and resumed from the last resourceVersion: nothing is missed. */
+static void test_silent_watch_resumed(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        const struct kube_informer_opts o = {
+                .kind = "Node",
+                .path = "/api/v1/nodes",
+                .callbacks = { on_added, on_updated, on_deleted, &s },
+                .on_synced = on_synced,
+                .synced_userdata = &s,
+                .watch_timeout_s = 30,
+                .watch_idle_timeout_s = 3,
+        };
+        struct kube_informer *inf;
+        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
+        assert_int_equal(kube_informer_start(inf), 0);
+        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
+        run_until(f, NULL, 0, 300 * 1000);
+        fault(f, "{\"silence_watches\":true}");
+        uint64_t start = now_usec();
+        assert_int_equal(request(f, f->admin, "PATCH", "/api/v1/nodes/n2",
+                                 "application/merge-patch+json",
+                                 "{\"metadata\":{\"labels\":{\"after\":\"silence\"}}}", NULL, 0),
+                         200);
+        assert_true(run_until(f, &s.n, 4, 10 * 1000 * 1000));
+        assert_string_equal(s.lines[3], "updated n2");
+        assert_true(now_usec() - start < 6 * 1000 * 1000);
+        assert_int_equal(s.synced, 1); /* resumed, not relisted */
+        kube_informer_free(inf);
+}
+
 /* 429 with Retry-After: 2 (API Priority and Fairness): the list waits 2 s, no sooner. */
 static void test_retry_after(void **state)
 {
@@ -239,6 +272,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_watch_error_backs_off, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_expired_storm_bounded, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_retry_after, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_silent_watch_resumed, start_fake, stop_fake),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
