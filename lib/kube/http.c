@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,9 +19,8 @@
 #define TCP_USER_TIMEOUT_MS (40 * 1000)
 /* One node agent should never open more than this many connections to the API server (the two
  * watches included); further requests wait inside curl. Over HTTP/2 they share one anyway. */
-#define MAX_CONNECTIONS 16
-/* A list of every policy in a namespace is small; this bounds a hostile or broken server. */
-#define MAX_COLLECTED_BODY (64u * 1024 * 1024)
+#define MAX_CONNECTIONS    16
+#define MAX_COLLECTED_BODY KUBE_MAX_BODY
 
 struct kube_http {
         sd_event *event;
@@ -152,10 +152,15 @@ static int curl_result_to_errno(CURLcode c)
 
 static int collect(struct kube_request *r, const char *data, size_t len)
 {
-        if (r->collected_len + len + 1 > MAX_COLLECTED_BODY)
+        if (r->collected_len + len + 1 > MAX_COLLECTED_BODY) {
+                snprintf(r->error_text, sizeof(r->error_text),
+                         "response body larger than the %u MiB limit", KUBE_MAX_BODY >> 20);
                 return -EFBIG;
+        }
         if (r->collected_len + len + 1 > r->collected_alloc) {
                 size_t want = (r->collected_len + len + 1) * 2;
+                if (want > MAX_COLLECTED_BODY)
+                        want = MAX_COLLECTED_BODY;
                 char *p = realloc(r->collected, want);
                 if (!p)
                         return -ENOMEM;

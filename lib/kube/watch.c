@@ -20,6 +20,8 @@
 /* A server whose continue tokens never end (500 × 1000 objects is far beyond any namespace's
  * policies) must not keep us paging forever. */
 #define MAX_LIST_PAGES 1000
+/* 20 objects of at most KUBE_MAX_OBJECT_SIZE stay under KUBE_MAX_BODY. */
+#define SMALL_LIST_PAGE_SIZE 20
 /* A watch that ends this quickly without delivering anything is treated like a failure, so a
  * server that closes every watch at once cannot make us spin. */
 #define SHORT_WATCH_USEC (1000ULL * 1000)
@@ -46,6 +48,7 @@ struct kube_informer {
         json_t *list_items; /* pages collected so far */
         char *list_continue;
         unsigned list_pages; /* pages of the current list so far */
+        bool small_pages;    /* a whole list exceeded KUBE_MAX_BODY: page it finely */
         size_t max_object_size;
         unsigned watch_idle_timeout_s;
         char resource_version[64];
@@ -300,6 +303,21 @@ static void list_done(struct kube_request *req, int error, long status, const ch
 {
         struct kube_informer *inf = userdata;
         inf->request = NULL;
+        if (error == -EFBIG) {
+                /* The watch cache answers a list whole: too big to hold. Page it from etcd
+                 * instead, in pages small enough to stay under the limit. */
+                log_error("%s informer: the list of %s is larger than %u MiB; listing again in "
+                          "pages of %u",
+                          inf->kind, inf->path, KUBE_MAX_BODY >> 20, SMALL_LIST_PAGE_SIZE);
+                free(inf->list_continue);
+                inf->list_continue = NULL;
+                json_array_clear(inf->list_items);
+                inf->list_pages = 0;
+                inf->consistent_list = true;
+                inf->small_pages = true;
+                schedule_backoff(inf, STEP_LIST);
+                return;
+        }
         if (error < 0 || status != 200) {
                 free(inf->list_continue);
                 inf->list_continue = NULL; /* an expired continue token means start over */
@@ -351,7 +369,8 @@ static void list_done(struct kube_request *req, int error, long status, const ch
 static int informer_list(struct kube_informer *inf)
 {
         _cleanup_free_ char *url = NULL;
-        if (asprintf(&url, "%s?limit=%u", inf->path, inf->list_page_size) < 0)
+        if (asprintf(&url, "%s?limit=%u", inf->path,
+                     inf->small_pages ? SMALL_LIST_PAGE_SIZE : inf->list_page_size) < 0)
                 return -ENOMEM;
         int k = selector_query(inf, &url);
         if (k < 0)
@@ -359,7 +378,8 @@ static int informer_list(struct kube_informer *inf)
         if (inf->list_continue) {
                 if ((k = append_query(&url, "continue", inf->list_continue)) < 0)
                         return k;
-        } else if (!inf->consistent_list && (k = append_query(&url, "resourceVersion", "0")) < 0)
+        } else if (!inf->consistent_list && !inf->small_pages &&
+                   (k = append_query(&url, "resourceVersion", "0")) < 0)
                 /* Served from the API server's watch cache, as client-go's reflector lists;
                  * a consistent read from etcd only after a 410. */
                 return k;

@@ -169,6 +169,12 @@ def validate(schema, value, path, errors, strict, apply_defaults=True, pruned=No
         if "pattern" in schema and not re.search(schema["pattern"], value):
             errors.append(f"{path}: Invalid value: \"{value}\": {path} in body should match "
                           f"'{schema['pattern']}'")
+    if t == "array" and "maxItems" in schema and len(value) > schema["maxItems"]:
+        errors.append(f"{path}: Too many: {len(value)}: must have at most "
+                      f"{schema['maxItems']} items")
+    if t == "object" and "maxProperties" in schema and len(value) > schema["maxProperties"]:
+        errors.append(f"{path}: Too many: {len(value)}: must have at most "
+                      f"{schema['maxProperties']} items")
     if t == "array" and "items" in schema:
         for i, item in enumerate(value):
             validate(schema["items"], item, f"{path}[{i}]", errors, strict, apply_defaults,

@@ -299,6 +299,27 @@ def case_crds_and_policy(env):
         r = env.kubectl("apply", "-f", "-", stdin=text, ok=False)
         check(r.returncode != 0 and field in r.stderr,
               f"policy with {change} is rejected naming {field}")
+    # Size limits (they bound every agent's memory): too many or too long entries are refused.
+    base = {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodePolicy",
+            "metadata": {"name": "huge-policy", "namespace": NS},
+            "spec": {"resourceName": "huge", "numVfs": 1, "nodeSelector": {"a": "b"},
+                     "nicSelector": {"pfNames": ["ens1f0"]}}}
+    for what, path, value, field in (
+            ("300 pfNames", ("nicSelector", "pfNames"), ["p%d" % i for i in range(300)],
+             "spec.nicSelector.pfNames"),
+            ("a 200-character pfName", ("nicSelector", "pfNames"), ["x" * 200],
+             "spec.nicSelector.pfNames[0]"),
+            ("300 rootDevices", ("nicSelector", "rootDevices"), ["0000:00:00.0"] * 300,
+             "spec.nicSelector.rootDevices"),
+            ("65 nodeSelector labels", ("nodeSelector",), {"k%d" % i: "v" for i in range(65)},
+             "spec.nodeSelector")):
+        obj = json.loads(json.dumps(base))
+        target = obj["spec"]
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        r = env.kubectl("apply", "-f", "-", stdin=json.dumps(obj), ok=False)
+        check(r.returncode != 0 and field in r.stderr, f"policy with {what} is rejected")
     for good in ({"resourceName": "sriov-highnet_2"}, {"linkType": "IB"},
                  {"eSwitchMode": "switchdev"}, {"priority": 0}, {"numVfs": 0}):
         text = policy_variant("good-policy", **good)

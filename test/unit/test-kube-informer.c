@@ -244,6 +244,32 @@ static void test_silent_watch_resumed(void **state)
         kube_informer_free(inf);
 }
 
+/* A namespace whose whole list exceeds the 16 MiB body limit (the watch cache answers it in
+ * one piece): the informer says so and lists again from etcd in small pages. */
+static void test_oversized_list_paged(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        size_t pad = 400 * 1024;
+        char *body = malloc(pad + 256);
+        for (int i = 0; i < 45; i++) {
+                int n = snprintf(
+                    body, 256, "{\"metadata\":{\"name\":\"big%02d\",\"annotations\":{\"p\":\"", i);
+                memset(body + n, 'x', pad);
+                strcpy(body + n + pad, "\"}}}");
+                assert_int_equal(request(f, f->admin, "POST", "/api/v1/nodes", "application/json",
+                                         body, NULL, 0),
+                                 201);
+        }
+        free(body);
+        struct kube_informer *inf = node_informer(f, &s, NULL, 0);
+        assert_true(run_until(f, &s.synced, 1, 20 * 1000 * 1000));
+        assert_int_equal(kube_cache_size(kube_informer_cache(inf)), 48);
+        assert_int_equal(stat_value(f, "lists_cached"), 1);  /* refused: too big */
+        assert_true(stat_value(f, "lists_consistent") >= 3); /* 48 in pages of 20 */
+        kube_informer_free(inf);
+}
+
 /* 429 with Retry-After: 2 (API Priority and Fairness): the list waits 2 s, no sooner. */
 static void test_retry_after(void **state)
 {
@@ -273,6 +299,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_expired_storm_bounded, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_retry_after, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_silent_watch_resumed, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_oversized_list_paged, start_fake, stop_fake),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
