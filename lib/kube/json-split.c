@@ -183,6 +183,25 @@ json_t *kube_json_decode_object(const char *text, size_t len, size_t max_size, c
         return p.stub;
 }
 
+json_t *kube_object_stub(json_t *obj, const char *reason)
+{
+        json_t *meta = json_deep_copy(json_object_get(obj, "metadata"));
+        if (!json_is_object(meta) || !json_is_string(json_object_get(meta, "name"))) {
+                json_decref(meta);
+                return NULL;
+        }
+        json_object_del(meta, "managedFields");
+        json_object_set_new(meta, "annotations",
+                            json_pack("{s:s}", KUBE_UNDECODABLE_ANNOTATION, reason));
+        json_t *stub = json_pack("{s:o}", "metadata", meta);
+        json_t *v;
+        if (stub && (v = json_object_get(obj, "kind")))
+                json_object_set(stub, "kind", v);
+        if (stub && (v = json_object_get(obj, "apiVersion")))
+                json_object_set(stub, "apiVersion", v);
+        return stub;
+}
+
 const char *kube_object_undecodable(json_t *obj)
 {
         return json_string_value(

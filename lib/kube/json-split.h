@@ -33,5 +33,9 @@ int kube_json_array_elements(const char *text, size_t len, kube_json_element_fn 
 json_t *kube_json_decode_object(const char *text, size_t len, size_t max_size, char *reason,
                                 size_t reason_size);
 
+/* A stub of a decoded object (kind, apiVersion, metadata without annotations and
+ * managedFields, the reason as marker), e.g. when a budget is exhausted; NULL without a name. */
+json_t *kube_object_stub(json_t *obj, const char *reason);
+
 /* The reason an object is a stub, or NULL for a decoded object. */
 const char *kube_object_undecodable(json_t *obj);

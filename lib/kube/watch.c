@@ -22,6 +22,9 @@
 #define MAX_LIST_PAGES 1000
 /* 20 objects of at most KUBE_MAX_OBJECT_SIZE stay under KUBE_MAX_BODY. */
 #define SMALL_LIST_PAGE_SIZE 20
+/* All objects of one informer together: 2 MiB of JSON is over a thousand policies, and at
+ * jansson's worst (~15× for many tiny values) still fits the DaemonSet's memory limit. */
+#define MAX_TOTAL_SIZE (2u * 1024 * 1024)
 /* A watch that ends this quickly without delivering anything is treated like a failure, so a
  * server that closes every watch at once cannot make us spin. */
 #define SHORT_WATCH_USEC (1000ULL * 1000)
@@ -51,6 +54,9 @@ struct kube_informer {
         bool small_pages;    /* a whole list exceeded KUBE_MAX_BODY: page it finely */
         size_t max_object_size;
         unsigned watch_idle_timeout_s;
+        /* Memory budget: the JSON size of every cached object, keyed like the cache. */
+        size_t max_total_size, total_size;
+        json_t *sizes;
         char resource_version[64];
         bool synced;
 
@@ -211,6 +217,49 @@ static int selector_query(struct kube_informer *inf, char **url)
         return 0;
 }
 
+/* ---- memory budget -------------------------------------------------------------------- */
+
+static int object_key(json_t *obj, char *buf, size_t size)
+{
+        json_t *meta = json_object_get(obj, "metadata");
+        const char *name = json_string_value(json_object_get(meta, "name"));
+        const char *ns = json_string_value(json_object_get(meta, "namespace"));
+        if (!name)
+                return -EINVAL;
+        snprintf(buf, size, "%s%s%s", ns ? ns : "", ns ? "/" : "", name);
+        return 0;
+}
+
+/* Accounts obj (replacing what its key held) against the budget; returns obj, or a stub of it
+ * (obj released) when the budget would be exceeded. deleting: only release its share. */
+static json_t *budget_account(struct kube_informer *inf, json_t *obj, bool deleting)
+{
+        char key[512];
+        if (object_key(obj, key, sizeof(key)) < 0)
+                return obj;
+        size_t old = (size_t)json_integer_value(json_object_get(inf->sizes, key));
+        inf->total_size -= old < inf->total_size ? old : inf->total_size;
+        json_object_del(inf->sizes, key);
+        if (deleting)
+                return obj;
+        size_t size = kube_object_undecodable(obj) ? 0 : json_dumpb(obj, NULL, 0, JSON_COMPACT);
+        if (size > 0 && inf->total_size + size > inf->max_total_size) {
+                char reason[160];
+                snprintf(reason, sizeof(reason),
+                         "does not fit the %zu KiB memory budget for all %s objects",
+                         inf->max_total_size >> 10, inf->kind);
+                json_t *stub = kube_object_stub(obj, reason);
+                if (stub) {
+                        json_decref(obj);
+                        obj = stub;
+                        size = 0;
+                }
+        }
+        inf->total_size += size;
+        json_object_set_new(inf->sizes, key, json_integer((json_int_t)size));
+        return obj;
+}
+
 /* ---- list ---------------------------------------------------------------------------- */
 
 static void log_undecodable(struct kube_informer *inf, json_t *obj)
@@ -273,6 +322,7 @@ static int list_item(const char *value, size_t value_len, void *userdata)
                             inf->kind, reason);
                 return 0;
         }
+        obj = budget_account(inf, obj, false);
         log_undecodable(inf, obj);
         return json_array_append_new(inf->list_items, obj) < 0 ? -ENOMEM : 0;
 }
@@ -327,6 +377,11 @@ static void list_done(struct kube_request *req, int error, long status, const ch
                 return;
         }
         struct list_page pg = { .inf = inf };
+        if (!inf->list_continue && inf->list_pages == 0) {
+                /* A list replaces the whole cache: account from zero. */
+                json_object_clear(inf->sizes);
+                inf->total_size = 0;
+        }
         int k = kube_json_object_members(body, body_len, list_member, &pg);
         free(inf->list_continue);
         inf->list_continue = NULL;
@@ -433,8 +488,13 @@ static int watch_event(enum kube_watch_event_type type, json_t *object, void *us
         default:
                 return 0;
         }
-        int k = kube_cache_apply(
-            inf->cache, type == KUBE_WATCH_DELETED ? KUBE_CACHE_DELETE : KUBE_CACHE_UPSERT, object);
+        json_t *accounted = budget_account(inf, json_incref(object), type == KUBE_WATCH_DELETED);
+        if (type != KUBE_WATCH_DELETED)
+                log_undecodable(inf, accounted);
+        int k = kube_cache_apply(inf->cache,
+                                 type == KUBE_WATCH_DELETED ? KUBE_CACHE_DELETE : KUBE_CACHE_UPSERT,
+                                 accounted);
+        json_decref(accounted);
         if (k < 0) {
                 log_warning("%s informer: ignoring a %s event for an object without a name",
                             inf->kind, kube_watch_event_type_to_string(type));
@@ -568,6 +628,7 @@ int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *o
                 .watch_timeout_s = opts->watch_timeout_s,
                 .list_page_size = opts->list_page_size ? opts->list_page_size : LIST_PAGE_SIZE,
                 .max_object_size = opts->max_object_size,
+                .max_total_size = opts->max_total_size ? opts->max_total_size : MAX_TOTAL_SIZE,
                 .watch_idle_timeout_s =
                     opts->watch_idle_timeout_s ? opts->watch_idle_timeout_s : WATCH_IDLE_TIMEOUT_S,
                 .on_synced = opts->on_synced,
@@ -582,7 +643,8 @@ int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *o
             (k = kube_cache_new(&opts->callbacks, &inf->cache)) < 0)
                 goto fail;
         inf->list_items = json_array();
-        if (!inf->list_items) {
+        inf->sizes = json_object();
+        if (!inf->list_items || !inf->sizes) {
                 k = -ENOMEM;
                 goto fail;
         }
@@ -613,6 +675,7 @@ struct kube_informer *kube_informer_free(struct kube_informer *inf)
         kube_watch_stream_done(&inf->stream);
         kube_cache_free(inf->cache);
         json_decref(inf->list_items);
+        json_decref(inf->sizes);
         free(inf->list_continue);
         free(inf->kind);
         free(inf->path);

@@ -51,6 +51,9 @@ struct kube_informer_opts {
         /* A watch stream silent this long (no event, no bookmark) is dropped and resumed from
          * the last resourceVersion; 0 = 75 s (the API server bookmarks about every 60 s). */
         unsigned watch_idle_timeout_s;
+        /* All cached objects together (their JSON size): objects beyond it become stubs
+         * reported as invalid, so memory is bounded whatever the namespace holds. 0 = 2 MiB. */
+        size_t max_total_size;
 };
 
 int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *opts,

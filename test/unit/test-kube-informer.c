@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "kube/http.h"
+#include "kube/json-split.h"
 #include "kube/kubeconfig.h"
 #include "kube/watch.h"
 #include "util/log.h"
@@ -270,6 +271,44 @@ static void test_oversized_list_paged(void **state)
         kube_informer_free(inf);
 }
 
+/* Objects beyond the informer's memory budget are kept as named stubs (reported as invalid),
+ * never decoded in full: memory is bounded whatever the collection holds. */
+static void test_memory_budget(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        json_t *n1 = get_json(f, "/api/v1/nodes/n1");
+        size_t one = json_dumpb(n1, NULL, 0, JSON_COMPACT);
+        json_decref(n1);
+        const struct kube_informer_opts o = {
+                .kind = "Node",
+                .path = "/api/v1/nodes",
+                .callbacks = { on_added, on_updated, on_deleted, &s },
+                .on_synced = on_synced,
+                .synced_userdata = &s,
+                .max_total_size = one * 2 + one / 2, /* two nodes fit, not three */
+        };
+        struct kube_informer *inf;
+        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
+        assert_int_equal(kube_informer_start(inf), 0);
+        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
+        struct kube_cache *c = kube_informer_cache(inf);
+        assert_int_equal(kube_cache_size(c), 3);
+        assert_null(kube_object_undecodable(kube_cache_get(c, NULL, "n1")));
+        assert_null(kube_object_undecodable(kube_cache_get(c, NULL, "n2")));
+        const char *why = kube_object_undecodable(kube_cache_get(c, NULL, "n3"));
+        assert_non_null(why);
+        assert_non_null(strstr(why, "memory budget"));
+        /* The stub keeps the labels (all the agent reads from a Node). */
+        assert_string_equal(
+            json_string_value(json_object_get(
+                json_object_get(json_object_get(kube_cache_get(c, NULL, "n3"), "metadata"),
+                                "labels"),
+                "kubernetes.io/hostname")),
+            "n3");
+        kube_informer_free(inf);
+}
+
 /* 429 with Retry-After: 2 (API Priority and Fairness): the list waits 2 s, no sooner. */
 static void test_retry_after(void **state)
 {
@@ -300,6 +339,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_retry_after, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_silent_watch_resumed, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_oversized_list_paged, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_memory_budget, start_fake, stop_fake),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
