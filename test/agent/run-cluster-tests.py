@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -45,12 +46,21 @@ class Cluster:
         self.env = dict(os.environ, HOME=os.path.join(work, "home"),
                         KUBECONFIG=os.path.join(work, "kubeconfig"))
         os.makedirs(self.env["HOME"])
+        self.agent_kubeconfig = os.path.join(work, "agent.kubeconfig")
         self.api = subprocess.Popen(
             [sys.executable, os.path.join(src, "test/fake-apiserver/fake_apiserver.py"),
-             "--port", "0", "--node", NODE, "--kubeconfig-out", self.env["KUBECONFIG"]],
+             "--port", "0", "--node", NODE, "--kubeconfig-out", self.agent_kubeconfig,
+             # The agent's token is its service account, held to manifests/20-rbac.yaml;
+             # kubectl (no token) is the admin.
+             "--token", "agent-token", "--anonymous", "--rbac", NS + ":sriov-agent"],
             stdout=subprocess.PIPE, stderr=open(os.path.join(work, "api.err"), "w"), text=True)
         line = self.api.stdout.readline()
         self.port = int(line.split()[1])
+        with open(self.env["KUBECONFIG"], "w") as f:
+            f.write("apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
+                    "    server: http://127.0.0.1:%d\nusers:\n- name: admin\n  user: {}\n"
+                    "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: admin\n"
+                    "current-context: fake\n" % self.port)
 
     def run(self, *args, stdin=None):
         p = subprocess.run([self.kubectl] + list(args), env=self.env, input=stdin,
@@ -131,13 +141,14 @@ def main():
         if args.crds == "upstream":
             cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/crds-upstream"))
         cluster.ok("apply", "-f", os.path.join(src, "test/kube/namespace.yaml"))
+        cluster.ok("apply", "-f", os.path.join(src, "manifests/20-rbac.yaml"))
         cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/policies",
                                                "highnet-sriov-policy.yaml"))
         cluster.ok("label", "node", NODE, "highnet-node=true")
 
         log = open(os.path.join(work, "agent.log"), "w")
         agent = subprocess.Popen(
-            [args.agent, "run", "--node-name", NODE, "--kubeconfig", cluster.env["KUBECONFIG"],
+            [args.agent, "run", "--node-name", NODE, "--kubeconfig", cluster.agent_kubeconfig,
              "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--state-dir", state,
              "--devinfo-dir", os.path.join(work, "devinfo"),
              "--pod-resources-socket", os.path.join(work, "none.sock"),
@@ -166,6 +177,24 @@ def main():
             "sriovnetwork.openshift.io/status-extra", "{}"))
         check("fields upstream's status lacks are in the status-extra annotation",
               "numaNode" in extra.get(cx["pciAddress"], {}), json.dumps(extra)[:300])
+
+        # RBAC is enforced on the agent's token: inside the rules 200, outside 403.
+        def as_agent(path, method="GET"):
+            req = urllib.request.Request("http://127.0.0.1:%d%s" % (cluster.port, path),
+                                         headers={"Authorization": "Bearer agent-token"},
+                                         method=method)
+            try:
+                return urllib.request.urlopen(req, timeout=5).status
+            except urllib.error.HTTPError as e:
+                return e.code
+        check("the agent's token may list policies",
+              as_agent("/apis/sriovnetwork.openshift.io/v1/namespaces/%s/"
+                       "sriovnetworknodepolicies" % NS) == 200, "")
+        check("the agent's token may not list namespaces, secrets or delete its NodeState",
+              as_agent("/api/v1/namespaces") == 403 and
+              as_agent("/api/v1/namespaces/%s/secrets" % NS) == 403 and
+              as_agent("/apis/sriovnetwork.openshift.io/v1/namespaces/%s/"
+                       "sriovnetworknodestates/%s" % (NS, NODE), "DELETE") == 403, "")
 
         # 1b. Idle: several resyncs (every 2 s) write nothing, whatever the CRD prunes.
         time.sleep(2)
@@ -279,7 +308,13 @@ def main():
         agent.send_signal(signal.SIGTERM)
         rc = agent.wait(timeout=30)
         check("SIGTERM exits 0", rc == 0, "exit %s" % rc)
+        check("no request of the agent was outside manifests/20-rbac.yaml",
+              cluster.stats().get("forbidden", 0) == 3,  # the 3 refused on purpose above
+              json.dumps(cluster.stats()))
     except StopIteration:
+        check("no request of the agent was outside manifests/20-rbac.yaml",
+              cluster.stats().get("forbidden", 0) == 3,  # the 3 refused on purpose above
+              json.dumps(cluster.stats()))
         pass
     finally:
         if agent and agent.poll() is None:

@@ -42,6 +42,7 @@ with resourceVersion is 400, as on a real server.
 GET /_fake/faults shows the switches and counters; GET /_fake/stats shows request counts.
 
 Start: fake_apiserver.py [--port 0] [--node NAME]... [--token T [--anonymous]]
+                         [--rbac NS:SERVICEACCOUNT]
                          [--kubeconfig-out PATH]
                          [--tls-cert F --tls-key F [--client-ca F]]
 With port 0 the chosen port is printed as "PORT <n>" on stdout.
@@ -267,6 +268,82 @@ def fields_match(text, obj):
         if (m.group(2) == "!=") == equal:
             return False
     return True
+
+
+# ---------------------------------------------------------------- RBAC
+
+def request_attributes(method, path, query):
+    """(verb, group, resource, subresource, namespace, name) of a resource request, or None
+    for a non-resource URL (/version, discovery, openapi), as the real authorizer sees it."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:2] == ["api", "v1"]:
+        group, rest = "", parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        group, rest = parts[1], parts[3:]
+    else:
+        return None
+    if not rest:
+        return None
+    ns = None
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        ns, rest = rest[1], rest[2:]
+    resource = rest[0]
+    name = rest[1] if len(rest) > 1 else None
+    sub = rest[2] if len(rest) > 2 else None
+    if resource == "namespaces" and ns is None and len(rest) > 1:
+        name = rest[1]
+    watch = query.get("watch") in ("1", "true")
+    verb = {"GET": "watch" if watch else ("get" if name else "list"), "POST": "create",
+            "PUT": "update", "PATCH": "patch",
+            "DELETE": "delete" if name else "deletecollection"}.get(method, method.lower())
+    return verb, group, resource, sub, ns, name
+
+
+def rule_allows(rule, verb, group, resource, sub, name):
+    res = f"{resource}/{sub}" if sub else resource
+    if not any(g in ("*", group) for g in rule.get("apiGroups", [])):
+        return False
+    if not any(r in ("*", res) for r in rule.get("resources", [])):
+        return False
+    if not any(v in ("*", verb) for v in rule.get("verbs", [])):
+        return False
+    names = rule.get("resourceNames")
+    return not names or name in names
+
+
+def subject_matches(subjects, sa_ns, sa_name):
+    for subj in subjects or []:
+        if subj.get("kind") == "ServiceAccount" and subj.get("name") == sa_name and \
+                subj.get("namespace") == sa_ns:
+            return True
+        if subj.get("kind") == "Group" and subj.get("name") in (
+                "system:serviceaccounts", f"system:serviceaccounts:{sa_ns}"):
+            return True
+    return False
+
+
+def rbac_allows(store, subject, attrs):
+    """Whether the stored Roles/ClusterRoles and their bindings grant attrs to the service
+    account subject ("NS:NAME"): whatever rules were applied (e.g. manifests/20-rbac.yaml)."""
+    verb, group, resource, sub, ns, name = attrs
+    sa_ns, sa_name = subject.split(":", 1)
+    rg = "rbac.authorization.k8s.io"
+    with store.lock:
+        objs = store.objects
+        def role_rules(kind, role_ns, role_name):
+            plural = "roles" if kind == "Role" else "clusterroles"
+            role = objs.get((rg, plural, role_ns if kind == "Role" else None, role_name))
+            return (role or {}).get("rules") or []
+        rules = []
+        for (g, plural, bns, _n), b in objs.items():
+            if g != rg or not subject_matches(b.get("subjects"), sa_ns, sa_name):
+                continue
+            ref = b.get("roleRef") or {}
+            if plural == "clusterrolebindings":
+                rules += role_rules("ClusterRole", None, ref.get("name"))
+            elif plural == "rolebindings" and bns == ns:
+                rules += role_rules(ref.get("kind"), bns, ref.get("name"))
+    return any(rule_allows(r, verb, group, resource, sub, name) for r in rules)
 
 
 # ---------------------------------------------------------------- the store
@@ -663,6 +740,26 @@ class Handler(BaseHTTPRequestHandler):
             return True
         return given == f"Bearer {token}"
 
+    def check_rbac(self, method, path, query):
+        """With --rbac, a request with the bearer token is the service account --rbac-subject
+        and gets exactly what the stored RBAC objects grant it; anything else is 403."""
+        if not self.server.rbac or not self.headers.get("Authorization"):
+            return
+        attrs = request_attributes(method, path, query)
+        if attrs is None or rbac_allows(self.store, self.server.rbac, attrs):
+            return
+        verb, group, resource, sub, ns, name = attrs
+        user = "system:serviceaccount:" + self.server.rbac
+        where = f" in the namespace \"{ns}\"" if ns else " at the cluster scope"
+        res = f"{resource}/{sub}" if sub else resource
+        with self.store.lock:
+            self.store.stats["forbidden"] = self.store.stats.get("forbidden", 0) + 1
+        what = resource + ("." + group if group else "") + (' "%s"' % name if name else "")
+        raise ApiError(403, "Forbidden",
+                       '%s is forbidden: User "%s" cannot %s resource "%s" in API group "%s"%s'
+                       % (what, user, verb, res, group, where),
+                       {"name": name or "", "group": group, "kind": resource})
+
     def dispatch(self, method):
         self.body_consumed = False
         self.store.request_local.warnings = []
@@ -682,6 +779,7 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(slow / 1000.0)
             if not self.authorized():
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            self.check_rbac(method, url.path, query)
             with self.store.lock:
                 if self.store.faults["errors_500"] > 0 and self.headers.get("Authorization"):
                     self.store.faults["errors_500"] -= 1
@@ -1150,10 +1248,11 @@ class Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256  # clients open many connections at once; 5 would drop SYNs
 
-    def __init__(self, addr, store, token, anonymous, verbose):
+    def __init__(self, addr, store, token, anonymous, verbose, rbac=None):
         super().__init__(addr, Handler)
         self.store, self.token, self.verbose = store, token, verbose
         self.anonymous = anonymous
+        self.rbac = rbac  # "NS:NAME" of the service account the token stands for, or None
 
 
 def write_kubeconfig(path, server_url, token, ca_file):
@@ -1189,6 +1288,10 @@ def main():
     ap.add_argument("--tls-key")
     ap.add_argument("--tls-ca", help="CA to put into the written kubeconfig")
     ap.add_argument("--client-ca", help="require client certificates signed by this CA")
+    ap.add_argument("--rbac", metavar="NS:SERVICEACCOUNT",
+                    help="requests with the bearer token act as this service account and get "
+                         "exactly what the stored Roles/ClusterRoles and bindings grant it "
+                         "(apply manifests/20-rbac.yaml); others are 403")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
 
@@ -1196,7 +1299,8 @@ def main():
     ns_res = store.lookup("", "v1", "namespaces")
     for ns in args.namespace:
         store.create(ns_res, None, {"metadata": {"name": ns}, "status": {"phase": "Active"}})
-    srv = Server(("127.0.0.1", args.port), store, args.token, args.anonymous, args.verbose)
+    srv = Server(("127.0.0.1", args.port), store, args.token, args.anonymous, args.verbose,
+                 args.rbac)
     scheme = "http"
     if args.tls_cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
