@@ -352,7 +352,8 @@ int kube_http_new(sd_event *event, struct kube_config *config, struct kube_http 
                 kube_http_free(h);
                 return -ENOMEM;
         }
-        int k = sd_event_add_time(event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 0, timer_cb, h);
+        /* curl's own timeouts (connect, low speed, HTTP/2 upkeep) want millisecond precision. */
+        int k = sd_event_add_time(event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 1000, timer_cb, h);
         if (k < 0) {
                 kube_http_free(h);
                 return log_error_errno(k, "cannot create the HTTP timer");

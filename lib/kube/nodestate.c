@@ -21,6 +21,8 @@
 /* A body the server refuses as invalid (422) is not retried sooner than this. */
 /* Deleted again this soon after we re-created it: something keeps removing it; back off. */
 #define RECREATE_WINDOW_USEC (60ULL * 1000 * 1000)
+/* Write pacing is 1 s and backoffs 0.25 s and up: 50 ms of slack, not sd-event's 250 ms. */
+#define TIMER_ACCURACY_USEC  (50ULL * 1000)
 #define PERMANENT_RETRY_USEC (5ULL * 60 * 1000 * 1000)
 
 static const char *const sync_status_table[_KUBE_SYNC_STATUS_MAX] = {
@@ -213,7 +215,7 @@ static void schedule(struct kube_nodestate *st, uint64_t delay_usec)
         sd_event_now(event, CLOCK_MONOTONIC, &now);
         if (!st->retry_timer) {
                 int k = sd_event_add_time(event, &st->retry_timer, CLOCK_MONOTONIC,
-                                          now + delay_usec, 0, retry_cb, st);
+                                          now + delay_usec, TIMER_ACCURACY_USEC, retry_cb, st);
                 if (k < 0) {
                         log_error_errno(k, "NodeState %s: cannot arm the retry timer",
                                         st->node_name);

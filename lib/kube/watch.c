@@ -28,6 +28,9 @@
 /* A watch that ends this quickly without delivering anything is treated like a failure, so a
  * server that closes every watch at once cannot make us spin. */
 #define SHORT_WATCH_USEC (1000ULL * 1000)
+/* Retries are backoffs of 0.4 s and up with jitter: 50 ms of slack is plenty, and not the
+ * default 250 ms, which would turn "retry at once" into a quarter second. */
+#define TIMER_ACCURACY_USEC (50ULL * 1000)
 /* Bookmarks arrive about every 60 s: one missed by 15 s means the stream is dead. */
 #define WATCH_IDLE_TIMEOUT_S 75
 /* A watch that lived this long worked: the backoff starts over (as client-go's). */
@@ -658,7 +661,7 @@ fail:
 int kube_informer_start(struct kube_informer *inf)
 {
         int k = sd_event_add_time(kube_http_event(inf->http), &inf->retry_timer, CLOCK_MONOTONIC,
-                                  UINT64_MAX, 0, retry_timer_cb, inf);
+                                  UINT64_MAX, TIMER_ACCURACY_USEC, retry_timer_cb, inf);
         if (k < 0)
                 return log_error_errno(k, "%s informer: cannot create its timer", inf->kind);
         sd_event_source_set_enabled(inf->retry_timer, SD_EVENT_OFF);
