@@ -57,6 +57,7 @@ struct kube_informer {
         bool small_pages;    /* a whole list exceeded KUBE_MAX_BODY: page it finely */
         size_t max_object_size;
         unsigned watch_idle_timeout_s;
+        unsigned max_list_pages;
         /* Memory budget: the JSON size of every cached object, keyed like the cache. */
         size_t max_total_size, total_size;
         json_t *sizes;
@@ -403,10 +404,10 @@ static void list_done(struct kube_request *req, int error, long status, const ch
         }
         const char *cont = json_string_value(json_object_get(pg.metadata, "continue"));
         if (cont && *cont) {
-                if (++inf->list_pages >= MAX_LIST_PAGES) {
+                if (++inf->list_pages >= inf->max_list_pages) {
                         log_error("%s informer: list of %s did not end after %u pages; "
                                   "starting over after a backoff",
-                                  inf->kind, inf->path, MAX_LIST_PAGES);
+                                  inf->kind, inf->path, inf->max_list_pages);
                         json_decref(pg.metadata);
                         json_array_clear(inf->list_items);
                         inf->list_pages = 0;
@@ -631,6 +632,7 @@ int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *o
                 .watch_timeout_s = opts->watch_timeout_s,
                 .list_page_size = opts->list_page_size ? opts->list_page_size : LIST_PAGE_SIZE,
                 .max_object_size = opts->max_object_size,
+                .max_list_pages = opts->max_list_pages ? opts->max_list_pages : MAX_LIST_PAGES,
                 .max_total_size = opts->max_total_size ? opts->max_total_size : MAX_TOTAL_SIZE,
                 .watch_idle_timeout_s =
                     opts->watch_idle_timeout_s ? opts->watch_idle_timeout_s : WATCH_IDLE_TIMEOUT_S,

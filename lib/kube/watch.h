@@ -54,6 +54,7 @@ struct kube_informer_opts {
         /* All cached objects together (their JSON size): objects beyond it become stubs
          * reported as invalid, so memory is bounded whatever the namespace holds. 0 = 2 MiB. */
         size_t max_total_size;
+        unsigned max_list_pages; /* 0 = 1,000: a list that does not end is abandoned */
 };
 
 int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *opts,

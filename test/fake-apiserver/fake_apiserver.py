@@ -28,6 +28,7 @@ agent's), so an anonymous kubectl can drive the test meanwhile:
   conflicts: N               the next N PATCH/PUT requests get 409 Conflict
   refuse_ms: MS              for MS milliseconds hang up on every API request without an
                              answer (a restarting server); combine with close_watches
+  endless_continue: true     every list page carries a continue token (a hostile server)
   silence_watches: true      the open watch streams go silent (nothing sent, not even
                              bookmarks) without closing; later watches are served normally
   prune_unknown: true|false  prune fields a CRD's structural schema does not declare (default
@@ -360,7 +361,8 @@ class Store:
         self.faults = {"expire_watches": 0, "errors_500": 0, "slow_ms": 0, "garble_events": 0,
                        "truncate_events": 0, "huge_events": 0, "reject_token": False,
                        "conflicts": 0, "prune_unknown": True, "watch_errors": 0,
-                       "watch_error_code": 500, "throttle": 0, "retry_after_s": 1}
+                       "watch_error_code": 500, "throttle": 0, "retry_after_s": 1,
+                       "endless_continue": False}
         self.request_local = threading.local()  # per request: warnings for the reply
         self.refuse_until = 0.0
         self.close_generation = 0
@@ -1076,7 +1078,7 @@ class Handler(BaseHTTPRequestHandler):
                 limit = 0
             else:
                 self.store.stats["lists_consistent"] += 1
-            if cont:
+            if cont and not self.store.faults["endless_continue"]:
                 # Later pages come from the snapshot taken by the first one, like etcd.
                 try:
                     snap_id, offset = json.loads(base64.b64decode(cont))
@@ -1093,6 +1095,11 @@ class Handler(BaseHTTPRequestHandler):
                          and self.matching(res, ns, query, o)]
                 rv = str(self.store.rv)
             meta = {"resourceVersion": rv}
+            if self.store.faults["endless_continue"]:
+                # A hostile server: every page says there is more.
+                meta["continue"] = base64.b64encode(json.dumps(["endless", 0]).encode()).decode()
+                return self.send_json(200, {"kind": f"{res.kind}List", "apiVersion": res.gv,
+                                            "metadata": meta, "items": items[:1]})
             if limit and len(items) > offset + limit:
                 snap_id = str(uuid.uuid4())
                 self.store.snapshots[snap_id] = (rv, items)

@@ -309,6 +309,33 @@ static void test_memory_budget(void **state)
         kube_informer_free(inf);
 }
 
+/* A hostile server whose continue tokens never end: the list is abandoned after the page
+ * limit and retried after a backoff, not paged forever. */
+static void test_endless_continue_bounded(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        fault(f, "{\"endless_continue\":true}");
+        const struct kube_informer_opts o = {
+                .kind = "Node",
+                .path = "/api/v1/nodes",
+                .callbacks = { on_added, on_updated, on_deleted, &s },
+                .on_synced = on_synced,
+                .synced_userdata = &s,
+                .max_list_pages = 20,
+        };
+        struct kube_informer *inf;
+        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
+        assert_int_equal(kube_informer_start(inf), 0);
+        run_until(f, NULL, 0, 3 * 1000 * 1000);
+        long lists = stat_value(f, "lists");
+        assert_false(kube_informer_has_synced(inf));
+        kube_informer_free(inf);
+        /* 20 pages per attempt; the backoff (0.4 s, 0.8 s, ...) allows 2 or 3 attempts. */
+        if (lists < 20 || lists > 80)
+                fail_msg("%ld list pages in 3 s", lists);
+}
+
 /* 429 with Retry-After: 2 (API Priority and Fairness): the list waits 2 s, no sooner. */
 static void test_retry_after(void **state)
 {
@@ -340,6 +367,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_silent_watch_resumed, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_oversized_list_paged, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_memory_budget, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_endless_continue_bounded, start_fake,
+                                                stop_fake),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
