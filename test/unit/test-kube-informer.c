@@ -309,6 +309,67 @@ static void test_memory_budget(void **state)
         kube_informer_free(inf);
 }
 
+/* Objects the server holds but jansson cannot decode (nesting beyond 2,048, an integer beyond
+ * 64 bits) fail neither the list (restart) nor the watch: each becomes a named stub. */
+static void test_undecodable_isolated(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        assert_int_equal(request(f, f->admin, "POST", "/api/v1/namespaces", "application/json",
+                                 "{\"metadata\":{\"name\":\"x\"}}", NULL, 0),
+                         201);
+        size_t depth = 2100, n = depth * 6 + 256;
+        char *deep = malloc(n);
+        int off = snprintf(deep, n, "{\"metadata\":{\"name\":\"deep\"},\"data\":");
+        for (size_t i = 0; i < depth; i++)
+                off += snprintf(deep + off, n - off, "{\"x\":");
+        off += snprintf(deep + off, n - off, "{}");
+        for (size_t i = 0; i < depth; i++)
+                deep[off++] = '}';
+        snprintf(deep + off, n - off, "}");
+        const char *path = "/api/v1/namespaces/x/configmaps";
+        assert_int_equal(request(f, f->admin, "POST", path, "application/json", deep, NULL, 0),
+                         201);
+        assert_int_equal(request(f, f->admin, "POST", path, "application/json",
+                                 "{\"metadata\":{\"name\":\"big\"},\"data\":{\"n\":"
+                                 "100000000000000000000}}",
+                                 NULL, 0),
+                         201);
+        assert_int_equal(request(f, f->admin, "POST", path, "application/json",
+                                 "{\"metadata\":{\"name\":\"good\"},\"data\":{\"a\":\"b\"}}", NULL,
+                                 0),
+                         201);
+        const struct kube_informer_opts o = {
+                .kind = "ConfigMap",
+                .path = path,
+                .callbacks = { on_added, on_updated, on_deleted, &s },
+                .on_synced = on_synced,
+                .synced_userdata = &s,
+        };
+        struct kube_informer *inf;
+        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
+        assert_int_equal(kube_informer_start(inf), 0);
+        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
+        struct kube_cache *c = kube_informer_cache(inf);
+        assert_int_equal(kube_cache_size(c), 3);
+        assert_non_null(kube_object_undecodable(kube_cache_get(c, "x", "deep")));
+        assert_non_null(kube_object_undecodable(kube_cache_get(c, "x", "big")));
+        assert_null(kube_object_undecodable(kube_cache_get(c, "x", "good")));
+        /* Through the watch: a new undecodable object arrives as a stub, the stream goes on. */
+        memcpy(strstr(deep, "deep"), "dee2", 4);
+        assert_int_equal(request(f, f->admin, "POST", path, "application/json", deep, NULL, 0),
+                         201);
+        assert_int_equal(request(f, f->admin, "POST", path, "application/json",
+                                 "{\"metadata\":{\"name\":\"after\"}}", NULL, 0),
+                         201);
+        assert_true(run_until(f, &s.n, 5, 10 * 1000 * 1000));
+        assert_non_null(kube_object_undecodable(kube_cache_get(c, "x", "dee2")));
+        assert_non_null(kube_cache_get(c, "x", "after"));
+        assert_int_equal(s.synced, 1); /* no relist */
+        free(deep);
+        kube_informer_free(inf);
+}
+
 /* A hostile server whose continue tokens never end: the list is abandoned after the page
  * limit and retried after a backoff, not paged forever. */
 static void test_endless_continue_bounded(void **state)
@@ -367,6 +428,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_silent_watch_resumed, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_oversized_list_paged, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_memory_budget, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_undecodable_isolated, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_endless_continue_bounded, start_fake,
                                                 stop_fake),
         };
