@@ -388,6 +388,24 @@ static void test_invalid_not_retried(void **state)
         free_state(&c);
 }
 
+/* 429 with Retry-After (API Priority and Fairness): the write waits that long, no sooner. */
+static void test_retry_after(void **state)
+{
+        struct fake *f = *state;
+        install_crds_and_namespace(f, NS);
+        struct ctx c;
+        make_state(&c, f);
+        fault(f, "{\"throttle\":1,\"retry_after_s\":2}");
+        uint64_t start = now_usec();
+        set_status(&c, "[]", KUBE_SYNC_SUCCEEDED, NULL);
+        settle(&c);
+        uint64_t took = now_usec() - start;
+        assert_int_equal(stat_value(f, "throttled"), 1);
+        if (took < 1900 * 1000 || took > 4000 * 1000)
+                fail_msg("written after %.2f s with Retry-After: 2", (double)took / 1e6);
+        free_state(&c);
+}
+
 /* A 404 without the object's name (no such resource or subresource) is not "object missing":
  * no create loop. */
 static void test_missing_resource_not_created(void **state)
@@ -444,6 +462,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_upstream_crd_converges, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_writes_paced, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_invalid_not_retried, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_retry_after, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_missing_resource_not_created, start_fake,
                                                 stop_fake),
         };
