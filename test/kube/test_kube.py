@@ -669,6 +669,61 @@ def make_pki(d):
             "-CAcreateserial", "-out", f"{name}.crt", "-days", "2", *extra)
 
 
+def case_http2_tls(env):
+    """The agent through nghttpx (Debian nghttp2-proxy), as in front of a real API server:
+    TLS with ALPN h2, every request and the watches multiplexed over HTTP/2."""
+    import base64
+    import socket
+    nghttpx = shutil.which("nghttpx") or "/usr/sbin/nghttpx"
+    if not os.path.exists(nghttpx):
+        raise Failure("nghttpx not found: install nghttp2-proxy (scripts/install-deps)")
+    d = env.dir
+    make_pki(d)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    access = os.path.join(d, "access.log")
+    proxy = subprocess.Popen(
+        [nghttpx, "--conf=/dev/null", f"--frontend=127.0.0.1,{port}",
+         f"--backend=127.0.0.1,{env.port}", "--workers=1", "--no-ocsp",
+         f"--accesslog-file={access}", "--accesslog-format=$alpn $method $path $status",
+         f"--errorlog-file={os.path.join(d, 'nghttpx.err')}",
+         "--backend-read-timeout=15m", "--stream-read-timeout=0",
+         os.path.join(d, "server.key"), os.path.join(d, "server.crt")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env.procs.append(proxy)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise Failure("nghttpx did not start")
+            time.sleep(0.1)
+    ca = base64.b64encode(open(os.path.join(d, "ca.crt"), "rb").read()).decode()
+    kc = os.path.join(d, "h2.kubeconfig")
+    with open(kc, "w") as f:
+        f.write(kubeconfig_text(f"https://127.0.0.1:{port}", TOKEN,
+                                extra_cluster=f"    certificate-authority-data: {ca}\n"))
+    env.setup_crds()
+    w = Watcher(env, kubeconfig=kc)
+    w.wait_for(event_is("ADDED", "Node", "node1"), "the agent sees its Node through nghttpx")
+    env.kubectl("apply", "-f", POLICY)
+    w.wait_for(event_is("ADDED", "SriovNetworkNodePolicy", "highnet-sriov-policy"),
+               "a policy applied meanwhile arrives through the watch")
+    env.fault(close_watches=True)
+    env.kubectl("apply", "-f", "-", stdin=policy_variant(numVfs=4))
+    w.wait_for(event_is("MODIFIED", "SriovNetworkNodePolicy", "highnet-sriov-policy",
+                        lambda o: o["spec"]["numVfs"] == 4),
+               "after the backend ended the streams, the watch resumed over HTTP/2")
+    lines = open(access).read().splitlines()
+    watches = [l for l in lines if "watch=1" in l]
+    check(watches and all(l.startswith("h2 ") for l in lines),
+          f"every request went over HTTP/2 with ALPN h2 ({len(lines)} requests, "
+          f"{len(watches)} watches)")
+
+
 def case_kubeconfig(env):
     import base64
     d = env.dir
@@ -834,6 +889,7 @@ CASES = {
     "nodestate": (case_nodestate, ("node1",)),
     "events": (case_events, ("node1",)),
     "kubeconfig": (case_kubeconfig, ("node1",)),
+    "http2_tls": (case_http2_tls, ("node1",)),
 }
 
 
