@@ -341,11 +341,16 @@ static void request_done(struct kube_request *req, int error, long status, const
         st->request = NULL;
         st->op = OP_NONE;
 
-        _cleanup_free_ char *before = NULL;
+        /* The syncStatus before this write (a short enum value), for the Event. */
+        char before_buf[64];
+        const char *before = NULL;
         if (op == OP_PATCH_STATUS) {
                 const char *b = json_string_value(
                     json_object_get(json_object_get(st->server, "status"), "syncStatus"));
-                before = b ? strdup(b) : NULL;
+                if (b) {
+                        snprintf(before_buf, sizeof(before_buf), "%s", b);
+                        before = before_buf;
+                }
         }
 
         if (error == 0 && (status == 200 || status == 201)) {
@@ -376,7 +381,6 @@ static void request_done(struct kube_request *req, int error, long status, const
         else
                 kube_status_describe(status, body, body_len, desc, sizeof(desc));
 
-        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
         if (error == 0 && status == 404 &&
             (op == OP_GET || op == OP_PATCH_SPEC || op == OP_PATCH_STATUS)) {
                 if (!is_object_not_found(st, body, body_len)) {

@@ -356,7 +356,7 @@ static void test_undecodable_isolated(void **state)
         assert_non_null(kube_object_undecodable(kube_cache_get(c, "x", "big")));
         assert_null(kube_object_undecodable(kube_cache_get(c, "x", "good")));
         /* Through the watch: a new undecodable object arrives as a stub, the stream goes on. */
-        memcpy(strstr(deep, "deep"), "dee2", 4);
+        strstr(deep, "deep")[3] = '2'; /* a second one, named dee2 */
         assert_int_equal(request(f, f->admin, "POST", path, "application/json", deep, NULL, 0),
                          201);
         assert_int_equal(request(f, f->admin, "POST", path, "application/json",
