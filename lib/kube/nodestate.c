@@ -374,7 +374,8 @@ static void request_done(struct kube_request *req, int error, long status, const
         }
         clear_inflight(st);
         char desc[512];
-        if (error < 0 && status == 0)
+        /* A transport failure, or a body over the size cap (status 200 then). */
+        if (error < 0 && (status == 0 || error == -EFBIG))
                 snprintf(desc, sizeof(desc), "%s",
                          *kube_request_error_text(req) ? kube_request_error_text(req)
                                                        : strerror(-error));

@@ -157,7 +157,7 @@ static void handle_http_failure(struct kube_informer *inf, struct kube_request *
         const char *what = step == STEP_LIST ? "list" : "watch";
         char desc[512];
 
-        if (error < 0 && status == 0) {
+        if (error < 0 && (status == 0 || error == -EFBIG)) {
                 const char *text = req ? kube_request_error_text(req) : "";
                 if (*text)
                         log_warning("%s informer: %s of %s failed: %s", inf->kind, what,
