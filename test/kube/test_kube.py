@@ -111,6 +111,10 @@ class Env:
 
     def setup_crds(self, policy=False):
         self.kubectl("apply", "-f", os.path.join(SRCDIR, "crds"))
+        if os.environ.get("KUBE_TEST_CRDS") == "upstream":
+            # The second CRD set: a NodeState CRD shaped like upstream's (prunes unknown
+            # status fields).
+            self.kubectl("apply", "-f", os.path.join(SRCDIR, "test/fixtures/crds-upstream"))
         self.kubectl("wait", "--for", "condition=established", "--timeout=20s",
                      "crd/sriovnetworknodepolicies.sriovnetwork.openshift.io")
         self.kubectl("apply", "-f", NAMESPACE_YAML)
