@@ -723,10 +723,11 @@ static bool is_failed(json_t *status)
         return s && strcmp(s, "Failed") == 0;
 }
 
-/* The desired status is Failed and the server has not acknowledged it yet. */
+/* The desired status is Failed and the server has not acknowledged it yet (nor refused it:
+ * a refused body must not hold back the statuses after it). */
 static bool failed_unwritten(struct kube_nodestate *st)
 {
-        return is_failed(st->desired_status) &&
+        return is_failed(st->desired_status) && !st->held &&
                !(st->acked_status && json_equal(st->acked_status, st->desired_status));
 }
 
