@@ -360,6 +360,7 @@ static void request_done(struct kube_request *req, int error, long status, const
                         after_read(st);
                 else {
                         after_write(st, op);
+                        st->held = false;
                         free(st->last_permanent_error);
                         st->last_permanent_error = NULL;
                 }
