@@ -431,6 +431,14 @@ class Store:
             warnings = getattr(self.request_local, "warnings", None)
             if warnings is not None:
                 warnings.extend(f'unknown field "{p}"' for p in pruned)
+        unknown = [e for e in errors if ": unknown field " in e]
+        if unknown:
+            # fieldValidation=Strict: the real server fails decoding with 400, before
+            # validation (a 422 would come only after a successful decode).
+            fields = ", ".join(e.split(": ", 1)[1] for e in unknown)
+            raise ApiError(400, "BadRequest",
+                           f'{res.kind} in version "{res.version}" cannot be handled as a '
+                           f"{res.kind}: strict decoding error: {fields}")
         if errors:
             name = obj.get("metadata", {}).get("name", "")
             joined = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"

@@ -352,7 +352,9 @@ def case_crds_and_policy(env):
               f"a policy without {missing} is rejected as required")
     r = env.kubectl("apply", "-f", "-", ok=False, stdin=policy_variant("typo").replace(
         "  numVfs: 8", "  numVFs: 8\n  numVfs: 8"))
-    check(r.returncode != 0 and "numVFs" in r.stderr, "an unknown field is rejected (Strict)")
+    check(r.returncode != 0 and "numVFs" in r.stderr and "BadRequest" in r.stderr and
+          "strict decoding error" in r.stderr,
+          "an unknown field is rejected (Strict): 400 strict decoding error, as the real server")
 
     net = ("apiVersion: sriovnetwork.openshift.io/v1\nkind: SriovNetwork\nmetadata:\n"
            f"  name: highnet\n  namespace: {NS}\nspec:\n  resourceName: sriov_highnet\n"
