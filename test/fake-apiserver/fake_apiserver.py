@@ -6,8 +6,10 @@ replace/wait) and for sriov-agent's informers: discovery, an OpenAPI v3 stub, CR
 routes, list/watch with resourceVersion, bookmarks, timeoutSeconds and selectors, 410 Expired
 for resource versions older than the kept history, merge patches on objects and /status, and
 core/v1 events. Objects of CRDs are validated against the CRD's openAPIV3Schema (types,
-enums, ranges, patterns, required fields, defaults; unknown fields rejected under
-fieldValidation=Strict). The built-in kinds of manifests/ (ServiceAccount, ConfigMap, Pod,
+enums, ranges, patterns, lengths, maxItems/maxProperties, required fields, defaults) as a
+structural schema: unknown fields are pruned with a Warning header (fieldValidation=Warn, the
+default) or refused with 400 under fieldValidation=Strict; strategic-merge patches of custom
+resources are 415. With --rbac the agent's token is held to the stored RBAC objects. The built-in kinds of manifests/ (ServiceAccount, ConfigMap, Pod,
 DaemonSet, Role/ClusterRole and their bindings) are stored as given, without validation.
 
 Fault switches (for tests), POST /_fake/faults with a JSON object, any subset of the list
