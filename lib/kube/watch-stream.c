@@ -94,8 +94,10 @@ static json_t *decode_event_stub(const char *line, size_t len)
 {
         struct event_parts p = {};
         json_t *ev = NULL;
+        /* Only an object that is itself undecodable is isolated: when it decodes on its own,
+         * the envelope was the problem (duplicate keys...) and the stream is not trusted. */
         if (kube_json_object_members(line, len, event_member, &p) == 0 && json_is_string(p.type) &&
-            p.object)
+            p.object && kube_object_undecodable(p.object))
                 ev = json_pack("{s:O, s:O}", "type", p.type, "object", p.object);
         json_decref(p.type);
         json_decref(p.object);
