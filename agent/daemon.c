@@ -281,12 +281,15 @@ int agent_new(const struct agent_config *config, struct agent **ret)
             (r = sd_event_add_signal(a->event, NULL, SIGHUP, on_sighup, a)) < 0)
                 goto fail;
 
+        /* Explicit accuracies (sd-event's default is 250 ms): the debounce is on the path from
+         * a link event to an advertised VF, the resync is a periodic check, the retry a backoff. */
         if ((r = sd_event_add_time_relative(a->event, &a->debounce, CLOCK_MONOTONIC,
-                                            config->debounce_usec, 0, on_debounce, a)) < 0 ||
+                                            config->debounce_usec, 10 * 1000, on_debounce, a)) <
+                0 ||
             (r = sd_event_add_time_relative(a->event, &a->resync, CLOCK_MONOTONIC,
-                                            config->resync_usec, 0, on_resync, a)) < 0 ||
-            (r = sd_event_add_time_relative(a->event, &a->retry, CLOCK_MONOTONIC, RETRY_MIN_USEC, 0,
-                                            on_retry, a)) < 0)
+                                            config->resync_usec, 1000 * 1000, on_resync, a)) < 0 ||
+            (r = sd_event_add_time_relative(a->event, &a->retry, CLOCK_MONOTONIC, RETRY_MIN_USEC,
+                                            100 * 1000, on_retry, a)) < 0)
                 goto fail;
         sd_event_source_set_enabled(a->retry, SD_EVENT_OFF);
 

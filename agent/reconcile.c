@@ -23,6 +23,7 @@
 #include "deviceplugin/pool-set.h"
 #include "host/discover.h"
 #include "kube/cluster.h"
+#include "kube/json-split.h"
 #include "plan/applied-store.h"
 #include "plan/plan.h"
 #include "policy/node-labels.h"
@@ -85,6 +86,17 @@ static int load_policies(struct agent *a, struct policy_list *ret)
                 int r = policy_list_add_json(ret, obj, origin);
                 if (r < 0)
                         return r;
+                /* An object lib/kube could not decode is a named stub: report it invalid with
+                 * the reason, not as a policy without a spec. */
+                const char *why = kube_object_undecodable(obj);
+                struct policy *p = ret->n_items > 0 ? &ret->items[ret->n_items - 1] : NULL;
+                if (why && p && p->error) {
+                        char *error;
+                        if (asprintf(&error, "%s: the object %s", origin, why) < 0)
+                                return -ENOMEM;
+                        free(p->error);
+                        p->error = error;
+                }
         }
         return 0;
 }

@@ -557,7 +557,7 @@ def case_rbac():
     sn = "sriovnetwork.openshift.io"
     check(rules_of("Role", "sriov-agent") == {
         (sn, "sriovnetworknodepolicies"): {"get", "list", "watch"},
-        (sn, "sriovnetworknodestates"): {"create", "get", "patch"},
+        (sn, "sriovnetworknodestates"): {"create", "get", "list", "watch", "patch"},
         (sn, "sriovnetworknodestates/status"): {"get", "patch"},
         ("", "events"): {"create", "patch"},
         (sn, "sriovnetworks"): {"get", "list", "watch", "patch"},
@@ -568,7 +568,7 @@ def case_rbac():
         (sn, "sriovibnetworks/finalizers"): {"update"},
         ("coordination.k8s.io", "leases"): {"get", "create", "update"},
         ("", "configmaps"): {"get", "list", "watch"},
-    }, "Role: read policies and the supported-nic-ids ConfigMap; create/get/patch NodeStates (+status get/patch); create/patch "
+    }, "Role: read policies and the supported-nic-ids ConfigMap; create/get/list/watch/patch NodeStates (+status get/patch); create/patch "
        "Events; watch/patch SriovNetworks and SriovIBNetworks (+status, +finalizers); get/create/update Leases; "
        "nothing more")
     check(rules_of("ClusterRole", "sriov-agent") == {
