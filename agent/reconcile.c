@@ -238,11 +238,16 @@ static int advertised_subset(const struct desired_state *desired, const struct p
                 for (size_t j = 0; j < n_held; j++)
                         if (strcmp(held[j].pf, d->pci_address) == 0)
                                 prev = applied_state_find(previous, d->pci_address);
+                const struct applied_bad_record *bad =
+                    applied_state_find_bad(previous, d->pci_address);
                 if (prev)
                         r = copy_interface(&prev->applied, false,
                                            &out.interfaces[out.n_interfaces++]);
                 else
-                        r = copy_interface(d, pf_level_incomplete(d->pci_address, left, rep),
+                        /* A frozen PF is served only while it already is what is desired. */
+                        r = copy_interface(d,
+                                           (bad && bad->would_change) ||
+                                               pf_level_incomplete(d->pci_address, left, rep),
                                            &out.interfaces[out.n_interfaces++]);
         }
         if (r < 0) {
@@ -319,6 +324,27 @@ static void reconcile_end(struct agent *a)
                 schedule_reconcile(a, "changes during the last reconcile");
 }
 
+/* A PF frozen by an unusable state record is a failure the NodeState must show (the journal
+ * has it from the plan's problems): added to the report as that PF's error. */
+static void report_frozen(const struct applied_state *previous, struct apply_report *rep)
+{
+        for (size_t i = 0; i < previous->n_bad; i++) {
+                const struct applied_bad_record *bad = &previous->bad[i];
+                if (apply_report_find(rep, bad->pci_address))
+                        continue;
+                struct apply_pf_result *arr = reallocarray(rep->pfs, rep->n_pfs + 1, sizeof(*arr));
+                if (!arr)
+                        return;
+                rep->pfs = arr;
+                arr[rep->n_pfs] = (struct apply_pf_result){ .error = -EBADMSG };
+                snprintf(arr[rep->n_pfs].pf, sizeof(arr->pf), "%s", bad->pci_address);
+                snprintf(arr[rep->n_pfs].message, sizeof(arr->message),
+                         "PF %s: state record unusable, PF left as it is: %.400s", bad->pci_address,
+                         bad->message);
+                rep->n_pfs++;
+        }
+}
+
 static void reconcile_finish(struct agent *a)
 {
         struct reconcile *rc = a->running;
@@ -338,8 +364,10 @@ static void reconcile_finish(struct agent *a)
                 sd_notify(false, "READY=1");
                 a->ready_notified = true;
         }
-        if (a->cluster)
+        if (a->cluster) {
+                report_frozen(&rc->previous, &rc->applied);
                 report_node_state(a, &rc->desired, &rc->inv, &rc->applied, &rc->guarded);
+        }
         desired_state_done(&advertised);
         /* Keep what was seen, so link events can be told apart from pod veth churn. */
         inventory_done(&a->observed);
@@ -349,6 +377,17 @@ static void reconcile_finish(struct agent *a)
 }
 
 static void reconcile_round(struct agent *a);
+
+/* plan_build() and then nothing for PFs whose state record is unusable (they are reported
+ * as plan problems and left exactly as they are). */
+static int build_plan(struct reconcile *rc)
+{
+        plan_done(&rc->plan);
+        int r = plan_build(&rc->desired, &rc->inv, &rc->previous, &rc->plan);
+        if (r >= 0)
+                r = plan_freeze_bad_records(&rc->plan, &rc->previous);
+        return r;
+}
 
 static void on_applied(int error, struct apply_report *report, void *userdata)
 {
@@ -388,8 +427,7 @@ static void on_applied(int error, struct apply_report *report, void *userdata)
         if (rc->round >= MAX_APPLY_ROUNDS || (rc->n_failed > 0 && rc->applied.n_done == 0)) {
                 /* What is left is reported and retried with backoff; plan it once more so
                  * the pools and the status describe the node as it is now. */
-                plan_done(&rc->plan);
-                if (plan_build(&rc->desired, &rc->inv, &rc->previous, &rc->plan) < 0) {
+                if (build_plan(rc) < 0) {
                         reconcile_end(a);
                         return;
                 }
@@ -404,9 +442,8 @@ static void reconcile_round(struct agent *a)
         struct reconcile *rc = a->running;
         int r;
 
-        plan_done(&rc->plan);
         guarded_plan_done(&rc->guarded);
-        r = plan_build(&rc->desired, &rc->inv, &rc->previous, &rc->plan);
+        r = build_plan(rc);
         if (r < 0)
                 goto fail;
         if (rc->round == 0)

@@ -20,6 +20,7 @@ void applied_state_done(struct applied_state *state)
         for (size_t i = 0; i < state->n_pfs; i++)
                 applied_pf_done(&state->pfs[i]);
         free(state->pfs);
+        free(state->bad);
         *state = (struct applied_state){ 0 };
 }
 
@@ -28,6 +29,15 @@ const struct applied_pf *applied_state_find(const struct applied_state *state, c
         for (size_t i = 0; state && i < state->n_pfs; i++)
                 if (strcasecmp(state->pfs[i].pci_address, pci) == 0)
                         return &state->pfs[i];
+        return NULL;
+}
+
+struct applied_bad_record *applied_state_find_bad(const struct applied_state *state,
+                                                  const char *pci)
+{
+        for (size_t i = 0; state && i < state->n_bad; i++)
+                if (strcasecmp(state->bad[i].pci_address, pci) == 0)
+                        return &state->bad[i];
         return NULL;
 }
 

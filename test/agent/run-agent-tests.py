@@ -6,7 +6,8 @@ What a user would check: the seed policy's pool reaches the kubelet with the nod
 topology, Allocate answers, a new policy file becomes a new resource and its removal removes
 it, a broken policy file is reported and changes nothing, a change that would re-create VFs
 that a pod holds is held back until the pod lets go, SIGTERM reports devices Unhealthy and
-removes the sockets, and a restart with unchanged policies writes nothing to the node.
+removes the sockets, and a restart with unchanged policies writes nothing to the node (a
+stray file and a truncated state record of another PF freeze only that PF).
 Expectations come from the generator's manifest. Exit 1 on any failure.
 """
 import argparse
@@ -239,15 +240,31 @@ def main():
         check("VFs kept on shutdown",
               read_attr(sysfs, cx["pciAddress"], "sriov_numvfs") == vfs_before, vfs_before)
 
-        # 8. Restart with unchanged policies: the pool comes back, nothing is written.
+        # 8. Restart with unchanged policies: the pool comes back, nothing is written. A stray
+        #    file and a truncated record of another PF (eno1) in the state dir freeze only
+        #    that PF: reported with the file, the seed pool still served.
         snapshot = tree_digest(sysfs)
+        bad_record = os.path.join(state, pfs["eno1"]["pciAddress"] + ".json")
+        with open(os.path.join(state, "notes.json"), "w") as f:
+            f.write("operator notes, not a record {")
+        with open(bad_record, "w") as f:
+            f.write('{"pciAddress": "%s", "originalMtu": 15' % pfs["eno1"]["pciAddress"])
         agent = Agent(args.agent, agent_args, os.path.join(work, "agent2.log"))
         reg = kubelet.wait_for(ev("register", SEED_RESOURCE), 10)
         devs = last_devices(kubelet, SEED_RESOURCE, lambda d: len(d) == len(cx_vfs), 10)
         check("restart: pool back", reg is not None and devs is not None, "not re-advertised")
+        check("a truncated record is reported with its PF and file",
+              agent.wait_log(bad_record, 5) and "PF left as it is" in agent.text(),
+              agent.text()[-800:])
+        check("a stray non-record file is not reported", "notes.json" not in agent.text(),
+              agent.text()[-800:])
         time.sleep(1.5)
         check("restart: zero host writes", tree_digest(sysfs) == snapshot, "tree changed")
+        check("the bad record is left for the operator", open(bad_record).read().endswith("15"),
+              bad_record)
         agent.stop()
+        os.remove(bad_record)
+        os.remove(os.path.join(state, "notes.json"))
 
         # 9. A VF-count change the kernel never completes (a generated tree): the apply waits
         #    in its own process, so the kubelet still gets answers and SIGTERM still works.
