@@ -87,7 +87,7 @@ static int apply_action(const struct apply_options *opts, const struct action *a
         case ACTION_SET_NUM_VFS:
                 return host_set_num_vfs(&numvfs, a->pf, a->value);
         case ACTION_RESET_PF:
-                return host_set_num_vfs(&numvfs, a->pf, 0);
+                return host_set_num_vfs(&numvfs, a->pf, a->value);
         case ACTION_SET_PF_MTU:
         case ACTION_RESTORE_PF_MTU:
                 if (!a->pf_name[0])

@@ -73,9 +73,9 @@ int applied_pf_to_json(const struct applied_pf *pf, json_t **ret)
 
         if (desired_interface_to_json(&pf->applied, &iface) < 0)
                 return -ENOMEM;
-        *ret = json_pack("{s:s, s:i, s:s, s:o}", "pciAddress", pf->pci_address, "originalMtu",
-                         pf->original_mtu, "originalESwitchMode", pf->original_eswitch_mode,
-                         "interface", iface);
+        *ret = json_pack("{s:s, s:i, s:i, s:s, s:o}", "pciAddress", pf->pci_address, "originalMtu",
+                         pf->original_mtu, "originalNumVfs", pf->original_num_vfs,
+                         "originalESwitchMode", pf->original_eswitch_mode, "interface", iface);
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -104,6 +104,11 @@ int applied_pf_from_json(const json_t *obj, struct applied_pf *ret, char **error
             (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 65535))
                 return fail(error, "applied state: originalMtu is not an MTU");
         pf.original_mtu = v ? (int)json_integer_value(v) : 0;
+        v = json_object_get(obj, "originalNumVfs");
+        if (v &&
+            (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 65535))
+                return fail(error, "applied state: originalNumVfs is not a VF count");
+        pf.original_num_vfs = v ? (int)json_integer_value(v) : 0;
         v = json_object_get(obj, "originalESwitchMode");
         s = json_string_value(v);
         if (v && (!s || (*s && strcmp(s, "legacy") != 0 && strcmp(s, "switchdev") != 0)))

@@ -3,7 +3,9 @@
  * The planner needs it to reset PFs that no policy wants any more (VFs to 0, original MTU and
  * eswitch mode restored) and to never touch PFs it did not configure. The agent persists one
  * record per PF as JSON in <state-dir>/<pci-address>.json (see applied-store.h):
- *   {"pciAddress", "originalMtu", "originalESwitchMode", "interface": {desired interface}}
+ *   {"pciAddress", "originalMtu", "originalNumVfs", "originalESwitchMode",
+ *    "interface": {desired interface}}
+ * Records written before originalNumVfs existed read as 0 (released PFs go to 0 VFs, as then).
  * The record's presence is what proves "this agent owns the PF". Pure data and (de)serialisation.
  */
 #pragma once
@@ -16,6 +18,7 @@
 struct applied_pf {
         char pci_address[PCI_ADDR_MAX];
         int original_mtu;               /* PF MTU before the first change; 0 = unknown */
+        int original_num_vfs;           /* VF count before the first change; 0 = none/unknown */
         char original_eswitch_mode[16]; /* "legacy", "switchdev", "" = unknown */
         struct desired_interface applied;
 };

@@ -223,6 +223,21 @@ def main():
         while time.monotonic() < end and os.path.exists(sock):
             time.sleep(0.1)
         check("policy removed -> resource socket removed", not os.path.exists(sock), sock)
+        # ens2f0 had its 4 VFs before the e810 policy adopted it: released, it gets them back.
+        end = time.monotonic() + 8
+        while time.monotonic() < end and \
+                read_attr(sysfs, ice["pciAddress"], "sriov_numvfs") != str(ice["numVfs"]):
+            time.sleep(0.1)
+        check("adopted then released: the PF's original VF count is restored",
+              read_attr(sysfs, ice["pciAddress"], "sriov_numvfs") == str(ice["numVfs"]),
+              read_attr(sysfs, ice["pciAddress"], "sriov_numvfs"))
+        end = time.monotonic() + 5
+        while time.monotonic() < end and \
+                os.path.exists(os.path.join(state, ice["pciAddress"] + ".json")):
+            time.sleep(0.1)
+        check("and it is no longer ours (its record removed)",
+              not os.path.exists(os.path.join(state, ice["pciAddress"] + ".json")),
+              agent.text()[-800:])
 
         # 7. SIGTERM: devices reported Unhealthy first, sockets removed, VFs kept.
         vfs_before = read_attr(sysfs, cx["pciAddress"], "sriov_numvfs")

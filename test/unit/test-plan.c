@@ -578,6 +578,53 @@ static void test_state_dir(void **state)
         rmdir(dir);
 }
 
+/* Adopt then release: a PF that already had 4 VFs when a policy selected it goes back to 4
+ * VFs (not 0) and its original MTU when the policy goes. */
+static void test_adopt_then_release(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 }, none = { 0 };
+        struct vf_group g = make_group("r", 0, 7, DEVICE_TYPE_NETDEVICE, 0);
+        struct plan p1, p2, p3;
+        struct applied_pf back;
+        char *error = NULL;
+        json_t *o;
+
+        fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 4, 1500, "mlx5_core");
+        want(&d, PF_A, "ens1f0", 8, 9000, 1, &g);
+        assert_int_equal(plan_build(&d, &inv, NULL, &p1), 0);
+        assert_int_equal(p1.applied.n_pfs, 1);
+        assert_int_equal(p1.applied.pfs[0].original_num_vfs, 4);
+        assert_int_equal(p1.applied.pfs[0].original_mtu, 1500);
+        /* The original count survives the record file. */
+        assert_int_equal(applied_pf_to_json(&p1.applied.pfs[0], &o), 0);
+        assert_int_equal(applied_pf_from_json(o, &back, &error), 0);
+        assert_int_equal(back.original_num_vfs, 4);
+        applied_pf_done(&back);
+        json_decref(o);
+        assert_int_equal(plan_simulate(&p1, &inv), 0);
+        assert_int_equal(inv.pfs[0].num_vfs, 8);
+
+        assert_int_equal(plan_build(&none, &inv, &p1.applied, &p2), 0);
+        dump(&p2);
+        assert_int_equal(count_kind(&p2, ACTION_RESET_PF), 1);
+        assert_int_equal(p2.actions[0].kind, ACTION_RESET_PF);
+        assert_int_equal(p2.actions[0].value, 4);
+        assert_int_equal(count_kind(&p2, ACTION_RESTORE_PF_MTU), 1);
+        assert_int_equal(p2.applied.n_pfs, 0);
+        assert_int_equal(plan_simulate(&p2, &inv), 0);
+        assert_int_equal(inv.pfs[0].num_vfs, 4);
+        assert_int_equal(inv.pfs[0].netdevs[0].mtu, 1500);
+        /* Released and back as found: nothing more to do, and never touched again. */
+        assert_int_equal(plan_build(&none, &inv, &p2.applied, &p3), 0);
+        assert_int_equal(p3.n_actions, 0);
+        plan_done(&p1);
+        plan_done(&p2);
+        plan_done(&p3);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
 /* A PF whose record is unusable gets no action and no new record; the others are planned as
  * usual; the problem names the file. */
 static void test_freeze_bad_record(void **state)
@@ -635,6 +682,7 @@ int main(void)
                 cmocka_unit_test(test_applied_json_roundtrip),
                 cmocka_unit_test(test_state_dir),
                 cmocka_unit_test(test_freeze_bad_record),
+                cmocka_unit_test(test_adopt_then_release),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
