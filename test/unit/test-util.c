@@ -1,4 +1,5 @@
 /* Unit tests for lib/util: strict number parsing, sysfs-style file reads and name checks. */
+#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -58,6 +59,70 @@ static void test_read_files(void **state)
         rmdir(dir);
 }
 
+static void slurp(const char *path, char *buf, size_t size)
+{
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        size_t n = fread(buf, 1, size - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+}
+
+/* Planted symlinks: at the old predictable temporary name (path.tmp.<pid>), at the target
+ * name, and as the directory. None may make the write land in the victim file. */
+static void test_write_atomic_symlinks(void **state)
+{
+        char dir[] = "/tmp/sriov-test-util-XXXXXX";
+        char victim[256], target[256], planted[300], linkdir[256], via[300], buf[64];
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(victim, sizeof(victim), "%s/victim", dir);
+        snprintf(target, sizeof(target), "%s/record.json", dir);
+        FILE *f = fopen(victim, "w");
+        assert_non_null(f);
+        fputs("precious", f);
+        fclose(f);
+
+        snprintf(planted, sizeof(planted), "%s.tmp.%ld", target, (long)getpid());
+        assert_int_equal(symlink(victim, planted), 0);
+        assert_int_equal(write_file_atomic(target, "new", 3, 0644), 0);
+        slurp(victim, buf, sizeof(buf));
+        assert_string_equal(buf, "precious");
+        slurp(target, buf, sizeof(buf));
+        assert_string_equal(buf, "new");
+        unlink(planted);
+
+        /* A symlink at the target name is replaced, not followed. */
+        unlink(target);
+        assert_int_equal(symlink(victim, target), 0);
+        assert_int_equal(write_file_atomic(target, "new", 3, 0644), 0);
+        slurp(victim, buf, sizeof(buf));
+        assert_string_equal(buf, "precious");
+        assert_int_equal(readlink(target, buf, sizeof(buf)), -1); /* a regular file now */
+
+        /* A symlinked directory is refused. */
+        snprintf(linkdir, sizeof(linkdir), "%s/linkdir", dir);
+        assert_int_equal(symlink(dir, linkdir), 0);
+        snprintf(via, sizeof(via), "%s/other.json", linkdir);
+        assert_int_equal(write_file_atomic(via, "x", 1, 0644), -ELOOP);
+        snprintf(via, sizeof(via), "%s/other.json", dir);
+        assert_int_equal(access(via, F_OK), -1);
+
+        /* No temporary file is left behind. */
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        int n = 0;
+        assert_non_null(d);
+        while ((e = readdir(d)))
+                n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+        closedir(d);
+        assert_int_equal(n, 3); /* victim, record.json, linkdir */
+        unlink(linkdir);
+        unlink(target);
+        unlink(victim);
+        assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_names(void **state)
 {
         assert_true(ifname_is_valid("ens1f0"));
@@ -82,9 +147,8 @@ static void test_names(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_parse_int),
-                cmocka_unit_test(test_parse_hex),
-                cmocka_unit_test(test_read_files),
+                cmocka_unit_test(test_parse_int),  cmocka_unit_test(test_parse_hex),
+                cmocka_unit_test(test_read_files), cmocka_unit_test(test_write_atomic_symlinks),
                 cmocka_unit_test(test_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
