@@ -37,6 +37,7 @@ struct agent {
         struct rdma_shared_config rdma_shared;
         bool have_rdma_shared;
 
+        int state_lock_fd;         /* --state-dir, flock()ed: one agent per state dir; -1 = none */
         struct reconcile *running; /* never two at once: a request meanwhile waits for it */
         bool reconcile_requested;
         bool ready_notified;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -125,6 +126,64 @@ static int discover(const struct agent *a, struct inventory *ret)
         return 0;
 }
 
+/* Writes one PF's record, unless the file already says exactly that. */
+static int write_record(const struct agent *a, const struct applied_pf *pf)
+{
+        char name[64], path[4096];
+        _cleanup_free_ char *text = NULL;
+        json_t *obj = NULL;
+        int r = applied_record_filename(pf->pci_address, name, sizeof(name));
+        if (r >= 0)
+                r = path_printf(path, sizeof(path), "%s/%s", a->config.state_dir, name);
+        if (r >= 0)
+                r = applied_pf_to_json(pf, &obj);
+        if (r < 0)
+                return log_pf(LOG_ERR, r, pf->pci_address, "cannot record applied state");
+        text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS);
+        json_decref(obj);
+        if (!text)
+                return -ENOMEM;
+        /* Every converged reconcile re-states ownership; only a change is written. */
+        _cleanup_free_ char *old_text = NULL;
+        if (read_full_file(path, 1024 * 1024, &old_text, NULL) >= 0 && strcmp(old_text, text) == 0)
+                return 0;
+        r = write_file_atomic(path, text, strlen(text), 0644);
+        if (r < 0)
+                return log_pf(LOG_ERR, r, pf->pci_address, "cannot write %s", path);
+        log_pf(LOG_DEBUG, 0, pf->pci_address, "recorded the applied state in %s", path);
+        return 0;
+}
+
+static int ensure_state_dir(const struct agent *a)
+{
+        if (mkdir(a->config.state_dir, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "cannot create state directory %s",
+                                       a->config.state_dir);
+        return 0;
+}
+
+/* Before the first change to a PF: its record, with the VF count, MTU and eswitch mode it has
+ * now as the originals. Written after the apply instead, an agent killed in between (or a
+ * node that lost power) would find the PF changed and no record, and take the changed MTU or
+ * VF count for the original one. A record for changes that then fail is harmless: releasing
+ * the PF restores exactly these originals. */
+static int record_intent(const struct agent *a, const struct plan *plan,
+                         const struct applied_state *previous)
+{
+        if (!a->config.state_dir)
+                return 0;
+        int r = ensure_state_dir(a);
+        for (size_t i = 0; r >= 0 && i < plan->applied.n_pfs; i++) {
+                const struct applied_pf *pf = &plan->applied.pfs[i];
+                bool acts = false;
+                for (size_t j = 0; j < plan->n_actions && !acts; j++)
+                        acts = strcasecmp(plan->actions[j].pf, pf->pci_address) == 0;
+                if (acts && !applied_state_find(previous, pf->pci_address))
+                        r = write_record(a, pf);
+        }
+        return r;
+}
+
 /* Saves what was applied to each PF that this round touched or that is fully configured, and
  * forgets PFs that were reset; a PF that failed before changing anything keeps its record. */
 static int persist_applied(const struct agent *a, const struct plan *plan,
@@ -132,39 +191,18 @@ static int persist_applied(const struct agent *a, const struct plan *plan,
 {
         if (!a->config.state_dir)
                 return 0;
-        if (mkdir(a->config.state_dir, 0755) < 0 && errno != EEXIST)
-                return log_error_errno(errno, "cannot create state directory %s",
-                                       a->config.state_dir);
+        int r = ensure_state_dir(a);
+        if (r < 0)
+                return r;
 
         for (size_t i = 0; i < plan->applied.n_pfs; i++) {
                 const struct applied_pf *pf = &plan->applied.pfs[i];
                 const struct apply_pf_result *res = apply_report_find(rep, pf->pci_address);
                 if (res && res->error != 0 && res->n_done == 0)
                         continue;
-
-                char name[64], path[4096];
-                _cleanup_free_ char *text = NULL;
-                json_t *obj = NULL;
-                int r = applied_record_filename(pf->pci_address, name, sizeof(name));
-                if (r >= 0)
-                        r = path_printf(path, sizeof(path), "%s/%s", a->config.state_dir, name);
-                if (r >= 0)
-                        r = applied_pf_to_json(pf, &obj);
+                r = write_record(a, pf);
                 if (r < 0)
-                        return log_pf(LOG_ERR, r, pf->pci_address, "cannot record applied state");
-                text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS);
-                json_decref(obj);
-                if (!text)
-                        return -ENOMEM;
-                /* Every converged reconcile re-states ownership; only a change is written. */
-                _cleanup_free_ char *old_text = NULL;
-                if (read_full_file(path, 1024 * 1024, &old_text, NULL) >= 0 &&
-                    strcmp(old_text, text) == 0)
-                        continue;
-                r = write_file_atomic(path, text, strlen(text), 0644);
-                if (r < 0)
-                        return log_pf(LOG_ERR, r, pf->pci_address, "cannot write %s", path);
-                log_pf(LOG_DEBUG, 0, pf->pci_address, "recorded the applied state in %s", path);
+                        return r;
         }
 
         for (size_t i = 0; i < previous->n_pfs; i++) {
@@ -488,6 +526,9 @@ static void reconcile_round(struct agent *a)
                 .sysfs_root = a->config.sysfs_root,
                 .vf_timeout_ms = (int)(a->config.vf_timeout_usec / 1000),
         };
+        r = record_intent(a, &rc->guarded.plan, &rc->previous);
+        if (r < 0)
+                goto fail;
         r = apply_plan_async(a->event, &opts, &rc->guarded.plan, &rc->inv, on_applied, a,
                              &rc->child);
         if (r < 0)

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "util/fileio.h"
+#include "util/log.h"
 #include "util/names.h"
 
 static void test_parse_int(void **state)
@@ -123,6 +124,42 @@ static void test_write_atomic_symlinks(void **state)
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* A newline in a value echoed into a log line (a pfNames entry, a policy name) must not start
+ * a forged line, and no raw control character may reach the log. */
+static void test_log_no_forged_lines(void **state)
+{
+        char path[] = "/tmp/sriov-test-log-XXXXXX", buf[4096];
+        int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+
+        assert_true(fd >= 0 && saved >= 0);
+        fflush(stderr);
+        assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+        log_setup(LOG_TARGET_STDERR, LOG_DEBUG);
+        const struct log_ctx ctx = {
+                .policy = "p\nsriov-agent[notice]: POLICY=admin PF released by admin",
+                .pf = "0000:3b:00.0\r\x1b[2K",
+        };
+        log_ctx_msg(LOG_WARNING, 0, &ctx, "pfNames entry \"%s\" not found",
+                    "ens9\nsriov-agent[notice]: PF=0000:3b:00.0 PF released by admin\tx\x7f");
+        fflush(stderr);
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+        close(fd);
+        unlink(path);
+        assert_true(n > 0);
+        buf[n] = '\0';
+        print_message("%s", buf);
+        assert_non_null(strchr(buf, '\n'));
+        assert_ptr_equal(strchr(buf, '\n'), buf + n - 1); /* exactly one line */
+        for (ssize_t i = 0; i < n - 1; i++)
+                assert_true((unsigned char)buf[i] >= 0x20 && buf[i] != 0x7f);
+        assert_non_null(strstr(buf, "ens9\\nsriov-agent[notice]: PF=0000:3b:00.0"));
+        assert_non_null(strstr(buf, "\\tx\\x7f"));
+        assert_non_null(strstr(buf, "PF=0000:3b:00.0\\r\\x1b[2K "));
+        assert_non_null(strstr(buf, "POLICY=p\\nsriov-agent"));
+}
+
 static void test_names(void **state)
 {
         assert_true(ifname_is_valid("ens1f0"));
@@ -147,8 +184,11 @@ static void test_names(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_parse_int),  cmocka_unit_test(test_parse_hex),
-                cmocka_unit_test(test_read_files), cmocka_unit_test(test_write_atomic_symlinks),
+                cmocka_unit_test(test_parse_int),
+                cmocka_unit_test(test_parse_hex),
+                cmocka_unit_test(test_read_files),
+                cmocka_unit_test(test_write_atomic_symlinks),
+                cmocka_unit_test(test_log_no_forged_lines),
                 cmocka_unit_test(test_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
