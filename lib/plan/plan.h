@@ -9,8 +9,8 @@
  *   for netdevice groups when it differs or is unknown (the VF is being created or rebound);
  * - VFs outside every group are untouched;
  * - PFs with an applied record but no longer desired are reset (VF count, eswitch mode and MTU
- *   back to the recorded originals) unless they were externally managed; PFs without a record are never
- *   touched.
+ *   back to the recorded originals) unless they were externally managed; PFs without a
+ *   record are never touched.
  * Order: PFs by PCI address; per PF: VF count, eswitch mode, PF MTU, link up, per-VF driver
  * binds, per-VF MTUs. `applied` is the state to persist once every action succeeded.
  * plan_simulate() applies a plan to an inventory in memory so that re-planning on the result
