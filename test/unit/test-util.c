@@ -14,6 +14,7 @@
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/names.h"
+#include "util/yaml-json.h"
 
 static void test_parse_int(void **state)
 {
@@ -160,6 +161,75 @@ static void test_log_no_forged_lines(void **state)
         assert_non_null(strstr(buf, "POLICY=p\\nsriov-agent"));
 }
 
+/* Depth is checked as the text is parsed: a document nested 200,000 levels deep (never
+ * closed, so nothing after loading would ever see it) fails at level 65 with the reason, not
+ * with a syntax error after libyaml has read and stacked every level. */
+static void test_yaml_depth_while_parsing(void **state)
+{
+        const size_t n = 200000;
+        char *deep = malloc(n + 1);
+        char *err = NULL;
+        json_t *j = NULL;
+
+        assert_non_null(deep);
+        alarm(10); /* before the fix this took minutes: fail instead of hanging the suite */
+        memset(deep, '[', n);
+        deep[n] = '\0';
+        assert_int_equal(yaml_to_json(deep, n, 0, &j, &err), -EINVAL);
+        assert_non_null(err);
+        print_message("%s\n", err);
+        assert_non_null(strstr(err, "nesting too deep"));
+        free(err);
+        err = NULL;
+        /* The same in block style. */
+        size_t len = 0;
+        for (int i = 0; i < 200 && len + 600 < n; i++) {
+                memset(deep + len, ' ', (size_t)i);
+                len += (size_t)i;
+                len += (size_t)sprintf(deep + len, "k%d:\n", i);
+        }
+        assert_int_equal(yaml_to_json(deep, len, 0, &j, &err), -EINVAL);
+        assert_non_null(strstr(err, "nesting too deep"));
+        free(err);
+        err = NULL;
+        free(deep);
+
+        /* Through an alias: 40 levels anchored, used 40 levels down. */
+        char text[1024] = "a: &x ", *p;
+        p = text + strlen(text);
+        for (int i = 0; i < 40; i++)
+                *p++ = '[';
+        for (int i = 0; i < 40; i++)
+                *p++ = ']';
+        p += sprintf(p, "\nb: ");
+        for (int i = 0; i < 40; i++)
+                *p++ = '[';
+        *p++ = '*';
+        *p++ = 'x';
+        for (int i = 0; i < 40; i++)
+                *p++ = ']';
+        *p = '\0';
+        assert_int_equal(yaml_to_json(text, strlen(text), 0, &j, &err), -EINVAL);
+        assert_non_null(strstr(err, "nesting too deep"));
+        free(err);
+        err = NULL;
+
+        /* Aliases still work, per document, and never refer to an enclosing node. */
+        const char *ok = "a: &x {b: [1, 2]}\nc: *x\n'8': !!str 8\n";
+        assert_int_equal(yaml_to_json(ok, strlen(ok), YAML_JSON_TYPED, &j, &err), 0);
+        assert_true(json_equal(json_object_get(j, "a"), json_object_get(j, "c")));
+        assert_string_equal(json_string_value(json_object_get(j, "8")), "8");
+        json_decref(j);
+        const char *self = "a: &x [1, *x]\n";
+        assert_int_equal(yaml_to_json(self, strlen(self), 0, &j, &err), -EINVAL);
+        free(err);
+        err = NULL;
+        const char *docs = "--- &a [1]\n--- *a\n";
+        assert_int_equal(yaml_to_json_documents(docs, strlen(docs), 0, &j, &err), -EINVAL);
+        free(err);
+        alarm(0);
+}
+
 static void test_names(void **state)
 {
         assert_true(ifname_is_valid("ens1f0"));
@@ -189,6 +259,7 @@ int main(void)
                 cmocka_unit_test(test_read_files),
                 cmocka_unit_test(test_write_atomic_symlinks),
                 cmocka_unit_test(test_log_no_forged_lines),
+                cmocka_unit_test(test_yaml_depth_while_parsing),
                 cmocka_unit_test(test_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
