@@ -863,6 +863,8 @@ def main():
     elif limit:
         check("peak RSS of every agent process (%d KiB) below the DaemonSet limit (%d KiB)" % (
             agent.peak_kib, limit), 0 < agent.peak_kib < limit, "peak %d KiB" % agent.peak_kib)
+    figures["policies/objects tried"] = figures["poison objects tried"] + sum(
+        n for what, n in tally.items() if what.startswith("kubectl apply"))
     figures["peak RSS (VmHWM) KiB"] = agent.peak_kib
     figures["DaemonSet memory limit KiB"] = limit
     check("VFs destroyed while the kubelet was down: 0",
