@@ -2,10 +2,12 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -218,8 +220,10 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
         log_info("%s: reporting devices Unhealthy and stopping (VFs are kept)",
                  strsignal((int)si->ssi_signo));
         sd_notify(false, "STOPPING=1");
-        reconcile_abort(a);
+        /* Unhealthy before anything that can wait (an apply process finishing a VF-count
+         * change): the kubelet must stop placing pods now, not when the kernel is done. */
         dp_manager_shutdown(a->plugins);
+        reconcile_abort(a);
         /* The NAD renderer's Lease is handed back so another node takes over within seconds
          * instead of after its 15 s expiry; bounded, so a dead API server cannot hold us. */
         if (a->cluster && kube_cluster_release(a->cluster, released, a) == 0) {
@@ -228,6 +232,49 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
                         return 0;
         }
         return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+/* One agent per state dir: two would reset each other's PFs and fight over sriov_numvfs. The
+ * lock lives on the open directory, which the apply process shares, so a restarted agent also
+ * waits for the apply process of one that was killed (it ends after at most one VF-count
+ * change, bounded by --vf-timeout). */
+static int lock_state_dir(const struct agent_config *c, int *ret_fd)
+{
+        *ret_fd = -1;
+        if (!c->state_dir || c->dry_run)
+                return 0;
+        if (mkdir(c->state_dir, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "cannot create state directory %s", c->state_dir);
+        int fd = open(c->state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(errno == ENOTDIR ? -ELOOP : errno,
+                                       "state directory %s: cannot open it (a symlink is refused)",
+                                       c->state_dir);
+        uint64_t waited = 0, limit = c->vf_timeout_usec + 2 * 1000000ULL;
+        while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                if (errno == EINTR)
+                        continue;
+                if (errno != EWOULDBLOCK) {
+                        int r = -errno;
+                        close(fd);
+                        return log_error_errno(r, "cannot lock state directory %s", c->state_dir);
+                }
+                if (waited == 0)
+                        log_warning("state directory %s is locked by another sriov-agent or by the "
+                                    "apply process of one that stopped; waiting up to %llu s",
+                                    c->state_dir, (unsigned long long)(limit / 1000000ULL));
+                if (waited >= limit) {
+                        close(fd);
+                        return log_error_errno(-EBUSY,
+                                               "state directory %s is still locked: another "
+                                               "sriov-agent is running with it on this node",
+                                               c->state_dir);
+                }
+                usleep(100 * 1000);
+                waited += 100 * 1000;
+        }
+        *ret_fd = fd;
+        return 0;
 }
 
 int agent_new(const struct agent_config *config, struct agent **ret)
@@ -240,6 +287,10 @@ int agent_new(const struct agent_config *config, struct agent **ret)
         _cleanup_free_ char *labels_error = NULL; /* before any goto fail: it is freed there */
 
         a->config = *config;
+        a->state_lock_fd = -1;
+        r = lock_state_dir(config, &a->state_lock_fd);
+        if (r < 0)
+                goto fail;
         r = sd_event_new(&a->event);
         if (r < 0)
                 goto fail;
@@ -373,6 +424,8 @@ struct agent *agent_free(struct agent *a)
         free(a->rdma_shared_error);
         free(a->rdma_shared_error_posted);
         free(a->last_report);
+        if (a->state_lock_fd >= 0)
+                close(a->state_lock_fd);
         free(a);
         return NULL;
 }

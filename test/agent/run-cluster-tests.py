@@ -6,7 +6,8 @@ What a cluster operator would check: after `kubectl apply` of the CRDs and the s
 `kubectl label node`, the NodeState says Succeeded with the desired spec and the discovered
 status, and the kubelet has the pool; an invalid policy produces an InvalidPolicy Event and
 changes nothing; a second policy adds a pool; deleting it releases the PF it owned (and a PF
-that cannot be reset shows up as Failed with the PF named in lastSyncError); dropping the
+that cannot be reset shows up as Failed with the PF named in lastSyncError; a released PF
+keeps the VFs it had before the agent adopted it); dropping the
 node label releases the rest; the agent survives the API server closing its watches.
 Expectations come from the generator's manifest. Exit 1 on any failure.
 """
@@ -278,6 +279,18 @@ def main():
               json.dumps((cluster.nodestate() or {}).get("spec")))
 
         # 4. The API server drops every watch: the agent relists and keeps up.
+        # ens2f0 had its VFs before the policy: released, it would keep them. To see a reset
+        # that fails, its record is made to say the agent created them all (originally 0).
+        ice_record = os.path.join(state, ice["pciAddress"] + ".json")
+        rec = wait(lambda: os.path.exists(ice_record) and json.load(open(ice_record)), 30)
+        check("the record keeps the VF count ens2f0 had when adopted",
+              rec and rec.get("originalNumVfs") == ice["numVfs"], str(rec))
+        if rec:
+            rec["originalNumVfs"] = 0
+            tmp = ice_record + ".new"
+            with open(tmp, "w") as f:
+                json.dump(rec, f)
+            os.rename(tmp, ice_record)
         cluster.faults(close_watches=True)
         time.sleep(1)
         cluster.ok("label", "node", NODE, "extra=1")
@@ -304,10 +317,16 @@ def main():
         check("the other PF stays served", os.path.exists(
             os.path.join(kdir, "openshift.io_sriov_highnet.sock")), str(os.listdir(kdir)))
 
-        # 5. The node leaves the policy: the PF it owns is released too.
+        # 5. The node leaves the policy: the PF it owns is released too. ens1f0 had its 8 VFs
+        #    before the agent adopted it: released, it keeps them (upstream would write 0).
+        cx_before = numvfs(sysfs, cx["pciAddress"])
+        cx_record = os.path.join(state, cx["pciAddress"] + ".json")
         cluster.ok("label", "node", NODE, "highnet-node-")
-        check("label removed -> ens1f0 reset", wait(
-            lambda: numvfs(sysfs, cx["pciAddress"]) == "0", 40), numvfs(sysfs, cx["pciAddress"]))
+        check("label removed -> ens1f0 released (its record removed)", wait(
+            lambda: not os.path.exists(cx_record), 40), cx_record)
+        check("and it keeps the VFs it had before adoption",
+              numvfs(sysfs, cx["pciAddress"]) == cx_before == str(cx["numVfs"]),
+              "%s -> %s" % (cx_before, numvfs(sysfs, cx["pciAddress"])))
 
         # 6. A PF whose model only the supported-nic-ids ConfigMap lists is configured.
         cluster.ok("label", "node", NODE, "highnet-node=true")
