@@ -208,6 +208,9 @@ static int release_netdev(struct plugin *p, int pod_ns, const char *ifname,
         uint8_t mac[6];
         const char *step = "take it down";
         r = NL(p, host_link_set_updown(l.ifindex, false));
+        /* read again: a VF driver may have taken the restored administrative MAC on down */
+        if (r >= 0)
+                r = NL(p, host_link_get(ifname, &l));
         if (r >= 0 && c->orig.effective_mac[0] && cni_parse_mac(c->orig.effective_mac, mac) == 0 &&
             memcmp(mac, l.mac, 6) != 0) {
                 step = "restore its MAC";
@@ -483,17 +486,26 @@ static int cmd_add(struct plugin *p)
                 r = NL(p, host_link_get(p->ifname, &l));
                 if (r >= 0) {
                         enable_notify(p->ifname);
-                        memcpy(result_mac, l.mac, 6);
-                }
-                if (r >= 0 && conf->has_mac) {
-                        step = "set its MAC";
-                        r = NL(p, host_link_set_mac(l.ifindex, conf->mac));
-                        memcpy(result_mac, conf->mac, 6);
-                }
-                if (r >= 0) {
                         step = "bring it up";
                         r = NL(p, host_link_set_updown(l.ifindex, true));
                 }
+                if (r >= 0)
+                        r = NL(p, host_link_get(p->ifname, &l));
+                if (r >= 0 && conf->has_mac && memcmp(l.mac, conf->mac, 6) != 0) {
+                        /* Up first, then the MAC: some VF drivers take the administrative MAC
+                         * only when reset (igbvf, on down), and refuse setting it themselves
+                         * while it is administratively set and trust is off; for those a
+                         * down/up cycle brings it in. */
+                        step = "set its MAC";
+                        r = NL(p, host_link_set_mac(l.ifindex, conf->mac));
+                        if (r < 0 && NL(p, host_link_set_updown(l.ifindex, false)) >= 0 &&
+                            NL(p, host_link_set_updown(l.ifindex, true)) >= 0 &&
+                            NL(p, host_link_get(p->ifname, &l)) >= 0 &&
+                            memcmp(l.mac, conf->mac, 6) == 0)
+                                r = 0;
+                }
+                if (r >= 0)
+                        memcpy(result_mac, l.mac, 6);
                 int r2 = enter_ns(p, p->host_ns, "host");
                 if (r < 0) {
                         fail(p, CNI_ERR_GENERIC, r, "%s in %s: cannot %s: %s", p->ifname, p->netns,
