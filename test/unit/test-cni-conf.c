@@ -17,7 +17,9 @@
 #include "cni/conf.h"
 #include "cni/result.h"
 
-#define BASE "\"cniVersion\":\"1.0.0\",\"name\":\"net\",\"type\":\"sriov\",\"deviceID\":\"0000:01:10.0\""
+#define BASE                                                                                       \
+        "\"cniVersion\":\"1.0.0\",\"name\":\"net\",\"type\":\"sriov\",\"deviceID\":\"0000:01:10."  \
+        "0\""
 
 static int parse(const char *json, const char *args, struct cni_conf *c, struct cni_error *e)
 {
@@ -115,9 +117,9 @@ static void test_mac_precedence(void **state)
         assert_int_equal(c.mac[5], 0x0c);
         cni_conf_done(&c);
         /* an empty runtimeConfig.mac does not hide CNI_ARGS */
-        assert_int_equal(parse("{" BASE ",\"runtimeConfig\":{\"mac\":\"\"}}",
-                               "MAC=02:00:00:00:00:0b", &c, &e),
-                         0);
+        assert_int_equal(
+            parse("{" BASE ",\"runtimeConfig\":{\"mac\":\"\"}}", "MAC=02:00:00:00:00:0b", &c, &e),
+            0);
         assert_string_equal(c.mac_str, "02:00:00:00:00:0b");
         cni_conf_done(&c);
 
@@ -147,9 +149,9 @@ static void test_vlan_validation(void **state)
 
         struct cni_conf c;
         struct cni_error e;
-        assert_int_equal(parse("{" BASE ",\"vlan\":4094,\"vlanQoS\":7,\"vlanProto\":\"802.1Q\"}",
-                               NULL, &c, &e),
-                         0);
+        assert_int_equal(
+            parse("{" BASE ",\"vlan\":4094,\"vlanQoS\":7,\"vlanProto\":\"802.1Q\"}", NULL, &c, &e),
+            0);
         assert_int_equal(c.vlan, 4094);
         assert_int_equal(c.vlan_proto, ETH_P_8021Q);
         cni_conf_done(&c);
