@@ -498,6 +498,8 @@ static int cmd_add(struct plugin *p)
                          * down/up cycle brings it in. */
                         step = "set its MAC";
                         r = NL(p, host_link_set_mac(l.ifindex, conf->mac));
+                        if (r >= 0)
+                                r = NL(p, host_link_get(p->ifname, &l));
                         if (r < 0 && NL(p, host_link_set_updown(l.ifindex, false)) >= 0 &&
                             NL(p, host_link_set_updown(l.ifindex, true)) >= 0 &&
                             NL(p, host_link_get(p->ifname, &l)) >= 0 &&

@@ -66,6 +66,12 @@ refused() {
     check "$1: nothing changed (PF's VF settings, VF netdevs, records, namespaces)" cmp -s /tmp/before /tmp/after
 }
 
+# what an operator would see (scripts/demo prints it): "======== step" headers, "$ cmd" + output
+T=/tmp/transcript
+: >"$T"
+say() { printf '%s\n' "$*" >>"$T"; }
+said() { say "\$ $1"; cat "$OUT" >>"$T"; }
+
 # on a failure: what the agent and the fake kubelet said (fail() exits the scenario's shell)
 trap 'rc=$?; if [ $rc -ne 0 ]; then echo "    --- agent log tail"; tail -n 25 /tmp/agent.log | sed "s/^/    | /"; echo "    --- fake kubelet (last events)"; tail -n 4 "$KL_OUT" | cut -c1-300 | sed "s/^/    | /"; fi' EXIT
 
@@ -125,18 +131,25 @@ MTU0=$(cat "/sys/class/net/$HOST0/mtu")
 PFVF0_BEFORE=$(pf_vf_line 0)
 PFVF1_BEFORE=$(pf_vf_line 1)
 
-run_ok "VERSION" env CNI_COMMAND=VERSION "$CNI"
+run_ok "VERSION" sh -c "CNI_COMMAND=VERSION $CNI </dev/null"
 jq_ok "VERSION lists 0.4.0 and 1.0.0" '.supportedVersions | index("0.4.0") and index("1.0.0")'
 
 # --- two pods -----------------------------------------------------------------------------
 $IPR netns add podA || fail "setup: netns podA"
 $IPR netns add podB || fail "setup: netns podB"
-NSA=/var/run/netns/podA
-NSB=/var/run/netns/podB
+# iproute2 keeps named namespaces in /run/netns (Debian's build)
+NSA=/run/netns/podA
+NSB=/run/netns/podB
+check "netns files for pods A and B" test -e "$NSA" -a -e "$NSB"
 # pod A: MAC from the config, CNI_ARGS and runtimeConfig (runtimeConfig wins), VLAN, flags, rate
 netconf /tmp/a.json "$VF0" ',"mac":"02:00:00:00:0a:0c","runtimeConfig":{"mac":"02:00:00:00:0a:01"},"vlan":100,"spoofchk":"on","trust":"off","max_tx_rate":100'
 netconf /tmp/b.json "$VF1" ',"vlan":100'
 run_ok "ADD pod A (VF 0)" /tmp/cni.sh ADD "$NSA" net1 ctr-a /tmp/a.json "IgnoreUnknown=1;K8S_POD_NAME=a;MAC=02:00:00:00:0a:02"
+say "======== the training pod's network attachment: two pods (netns) get a VF each from the sriov CNI plugin"
+say "(Multus would call it with the device plugin's VF as deviceID; here: pod A gets VF 0 $VF0, pod B VF 1 $VF1)"
+say "\$ cat a.json"
+cat /tmp/a.json >>"$T"
+said "CNI_COMMAND=ADD CNI_NETNS=$NSA CNI_IFNAME=net1 CNI_CONTAINERID=ctr-a /opt/cni/bin/sriov < a.json"
 jq_checks \
     "ADD pod A: interfaces[0]: net1, runtimeConfig MAC, sandbox, mtu" \
     ".interfaces[0] | .name == \"net1\" and .mac == \"02:00:00:00:0a:01\" and .sandbox == \"$NSA\" and .mtu == $MTU0" \
@@ -147,12 +160,13 @@ jq_ok "ADD pod B: 10.56.0.3/24, its own MAC kept" ".ips[0].address == \"10.56.0.
 
 check "VF 0's netdev left the host (its net/ is empty)" test -z "$(netdev_of "$VF0")"
 run_ok "pod A: net1 is there" $IPR -n podA -o addr show dev net1
+said "ip -n podA -o addr show dev net1"
 out_has "pod A: net1 has 10.56.0.2/24" 'inet 10\.56\.0\.2/24'
 run_ok "pod A: net1's link" $IPR -n podA link show dev net1
 out_has "pod A: net1 is UP with the runtimeConfig MAC" 'state UP|,UP'
 out_has "pod A: net1's MAC" 'link/ether 02:00:00:00:0a:01'
 run_ok "PF view of VF 0" $IPR link show dev "$PF"
-out_has "PF: VF 0 MAC, vlan 100, spoofchk on, trust off" 'vf 0 .*link/ether 02:00:00:00:0a:01.*vlan 100.*spoofchk on.*trust off'
+out_has "PF: VF 0 MAC, vlan 100, spoofchk on, trust off" 'vf 0 .*link/ether 02:00:00:00:0a:01.*vlan 100.*spoof checking on.*trust off'
 out_has "PF: VF 0 max_tx_rate 100" 'vf 0 .*max_tx_rate 100'
 check "cache record ctr-a-net1 is 0600" test "$(stat -c %a "$STATE/ctr-a-net1")" = 600
 run_ok "cache record: upstream's fields" cat "$STATE/ctr-a-net1"
@@ -164,6 +178,7 @@ check "allocation record pci/$VF0 names pod A's netns" test "$(cat "$STATE/pci/$
 
 run_ok "pod A pings pod B over the VFs" $IPR netns exec podA ping -c 3 -W 5 10.56.0.3
 out_has "pod A: 3 replies" '3 packets received'
+said "ip netns exec podA ping -c 3 10.56.0.3     # pod B, over igb's internal switch"
 run_ok "CHECK pod A" /tmp/cni.sh CHECK "$NSA" net1 ctr-a /tmp/a.json
 run_ok "CHECK pod B" /tmp/cni.sh CHECK "$NSB" net1 ctr-b /tmp/b.json
 $IPR -n podB link set net1 down
@@ -181,7 +196,7 @@ check "agent did not touch VF 0's settings (MAC, vlan) after resyncs" \
 
 # --- bad input changes nothing ------------------------------------------------------------
 $IPR netns add podC || fail "setup: netns podC"
-NSC=/var/run/netns/podC
+NSC=/run/netns/podC
 netconf /tmp/bad-dev.json 0000:99:00.0 ''
 refused "a deviceID that does not exist" /tmp/bad-dev.json "$NSC" ctr-c '' 'no such PCI device'
 netconf /tmp/bad-pf.json "$IGB_PF" ''
@@ -198,6 +213,8 @@ check "VF 2's netdev is back in the host as $HOST2" test "$(netdev_of "$VF2")" =
 
 # --- DEL restores -------------------------------------------------------------------------
 run_ok "DEL pod A" /tmp/cni.sh DEL "$NSA" net1 ctr-a /tmp/a.json
+say "\$ CNI_COMMAND=DEL ... /opt/cni/bin/sriov < a.json     # exit 0; VF 0 back in the host:"
+say "$($IPR -o link show dev "$HOST0" | cut -c1-120)"
 check "VF 0's netdev back in the host as $HOST0" test "$(netdev_of "$VF0")" = "$HOST0"
 check "VF 0: MAC $MAC0 again" test "$(cat "/sys/class/net/$HOST0/address")" = "$MAC0"
 check "VF 0: MTU $MTU0 again, down" sh -c "test \$(cat /sys/class/net/$HOST0/mtu) = $MTU0 && test \$((\$(cat /sys/class/net/$HOST0/flags) & 1)) = 0"
@@ -255,6 +272,7 @@ check "kubelet: $R_VFIO = VF 3, healthy" pool_is "$R_VFIO" "$VF3"
 expect_eq "kubelet: $R_NET kept VFs 0-2 healthy while VFs 0-1 were in pods" "$POOL_IN_PODS" \
     "$(printf '%s\n' $VF0 $VF1 $VF2 | sort | tr '\n' ' ')/3 healthy"
 
+echo "@@vm transcript-begin"; cat "$T"; echo "@@vm transcript-end"
 kill "$AGENT_PID" 2>/dev/null
 wait "$AGENT_PID" 2>/dev/null
 exec 7>&-
