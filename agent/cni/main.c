@@ -7,7 +7,8 @@
  *
  * Environment besides the CNI_* variables: SRIOV_CNI_STATE_DIR (default /var/lib/cni/sriov)
  * and SRIOV_CNI_SYSFS_ROOT (default /sys) for tests; SRIOV_CNI_TIMINGS=1 prints a line with
- * the wall time spent in total, in the IPAM plugin and in netlink requests to stderr. */
+ * the wall time spent in total, in the IPAM plugin and in netlink requests, and the plugin's
+ * peak RSS (the IPAM child not included) to stderr. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -779,11 +781,15 @@ int main(int argc, char **argv)
                 if (e)
                         puts(e);
         }
-        if (p.t.enabled)
+        if (p.t.enabled) {
+                struct rusage ru = { .ru_maxrss = 0 };
+                (void)getrusage(RUSAGE_SELF, &ru);
                 fprintf(stderr,
                         "sriov-cni timings: command=%s total_ms=%.2f ipam_ms=%.2f "
-                        "netlink_ms=%.2f\n",
-                        p.command ? p.command : "-", now_ms() - p.t.start, p.t.ipam, p.t.netlink);
+                        "netlink_ms=%.2f maxrss_kb=%ld\n",
+                        p.command ? p.command : "-", now_ms() - p.t.start, p.t.ipam, p.t.netlink,
+                        ru.ru_maxrss);
+        }
         cni_conf_done(&p.conf);
         free(p.stdin_data);
         if (p.host_ns >= 0)
