@@ -369,19 +369,19 @@ static int cmd_add(struct plugin *p)
                             "deviceID %s: cannot find its PF and VF index: %s", conf->device_id,
                             strerror(-r));
         }
-        bool dpdk = !loc.vf_ifname[0];
-        if (dpdk && !host_driver_is_userspace(loc.driver))
-                return fail(p, CNI_ERR_GENERIC, -ENODEV,
-                            "VF %s has no netdev and its driver \"%s\" is not a DPDK one "
-                            "(vfio-pci, uio_pci_generic, igb_uio)",
-                            conf->device_id, loc.driver);
-
         _cleanup_close_ int lock = cni_pci_lock(p->state_dir, conf->device_id, LOCK_TIMEOUT_MS);
         if (lock < 0)
                 return fail(p, CNI_ERR_TRY_LATER, lock, "VF %s: cannot take its lock in %s: %s",
                             conf->device_id, p->state_dir, strerror(-lock));
         if ((r = check_allocation(p, conf->device_id)) < 0)
                 return r;
+        /* after the allocation check: a VF a pod holds has no netdev in the host either */
+        bool dpdk = !loc.vf_ifname[0];
+        if (dpdk && !host_driver_is_userspace(loc.driver))
+                return fail(p, CNI_ERR_GENERIC, -ENODEV,
+                            "VF %s has no netdev and its driver \"%s\" is not a DPDK one "
+                            "(vfio-pci, uio_pci_generic, igb_uio)",
+                            conf->device_id, loc.driver);
 
         _cleanup_close_ int pod_ns = host_netns_open(p->netns);
         if (pod_ns < 0)

@@ -78,7 +78,7 @@ def main():
         man = json.loads(subprocess.run([sys.executable, GEN, "--out", sysfs, "--manifest"],
                                         check=True, capture_output=True).stdout)
         pf = man["pfs"][0]
-        vf, vf2 = pf["vfs"][0]["pciAddress"], pf["vfs"][1]["pciAddress"]
+        vf, vf2, vf3 = (pf["vfs"][i]["pciAddress"] for i in range(3))
         plugin = Plugin(binary, sysfs, state)
         os.makedirs(os.path.join(state, "pci"))
 
@@ -100,7 +100,11 @@ def main():
         refused(plugin, "no CNI_NETNS", conf(vf), 4, "CNI_NETNS", netns=None)
         refused(plugin, "bad CNI_ARGS MAC", conf(vf), 4, "CNI_ARGS MAC", args="MAC=nope")
 
-        # a VF held by a pod whose namespace is alive (our own namespace stands in for it)
+        # a VF held by a pod whose namespace is alive (our own namespace stands in for it); its
+        # netdev is in the pod, so the host's net/ is empty: still "allocated", not "no netdev"
+        netdir = os.path.join(sysfs, "bus", "pci", "devices", vf, "net")
+        for name in os.listdir(netdir):
+            subprocess.run(["rm", "-rf", os.path.join(os.path.realpath(netdir), name)], check=True)
         holder = os.path.join(state, "pci", vf)
         with open(holder, "w") as f:
             f.write("/proc/self/ns/net")
@@ -115,7 +119,7 @@ def main():
               f"rc={rc} out={out}")
         check("nothing recorded for a failed ADD", not os.path.exists(os.path.join(state, "ctr1-net1")))
         os.makedirs(os.path.join(tmp, "nsdir"))
-        rc, out, _ = plugin.run("ADD", conf(vf), netns=os.path.join(tmp, "nsdir"))
+        rc, out, _ = plugin.run("ADD", conf(vf3), netns=os.path.join(tmp, "nsdir"))
         check("a CNI_NETNS that is not a namespace is refused", rc == 1 and
               "failed to open netns" in out.get("msg", ""), str(out))
 
