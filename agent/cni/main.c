@@ -222,9 +222,12 @@ static int release_netdev(struct plugin *p, int pod_ns, const char *ifname,
                 step = "restore its MTU";
                 r = NL(p, host_link_set_mtu_index(l.ifindex, c->orig.mtu));
         }
-        if (r >= 0) {
+        /* back to the host even when MAC or MTU could not be restored: a VF stuck in a pod's
+         * namespace is lost to every other pod; the first error is still reported */
+        int rm = NL(p, host_link_move(l.ifindex, p->host_ns, c->orig.host_ifname));
+        if (r >= 0 && rm < 0) {
                 step = "move it back to the host";
-                r = NL(p, host_link_move(l.ifindex, p->host_ns, c->orig.host_ifname));
+                r = rm;
         }
         int r2 = enter_ns(p, p->host_ns, "host");
         if (r < 0)
@@ -577,9 +580,11 @@ undo:;
         if (ipam_added)
                 (void)ipam_run(p, "DEL", conf->ipam_type, NULL, NULL);
         (void)host_netns_enter(p->host_ns);
+        /* the PF side first, as DEL does: a VF driver may refuse to take its old MAC back
+         * while an administrative one is still set (igbvf with trust off) */
+        (void)reset_pf_side(p, &rec, true);
         if (moved)
                 (void)release_netdev(p, pod_ns, p->ifname, &rec);
-        (void)reset_pf_side(p, &rec, true);
         p->err = first;
         return r < 0 ? r : -EIO;
 }

@@ -64,6 +64,7 @@ refused() {
     jq_ok "$1: CNI error JSON with code and msg" '(.code | type) == "number" and (.msg | length) > 0'
     [ -z "${6:-}" ] || out_has "$1: the message says why" "$6"
     host_state >/tmp/after
+    cmp -s /tmp/before /tmp/after || { echo "    --- what changed"; diff /tmp/before /tmp/after | sed 's/^/    | /'; }
     check "$1: nothing changed (PF's VF settings, VF netdevs, records, namespaces)" cmp -s /tmp/before /tmp/after
 }
 
@@ -256,8 +257,15 @@ median() { # median COMMAND FIELD
     grep "command=$1 " /tmp/timings | tr ' ' '\n' | grep "^$2=" | cut -d= -f2 | sort -n | sed -n 5,6p |
         awk '{ s += $1 } END { printf "%.1f", s / 2 }'
 }
+# the plugin's own time: total minus the IPAM plugin and the netlink requests, per call
+own() {
+    grep "command=$1 " /tmp/timings | tr ' ' '\n' | awk -F= '
+        $1 == "total_ms" { t = $2 } $1 == "ipam_ms" { i = $2 }
+        $1 == "netlink_ms" { print t - i - $2 }' | sort -n | sed -n 5,6p |
+        awk '{ s += $1 } END { printf "%.1f", s / 2 }'
+}
 for c in ADD DEL; do
-    echo "@@vm figure cni-$c-median-ms total $(median $c total_ms) ms (IPAM plugin $(median $c ipam_ms) ms, netlink $(median $c netlink_ms) ms, plugin max RSS $(median $c maxrss_kb) KiB)"
+    echo "@@vm figure cni-$c-median-ms total $(median $c total_ms) ms = IPAM plugin $(median $c ipam_ms) + netlink $(median $c netlink_ms) + own $(own $c) ms; plugin max RSS $(median $c maxrss_kb) KiB"
 done
 check "VF 2 back as $HOST2 after the rounds" test "$(netdev_of "$VF2")" = "$HOST2"
 wait_for "kubelet: $R_NET = VFs 0-3, healthy, after everything" 20 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
