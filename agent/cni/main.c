@@ -745,7 +745,11 @@ static int run(struct plugin *p)
                  * cache record's type; an empty stdin is still passed along */
         } else if ((r = cni_conf_parse(p->stdin_data, p->stdin_len, p->args, &p->conf, &p->err)) <
                    0) {
-                return r;
+                /* DEL restores from the record: a configuration ADD would refuse (a field
+                 * changed since, no deviceID) must not keep the runtime retrying forever */
+                if (!del || p->err.code == CNI_ERR_DECODE)
+                        return r;
+                p->err = (struct cni_error){ .code = 0 };
         }
         if (p->conf.root && !cni_version_supported(p->conf.cni_version))
                 return fail(p, CNI_ERR_INCOMPATIBLE_VERSION, -EPROTONOSUPPORT,

@@ -147,6 +147,16 @@ def main():
               f"rc={rc} out={out} err={err}")
         rc, out, _ = plugin.run("DEL", conf(vf2), cid="up", netns="")
         check("a second DEL: success", rc == 0 and out is None)
+        # DEL works from the record: a configuration ADD would refuse does not block it
+        with open(rec, "w") as f:
+            json.dump(upstream, f)
+        rc, out, err = plugin.run("DEL", json.dumps({"cniVersion": "1.0.0", "name": "x",
+                                                     "type": "sriov", "vlan": 5000}),
+                                  cid="up", netns="")
+        check("DEL with a config ADD would refuse (no deviceID, vlan 5000): success",
+              rc == 0 and not os.path.exists(rec), f"rc={rc} out={out} err={err}")
+        rc, out, _ = plugin.run("DEL", "{nope", cid="up", netns="")
+        check("DEL with stdin that is not JSON: decode error", rc == 1 and out["code"] == 6, str(out))
 
         rc, out, _ = plugin.run("CHECK", conf(vf, cniVersion="0.3.1"))
         check("CHECK refused for cniVersion 0.3.1", rc == 1 and out["code"] == 1, str(out))
