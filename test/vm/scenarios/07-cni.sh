@@ -269,10 +269,12 @@ for c in ADD DEL; do
 done
 check "VF 2 back as $HOST2 after the rounds" test "$(netdev_of "$VF2")" = "$HOST2"
 wait_for "kubelet: $R_NET = VFs 0-3, healthy, after everything" 20 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
+echo "@@vm transcript-begin"
+cat "$T"
+echo "@@vm transcript-end"
 expect_eq "kubelet: $R_NET kept VFs 0-3 healthy while VFs 0-1 were in pods" "$POOL_IN_PODS" \
     "$(printf '%s\n' $VF0 $VF1 $VF2 $VF3 | sort | tr '\n' ' ')/4 healthy"
 
-echo "@@vm transcript-begin"; cat "$T"; echo "@@vm transcript-end"
 kill "$AGENT_PID" 2>/dev/null
 wait "$AGENT_PID" 2>/dev/null
 exec 7>&-
