@@ -200,6 +200,12 @@ static int release_netdev(struct plugin *p, int pod_ns, const char *ifname,
                 return r;
         struct host_link l;
         r = NL(p, host_link_get(ifname, &l));
+        if (r == -ENODEV && c->orig.host_ifname[0]) {
+                /* an ADD that moved it but failed to rename it */
+                r = NL(p, host_link_get(c->orig.host_ifname, &l));
+                if (r >= 0)
+                        ifname = c->orig.host_ifname;
+        }
         if (r < 0) {
                 (void)host_netns_enter(p->host_ns);
                 if (r == -ENODEV && host_vf_has_netdev(p->sysfs_root, c->device_id))
@@ -391,6 +397,21 @@ static int cmd_add(struct plugin *p)
                 return fail(p, CNI_ERR_GENERIC, pod_ns, "failed to open netns \"%s\": %s", p->netns,
                             strerror(-pod_ns));
 
+        if (!dpdk) {
+                /* the kernel would move the netdev first and fail the rename after */
+                struct host_link taken;
+                if ((r = enter_ns(p, pod_ns, "pod's")) < 0)
+                        return r;
+                int t = host_link_get(p->ifname, &taken);
+                if ((r = enter_ns(p, p->host_ns, "host")) < 0)
+                        return r;
+                if (t == 0)
+                        return fail(p, CNI_ERR_GENERIC, -EEXIST,
+                                    "interface %s already exists in %s: cannot give VF %s that "
+                                    "name",
+                                    p->ifname, p->netns, conf->device_id);
+        }
+
         /* the VF as it is now: what DEL puts back */
         struct cni_cache rec = {
                 .vfid = loc.vf_index,
@@ -478,6 +499,10 @@ static int cmd_add(struct plugin *p)
         if (!dpdk) {
                 r = NL(p, host_link_move(vf_link.ifindex, pod_ns, p->ifname));
                 if (r < 0) {
+                        /* moved, but not renamed (the name appeared meanwhile): undo finds it
+                         * under its old name */
+                        struct host_link still;
+                        moved = host_link_get(loc.vf_ifname, &still) == -ENODEV;
                         fail(p, CNI_ERR_GENERIC, r, "failed to move %s into %s as %s: %s",
                              loc.vf_ifname, p->netns, p->ifname,
                              r == -EEXIST ? "that name is taken there" : strerror(-r));

@@ -196,10 +196,9 @@ int host_netns_open(const char *path)
         if (fd < 0)
                 return negative_errno();
         struct statfs sfs;
-        /* A bind-mounted namespace file lives on nsfs (procfs for /proc/PID/ns/net, which
-         * magic-links there); a plain file left where a namespace was is not one. */
-        if (fstatfs(fd, &sfs) < 0 || ((unsigned long)sfs.f_type != NSFS_MAGIC &&
-                                      (unsigned long)sfs.f_type != PROC_SUPER_MAGIC)) {
+        /* A bind-mounted namespace file and /proc/PID/ns/net (a magic link) both open the
+         * namespace's nsfs inode; a plain file left where a namespace was is not one. */
+        if (fstatfs(fd, &sfs) < 0 || (unsigned long)sfs.f_type != NSFS_MAGIC) {
                 close(fd);
                 return -EINVAL;
         }

@@ -26,9 +26,9 @@ int host_link_set_updown(int ifindex, bool up);
 int host_link_set_mac(int ifindex, const uint8_t mac[6]);
 int host_link_set_mtu_index(int ifindex, int mtu);
 int host_link_rename(int ifindex, const char *new_name);
-/* Moves the link into the namespace netns_fd, renamed to new_name on arrival (one request:
- * the kernel checks the name in the target namespace, so a name taken in the source does not
- * matter and nothing is half-done when the target has it). */
+/* Moves the link into the namespace netns_fd and renames it there to new_name, in one request.
+ * The kernel moves first and renames after: when new_name is taken in the target the answer is
+ * -EEXIST with the link already moved under its old name (callers check the target first). */
 int host_link_move(int ifindex, int netns_fd, const char *new_name);
 /* family AF_INET / AF_INET6, addr 4 or 16 bytes. */
 int host_addr_add(int ifindex, int family, const void *addr, int prefixlen);

@@ -123,6 +123,11 @@ def main():
         check("a CNI_NETNS that is not a namespace is refused", rc == 1 and
               "failed to open netns" in out.get("msg", ""), str(out))
 
+        # the pod's namespace (ours stands in) already has an interface of that name: refused
+        # before anything is changed (the kernel would move the netdev and fail the rename)
+        refused(plugin, "CNI_IFNAME taken in the pod's namespace", conf(vf3), 999,
+                "interface lo already exists", ifname="lo")
+
         # DEL: no record -> success, silently
         rc, out, _ = plugin.run("DEL", conf(vf), cid="never-added")
         check("DEL without a record: success", rc == 0 and out is None, f"rc={rc} out={out}")

@@ -210,6 +210,8 @@ refused "vlan 4095" /tmp/bad-vlan.json "$NSC" ctr-c '' 'vlan.*0-4094'
 netconf /tmp/bad-vf.json "$VF2" ',"link_state":"enable"'
 refused "link_state on igb (EOPNOTSUPP): VF 2 moved nowhere, nothing left set" /tmp/bad-vf.json "$NSC" ctr-c '' 'link_state'
 
+netconf /tmp/taken.json "$VF2" ',"vlan":9'
+refused "CNI_IFNAME net1 already taken in pod A" /tmp/taken.json "$NSA" ctr-x '' 'net1 already exists'
 echo 'this is not json' >/tmp/bad-json.json
 refused "a config that is not JSON" /tmp/bad-json.json "$NSC" ctr-c '' 'not JSON'
 # IPAM fails after the VF was configured and moved: everything undone
