@@ -35,13 +35,18 @@ struct agent {
         struct string_pair *labels;
         size_t n_labels;
         struct rdma_shared_config rdma_shared;
-        bool have_rdma_shared;
+        bool have_rdma_shared;   /* the last good RDMA shared config (none at start) */
+        char *rdma_shared_text;  /* the file as last read, good or bad: reload on change only */
+        char *rdma_shared_error; /* why the file as it is now is not used; NULL when it is */
+        char *rdma_shared_error_posted; /* the error last sent as an Event */
+        sd_event_source *rdma_shared_watch;
 
         struct reconcile *running; /* never two at once: a request meanwhile waits for it */
         bool reconcile_requested;
         bool ready_notified;
         uint64_t retry_usec;
-        char *last_report; /* policy statuses last logged, to log changes only */
+        char *last_report;     /* policy statuses last logged, to log changes only */
+        struct nic_list *nics; /* supported NIC models (built-in, files, ConfigMap) */
 };
 
 /* daemon.c */
@@ -53,9 +58,17 @@ void reconcile_start(struct agent *a);
 /* On shutdown: stops an apply in progress (its child finishes the kernel write it is in). */
 void reconcile_abort(struct agent *a);
 
+/* nic-list.c */
+struct nic_list;
+int nic_list_new(struct agent *a, struct nic_list **ret);
+struct nic_list *nic_list_free(struct nic_list *l);
+/* false until the cluster's supported-nic-ids ConfigMap has been read once (or given up on). */
+bool nic_list_ready(const struct nic_list *l);
+const struct supported_nics *nic_list_get(const struct nic_list *l);
+
 /* report.c */
 void report_policies(struct agent *a, const struct policy_report *rep);
 void report_held(const struct guarded_plan *g);
 void report_node_state(struct agent *a, const struct desired_state *desired,
                        const struct inventory *inv, const struct apply_report *applied,
-                       const struct guarded_plan *guarded);
+                       const struct plan *plan, const struct guarded_plan *guarded);

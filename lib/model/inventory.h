@@ -15,6 +15,8 @@
 #define DRIVER_MAX   64
 #define MAC_MAX      64 /* IB hardware addresses are 20 bytes: 59 chars; we keep the text form */
 #define RDMA_NAME_MAX 64
+#define ALTIFNAME_MAX 128 /* ALTIFNAMSIZ */
+#define PF_ALT_NAMES_MAX 8 /* kept per PF; udev gives one or two (enp59s0f0np0) */
 
 enum link_type {
         LINK_TYPE_UNKNOWN = 0,
@@ -49,6 +51,7 @@ struct vf_info {
         char driver[DRIVER_MAX];   /* "" when unbound */
         int numa_node;             /* -1 when unknown */
         int iommu_group;           /* -1 when none */
+        bool iommu_noiommu;        /* vfio no-IOMMU group: /dev/vfio/noiommu-<group> */
         struct netdev_info *netdevs; /* usually one */
         size_t n_netdevs;
         int vlan;                  /* admin VLAN from the PF's VF info; 0 none, -1 unknown */
@@ -70,6 +73,10 @@ struct pf_info {
         struct netdev_info *netdevs;
         size_t n_netdevs;
         char eswitch_mode[16];     /* "legacy", "switchdev", "" unknown */
+        /* Alternative names of the PF's netdevs (IFLA_ALT_IFNAME, e.g. udev's predictable
+         * enp59s0f0np0); netlink only, so empty under a generated sysfs root. */
+        char alt_names[PF_ALT_NAMES_MAX][ALTIFNAME_MAX];
+        size_t n_alt_names;
         struct rdma_device *rdma;
         size_t n_rdma;
         struct vf_info *vfs;       /* sorted by vf_index */
@@ -80,6 +87,11 @@ struct pf_info {
 struct inventory {
         struct pf_info *pfs;       /* sorted by PCI address */
         size_t n_pfs;
+        /* Network functions with an RDMA device that are neither SR-IOV PFs nor VFs of one
+         * (a ConnectX with SR-IOV off in firmware, a VF passed through to a VM), read like PFs
+         * without VFs (total_vfs/num_vfs -1). Only whole-card RDMA pools look at them. */
+        struct pf_info *rdma_nics; /* sorted by PCI address */
+        size_t n_rdma_nics;
 };
 
 void rdma_device_done(struct rdma_device *d);

@@ -6,7 +6,7 @@
 # other through igb's internal switch; CHECK; DEL restores the VF (name, MAC, MTU, namespace,
 # the PF's view of it) and the records; bad input changes nothing; the agent's pool keeps all
 # VFs while their netdevs are in pods. Then ADD/DEL timings. (DPDK mode, which needs vfio-pci
-# and so the IOMMU boot, is 08-cni-dpdk.) The no-iommu boot: with the emulated IOMMU igb's VFs
+# and so the IOMMU boot, is 11-cni-dpdk.) The no-iommu boot: with the emulated IOMMU igb's VFs
 # lost carrier for good after the agent's changes here; without it they pass traffic.
 
 CNI=/opt/cni/bin/sriov
