@@ -584,19 +584,22 @@ static int cmd_add(struct plugin *p)
                 goto undo;
         }
 
-        const struct cni_iface iface = {
-                .name = p->ifname,
-                .mac = mac_str,
-                .mtu = rec.has_mtu ? rec.mtu : 0,
-                .sandbox = p->netns,
-        };
-        _cleanup_free_ char *text =
-            cni_result_format(conf->cni_version, &iface, have_ipam ? &ipam : NULL);
-        cni_ipam_result_done(&ipam);
-        if (!text)
-                return fail(p, CNI_ERR_GENERIC, -ENOMEM, "out of memory");
-        puts(text);
-        return 0;
+        {
+                /* own scope: no goto crosses this cleanup variable */
+                const struct cni_iface iface = {
+                        .name = p->ifname,
+                        .mac = mac_str,
+                        .mtu = rec.has_mtu ? rec.mtu : 0,
+                        .sandbox = p->netns,
+                };
+                _cleanup_free_ char *text =
+                    cni_result_format(conf->cni_version, &iface, have_ipam ? &ipam : NULL);
+                cni_ipam_result_done(&ipam);
+                if (!text)
+                        return fail(p, CNI_ERR_GENERIC, -ENOMEM, "out of memory");
+                puts(text);
+                return 0;
+        }
 
 undo:;
         /* keep the first error's message: undo steps may fail too */

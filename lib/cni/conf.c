@@ -1,11 +1,11 @@
 #include "cni/conf.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <linux/if_ether.h>
 #include <linux/if_link.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -13,18 +13,6 @@
 
 const char *const cni_supported_versions[] = { "0.1.0", "0.2.0", "0.3.0", "0.3.1",
                                                "0.4.0", "1.0.0", "1.1.0", NULL };
-
-int cni_fail(struct cni_error *e, int code, int err, const char *fmt, ...)
-{
-        if (e) {
-                va_list ap;
-                va_start(ap, fmt);
-                vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-                va_end(ap);
-                e->code = code;
-        }
-        return err < 0 ? err : -EINVAL;
-}
 
 bool cni_version_supported(const char *v)
 {
@@ -36,8 +24,17 @@ bool cni_version_supported(const char *v)
 
 static bool parse_version(const char *s, int out[3])
 {
-        char tail;
-        return s && sscanf(s, "%d.%d.%d%c", &out[0], &out[1], &out[2], &tail) == 3;
+        for (int i = 0; s && i < 3; i++) {
+                char *end;
+                if (*s < '0' || *s > '9')
+                        return false;
+                long v = strtol(s, &end, 10);
+                if (v > 9999 || *end != (i < 2 ? '.' : '\0'))
+                        return false;
+                out[i] = (int)v;
+                s = end + (i < 2);
+        }
+        return s != NULL;
 }
 
 int cni_version_compare(const char *a, const char *b)
@@ -52,19 +49,26 @@ int cni_version_compare(const char *a, const char *b)
         return 0;
 }
 
+static int hexval(char c)
+{
+        return c >= '0' && c <= '9'   ? c - '0'
+               : c >= 'a' && c <= 'f' ? c - 'a' + 10
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                      : -1;
+}
+
 int cni_parse_mac(const char *s, uint8_t mac[6])
 {
-        unsigned v[6];
-        char tail;
-        if (!s || strlen(s) != 17 ||
-            sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                   &tail) != 6)
+        if (!s || strlen(s) != 17)
                 return -EINVAL;
+        uint8_t m[6];
         for (int i = 0; i < 6; i++) {
-                if (!isxdigit((unsigned char)s[i * 3]) || !isxdigit((unsigned char)s[i * 3 + 1]))
+                int hi = hexval(s[i * 3]), lo = hexval(s[i * 3 + 1]);
+                if (hi < 0 || lo < 0 || (i < 5 && s[i * 3 + 2] != ':'))
                         return -EINVAL;
-                mac[i] = (uint8_t)v[i];
+                m[i] = (uint8_t)(hi << 4 | lo);
         }
+        memcpy(mac, m, 6);
         return 0;
 }
 
@@ -128,7 +132,7 @@ static int get_int(json_t *o, const char *key, long lo, long hi, bool *present, 
 
 static int get_onoff(json_t *o, const char *key, int *ret, struct cni_error *e)
 {
-        char buf[8];
+        char buf[8] = "";
         int r = get_string(o, key, buf, sizeof(buf), e);
         if (r < 0)
                 return cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
@@ -186,7 +190,7 @@ int cni_conf_parse(const char *data, size_t len, const char *args, struct cni_co
                              "network configuration is not a JSON object");
                 goto fail;
         }
-        char type[64];
+        char type[64] = "";
         if ((r = get_string(c.root, "cniVersion", c.cni_version, sizeof(c.cni_version), e)) < 0 ||
             (r = get_string(c.root, "name", c.name, sizeof(c.name), e)) < 0 ||
             (r = get_string(c.root, "type", type, sizeof(type), e)) < 0 ||
@@ -204,9 +208,9 @@ int cni_conf_parse(const char *data, size_t len, const char *args, struct cni_co
                 goto fail;
         }
 
-        bool has_qos, has_min, has_max;
+        bool has_qos = false, has_min = false, has_max = false;
         long vlan = 0, qos = 0, min = 0, max = 0;
-        char proto[16];
+        char proto[16] = "";
         if ((r = get_int(c.root, "vlan", 0, 4094, &c.has_vlan, &vlan, e)) < 0 ||
             (r = get_int(c.root, "vlanQoS", 0, 7, &has_qos, &qos, e)) < 0 ||
             (r = get_string(c.root, "vlanProto", proto, sizeof(proto), e)) < 0 ||
@@ -254,7 +258,7 @@ int cni_conf_parse(const char *data, size_t len, const char *args, struct cni_co
         if ((r = get_onoff(c.root, "spoofchk", &c.spoofchk, e)) < 0 ||
             (r = get_onoff(c.root, "trust", &c.trust, e)) < 0)
                 goto fail;
-        char ls[16];
+        char ls[16] = "";
         if ((r = get_string(c.root, "link_state", ls, sizeof(ls), e)) < 0)
                 goto fail;
         if (ls[0]) {
@@ -272,7 +276,7 @@ int cni_conf_parse(const char *data, size_t len, const char *args, struct cni_co
         }
 
         /* MAC precedence as upstream's cmdAdd: runtimeConfig.mac > CNI_ARGS MAC= > mac */
-        char mac_conf[32], mac_args[32], mac_rt[32] = "";
+        char mac_conf[32] = "", mac_args[32] = "", mac_rt[32] = "";
         if ((r = get_string(c.root, "mac", mac_conf, sizeof(mac_conf), e)) < 0 ||
             (r = parse_cni_args(args, mac_args, sizeof(mac_args), e)) < 0)
                 goto fail;

@@ -269,20 +269,18 @@ int cni_pci_lock(const char *dir, const char *pci, int timeout_ms)
                 return r;
         if ((r = path_printf(path, sizeof(path), "%s/pci/vf_lock/%s.lock", dir, pci)) < 0)
                 return r;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+        int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
         if (fd < 0)
                 return negative_errno();
         /* poll rather than block: the wait is bounded as upstream's (60 s) */
         for (int waited = 0;; waited += 10) {
-                if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-                        int locked = fd;
-                        fd = -1;
-                        return locked;
+                if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+                        return fd;
+                if ((errno != EWOULDBLOCK && errno != EINTR) || waited >= timeout_ms) {
+                        r = errno == EWOULDBLOCK || errno == EINTR ? -ETIMEDOUT : negative_errno();
+                        close(fd);
+                        return r;
                 }
-                if (errno != EWOULDBLOCK && errno != EINTR)
-                        return negative_errno();
-                if (waited >= timeout_ms)
-                        return -ETIMEDOUT;
                 nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
         }
 }

@@ -2,6 +2,7 @@
  * (pkg/utils/utils.go SaveNetConf/ReadScratchNetConf, pkg/utils/pci_allocator.go and its
  * pci_allocator_test.go: save, IsAllocated, delete; lock under pci/vf_lock/<pci>.lock). */
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,11 +27,14 @@ static int setup(void **state)
         return 0;
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        return remove(path);
+}
+
 static int teardown(void **state)
 {
-        char cmd[PATH_MAX + 16];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", (char *)*state);
-        assert_int_equal(system(cmd), 0);
+        assert_int_equal(nftw(*state, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
         free(*state);
         return 0;
 }
