@@ -192,7 +192,7 @@ $IPR -n podB link set net1 up
 # the agent keeps both VFs in its pool while their netdevs are in pods, and leaves the VF
 # settings the plugin made alone through its periodic drift checks (--resync-interval 3)
 # (checked here, asserted at the end so that a pool bug does not hide the plugin's own steps)
-sleep 7
+sleep 4
 POOL_IN_PODS="$(kl_ids "$R_NET")/$(kl_healthy "$R_NET") healthy"
 check "agent did not touch VF 0's settings (MAC, rate, spoofchk) after resyncs" \
     sh -c "$IPR link show dev $PF | grep -Eq 'vf 0 .*02:00:00:00:0a:01.*max_tx_rate 100.*spoof checking on'"
