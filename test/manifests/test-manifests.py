@@ -455,6 +455,9 @@ def case_probe():
 
         listen("kubelet.sock")
         check(probe() == 0, "no PF owned yet: alive")
+        with open(os.path.join(state, "notes.json"), "w") as f:
+            f.write("{}")
+        check(probe() == 0, "a stray notes.json is not a record: still alive")
         with open(os.path.join(state, "0000:3b:00.0.json"), "w") as f:
             f.write("{}")
         check(probe() != 0, "owns a PF, serves no socket: not alive")
