@@ -221,19 +221,23 @@ static void acquire(struct kube_lease *l)
  * holder "", or ours from before) after a short jitter, a held one only once it has not
  * changed for leaseDurationSeconds (plus jitter, so that thousands of candidates do not all
  * write at the same instant; the first write wins and the others see it on the watch). */
+/* When the Lease as last seen may be taken (0: it is free: absent, holder "" or us). */
+static uint64_t lease_expiry(struct kube_lease *l)
+{
+        json_t *spec = json_object_get(l->server, "spec");
+        const char *holder = json_string_value(json_object_get(spec, "holderIdentity"));
+        if (!l->server || !holder || !*holder || strcmp(holder, l->identity) == 0)
+                return 0;
+        json_int_t secs = json_integer_value(json_object_get(spec, "leaseDurationSeconds"));
+        uint64_t duration = secs > 0 ? (uint64_t)secs * 1000000 : l->duration_usec;
+        return l->observed_usec + duration;
+}
+
 static void plan(struct kube_lease *l)
 {
         if (l->stopped || l->leader || l->request)
                 return;
-        json_t *spec = json_object_get(l->server, "spec");
-        const char *holder = json_string_value(json_object_get(spec, "holderIdentity"));
-        if (!l->server || !holder || !*holder || strcmp(holder, l->identity) == 0) {
-                schedule(l, jitter(l->retry_usec));
-                return;
-        }
-        json_int_t secs = json_integer_value(json_object_get(spec, "leaseDurationSeconds"));
-        uint64_t duration = secs > 0 ? (uint64_t)secs * 1000000 : l->duration_usec;
-        uint64_t expiry = l->observed_usec + duration, now = now_usec(l);
+        uint64_t expiry = lease_expiry(l), now = now_usec(l);
         schedule(l, (expiry > now ? expiry - now : 0) + jitter(l->retry_usec));
 }
 
@@ -375,7 +379,10 @@ static int timer_cb(sd_event_source *s, uint64_t usec, void *userdata)
                 }
                 return 0;
         }
-        acquire(l);
+        if (lease_expiry(l) > now_usec(l))
+                plan(l); /* a retry after a failed attempt, but someone else renewed meanwhile */
+        else
+                acquire(l);
         return 0;
 }
 
