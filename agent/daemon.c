@@ -225,10 +225,11 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
         dp_manager_shutdown(a->plugins);
         reconcile_abort(a);
         /* The NAD renderer's Lease is handed back so another node takes over within seconds
-         * instead of after its 15 s expiry; bounded, so a dead API server cannot hold us. */
+         * instead of after its 30 s expiry; bounded, so a dead API server cannot hold us. */
         if (a->cluster && kube_cluster_release(a->cluster, released, a) == 0) {
-                if (sd_event_add_time_relative(a->event, NULL, CLOCK_MONOTONIC, 3 * 1000000ULL, 0,
-                                               on_release_timeout, a) >= 0)
+                /* A bound on shutdown, not a deadline: 100 ms of slack is fine. */
+                if (sd_event_add_time_relative(a->event, NULL, CLOCK_MONOTONIC, 3 * 1000000ULL,
+                                               100 * 1000, on_release_timeout, a) >= 0)
                         return 0;
         }
         return sd_event_exit(sd_event_source_get_event(s), 0);

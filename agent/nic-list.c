@@ -182,8 +182,10 @@ static int start_cluster(struct nic_list *l)
         r = kube_http_new(l->agent->event, l->config, &l->http);
         if (r < 0)
                 return r;
-        return sd_event_add_time_relative(l->agent->event, &l->timer, CLOCK_MONOTONIC, 0, 0,
-                                          on_timer, l);
+        /* 100 ms: the first read is on the way to the first reconcile (not the default 250 ms
+         * late); retries (2 s) and refreshes (5 min) do not care. */
+        return sd_event_add_time_relative(l->agent->event, &l->timer, CLOCK_MONOTONIC, 0,
+                                          100 * 1000, on_timer, l);
 }
 
 int nic_list_new(struct agent *a, struct nic_list **ret)

@@ -8,12 +8,21 @@
 #include <time.h>
 
 #include "kube/status.h"
+#include "kube/watch.h"
 #include "util/log.h"
 #include "util/macro.h"
 
-#define DEFAULT_DURATION_USEC (15ULL * 1000000)
-#define DEFAULT_RENEW_USEC    (10ULL * 1000000)
+/* Takeover after kill -9 of the holder: at most duration + jitter (32 s) after its last renewal,
+ * within issue 18's 40 s. The holder writes every renew period (6 writes/min for the whole
+ * cluster); it steps down when it could not renew for the renew deadline, 10 s before anyone
+ * else may take over. */
+#define DEFAULT_DURATION_USEC (30ULL * 1000000)
+#define DEFAULT_RENEW_USEC    (20ULL * 1000000)
 #define DEFAULT_RETRY_USEC    (2ULL * 1000000)
+#define DEFAULT_PERIOD_USEC   (10ULL * 1000000)
+/* Acquisition is jittered by up to a retry period anyway; 50 ms of slack, not sd-event's
+ * default 250 ms, keeps short test leases timeable. */
+#define TIMER_ACCURACY_USEC (50ULL * 1000)
 
 enum lease_op {
         OP_NONE,
@@ -25,12 +34,16 @@ enum lease_op {
 
 struct kube_lease {
         struct kube_http *http;
-        char *namespace_, *name, *identity, *collection_path, *object_path;
-        uint64_t duration_usec, renew_deadline_usec, retry_usec;
+        char *namespace_, *name, *identity, *collection_path, *object_path, *field_selector;
+        uint64_t duration_usec, renew_deadline_usec, retry_usec, renew_period_usec;
         void (*on_change)(struct kube_lease *, bool, void *);
         void *userdata;
 
-        json_t *server;         /* the Lease as last read or written */
+        /* Non-holders watch the one Lease (fieldSelector metadata.name, served from the API
+         * server's watch cache) instead of reading it every retry period: idle, they cost a
+         * watch renewal every 5-10 minutes. */
+        struct kube_informer *informer;
+        json_t *server;         /* the Lease as last read, watched or written */
         json_t *observed_spec;  /* its spec when it last changed... */
         uint64_t observed_usec; /* ...and when we saw that, on our clock */
         uint64_t renewed_usec;  /* our last successful write as leader */
@@ -85,7 +98,8 @@ static void schedule(struct kube_lease *l, uint64_t delay_usec)
         sd_event *event = kube_http_event(l->http);
         uint64_t at = now_usec(l) + delay_usec;
         if (!l->timer) {
-                if (sd_event_add_time(event, &l->timer, CLOCK_MONOTONIC, at, 0, timer_cb, l) < 0) {
+                if (sd_event_add_time(event, &l->timer, CLOCK_MONOTONIC, at, TIMER_ACCURACY_USEC,
+                                      timer_cb, l) < 0) {
                         log_error("Lease %s/%s: cannot arm its timer", l->namespace_, l->name);
                         return;
                 }
@@ -94,12 +108,18 @@ static void schedule(struct kube_lease *l, uint64_t delay_usec)
         sd_event_source_set_enabled(l->timer, SD_EVENT_ONESHOT);
 }
 
-/* client-go waits retryPeriod with jitter factor 1.2 between attempts of a candidate. */
-static void schedule_retry(struct kube_lease *l)
+static uint64_t jitter(uint64_t max_usec)
 {
         uint64_t rnd = 0;
         (void)!getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK);
-        schedule(l, l->leader ? l->retry_usec : l->retry_usec + rnd % (l->retry_usec / 5 + 1));
+        return rnd % (max_usec + 1);
+}
+
+/* A failed request: the leader retries every retry period (until its renew deadline), a
+ * candidate after a retry period plus jitter (client-go's factor 1.2). */
+static void schedule_retry(struct kube_lease *l)
+{
+        schedule(l, l->leader ? l->retry_usec : l->retry_usec + jitter(l->retry_usec / 5));
 }
 
 static void request_done(struct kube_request *req, int error, long status, const char *body,
@@ -166,34 +186,94 @@ static int start_write(struct kube_lease *l, enum lease_op op, json_t *spec)
         return k;
 }
 
-/* Decides from the Lease just read whether to take or renew it. */
-static void evaluate(struct kube_lease *l)
+/* Takes note of the Lease as read or watched: the time its spec last changed, on our clock (so
+ * clock skew between nodes does not matter). */
+static void observe(struct kube_lease *l, json_t *lease)
+{
+        json_decref(l->server);
+        l->server = lease ? json_deep_copy(lease) : NULL;
+        json_t *spec = json_object_get(l->server, "spec");
+        if (!l->observed_spec || !spec || !json_equal(l->observed_spec, spec)) {
+                json_decref(l->observed_spec);
+                l->observed_spec = spec ? json_deep_copy(spec) : NULL;
+                l->observed_usec = now_usec(l);
+        }
+}
+
+static void acquire(struct kube_lease *l)
 {
         json_t *spec = json_object_get(l->server, "spec");
-        uint64_t now = now_usec(l);
-        if (!l->observed_spec || !json_equal(l->observed_spec, spec)) {
-                json_decref(l->observed_spec);
-                l->observed_spec = json_deep_copy(spec);
-                l->observed_usec = now;
-        }
         const char *holder = json_string_value(json_object_get(spec, "holderIdentity"));
-        json_int_t secs = json_integer_value(json_object_get(spec, "leaseDurationSeconds"));
-        uint64_t duration = secs > 0 ? (uint64_t)secs * 1000000 : l->duration_usec;
         bool ours = holder && strcmp(holder, l->identity) == 0;
-        if (holder && *holder && !ours && l->observed_usec + duration > now) {
-                set_leader(l, false); /* someone else holds a live Lease */
-                schedule_retry(l);
-                return;
-        }
         if (!ours && holder && *holder)
                 log_info("Lease %s/%s: holder %s has not renewed for %llu s; taking over",
                          l->namespace_, l->name, holder,
-                         (unsigned long long)((now - l->observed_usec) / 1000000));
-        int k = start_write(l, OP_UPDATE, lease_spec(l, l->identity, l->duration_usec, !ours));
+                         (unsigned long long)((now_usec(l) - l->observed_usec) / 1000000));
+        int k = start_write(l, l->server ? OP_UPDATE : OP_CREATE,
+                            lease_spec(l, l->identity, l->duration_usec, !ours));
         if (k < 0) {
                 log_warning_errno(k, "Lease %s/%s: cannot start a request", l->namespace_, l->name);
                 schedule_retry(l);
         }
+}
+
+/* A candidate decides from what it last saw when to try to take the Lease: a free one (absent,
+ * holder "", or ours from before) after a short jitter, a held one only once it has not
+ * changed for leaseDurationSeconds (plus jitter, so that thousands of candidates do not all
+ * write at the same instant; the first write wins and the others see it on the watch). */
+/* When the Lease as last seen may be taken (0: it is free: absent, holder "" or us). */
+static uint64_t lease_expiry(struct kube_lease *l)
+{
+        json_t *spec = json_object_get(l->server, "spec");
+        const char *holder = json_string_value(json_object_get(spec, "holderIdentity"));
+        if (!l->server || !holder || !*holder || strcmp(holder, l->identity) == 0)
+                return 0;
+        json_int_t secs = json_integer_value(json_object_get(spec, "leaseDurationSeconds"));
+        uint64_t duration = secs > 0 ? (uint64_t)secs * 1000000 : l->duration_usec;
+        return l->observed_usec + duration;
+}
+
+static void plan(struct kube_lease *l)
+{
+        if (l->stopped || l->leader || l->request)
+                return;
+        uint64_t expiry = lease_expiry(l), now = now_usec(l);
+        schedule(l, (expiry > now ? expiry - now : 0) + jitter(l->retry_usec));
+}
+
+/* The watch: a candidate follows every change; the leader relies on its own writes (a stale
+ * event must not make it step down; a write by someone else fails its next renewal with 409). */
+static void lease_seen(struct kube_lease *l, json_t *lease)
+{
+        if (l->leader || l->stopped)
+                return;
+        observe(l, lease);
+        plan(l);
+}
+
+static void watch_added(json_t *object, void *userdata)
+{
+        lease_seen(userdata, object);
+}
+
+static void watch_updated(json_t *old_object, json_t *object, void *userdata)
+{
+        lease_seen(userdata, object);
+}
+
+static void watch_deleted(json_t *object, void *userdata)
+{
+        lease_seen(userdata, NULL);
+}
+
+static void watch_synced(struct kube_informer *informer, void *userdata)
+{
+        struct kube_lease *l = userdata;
+        if (l->leader || l->stopped)
+                return;
+        if (kube_cache_size(kube_informer_cache(informer)) == 0 && l->server)
+                observe(l, NULL); /* listed and absent (deleted while we were away) */
+        plan(l);
 }
 
 static void finish_release(struct kube_lease *l)
@@ -226,39 +306,38 @@ static void request_done(struct kube_request *req, int error, long status, const
                 return;
         if (error == 0 && (status == 200 || status == 201)) {
                 json_t *obj = json_loadb(body, body_len, 0, NULL);
+                if (op == OP_GET) {
+                        if (json_is_object(obj))
+                                observe(l, obj);
+                        json_decref(obj);
+                        plan(l);
+                        return;
+                }
                 if (json_is_object(obj)) {
                         json_decref(l->server);
                         l->server = obj;
                 } else
                         json_decref(obj);
-                if (op == OP_GET) {
-                        evaluate(l);
-                        return;
-                }
                 /* Our write went through: we hold the Lease. */
                 json_decref(l->observed_spec);
                 l->observed_spec = json_deep_copy(json_object_get(l->server, "spec"));
                 l->observed_usec = l->renewed_usec = now_usec(l);
                 set_leader(l, true);
-                schedule_retry(l);
+                schedule(l, l->renew_period_usec);
                 return;
         }
         if (error == 0 && status == 404 && op == OP_GET) {
-                json_decref(l->server);
-                l->server = NULL;
-                int k =
-                    start_write(l, OP_CREATE, lease_spec(l, l->identity, l->duration_usec, true));
-                if (k < 0)
-                        schedule_retry(l);
+                observe(l, NULL);
+                plan(l);
                 return;
         }
         if (error == 0 && (status == 409 || status == 404)) {
                 /* Someone else wrote it meanwhile (or it vanished): read it again now. */
-                json_decref(l->server);
-                l->server = NULL;
                 if (l->leader && op == OP_UPDATE)
                         set_leader(l, false);
-                schedule(l, 0);
+                int k = start(l, OP_GET, "GET", l->object_path, NULL);
+                if (k < 0)
+                        schedule_retry(l);
                 return;
         }
         char desc[256];
@@ -278,35 +357,32 @@ static void request_done(struct kube_request *req, int error, long status, const
         schedule_retry(l);
 }
 
-static void tick(struct kube_lease *l)
+static int timer_cb(sd_event_source *s, uint64_t usec, void *userdata)
 {
+        struct kube_lease *l = userdata;
         if (l->request || l->stopped)
-                return;
+                return 0; /* its completion schedules the next step */
         if (l->leader && now_usec(l) - l->renewed_usec >= l->renew_deadline_usec) {
                 log_warning("Lease %s/%s: renew deadline passed; giving up leadership",
                             l->namespace_, l->name);
                 set_leader(l, false);
         }
-        int k;
-        if (l->leader && l->server)
-                /* Renew straight away with the resourceVersion of our last write; a 409
-                 * means someone else wrote it and we read it again. */
-                k = start_write(l, OP_UPDATE, lease_spec(l, l->identity, l->duration_usec, false));
-        else
-                k = start(l, OP_GET, "GET", l->object_path, NULL);
-        if (k < 0) {
-                log_warning_errno(k, "Lease %s/%s: cannot start a request", l->namespace_, l->name);
-                schedule_retry(l);
+        if (l->leader && l->server) {
+                /* Renew with the resourceVersion of our last write; a 409 means someone else
+                 * wrote it, and we read it again. */
+                int k =
+                    start_write(l, OP_UPDATE, lease_spec(l, l->identity, l->duration_usec, false));
+                if (k < 0) {
+                        log_warning_errno(k, "Lease %s/%s: cannot start a request", l->namespace_,
+                                          l->name);
+                        schedule_retry(l);
+                }
+                return 0;
         }
-}
-
-static int timer_cb(sd_event_source *s, uint64_t usec, void *userdata)
-{
-        struct kube_lease *l = userdata;
-        tick(l);
-        /* The leader renews on a fixed period even while a write is slow. */
-        if (l->request && !l->stopped)
-                schedule_retry(l);
+        if (lease_expiry(l) > now_usec(l))
+                plan(l); /* a retry after a failed attempt, but someone else renewed meanwhile */
+        else
+                acquire(l);
         return 0;
 }
 
@@ -323,6 +399,8 @@ int kube_lease_new(struct kube_http *http, const struct kube_lease_opts *opts,
         l->renew_deadline_usec =
             opts->renew_deadline_usec ? opts->renew_deadline_usec : DEFAULT_RENEW_USEC;
         l->retry_usec = opts->retry_usec ? opts->retry_usec : DEFAULT_RETRY_USEC;
+        l->renew_period_usec =
+            opts->renew_period_usec ? opts->renew_period_usec : DEFAULT_PERIOD_USEC;
         l->on_change = opts->on_change;
         l->userdata = opts->userdata;
         l->namespace_ = strdup(opts->namespace_);
@@ -331,17 +409,39 @@ int kube_lease_new(struct kube_http *http, const struct kube_lease_opts *opts,
         if (!l->namespace_ || !l->name || !l->identity ||
             asprintf(&l->collection_path, "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
                      opts->namespace_) < 0 ||
-            asprintf(&l->object_path, "%s/%s", l->collection_path, opts->name) < 0)
+            asprintf(&l->object_path, "%s/%s", l->collection_path, opts->name) < 0 ||
+            asprintf(&l->field_selector, "metadata.name=%s", opts->name) < 0)
                 /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return -ENOMEM;
+        const struct kube_informer_opts inf_opts = {
+                .kind = "Lease",
+                .path = l->collection_path,
+                .field_selector = l->field_selector,
+                .callbacks = { .added = watch_added,
+                               .updated = watch_updated,
+                               .deleted = watch_deleted,
+                               .userdata = l },
+                .on_synced = watch_synced,
+                .synced_userdata = l,
+                .max_total_size = 64 * 1024, /* one small object */
+        };
+        int k = kube_informer_new(http, &inf_opts, &l->informer);
+        if (k < 0)
+                return k;
         *ret = TAKE_PTR(l);
         return 0;
 }
 
 int kube_lease_start(struct kube_lease *l)
 {
-        schedule(l, 0);
-        return l->timer ? 0 : -ENOMEM;
+        /* The timer is armed once the watch listed the Lease. */
+        int k = sd_event_add_time(kube_http_event(l->http), &l->timer, CLOCK_MONOTONIC, UINT64_MAX,
+                                  TIMER_ACCURACY_USEC, timer_cb, l);
+        if (k < 0)
+                return log_error_errno(k, "Lease %s/%s: cannot arm its timer", l->namespace_,
+                                       l->name);
+        sd_event_source_set_enabled(l->timer, SD_EVENT_OFF);
+        return kube_informer_start(l->informer);
 }
 
 struct kube_lease *kube_lease_free(struct kube_lease *l)
@@ -349,6 +449,7 @@ struct kube_lease *kube_lease_free(struct kube_lease *l)
         if (!l)
                 return NULL;
         kube_request_cancel(l->request);
+        kube_informer_free(l->informer);
         sd_event_source_disable_unref(l->timer);
         json_decref(l->server);
         json_decref(l->observed_spec);
@@ -357,6 +458,7 @@ struct kube_lease *kube_lease_free(struct kube_lease *l)
         free(l->identity);
         free(l->collection_path);
         free(l->object_path);
+        free(l->field_selector);
         free(l);
         return NULL;
 }
@@ -370,6 +472,7 @@ int kube_lease_release(struct kube_lease *l, void (*done)(void *), void *userdat
 {
         bool was_leader = l->leader;
         l->stopped = true;
+        l->informer = kube_informer_free(l->informer);
         if (l->timer)
                 sd_event_source_set_enabled(l->timer, SD_EVENT_OFF);
         kube_request_cancel(l->request);

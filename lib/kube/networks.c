@@ -92,8 +92,9 @@ static void schedule_pump(struct kube_networks *n, uint64_t delay_usec)
 {
         uint64_t at = now_usec(n) + delay_usec;
         if (!n->pump_timer) {
+                /* Pumps "now" and per-network backoffs from 0.5 s: 50 ms of slack. */
                 if (sd_event_add_time(kube_http_event(n->http), &n->pump_timer, CLOCK_MONOTONIC, at,
-                                      0, pump_cb, n) < 0)
+                                      50 * 1000, pump_cb, n) < 0)
                         return;
         } else {
                 int enabled = SD_EVENT_OFF;
@@ -268,8 +269,9 @@ static void probe_done(struct kube_request *req, int error, long status, const c
         }
         uint64_t at = now_usec(n) + 5ULL * 1000000;
         if (!n->probe_timer) {
+                /* A probe every 5 s for the NAD API: half a second either way is fine. */
                 if (sd_event_add_time(kube_http_event(n->http), &n->probe_timer, CLOCK_MONOTONIC,
-                                      at, 0, probe_timer_cb, n) < 0)
+                                      at, 500 * 1000, probe_timer_cb, n) < 0)
                         return;
         } else
                 sd_event_source_set_time(n->probe_timer, at);

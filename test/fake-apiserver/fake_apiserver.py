@@ -44,7 +44,7 @@ lists_cached), others as consistent reads (paged; stat lists_consistent); contin
 with resourceVersion is 400, as on a real server.
 GET /_fake/faults shows the switches and counters; GET /_fake/stats shows request counts, and
 writes (POST/PUT/PATCH/DELETE) per resource ("writes") and per client bearer token
-("writes_by_client").
+("writes_by_client"); all requests per client token too ("requests_by_client").
 
 Finalizers as the real server: DELETE of an object with metadata.finalizers only sets
 deletionTimestamp (once); the update that removes the last finalizer deletes it. Leases
@@ -828,6 +828,10 @@ class Handler(BaseHTTPRequestHandler):
                 return self.fake_control(method, url.path)
             with self.store.lock:
                 self.store.stats["requests"] += 1
+                # Requests per client (bearer token): what one idle agent costs.
+                rc = self.store.stats.setdefault("requests_by_client", {})
+                who = self.headers.get("Authorization") or "anonymous"
+                rc[who] = rc.get(who, 0) + 1
                 slow = self.store.faults["slow_ms"]
                 refuse = time.monotonic() < self.store.refuse_until
             if refuse:
@@ -1339,6 +1343,9 @@ def main():
     threading.stack_size(256 * 1024 * 1024)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--bind", default="127.0.0.1",
+                    help="listen address (e.g. a test host's veth address inside a network "
+                         "namespace the test made)")
     ap.add_argument("--node", action="append", default=[], help="pre-create a Node")
     ap.add_argument("--namespace", action="append", default=[],
                     help="pre-create a Namespace")
@@ -1362,7 +1369,7 @@ def main():
     ns_res = store.lookup("", "v1", "namespaces")
     for ns in args.namespace:
         store.create(ns_res, None, {"metadata": {"name": ns}, "status": {"phase": "Active"}})
-    srv = Server(("127.0.0.1", args.port), store, args.token, args.anonymous, args.verbose,
+    srv = Server((args.bind, args.port), store, args.token, args.anonymous, args.verbose,
                  args.rbac)
     scheme = "http"
     if args.tls_cert:
@@ -1374,7 +1381,7 @@ def main():
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
         scheme = "https"
     port = srv.server_address[1]
-    url = f"{scheme}://127.0.0.1:{port}"
+    url = f"{scheme}://{args.bind}:{port}"
     if args.kubeconfig_out:
         write_kubeconfig(args.kubeconfig_out, url, args.token, args.tls_ca)
     print(f"PORT {port}", flush=True)

@@ -569,10 +569,10 @@ def case_rbac():
         (sn, "sriovibnetworks"): {"get", "list", "watch", "patch"},
         (sn, "sriovibnetworks/status"): {"get", "patch"},
         (sn, "sriovibnetworks/finalizers"): {"update"},
-        ("coordination.k8s.io", "leases"): {"get", "create", "update"},
+        ("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "update"},
         ("", "configmaps"): {"get", "list", "watch"},
     }, "Role: read policies and the supported-nic-ids ConfigMap; create/get/list/watch/patch NodeStates (+status get/patch); create/patch "
-       "Events; watch/patch SriovNetworks and SriovIBNetworks (+status, +finalizers); get/create/update Leases; "
+       "Events; watch/patch SriovNetworks and SriovIBNetworks (+status, +finalizers); get/list/watch/create/update Leases; "
        "nothing more")
     check(rules_of("ClusterRole", "sriov-agent") == {
         ("", "nodes"): {"get", "list", "watch"},

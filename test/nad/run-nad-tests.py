@@ -368,11 +368,22 @@ def main():
         check("delete: NAD gone", cluster.nad("default", "adopt-me") is None)
         check("delete: SriovNetwork gone", cluster.network("adopt-me") is None)
 
-        # 8. Idle: no NAD or SriovNetwork writes.
+        # 8. Idle: no NAD or SriovNetwork writes; the non-holder requests nothing (it watches
+        # the Lease instead of reading it every 2 s as client-go's candidates do).
         time.sleep(1)
+        h = holder(cluster)
+        other = [n for n in NODES if n != h][0] if h in NODES else NODES[1]
         before = cluster.writes()
+        req0 = cluster.stats().get("requests_by_client", {})
         time.sleep(idle)
+        req1 = cluster.stats().get("requests_by_client", {})
         after = cluster.writes()
+        per = {n: req1.get("Bearer agent-" + n, 0) - req0.get("Bearer agent-" + n, 0)
+               for n in NODES}
+        print("idle %.0f s: requests of the non-holder %d (%.1f/min), of the holder %d" %
+              (idle, per[other], per[other] * 60.0 / idle, per.get(h, 0)))
+        check("idle %.0f s: the non-holder made %d requests (<= 1: watch renewals only)" %
+              (idle, per[other]), per[other] <= 1, json.dumps(per))
         diff = {k: after.get(k, 0) - before.get(k, 0) for k in after}
         check("idle %.0f s: 0 NAD and 0 SriovNetwork writes (Lease renewals only)" % idle,
               diff.get("network-attachment-definitions", 0) == 0 and

@@ -42,6 +42,7 @@ static void start_candidate(struct fake *f, struct candidate *c, const char *ide
                                            .duration_usec = DURATION_USEC,
                                            .renew_deadline_usec = RENEW_USEC,
                                            .retry_usec = RETRY_USEC,
+                                           .renew_period_usec = RETRY_USEC,
                                            .on_change = on_change,
                                            .userdata = c };
         assert_int_equal(kube_lease_new(f->agent, &o, &c->lease), 0);
@@ -74,7 +75,20 @@ static void test_one_holder_and_takeover(void **state)
         start_candidate(f, &a, "node-a");
         assert_true(run_until(f, &a.leader, 1, 3 * 1000 * 1000));
         start_candidate(f, &b, "node-b");
-        run_until(f, NULL, 0, 1500 * 1000); /* several renewals and reads */
+        run_until(f, NULL, 0, 500 * 1000); /* b listed and watches */
+        /* Idle, the candidate costs nothing: it watches the Lease instead of reading it every
+         * retry period, so the server sees the holder's renewals only (one per renew period,
+         * here 0.25 s: 6 in 1.5 s; a polling candidate would add another 5). */
+        json_t *s0 = get_json(f, "/_fake/stats");
+        run_until(f, NULL, 0, 1500 * 1000);
+        json_t *s1 = get_json(f, "/_fake/stats");
+        json_int_t requests = json_integer_value(json_object_get(s1, "requests")) -
+                              json_integer_value(json_object_get(s0, "requests"));
+        json_decref(s0);
+        json_decref(s1);
+        if (requests > (json_int_t)(1500 * 1000 / RETRY_USEC + 1))
+                fail_msg("%lld requests in 1.5 s: more than the holder's renewals",
+                         (long long)requests);
         assert_int_equal(a.leader, 1);
         assert_int_equal(b.leader, 0);
         assert_int_equal(b.changes, 0);

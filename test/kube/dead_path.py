@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""A dead network path to the API server (issue 11.5): how long until the agent notices and
+its watches are running again.
+
+A load-balancer failover or a broken route drops packets: nothing closes the connection and
+nothing answers. To measure that honestly the fake API server runs as a test host in a network
+namespace this script makes itself (`ip netns add`, a veth pair with addresses from
+198.18.0.0/15, RFC 2544's benchmarking range; both removed at the end), the agent (cluster
+mode, --dry-run, an idle non-holder of the NAD Lease) outside it. Once the agent's watches run,
+every TCP connection it has to the server is cut by iptables DROP rules on its ports inside the
+namespace (both directions): its packets vanish, as on a dead path, while new connections (new
+source ports) get through, as after a failover. The figure is the time from the cut until the
+server has seen all of the agent's watches started again.
+
+    dead_path.py --agent BUILD/sriov-agent [--kubectl kubectl] [--limit 60]
+
+Exit 0 when the figure is within --limit, 1 when not, 77 (skipped) without root or netns.
+Used by ctest (integration/kube-dead-path) and bench/run section 5.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NS = "sriov-network-operator"
+NODE = "worker-1"
+LEASE = "sriov-agent-networks"
+HOST_ADDR, PEER_ADDR = "198.18.0.1", "198.18.0.2"
+WATCHES = 4  # an idle non-holder: policies, own Node, own NodeState, the Lease
+
+
+def sh(*argv, check=True):
+    return subprocess.run(argv, check=check, capture_output=True, text=True)
+
+
+class TestHost:
+    """A network namespace with one veth to this host; removed by close()."""
+
+    def __init__(self):
+        tag = "%d" % (os.getpid() % 100000)
+        self.netns, self.host_if, self.peer_if = "k2dp" + tag, "k2h" + tag, "k2p" + tag
+        sh("ip", "netns", "add", self.netns)
+        try:
+            sh("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.peer_if)
+            sh("ip", "link", "set", self.peer_if, "netns", self.netns)
+            sh("ip", "addr", "add", HOST_ADDR + "/30", "dev", self.host_if)
+            sh("ip", "link", "set", self.host_if, "up")
+            self.run("ip", "addr", "add", PEER_ADDR + "/30", "dev", self.peer_if)
+            self.run("ip", "link", "set", self.peer_if, "up")
+            self.run("ip", "link", "set", "lo", "up")
+            self.run("iptables", "-S")  # iptables must work in there
+        except Exception:
+            self.close()
+            raise
+
+    def run(self, *argv, check=True):
+        return sh("ip", "netns", "exec", self.netns, *argv, check=check)
+
+    def argv(self, *argv):
+        return ["ip", "netns", "exec", self.netns] + list(argv)
+
+    def close(self):
+        sh("ip", "netns", "del", self.netns, check=False)  # takes its veth end and the pair
+        sh("ip", "link", "del", self.host_if, check=False)
+
+
+def agent_ports(pid, port):
+    """Local ports of the agent's established TCP connections to the server."""
+    out = sh("ss", "-tnpH", "state", "established", "dst", "%s:%d" % (PEER_ADDR, port)).stdout
+    ports = set()
+    for line in out.splitlines():
+        if "pid=%d," % pid in line:
+            m = re.search(r"\s%s:(\d+)\s" % re.escape(HOST_ADDR), " " + line + " ")
+            if m:
+                ports.add(int(m.group(1)))
+    return sorted(ports)
+
+
+def measure(agent_bin, kubectl, work, limit=90.0, note=print):
+    """Seconds from the cut until the watches run again (None: not within limit)."""
+    host = TestHost()
+    procs = []
+    stop = threading.Event()
+    try:
+        kcfg = os.path.join(work, "kubeconfig")
+        api = subprocess.Popen(host.argv(
+            sys.executable, os.path.join(SRC, "test/fake-apiserver/fake_apiserver.py"),
+            "--bind", PEER_ADDR, "--port", "0", "--node", NODE, "--kubeconfig-out", kcfg,
+            "--rbac", NS + ":sriov-agent"), stdout=subprocess.PIPE, text=True,
+            stderr=open(os.path.join(work, "api.err"), "w"))
+        procs.append(api)
+        port = int(api.stdout.readline().split()[1])
+        env = dict(os.environ, KUBECONFIG=kcfg, HOME=work)
+
+        def kc(*args, stdin=None):
+            p = subprocess.run([kubectl] + list(args), env=env, input=stdin, text=True,
+                               capture_output=True, timeout=60)
+            if p.returncode:
+                raise RuntimeError("kubectl %s: %s" % (" ".join(args[:3]), p.stderr[-300:]))
+
+        for f in ("crds", "test/kube/namespace.yaml", "manifests/10-serviceaccount.yaml",
+                  "manifests/20-rbac.yaml"):
+            kc("apply", "-f", os.path.join(SRC, f))
+
+        def hold():  # another node holds the Lease: the agent is an idle non-holder
+            while True:
+                now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+                kc("apply", "-f", "-", stdin=json.dumps({
+                    "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": LEASE, "namespace": NS},
+                    "spec": {"holderIdentity": "other-node", "leaseDurationSeconds": 30,
+                             "acquireTime": now, "renewTime": now}}))
+                if stop.wait(10):
+                    return
+        kc("apply", "-f", "-", stdin=json.dumps({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": LEASE, "namespace": NS},
+            "spec": {"holderIdentity": "other-node", "leaseDurationSeconds": 30}}))
+        holder = threading.Thread(target=hold, daemon=True)
+        holder.start()
+
+        agent_cfg = os.path.join(work, "agent.kubeconfig")
+        with open(kcfg) as f:
+            text = f.read()
+        with open(agent_cfg, "w") as f:
+            f.write(text.replace("user:\n    {}", "user:\n    token: agent-" + NODE))
+        os.makedirs(os.path.join(work, "sys/bus/pci/devices"))
+        log = open(os.path.join(work, "agent.log"), "w")
+        agent = subprocess.Popen(
+            [agent_bin, "run", "--dry-run", "--node-name", NODE, "--kubeconfig", agent_cfg,
+             "--sysfs-root", os.path.join(work, "sys"), "--kubelet-dir", os.path.join(work, "dp"),
+             "--state-dir", os.path.join(work, "state"),
+             "--devinfo-dir", os.path.join(work, "devinfo"),
+             "--pod-resources-socket", os.path.join(work, "none.sock"), "--log-level", "info"],
+            stdout=log, stderr=log,
+            # The test host is not on loopback: allow its bearer token over plain http.
+            env=dict(os.environ, SRIOV_AGENT_INSECURE_HTTP_TOKEN="1"))
+        procs.append(agent)
+
+        def watches():
+            with urllib.request.urlopen("http://%s:%d/_fake/stats" % (PEER_ADDR, port),
+                                        timeout=5) as r:
+                return json.load(r)["watches"]
+
+        end = time.monotonic() + 30
+        while watches() < WATCHES and time.monotonic() < end:
+            time.sleep(0.2)
+        time.sleep(3)  # its first writes done: idle
+        ports = agent_ports(agent.pid, port)
+        if not ports:
+            raise RuntimeError("the agent has no connection to the server")
+        w0 = watches()
+        t0 = time.monotonic()
+        for p in ports:
+            host.run("iptables", "-I", "INPUT", "-p", "tcp", "--sport", str(p), "-j", "DROP")
+            host.run("iptables", "-I", "OUTPUT", "-p", "tcp", "--dport", str(p), "-j", "DROP")
+        note("dead path: %d connections of the agent cut (ports %s)" % (
+            len(ports), ",".join(map(str, ports))))
+        while time.monotonic() - t0 < limit:
+            if watches() >= w0 + WATCHES:
+                return time.monotonic() - t0
+            time.sleep(0.25)
+        return None
+    finally:
+        stop.set()
+        for p in reversed(procs):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        host.close()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--agent", required=True)
+    ap.add_argument("--kubectl", default=shutil.which("kubectl") or "kubectl")
+    ap.add_argument("--limit", type=float, default=60.0)
+    args = ap.parse_args()
+    if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("iptables"):
+        print("SKIP: needs root, ip and iptables to make a test host (network namespace)")
+        return 77
+    work = tempfile.mkdtemp(prefix="dead-path-")
+    try:
+        took = measure(args.agent, args.kubectl, work, limit=args.limit + 20)
+    except subprocess.CalledProcessError as e:
+        print("SKIP: cannot make a test host: %s %s" % (" ".join(e.cmd), e.stderr.strip()))
+        return 77
+    ok = took is not None and took <= args.limit
+    print("%s dead path detected and watches resumed in %s (<= %.0f s)" % (
+        "PASS" if ok else "FAIL", "%.1f s" % took if took is not None else "never",
+        args.limit))
+    if ok:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print("logs in " + work)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
