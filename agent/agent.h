@@ -41,7 +41,8 @@ struct agent {
         bool reconcile_requested;
         bool ready_notified;
         uint64_t retry_usec;
-        char *last_report; /* policy statuses last logged, to log changes only */
+        char *last_report;     /* policy statuses last logged, to log changes only */
+        struct nic_list *nics; /* supported NIC models (built-in, files, ConfigMap) */
 };
 
 /* daemon.c */
@@ -53,9 +54,17 @@ void reconcile_start(struct agent *a);
 /* On shutdown: stops an apply in progress (its child finishes the kernel write it is in). */
 void reconcile_abort(struct agent *a);
 
+/* nic-list.c */
+struct nic_list;
+int nic_list_new(struct agent *a, struct nic_list **ret);
+struct nic_list *nic_list_free(struct nic_list *l);
+/* false until the cluster's supported-nic-ids ConfigMap has been read once (or given up on). */
+bool nic_list_ready(const struct nic_list *l);
+const struct supported_nics *nic_list_get(const struct nic_list *l);
+
 /* report.c */
 void report_policies(struct agent *a, const struct policy_report *rep);
 void report_held(const struct guarded_plan *g);
 void report_node_state(struct agent *a, const struct desired_state *desired,
                        const struct inventory *inv, const struct apply_report *applied,
-                       const struct guarded_plan *guarded);
+                       const struct plan *plan, const struct guarded_plan *guarded);

@@ -1,4 +1,5 @@
 /* sriov-agent discover: prints what discovery finds on this node (or under a sysfs root). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,9 @@
 #include "host/discover.h"
 #include "model/inventory-json.h"
 #include "model/inventory.h"
+#include "policy/policy-files.h"
+#include "policy/supported-nics.h"
+#include "util/macro.h"
 
 enum output_format {
         OUTPUT_TEXT,
@@ -19,8 +23,12 @@ static void print_usage(FILE *f)
 {
         fprintf(f, "Usage: sriov-agent discover [--sysfs-root DIR] [-o json|text]\n\n"
                    "Lists the SR-IOV network PFs of this node with their VFs, netdevs and RDMA\n"
-                   "devices. Devices whose sysfs data is garbled are listed with an error.\n\n"
+                   "devices. Devices whose sysfs data is garbled are listed with an error.\n"
+                   "PFs whose model is not in the supported-NIC list are marked: policies do\n"
+                   "not configure them.\n\n"
                    "  --sysfs-root DIR  read DIR instead of /sys (e.g. a generated tree)\n"
+                   "  --supported-nics FILE  more NIC models (supported-nic-ids ConfigMap format)\n"
+                   "  --all-nics        treat every model as supported\n"
                    "  -o, --output FMT  text (a table, default) or json (NodeState status form)\n"
                    "  -h, --help        show this help\n\n"
                    "Exit status: 0 when the scan ran, 1 when it could not.\n");
@@ -59,7 +67,7 @@ static void print_text_header(void)
                "DRIVER", "ID", "NUMA", "IOMMU", "VFS", "LINK", "SPEED", "MTU", "ADMIN", "RDMA");
 }
 
-static void print_pf_text(const struct pf_info *pf)
+static void print_pf_text(const struct pf_info *pf, const struct supported_nics *supported)
 {
         const struct netdev_info *n = pf->n_netdevs ? &pf->netdevs[0] : NULL;
         char id[16], numa[12], iommu[12], vfs[24], speed[24], mtu[12], rdma[256];
@@ -83,6 +91,10 @@ static void print_pf_text(const struct pf_info *pf)
                n ? (n->admin_up ? "up" : "down") : "-", rdma);
         if (pf->vendor_name || pf->device_name)
                 printf("  %s %s\n", or_dash(pf->vendor_name), or_dash(pf->device_name));
+        if (!supported_nics_allows(supported, pf->vendor, pf->device))
+                printf("  not supported: model %04x:%04x is not in the supported-NIC list; "
+                       "policies do not configure this PF\n",
+                       pf->vendor, pf->device);
         if (pf->error)
                 printf("  error: %s\n", pf->error);
 }
@@ -107,7 +119,7 @@ static void print_vf_text(const struct vf_info *vf)
                 printf("    error: %s\n", vf->error);
 }
 
-static int print_text(const struct inventory *inv)
+static int print_text(const struct inventory *inv, const struct supported_nics *supported)
 {
         if (inv->n_pfs == 0) {
                 printf("No SR-IOV network PFs found.\n");
@@ -115,17 +127,38 @@ static int print_text(const struct inventory *inv)
         }
         print_text_header();
         for (size_t i = 0; i < inv->n_pfs; i++) {
-                print_pf_text(&inv->pfs[i]);
+                print_pf_text(&inv->pfs[i], supported);
                 for (size_t v = 0; v < inv->pfs[i].n_vfs; v++)
                         print_vf_text(&inv->pfs[i].vfs[v]);
         }
         return 0;
 }
 
-static int print_json(const struct inventory *inv)
+/* Adds "supported": true/false to each PF of the NodeState-status-shaped JSON (a field of
+ * this command's output only; the NodeState itself keeps upstream's fields). */
+static int mark_supported(json_t *j, const struct inventory *inv,
+                          const struct supported_nics *supported)
+{
+        json_t *ifaces = json_object_get(j, "interfaces"), *item;
+        size_t i;
+
+        json_array_foreach(ifaces, i, item)
+        {
+                const char *pci = json_string_value(json_object_get(item, "pciAddress"));
+                const struct pf_info *pf = pci ? inventory_find_pf(inv, pci) : NULL;
+                if (pf && json_object_set_new(item, "supported",
+                                              json_boolean(supported_nics_allows(
+                                                  supported, pf->vendor, pf->device))) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int print_json(const struct inventory *inv, const struct supported_nics *supported)
 {
         json_t *j = inventory_to_json(inv);
-        if (!j) {
+        if (!j || mark_supported(j, inv, supported) < 0) {
+                json_decref(j);
                 fprintf(stderr, "sriov-agent discover: out of memory\n");
                 return 1;
         }
@@ -142,10 +175,13 @@ int cmd_discover(int argc, char **argv)
         static const struct option options[] = {
                 { "sysfs-root", required_argument, NULL, 'r' },
                 { "output", required_argument, NULL, 'o' },
+                { "supported-nics", required_argument, NULL, 's' },
+                { "all-nics", no_argument, NULL, 'A' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         struct discover_options opts = { .sysfs_root = NULL };
+        _cleanup_(supported_nics_done) struct supported_nics supported = { 0 };
         enum output_format format = OUTPUT_TEXT;
         int c;
 
@@ -168,6 +204,13 @@ int cmd_discover(int argc, char **argv)
                                 return 1;
                         }
                         break;
+                case 's':
+                        if (supported_nics_load_file(&supported, optarg) < 0)
+                                return 1; /* logged with the file and key */
+                        break;
+                case 'A':
+                        supported.any = true;
+                        break;
                 case 'h':
                         print_usage(stdout);
                         return 0;
@@ -186,7 +229,7 @@ int cmd_discover(int argc, char **argv)
         struct inventory inv;
         if (host_discover(&opts, &inv) < 0)
                 return 1; /* host_discover logged why */
-        int r = format == OUTPUT_JSON ? print_json(&inv) : print_text(&inv);
+        int r = format == OUTPUT_JSON ? print_json(&inv, &supported) : print_text(&inv, &supported);
         inventory_done(&inv);
         return r;
 }

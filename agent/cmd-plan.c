@@ -12,6 +12,9 @@
 
 #include "commands.h"
 #include "host/discover.h"
+#include "kube/cluster.h"
+#include "kube/http.h"
+#include "kube/kubeconfig.h"
 #include "model/desired-json.h"
 #include "plan/applied-store.h"
 #include "plan/plan.h"
@@ -31,21 +34,34 @@ struct plan_args {
         struct string_pair *labels;
         size_t n_labels;
         const char *node_name;
+        const char *kubeconfig; /* live-cluster mode: policies and labels from the API */
+        const char *namespace_;
         const char *sysfs_root;
         const char *state_dir;
+        const char *supported_paths[MAX_POLICY_PATHS];
+        size_t n_supported_paths;
+        bool all_nics;
         bool json;
 };
 
 static void print_usage(FILE *f)
 {
-        fprintf(f, "Usage: sriov-agent plan --policies PATH [--policies PATH ...] [OPTIONS]\n\n"
+        fprintf(f, "Usage: sriov-agent plan --policies PATH [--policies PATH ...] [OPTIONS]\n"
+                   "       sriov-agent plan --kubeconfig FILE --node-name NODE [OPTIONS]\n\n"
                    "Show the desired state, the actions and the status of every policy,\n"
                    "without changing anything.\n\n"
                    "  --policies PATH        policy file or directory (*.yaml, *.yml, *.json)\n"
+                   "  --kubeconfig FILE      read the live cluster instead: the policies of the\n"
+                   "                         namespace, the labels of --node-name, and the\n"
+                   "                         supported-nic-ids ConfigMap (read only)\n"
+                   "  --namespace NS         with --kubeconfig (default sriov-network-operator)\n"
                    "  --node-labels k=v,...  labels of this node (nodeSelector matching)\n"
                    "  --node-name N          node name (adds label kubernetes.io/hostname=N)\n"
                    "  --sysfs-root DIR       discover under DIR instead of /sys\n"
                    "  --state-dir DIR        records of previously applied PFs (<pci>.json)\n"
+                   "  --supported-nics FILE  more NIC models, in the supported-nic-ids ConfigMap\n"
+                   "                         format (Name: \"<vendor> <pf-device> <vf-device>\")\n"
+                   "  --all-nics             configure any SR-IOV PF, not only supported models\n"
                    "  -o, --output json|text output format (default text)\n\n"
                    "Exit status: 0 all policies valid, 2 a policy is invalid or conflicting,\n"
                    "1 other errors.\n");
@@ -53,13 +69,27 @@ static void print_usage(FILE *f)
 
 static int parse_args(int argc, char **argv, struct plan_args *a)
 {
-        enum { OPT_POLICIES = 0x100, OPT_LABELS, OPT_NODE, OPT_SYSFS, OPT_STATE };
+        enum {
+                OPT_POLICIES = 0x100,
+                OPT_LABELS,
+                OPT_NODE,
+                OPT_SYSFS,
+                OPT_STATE,
+                OPT_SUPPORTED,
+                OPT_ALL_NICS,
+                OPT_KUBECONFIG,
+                OPT_NAMESPACE,
+        };
         static const struct option options[] = {
                 { "policies", required_argument, NULL, OPT_POLICIES },
                 { "node-labels", required_argument, NULL, OPT_LABELS },
                 { "node-name", required_argument, NULL, OPT_NODE },
                 { "sysfs-root", required_argument, NULL, OPT_SYSFS },
                 { "state-dir", required_argument, NULL, OPT_STATE },
+                { "supported-nics", required_argument, NULL, OPT_SUPPORTED },
+                { "all-nics", no_argument, NULL, OPT_ALL_NICS },
+                { "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
+                { "namespace", required_argument, NULL, OPT_NAMESPACE },
                 { "output", required_argument, NULL, 'o' },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -89,6 +119,22 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
                 case OPT_STATE:
                         a->state_dir = optarg;
                         break;
+                case OPT_SUPPORTED:
+                        if (a->n_supported_paths >= MAX_POLICY_PATHS) {
+                                fprintf(stderr, "sriov-agent plan: too many --supported-nics\n");
+                                return -E2BIG;
+                        }
+                        a->supported_paths[a->n_supported_paths++] = optarg;
+                        break;
+                case OPT_ALL_NICS:
+                        a->all_nics = true;
+                        break;
+                case OPT_KUBECONFIG:
+                        a->kubeconfig = optarg;
+                        break;
+                case OPT_NAMESPACE:
+                        a->namespace_ = optarg;
+                        break;
                 case 'o':
                         if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
                                 fprintf(stderr, "sriov-agent plan: -o must be json or text\n");
@@ -108,8 +154,15 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
                 fprintf(stderr, "sriov-agent plan: unexpected argument \"%s\"\n", argv[optind]);
                 return -EINVAL;
         }
-        if (a->n_paths == 0) {
-                fprintf(stderr, "sriov-agent plan: --policies PATH is required\n");
+        if (a->n_paths == 0 && !a->kubeconfig) {
+                fprintf(stderr, "sriov-agent plan: --policies PATH is required (or "
+                                "--kubeconfig FILE --node-name NODE)\n");
+                return -EINVAL;
+        }
+        if (a->kubeconfig && (a->n_paths > 0 || labels || !a->node_name)) {
+                fprintf(stderr, "sriov-agent plan: --kubeconfig reads policies and labels from "
+                                "the cluster: give --node-name, and no --policies or "
+                                "--node-labels\n");
                 return -EINVAL;
         }
         if (labels) {
@@ -125,6 +178,168 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
             node_labels_set(&a->labels, &a->n_labels, "kubernetes.io/hostname", a->node_name) < 0)
                 return -E2BIG;
         return 0;
+}
+
+/* ---- live-cluster mode: three GETs on a private event loop, nothing written ---- */
+
+struct fetch {
+        const char *what;
+        char *path;
+        int error;
+        long status;
+        char *body;
+        size_t len;
+        int *pending;
+        sd_event *event;
+};
+
+static void on_fetched(struct kube_request *req, int error, long status, const char *body,
+                       size_t len, void *userdata)
+{
+        struct fetch *f = userdata;
+
+        (void)req;
+        f->error = error;
+        f->status = status;
+        f->body = malloc(len + 1);
+        if (f->body) {
+                memcpy(f->body, body, len);
+                f->body[len] = '\0';
+                f->len = len;
+        } else if (!error)
+                f->error = -ENOMEM;
+        if (--*f->pending == 0)
+                sd_event_exit(f->event, 0);
+}
+
+static json_t *fetched_json(const struct fetch *f, const char *server)
+{
+        json_t *v;
+
+        if (f->error < 0) {
+                log_error_errno(f->error, "GET %s%s (%s): %s", server, f->path, f->what,
+                                strerror(-f->error));
+                return NULL;
+        }
+        if (f->status != 200) {
+                log_error("GET %s%s (%s): HTTP %ld: %.300s", server, f->path, f->what, f->status,
+                          f->body ? f->body : "");
+                return NULL;
+        }
+        v = f->body ? json_loadb(f->body, f->len, 0, NULL) : NULL;
+        if (!v)
+                log_error("GET %s%s (%s): the answer is not JSON", server, f->path, f->what);
+        return v;
+}
+
+/* Policies of the namespace, the node's labels, and the supported-nic-ids ConfigMap. */
+static int load_cluster(struct plan_args *a, struct policy_list *list,
+                        struct supported_nics *supported)
+{
+        const char *ns = a->namespace_ ? a->namespace_ : KUBE_DEFAULT_NAMESPACE;
+        _cleanup_free_ char *ns_esc = kube_http_escape(ns),
+                            *node_esc = kube_http_escape(a->node_name);
+        struct kube_config *config = NULL;
+        struct kube_http *http = NULL;
+        sd_event *event = NULL;
+        int pending = 0, r;
+        struct fetch f[3] = {
+                { .what = "SriovNetworkNodePolicies" },
+                { .what = "the Node" },
+                { .what = "ConfigMap " SUPPORTED_NICS_CONFIGMAP },
+        };
+        json_t *policies = NULL, *node = NULL, *item, *labels, *value;
+        const char *key;
+        size_t i;
+
+        if (!ns_esc || !node_esc ||
+            asprintf(&f[0].path,
+                     "/apis/sriovnetwork.openshift.io/v1/namespaces/%s/sriovnetworknodepolicies",
+                     ns_esc) < 0 ||
+            asprintf(&f[1].path, "/api/v1/nodes/%s", node_esc) < 0 ||
+            asprintf(&f[2].path, "/api/v1/namespaces/%s/configmaps/%s", ns_esc,
+                     SUPPORTED_NICS_CONFIGMAP) < 0)
+                return log_error_errno(-ENOMEM, "out of memory");
+        r = kube_config_load(a->kubeconfig, &config);
+        if (r < 0)
+                goto out; /* logged, naming the file and field */
+        r = sd_event_new(&event);
+        if (r >= 0)
+                r = kube_http_new(event, config, &http);
+        if (r < 0) {
+                log_error_errno(r, "cannot set up HTTP to the API server: %s", strerror(-r));
+                goto out;
+        }
+        for (i = 0; i < 3; i++) {
+                f[i].pending = &pending;
+                f[i].event = event;
+                r = kube_http_start(http,
+                                    &(const struct kube_request_opts){ .path = f[i].path,
+                                                                       .on_done = on_fetched,
+                                                                       .userdata = &f[i] },
+                                    NULL);
+                if (r < 0) {
+                        log_error_errno(r, "GET %s: %s", f[i].path, strerror(-r));
+                        goto out;
+                }
+                pending++;
+        }
+        r = sd_event_loop(event);
+        if (r < 0)
+                goto out;
+        r = -EIO;
+        policies = fetched_json(&f[0], kube_http_server(http));
+        node = fetched_json(&f[1], kube_http_server(http));
+        if (!policies || !node)
+                goto out;
+        json_array_foreach(json_object_get(policies, "items"), i, item)
+        {
+                /* List items of a custom resource carry kind and apiVersion; fill them in
+                 * if a server left them out. */
+                char origin[512];
+                const char *name =
+                    json_string_value(json_object_get(json_object_get(item, "metadata"), "name"));
+                if (!json_object_get(item, "kind"))
+                        json_object_set_new(item, "kind", json_string(POLICY_KIND));
+                if (!json_object_get(item, "apiVersion"))
+                        json_object_set_new(item, "apiVersion", json_string(POLICY_API_VERSION));
+                snprintf(origin, sizeof(origin), "SriovNetworkNodePolicy %s/%s", ns,
+                         name ? name : "(unnamed)");
+                r = policy_list_add_json(list, item, origin);
+                if (r < 0)
+                        goto out;
+        }
+        labels = json_object_get(json_object_get(node, "metadata"), "labels");
+        json_object_foreach(labels, key, value)
+        {
+                r = node_labels_set(&a->labels, &a->n_labels, key,
+                                    json_is_string(value) ? json_string_value(value) : "");
+                if (r < 0)
+                        goto out;
+        }
+        r = 0;
+        if (f[2].error == 0 && f[2].status == 200) {
+                _cleanup_free_ char *error = NULL;
+                json_t *cm = fetched_json(&f[2], kube_http_server(http));
+                r = cm ? supported_nics_add_json(supported, cm, f[2].path, &error) : -EIO;
+                json_decref(cm);
+                if (r < 0 && error)
+                        log_error("%s", error);
+        } else if (f[2].error < 0 || f[2].status != 404)
+                log_warning("cannot read ConfigMap %s (%s); using the built-in supported-NIC list",
+                            SUPPORTED_NICS_CONFIGMAP,
+                            f[2].error < 0 ? strerror(-f[2].error) : "HTTP error");
+out:
+        json_decref(policies);
+        json_decref(node);
+        for (i = 0; i < 3; i++) {
+                free(f[i].path);
+                free(f[i].body);
+        }
+        kube_http_free(http);
+        sd_event_unref(event);
+        kube_config_free(config);
+        return r;
 }
 
 static int load_policies(const struct plan_args *a, struct policy_list *list)
@@ -253,7 +468,7 @@ static int print_json(const struct desired_state *d, const struct plan *p,
         return 0;
 }
 
-static int run(const struct plan_args *a)
+static int run(struct plan_args *a)
 {
         struct policy_list list = { 0 };
         struct inventory inv = { 0 };
@@ -261,12 +476,18 @@ static int run(const struct plan_args *a)
         struct desired_state desired = { 0 };
         struct policy_report report = { 0 };
         struct plan plan = { 0 };
+        struct supported_nics supported = { .any = a->all_nics };
         _cleanup_free_ char *state_error = NULL;
         int r, ret = 1;
 
-        r = load_policies(a, &list);
+        r = a->kubeconfig ? load_cluster(a, &list, &supported) : load_policies(a, &list);
         if (r < 0)
                 goto out;
+        for (size_t i = 0; i < a->n_supported_paths; i++) {
+                r = supported_nics_load_file(&supported, a->supported_paths[i]);
+                if (r < 0)
+                        goto out;
+        }
         r = host_discover(&(const struct discover_options){ .sysfs_root = a->sysfs_root,
                                                             .query_kernel = !a->sysfs_root },
                           &inv);
@@ -283,8 +504,9 @@ static int run(const struct plan_args *a)
                         goto out;
                 }
         }
-        r = policy_build_desired_state(list.items, list.n_items, a->labels, a->n_labels, &inv,
-                                       &desired, &report);
+        r = policy_build_desired_state_with(
+            &(const struct policy_build_options){ .supported = &supported }, list.items,
+            list.n_items, a->labels, a->n_labels, &inv, &desired, &report);
         if (r < 0) {
                 log_error_errno(r, "building the desired state: %s", strerror(-r));
                 goto out;
@@ -307,6 +529,7 @@ out:
         applied_state_done(&previous);
         inventory_done(&inv);
         policy_list_done(&list);
+        supported_nics_done(&supported);
         return ret;
 }
 

@@ -11,6 +11,8 @@
 
 #define USEC_PER_SEC 1000000ULL
 
+#define MAX_SUPPORTED_NICS_FILES 16
+
 static void print_usage(FILE *f)
 {
         fprintf(f,
@@ -28,6 +30,10 @@ static void print_usage(FILE *f)
                 "                            (default: sriov-network-operator)\n"
                 "  --policy-dir DIR          standalone: policies from *.yaml/*.yml/*.json in DIR\n"
                 "  --node-labels K=V,...     standalone: the node's labels (nodeSelector)\n"
+                "  --supported-nics FILE     more NIC models policies may configure, in the\n"
+                "                            supported-nic-ids ConfigMap format (repeatable;\n"
+                "                            the ConfigMap itself is read in cluster mode)\n"
+                "  --all-nics                configure any SR-IOV PF model, not only supported\n"
                 "Host:\n"
                 "  --sysfs-root DIR          sysfs to read and change (default: /sys)\n"
                 "  --state-dir DIR           records of what this agent configured, used to\n"
@@ -86,6 +92,8 @@ int cmd_run(int argc, char **argv)
                 OPT_RESYNC,
                 OPT_POD_RESOURCES,
                 OPT_ALLOW_DISRUPTION,
+                OPT_SUPPORTED_NICS,
+                OPT_ALL_NICS,
                 OPT_LOG_LEVEL,
         };
         static const struct option options[] = {
@@ -105,11 +113,15 @@ int cmd_run(int argc, char **argv)
                 { "resync-interval", required_argument, NULL, OPT_RESYNC },
                 { "pod-resources-socket", required_argument, NULL, OPT_POD_RESOURCES },
                 { "allow-disruption", no_argument, NULL, OPT_ALLOW_DISRUPTION },
+                { "supported-nics", required_argument, NULL, OPT_SUPPORTED_NICS },
+                { "all-nics", no_argument, NULL, OPT_ALL_NICS },
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
+        const char *supported_files[MAX_SUPPORTED_NICS_FILES] = { 0 };
         struct agent_config config = {
+                .supported_nics_files = supported_files,
                 .node_name = getenv("NODE_NAME"),
                 .state_dir = "/var/lib/sriov-agent",
                 .resync_usec = 30 * USEC_PER_SEC,
@@ -168,6 +180,16 @@ int cmd_run(int argc, char **argv)
                         break;
                 case OPT_POD_RESOURCES:
                         config.pod_resources_socket = optarg;
+                        break;
+                case OPT_SUPPORTED_NICS:
+                        if (config.n_supported_nics_files >= MAX_SUPPORTED_NICS_FILES) {
+                                fprintf(stderr, "sriov-agent run: too many --supported-nics\n");
+                                return 1;
+                        }
+                        supported_files[config.n_supported_nics_files++] = optarg;
+                        break;
+                case OPT_ALL_NICS:
+                        config.all_nics = true;
                         break;
                 case OPT_ALLOW_DISRUPTION:
                         config.allow_disruption = true;

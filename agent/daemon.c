@@ -225,6 +225,9 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                         goto fail;
                 }
         }
+        r = nic_list_new(a, &a->nics);
+        if (r < 0)
+                goto fail;
         *ret = a;
         return 0;
 fail:
@@ -259,6 +262,7 @@ struct agent *agent_free(struct agent *a)
         sd_event_source_unref(a->resync);
         sd_event_source_unref(a->retry);
         sd_event_source_unref(a->policy_watch);
+        nic_list_free(a->nics);
         kube_cluster_free(a->cluster);
         link_monitor_free(a->links);
         dp_manager_free(a->plugins);

@@ -22,6 +22,9 @@ struct agent_config {
         const char *resource_prefix;
         const char *rdma_shared_config;
         const char *pod_resources_socket;
+        const char *const *supported_nics_files; /* --supported-nics, in order */
+        size_t n_supported_nics_files;
+        bool all_nics; /* --all-nics: every SR-IOV PF model may be configured */
         bool dry_run;
         bool allow_disruption;
         uint64_t resync_usec; /* periodic drift check */

@@ -339,7 +339,7 @@ static void reconcile_finish(struct agent *a)
                 a->ready_notified = true;
         }
         if (a->cluster)
-                report_node_state(a, &rc->desired, &rc->inv, &rc->applied, &rc->guarded);
+                report_node_state(a, &rc->desired, &rc->inv, &rc->applied, &rc->plan, &rc->guarded);
         desired_state_done(&advertised);
         /* Keep what was seen, so link events can be told apart from pod veth churn. */
         inventory_done(&a->observed);
@@ -472,6 +472,8 @@ void reconcile_start(struct agent *a)
                 return;
         if (a->cluster && !kube_cluster_synced(a->cluster))
                 return; /* the initial sync triggers the first reconcile */
+        if (!nic_list_ready(a->nics))
+                return; /* reading the supported-NIC ConfigMap triggers it */
         rc = calloc(1, sizeof(*rc));
         if (!rc) {
                 log_error_errno(-ENOMEM, "cannot start a reconcile");
@@ -490,8 +492,10 @@ void reconcile_start(struct agent *a)
         r = discover(a, &rc->inv);
         if (r < 0)
                 goto fail;
-        r = policy_build_desired_state(rc->policies.items, rc->policies.n_items, a->labels,
-                                       a->n_labels, &rc->inv, &rc->desired, &rc->report);
+        r = policy_build_desired_state_with(
+            &(const struct policy_build_options){ .supported = nic_list_get(a->nics) },
+            rc->policies.items, rc->policies.n_items, a->labels, a->n_labels, &rc->inv,
+            &rc->desired, &rc->report);
         if (r < 0)
                 goto fail;
         report_policies(a, &rc->report);

@@ -96,7 +96,7 @@ void report_held(const struct guarded_plan *g)
  * reconcile went. The writer only sends what changed. */
 void report_node_state(struct agent *a, const struct desired_state *desired,
                        const struct inventory *inv, const struct apply_report *applied,
-                       const struct guarded_plan *guarded)
+                       const struct plan *plan, const struct guarded_plan *guarded)
 {
         struct kube_nodestate *ns = kube_cluster_nodestate(a->cluster);
         enum kube_sync_status status = KUBE_SYNC_SUCCEEDED;
@@ -109,6 +109,14 @@ void report_node_state(struct agent *a, const struct desired_state *desired,
                         status = KUBE_SYNC_FAILED;
                         n += snprintf(error + n, n < sizeof(error) ? sizeof(error) - n : 0, "%s%s",
                                       n ? "; " : "", applied->pfs[i].message);
+                }
+        /* PFs the plan leaves alone until the user acts (firmware settings) failed too. */
+        for (size_t i = 0; plan && i < plan->n_problems; i++)
+                if (plan->problems[i].pf_failed) {
+                        status = KUBE_SYNC_FAILED;
+                        n += snprintf(error + n, n < sizeof(error) ? sizeof(error) - n : 0,
+                                      "%sPF %s: %s", n ? "; " : "", plan->problems[i].pf,
+                                      plan->problems[i].message);
                 }
         if (status != KUBE_SYNC_FAILED && !guarded->passed_through && guarded->n_held > 0) {
                 status = KUBE_SYNC_IN_PROGRESS;

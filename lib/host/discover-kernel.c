@@ -36,10 +36,28 @@ static void query_eswitch_mode(struct pf_info *pf)
                 strcpy(pf->eswitch_mode, mode);
 }
 
+static void query_alt_names(struct pf_info *pf)
+{
+        pf->n_alt_names = 0;
+        for (size_t i = 0; i < pf->n_netdevs && pf->n_alt_names < PF_ALT_NAMES_MAX; i++) {
+                size_t n = 0;
+                int r =
+                    host_netlink_get_alt_names(pf->netdevs[i].name, pf->alt_names + pf->n_alt_names,
+                                               PF_ALT_NAMES_MAX - pf->n_alt_names, &n);
+                if (r < 0) {
+                        log_pf(LOG_DEBUG, r, pf->pci_address, "alternative names of %s unknown",
+                               pf->netdevs[i].name);
+                        continue;
+                }
+                pf->n_alt_names += n;
+        }
+}
+
 void discover_query_kernel(struct inventory *inv)
 {
         for (size_t i = 0; i < inv->n_pfs; i++) {
                 query_vf_vlans(&inv->pfs[i]);
+                query_alt_names(&inv->pfs[i]);
                 query_eswitch_mode(&inv->pfs[i]);
         }
         rdma_verbs_query_ports(inv);

@@ -419,3 +419,68 @@ int host_netlink_set_vf(const char *pf_ifname, int vf_index, const struct vf_set
                 *ret = res;
         return first_error;
 }
+
+int host_netlink_parse_alt_names(const struct nlmsghdr *hdr, char (*names)[128], size_t max,
+                                 size_t *ret_n)
+{
+        struct nlattr *tb[IFLA_MAX + 1], *a;
+        size_t n = 0;
+        int rem;
+
+        if (hdr->nlmsg_type != RTM_NEWLINK ||
+            nlmsg_parse((struct nlmsghdr *)hdr, sizeof(struct ifinfomsg), tb, IFLA_MAX, NULL) < 0)
+                return -EBADMSG;
+        if (tb[IFLA_PROP_LIST])
+                nla_for_each_nested(a, tb[IFLA_PROP_LIST], rem)
+                {
+                        int len = nla_len(a);
+                        const char *s = nla_data(a);
+                        if (nla_type(a) != IFLA_ALT_IFNAME || n >= max)
+                                continue;
+                        /* NUL-terminated by the kernel; refuse anything that is not. */
+                        if (len < 2 || len > 128 || s[len - 1] != '\0' ||
+                            strlen(s) != (size_t)len - 1)
+                                return -EBADMSG;
+                        memcpy(names[n++], s, (size_t)len);
+                }
+        *ret_n = n;
+        return 0;
+}
+
+struct alt_names_reply {
+        char (*names)[128];
+        size_t max, n;
+        int error;
+};
+
+static int on_alt_names_reply(struct nl_msg *msg, void *userdata)
+{
+        struct alt_names_reply *r = userdata;
+        if (nlmsg_hdr(msg)->nlmsg_type == RTM_NEWLINK)
+                r->error = host_netlink_parse_alt_names(nlmsg_hdr(msg), r->names, r->max, &r->n);
+        return 0;
+}
+
+int host_netlink_get_alt_names(const char *ifname, char (*names)[128], size_t max, size_t *ret_n)
+{
+        _cleanup_(nl_socket_freep) struct nl_sock *sk = NULL;
+        struct alt_names_reply reply = { .names = names, .max = max };
+        char extack[EXTACK_MAX];
+        int ifindex, r = resolve_ifindex(ifname, &ifindex);
+
+        if (r < 0)
+                return r;
+        r = netlink_open(NETLINK_ROUTE, 0, &sk);
+        if (r < 0)
+                return r;
+        _cleanup_(nlmsg_freep) struct nl_msg *m = link_request(RTM_GETLINK, 0, ifindex, 0, 0);
+        if (!m || nla_put_u32(m, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS) < 0)
+                return -ENOMEM;
+        r = netlink_transact(sk, m, on_alt_names_reply, &reply, extack, sizeof(extack));
+        if (r < 0)
+                return r;
+        if (reply.error < 0)
+                return reply.error;
+        *ret_n = reply.n;
+        return 0;
+}

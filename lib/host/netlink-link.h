@@ -85,6 +85,15 @@ int host_netlink_get_num_vfs(const char *pf_ifname, int *ret);
 /* The PF's VFs as the kernel reports them, sorted by index (malloc'ed; free() it). */
 int host_netlink_get_vf_list(const char *pf_ifname, struct netlink_vf_info **ret, size_t *n);
 
+/* The interface's alternative names (IFLA_PROP_LIST / IFLA_ALT_IFNAME, `ip link property add
+ * dev X altname Y`), at most `max` of them copied into names[]; *ret_n is how many. Kernels
+ * before 5.5 have none: 0 names. */
+int host_netlink_get_alt_names(const char *ifname, char (*names)[128], size_t max, size_t *ret_n);
+/* Parses the alternative names out of one RTM_NEWLINK message; -EBADMSG when malformed. */
+struct nlmsghdr;
+int host_netlink_parse_alt_names(const struct nlmsghdr *hdr, char (*names)[128], size_t max,
+                                 size_t *ret_n);
+
 /* Parses one RTM_NEWLINK message (as host_netlink_get_vf_list receives it); -EBADMSG when
  * malformed. Exposed for callers that read link replies themselves, and for tests. */
 struct nlmsghdr;

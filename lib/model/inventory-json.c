@@ -138,6 +138,16 @@ json_t *pf_info_to_json(const struct pf_info *pf)
                 r = set_link(o, pf);
         if (r == 0)
                 r = set_string_if(o, "eSwitchMode", pf->eswitch_mode);
+        if (r == 0 && pf->n_alt_names > 0) {
+                /* Upstream's InterfaceExt.altNames */
+                json_t *alt = json_array();
+                for (size_t i = 0; alt && i < pf->n_alt_names; i++)
+                        if (json_array_append_new(alt, json_string(pf->alt_names[i])) < 0) {
+                                json_decref(alt);
+                                alt = NULL;
+                        }
+                r = set(o, "altNames", alt);
+        }
         if (r == 0)
                 r = set(o, "numaNode", json_integer(pf->numa_node));
         if (r == 0)

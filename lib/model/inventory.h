@@ -15,6 +15,8 @@
 #define DRIVER_MAX   64
 #define MAC_MAX      64 /* IB hardware addresses are 20 bytes: 59 chars; we keep the text form */
 #define RDMA_NAME_MAX 64
+#define ALTIFNAME_MAX 128 /* ALTIFNAMSIZ */
+#define PF_ALT_NAMES_MAX 8 /* kept per PF; udev gives one or two (enp59s0f0np0) */
 
 enum link_type {
         LINK_TYPE_UNKNOWN = 0,
@@ -70,6 +72,10 @@ struct pf_info {
         struct netdev_info *netdevs;
         size_t n_netdevs;
         char eswitch_mode[16];     /* "legacy", "switchdev", "" unknown */
+        /* Alternative names of the PF's netdevs (IFLA_ALT_IFNAME, e.g. udev's predictable
+         * enp59s0f0np0); netlink only, so empty under a generated sysfs root. */
+        char alt_names[PF_ALT_NAMES_MAX][ALTIFNAME_MAX];
+        size_t n_alt_names;
         struct rdma_device *rdma;
         size_t n_rdma;
         struct vf_info *vfs;       /* sorted by vf_index */

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define NVIDIA_VENDOR_ID 0x15b3
+
 static const char *const action_kind_names[_ACTION_KIND_MAX] = {
         [ACTION_SET_NUM_VFS] = "set-num-vfs", [ACTION_SET_ESWITCH_MODE] = "set-eswitch-mode",
         [ACTION_SET_PF_MTU] = "set-pf-mtu",   [ACTION_PF_LINK_UP] = "pf-link-up",
@@ -59,24 +61,47 @@ static struct action *add_action(struct builder *b, enum action_kind kind, const
         return a;
 }
 
+static int add_problem_va(struct plan *p, const char *pci, bool pf_failed, const char *fmt,
+                          va_list ap) __attribute__((format(printf, 4, 0)));
+
+static int add_problem_va(struct plan *p, const char *pci, bool pf_failed, const char *fmt,
+                          va_list ap)
+{
+        struct plan_problem *arr = reallocarray(p->problems, p->n_problems + 1, sizeof(*arr));
+
+        if (!arr)
+                return -ENOMEM;
+        p->problems = arr;
+        arr[p->n_problems] = (struct plan_problem){ .pf_failed = pf_failed };
+        snprintf(arr[p->n_problems].pf, sizeof(arr->pf), "%s", pci);
+        vsnprintf(arr[p->n_problems].message, sizeof(arr->message), fmt, ap);
+        p->n_problems++;
+        return 0;
+}
+
 static int add_problem(struct plan *p, const char *pci, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static int add_problem(struct plan *p, const char *pci, const char *fmt, ...)
 {
-        struct plan_problem *arr = reallocarray(p->problems, p->n_problems + 1, sizeof(*arr));
         va_list ap;
-
-        if (!arr)
-                return -ENOMEM;
-        p->problems = arr;
-        arr[p->n_problems] = (struct plan_problem){ 0 };
-        snprintf(arr[p->n_problems].pf, sizeof(arr->pf), "%s", pci);
         va_start(ap, fmt);
-        vsnprintf(arr[p->n_problems].message, sizeof(arr->message), fmt, ap);
+        int r = add_problem_va(p, pci, false, fmt, ap);
         va_end(ap);
-        p->n_problems++;
-        return 0;
+        return r;
+}
+
+/* A problem that leaves the PF alone until the user acts: reported as that PF's failure. */
+static int add_failure(struct plan *p, const char *pci, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int add_failure(struct plan *p, const char *pci, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        int r = add_problem_va(p, pci, true, fmt, ap);
+        va_end(ap);
+        return r;
 }
 
 static const struct netdev_info *pf_netdev(const struct pf_info *pf)
@@ -199,11 +224,35 @@ static int plan_vf_mtu(struct builder *b, const struct vf_group *g, const struct
 static int plan_desired_pf(struct builder *b, const struct desired_interface *d,
                            const struct pf_info *pf)
 {
+        const struct netdev_info *nd = pf_netdev(pf);
         bool recreate, *rebound;
         int r;
 
+        /* Upstream's NVIDIA plugin changes the port type and the VF limit in firmware and
+         * reboots the node. This agent never changes firmware or reboots: it says what to do. */
+        if (!d->externally_managed && d->link_type != LINK_TYPE_UNKNOWN && nd &&
+            nd->link_type != LINK_TYPE_UNKNOWN && nd->link_type != d->link_type)
+                return add_failure(
+                    b->plan, pf->pci_address,
+                    "linkType %s wanted but the port is %s; sriov-agent does not change firmware: "
+                    "set the port type with the vendor's firmware tool%s%s%s and reboot the node; "
+                    "PF left alone",
+                    link_type_to_string(d->link_type), link_type_to_string(nd->link_type),
+                    pf->vendor == NVIDIA_VENDOR_ID ? " (NVIDIA: mlxconfig -d " : "",
+                    pf->vendor == NVIDIA_VENDOR_ID ? pf->pci_address : "",
+                    pf->vendor == NVIDIA_VENDOR_ID
+                        ? (d->link_type == LINK_TYPE_IB ? " set LINK_TYPE_P<port>=1)"
+                                                        : " set LINK_TYPE_P<port>=2)")
+                        : "");
+        if (!d->externally_managed && d->num_vfs > pf->total_vfs && pf->vendor == NVIDIA_VENDOR_ID)
+                return add_failure(
+                    b->plan, pf->pci_address,
+                    "%d VFs wanted but sriov_totalvfs is %d; sriov-agent does not change firmware: "
+                    "raise the VF limit with the vendor's firmware tool (NVIDIA: mlxconfig -d %s "
+                    "set SRIOV_EN=1 NUM_OF_VFS=%d) and reboot the node; PF left alone",
+                    d->num_vfs, pf->total_vfs, pf->pci_address, d->num_vfs);
         if (!d->externally_managed && d->num_vfs > pf->total_vfs)
-                return add_problem(b->plan, pf->pci_address,
+                return add_failure(b->plan, pf->pci_address,
                                    "%d VFs wanted but sriov_totalvfs is %d; PF left alone",
                                    d->num_vfs, pf->total_vfs);
         r = plan_pf_level(b, d, pf, &recreate);

@@ -51,7 +51,10 @@ struct action {
 
 struct plan_problem {
         char pf[PCI_ADDR_MAX];
-        char message[256];
+        char message[512];
+        /* The PF is left alone until the user acts (firmware settings): a failure of that PF
+         * (NodeState Failed with the message as lastSyncError), not only a warning. */
+        bool pf_failed;
 };
 
 struct plan {

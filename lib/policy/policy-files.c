@@ -10,6 +10,7 @@
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/yaml-json.h"
 
 static int load_file(struct policy_list *list, const char *path)
 {
@@ -65,4 +66,29 @@ int policy_list_load_path(struct policy_list *list, const char *path)
         if (stat(path, &st) < 0)
                 return log_error_errno(negative_errno(), "policies %s", path);
         return S_ISDIR(st.st_mode) ? load_dir(list, path) : load_file(list, path);
+}
+
+int supported_nics_load_file(struct supported_nics *s, const char *path)
+{
+        _cleanup_free_ char *data = NULL, *error = NULL;
+        json_t *doc = NULL;
+        size_t size;
+        int r = read_full_file(path, POLICY_FILE_MAX_SIZE, &data, &size);
+
+        if (r < 0)
+                return log_error_errno(r, "cannot read the supported-NIC file %s: %s", path,
+                                       strerror(-r));
+        r = yaml_to_json(data, size, YAML_JSON_NO_ALIASES, &doc, &error);
+        if (r == -EINVAL)
+                return log_error_errno(r, "supported-NIC file %s: %s", path,
+                                       error ? error : "not YAML");
+        if (r < 0)
+                return log_error_errno(r, "supported-NIC file %s: out of memory", path);
+        free(error);
+        error = NULL;
+        r = supported_nics_add_json(s, doc, path, &error);
+        json_decref(doc);
+        if (r < 0)
+                return log_error_errno(r, "%s", error ? error : strerror(-r));
+        return 0;
 }

@@ -9,6 +9,7 @@
 
 #include "policy/policy-select.h"
 #include "policy/policy-validate.h"
+#include "util/fileio.h"
 #include "util/macro.h"
 
 static const char *const policy_status_names[_POLICY_STATUS_MAX] = {
@@ -28,6 +29,8 @@ struct candidate {
         const struct policy *policy;
         size_t index;             /* in the input */
         bool pending;             /* still on its way to applied */
+        bool node_matched;        /* its nodeSelector matched: it counts for equal priority */
+        char *unsupported;        /* PFs it would select but whose model is not supported */
         struct pf_selection *pfs; /* the PFs it selects */
         size_t n_pfs;
 };
@@ -36,6 +39,7 @@ struct engine {
         const struct policy *policies;
         size_t n_policies;
         const struct inventory *inv;
+        const struct supported_nics *supported;
         struct candidate *cands;
         struct policy_report *report;
         struct desired_state *desired;
@@ -69,15 +73,74 @@ static int prefix_of(const struct policy *p, char *buf, size_t size)
                         policy_display_name(p));
 }
 
+/* Appends "; " + piece to *text. */
+static int append(char **text, const char *piece)
+{
+        char *joined;
+
+        if (asprintf(&joined, "%s%s%s", *text ? *text : "", *text ? "; " : "", piece) < 0)
+                return -ENOMEM;
+        free(*text);
+        *text = joined;
+        return 0;
+}
+
+/* Selects PFs by nicSelector; PFs whose model is outside the supported-NIC list are left out
+ * (upstream never even discovers them) and listed in c->unsupported for the reason. */
 static int select_pfs(struct engine *e, struct candidate *c)
 {
         c->pfs = calloc(e->inv->n_pfs ? e->inv->n_pfs : 1, sizeof(*c->pfs));
         if (!c->pfs)
                 return -ENOMEM;
-        for (size_t j = 0; j < e->inv->n_pfs; j++)
-                if (policy_selects_pf(c->policy, &e->inv->pfs[j], &c->pfs[c->n_pfs]))
+        for (size_t j = 0; j < e->inv->n_pfs; j++) {
+                const struct pf_info *pf = &e->inv->pfs[j];
+                char piece[96];
+                if (!policy_selects_pf(c->policy, pf, &c->pfs[c->n_pfs]))
+                        continue;
+                if (supported_nics_allows(e->supported, pf->vendor, pf->device)) {
                         c->n_pfs++;
+                        continue;
+                }
+                snprintf(piece, sizeof(piece), "%s (%s, %04x:%04x)", pf->pci_address,
+                         pf_netdev_name(pf) ? pf_netdev_name(pf) : "no netdev", pf->vendor,
+                         pf->device);
+                if (append(&c->unsupported, piece) < 0)
+                        return -ENOMEM;
+        }
         return 0;
+}
+
+#define UNSUPPORTED_HINT                                                                           \
+        "not in the supported-NIC list (add the model as \"<vendor> <pf-device> <vf-device>\" "    \
+        "with --supported-nics or the supported-nic-ids ConfigMap, or allow every model with "     \
+        "--all-nics)"
+
+/* Upstream's webhook admits a nicSelector vendor/deviceID only when the supported-NIC list
+ * has it (IsSupportedVendor, IsSupportedModel, IsSupportedDevice). */
+static const char *unsupported_selector(const struct engine *e, const struct policy *p,
+                                        const char **ret_field)
+{
+        uint32_t vendor = 0, device = 0;
+        bool has_vendor = p->nic.vendor && parse_hex_u32(p->nic.vendor, &vendor) == 0;
+        bool has_device = p->nic.device_id && parse_hex_u32(p->nic.device_id, &device) == 0;
+
+        if (e->supported && e->supported->any)
+                return NULL;
+        if (has_vendor && !supported_nics_has_vendor(e->supported, (uint16_t)vendor)) {
+                *ret_field = "spec.nicSelector.vendor";
+                return "no supported NIC model has this vendor";
+        }
+        if (has_vendor && has_device &&
+            !supported_nics_allows(e->supported, (uint16_t)vendor, (uint16_t)device)) {
+                *ret_field = "spec.nicSelector.deviceID";
+                return "this vendor/device pair is not a supported NIC model";
+        }
+        if (!has_vendor && has_device &&
+            !supported_nics_has_device(e->supported, (uint16_t)device)) {
+                *ret_field = "spec.nicSelector.deviceID";
+                return "no supported NIC model has this PF device id";
+        }
+        return NULL;
 }
 
 /* Validation, nodeSelector, unsupported features, nicSelector and per-PF checks. */
@@ -88,11 +151,17 @@ static int screen_policy(struct engine *e, size_t i, const struct string_pair *l
         const struct policy *p = c->policy;
         const struct string_pair *missing = NULL;
         _cleanup_free_ char *why = NULL;
-        const char *unsupported;
+        const char *unsupported, *field = NULL;
         char prefix[384];
         int r;
 
         prefix_of(p, prefix, sizeof(prefix));
+        /* Upstream skips the deprecated "default" policy (operators before v1.3.0 created it
+         * with an empty resourceName and nicSelector) before looking at it at all. */
+        if (p->name && strcmp(p->name, "default") == 0)
+                return set_result(e, i, POLICY_STATUS_NOT_SELECTED,
+                                  "%s: the policy named \"default\" is deprecated and skipped",
+                                  prefix);
         r = policy_validate(p, &why);
         if (r == -ENOMEM)
                 return r;
@@ -107,14 +176,15 @@ static int screen_policy(struct engine *e, size_t i, const struct string_pair *l
                                           "(names are unique per namespace)",
                                           prefix, q->origin ? q->origin : "API");
         }
-        if (strcmp(p->name, "default") == 0)
-                return set_result(e, i, POLICY_STATUS_NOT_SELECTED,
-                                  "%s: the policy named \"default\" is deprecated and skipped",
-                                  prefix);
+        unsupported = unsupported_selector(e, p, &field);
+        if (unsupported)
+                return set_result(e, i, POLICY_STATUS_INVALID, "%s: field %s: %s; %s", prefix,
+                                  field, unsupported, UNSUPPORTED_HINT);
         if (!policy_matches_node(p, labels, n_labels, &missing))
                 return set_result(e, i, POLICY_STATUS_NOT_SELECTED,
                                   "%s: nodeSelector %s=%s does not match this node's labels",
                                   prefix, missing->key, missing->value);
+        c->node_matched = true;
         unsupported = policy_unsupported_feature(p);
         if (unsupported)
                 return set_result(e, i, POLICY_STATUS_NOT_SELECTED,
@@ -122,6 +192,11 @@ static int screen_policy(struct engine *e, size_t i, const struct string_pair *l
         r = select_pfs(e, c);
         if (r < 0)
                 return r;
+        if (c->n_pfs == 0 && c->unsupported)
+                return set_result(
+                    e, i, POLICY_STATUS_NOT_SELECTED,
+                    "%s: nicSelector matches only PFs whose model is " UNSUPPORTED_HINT ": %s",
+                    prefix, c->unsupported);
         if (c->n_pfs == 0)
                 return set_result(e, i, POLICY_STATUS_NOT_SELECTED,
                                   "%s: nicSelector matches no PF on this node", prefix);
@@ -175,7 +250,10 @@ static const char *conflict_between(const struct candidate *a, const struct cand
                                 return "pfNames VF ranges overlap on the same PF";
                         if (sa->by_root_device && sb->by_root_device)
                                 return "the same rootDevice is selected twice";
-                        if (pa->externally_managed != pb->externally_managed)
+                        /* Upstream's webhook compares externallyManaged only between pfNames
+                         * entries naming the same PF (validatePfNames). */
+                        if (sa->by_pf_name && sb->by_pf_name &&
+                            pa->externally_managed != pb->externally_managed)
                                 return "externallyManaged differs on the same PF";
                 }
         return NULL;
@@ -357,12 +435,32 @@ static int apply_to_pf(struct desired_state *d, const struct policy *p,
         return 0;
 }
 
+/* The policies upstream's controller walks for this node: every one whose nodeSelector
+ * matches, including those that then select no NIC here. Invalid and conflicting ones are
+ * left out: upstream's webhook would not have admitted them. */
+static int collect_node_matched(struct engine *e, struct candidate ***ret, size_t *n)
+{
+        struct candidate **list = calloc(e->n_policies ? e->n_policies : 1, sizeof(*list));
+
+        if (!list)
+                return -ENOMEM;
+        *n = 0;
+        for (size_t i = 0; i < e->n_policies; i++) {
+                enum policy_status st = e->report->results[i].status;
+                if (e->cands[i].pending ||
+                    (e->cands[i].node_matched && st == POLICY_STATUS_NOT_SELECTED))
+                        list[(*n)++] = &e->cands[i];
+        }
+        *ret = list;
+        return 0;
+}
+
 static int merge_accepted(struct engine *e)
 {
         _cleanup_free_ struct candidate **order = NULL;
         size_t n = 0;
-        int r = collect_pending(e, &order, &n);
-        int previous_priority = 0;
+        int r = collect_node_matched(e, &order, &n);
+        int previous_priority = -1;
 
         if (r < 0)
                 return r;
@@ -370,14 +468,17 @@ static int merge_accepted(struct engine *e)
                 qsort(order, n, sizeof(*order), cmp_apply_order);
         for (size_t i = 0; i < n; i++) {
                 const struct policy *p = order[i]->policy;
-                /* Upstream compares with the previous policy applied on the node. */
-                bool equal = i > 0 && previous_priority == p->priority;
+                /* Upstream compares with the previous policy that matched the node's labels,
+                 * whether or not it selected a NIC here. */
+                bool equal = previous_priority == p->priority;
+                previous_priority = p->priority;
+                if (!order[i]->pending)
+                        continue;
                 for (size_t k = 0; k < order[i]->n_pfs; k++) {
                         r = apply_to_pf(e->desired, p, &order[i]->pfs[k], equal);
                         if (r < 0)
                                 return r;
                 }
-                previous_priority = p->priority;
         }
         /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
         return 0;
@@ -387,18 +488,6 @@ static int cmp_interface(const void *x, const void *y)
 {
         return strcmp(((const struct desired_interface *)x)->pci_address,
                       ((const struct desired_interface *)y)->pci_address);
-}
-
-/* Appends "; " + piece to *text. */
-static int append(char **text, const char *piece)
-{
-        char *joined;
-
-        if (asprintf(&joined, "%s%s%s", *text ? *text : "", *text ? "; " : "", piece) < 0)
-                return -ENOMEM;
-        free(*text);
-        *text = joined;
-        return 0;
 }
 
 /* Accepted policies are applied where a group of theirs survived the merge; where a
@@ -434,6 +523,16 @@ static int report_applied(struct engine *e)
                         if (append(&text, piece) < 0)
                                 return -ENOMEM;
                 }
+                if (c->unsupported) {
+                        _cleanup_free_ char *skip = NULL;
+                        if (asprintf(&skip, "not selected, model not supported: %s",
+                                     c->unsupported) < 0) {
+                                skip = NULL;
+                                return -ENOMEM;
+                        }
+                        if (append(&text, skip) < 0)
+                                return -ENOMEM;
+                }
                 prefix_of(c->policy, prefix, sizeof(prefix));
                 if (set_result(e, i, any ? POLICY_STATUS_APPLIED : POLICY_STATUS_NOT_SELECTED,
                                "%s: %s", prefix, text ? text : "") < 0)
@@ -466,7 +565,19 @@ int policy_build_desired_state(const struct policy *policies, size_t n_policies,
                                const struct inventory *inv, struct desired_state *ret_desired,
                                struct policy_report *ret_report)
 {
+        return policy_build_desired_state_with(&(const struct policy_build_options){}, policies,
+                                               n_policies, labels, n_labels, inv, ret_desired,
+                                               ret_report);
+}
+
+int policy_build_desired_state_with(const struct policy_build_options *opts,
+                                    const struct policy *policies, size_t n_policies,
+                                    const struct string_pair *labels, size_t n_labels,
+                                    const struct inventory *inv, struct desired_state *ret_desired,
+                                    struct policy_report *ret_report)
+{
         struct engine e = {
+                .supported = opts ? opts->supported : NULL,
                 .policies = policies,
                 .n_policies = n_policies,
                 .inv = inv,
@@ -489,8 +600,10 @@ int policy_build_desired_state(const struct policy *policies, size_t n_policies,
                 r = merge_accepted(&e);
         if (r >= 0)
                 r = report_applied(&e);
-        for (size_t i = 0; i < n_policies; i++)
+        for (size_t i = 0; i < n_policies; i++) {
                 free(e.cands[i].pfs);
+                free(e.cands[i].unsupported);
+        }
         free(e.cands);
         if (r < 0) {
                 desired_state_done(ret_desired);

@@ -16,6 +16,7 @@
 #include "model/desired.h"
 #include "model/inventory.h"
 #include "policy/policy.h"
+#include "policy/supported-nics.h"
 
 enum policy_status {
         POLICY_STATUS_APPLIED,
@@ -43,7 +44,21 @@ void policy_report_done(struct policy_report *report);
 /* true when any policy is invalid or conflicting (the CLI's exit status 2). */
 bool policy_report_has_errors(const struct policy_report *report);
 
+struct policy_build_options {
+        /* Which PF models policies may configure; NULL: the built-in table. PFs of other
+         * models are never selected (the policy's reason names them), and a nicSelector
+         * vendor/deviceID outside the list makes the policy invalid, as upstream's webhook
+         * rejects it. */
+        const struct supported_nics *supported;
+};
+
 /* Returns 0 and fills both outputs (desired interfaces sorted by PCI address), or -ENOMEM. */
+int policy_build_desired_state_with(const struct policy_build_options *opts,
+                                    const struct policy *policies, size_t n_policies,
+                                    const struct string_pair *labels, size_t n_labels,
+                                    const struct inventory *inv, struct desired_state *ret_desired,
+                                    struct policy_report *ret_report);
+/* The same with default options (the built-in supported-NIC table). */
 int policy_build_desired_state(const struct policy *policies, size_t n_policies,
                                const struct string_pair *labels, size_t n_labels,
                                const struct inventory *inv, struct desired_state *ret_desired,

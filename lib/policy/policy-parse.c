@@ -292,7 +292,7 @@ static void parse_spec(struct parse_ctx *ctx, const json_t *spec)
         get_string(ctx, spec, "resourceName", "spec.resourceName", &p->resource_name);
         parse_node_selector(ctx, spec);
         get_int(ctx, spec, "priority", "spec.priority", &p->priority, NULL);
-        get_int(ctx, spec, "mtu", "spec.mtu", &p->mtu, NULL);
+        get_int(ctx, spec, "mtu", "spec.mtu", &p->mtu, &p->has_mtu);
         get_int(ctx, spec, "numVfs", "spec.numVfs", &p->num_vfs, &p->has_num_vfs);
         parse_nic_selector(ctx, spec);
         get_string(ctx, spec, "deviceType", "spec.deviceType", &p->device_type);
@@ -306,10 +306,13 @@ static void parse_spec(struct parse_ctx *ctx, const json_t *spec)
                  NULL);
         bridge = json_object_get(spec, "bridge");
         if (bridge && !json_is_null(bridge)) {
+                const json_t *ovs = json_object_get(bridge, "ovs");
                 if (!json_is_object(bridge))
                         add_error(ctx, "spec.bridge", "expected an object, got %s",
                                   json_type_name(bridge));
-                p->has_bridge = true;
+                /* Upstream's Bridge.IsEmpty(): only spec.bridge.ovs asks for a bridge. Go
+                 * clients built on upstream's types always send "bridge": {}. */
+                p->has_bridge = !json_is_object(bridge) || (ovs && !json_is_null(ovs));
         }
 }
 

@@ -33,10 +33,14 @@ static bool hex_matches(const char *text, uint16_t value)
         return parse_hex_u32(text, &v) == 0 && v == value;
 }
 
+/* The netdev name, or (as upstream since late 2025) one of its alternative names. */
 static bool pf_has_name(const struct pf_info *pf, const char *name)
 {
         for (size_t i = 0; i < pf->n_netdevs; i++)
                 if (strcmp(pf->netdevs[i].name, name) == 0)
+                        return true;
+        for (size_t i = 0; i < pf->n_alt_names; i++)
+                if (strcmp(pf->alt_names[i], name) == 0)
                         return true;
         return false;
 }
@@ -103,6 +107,12 @@ int policy_check_on_pf(const struct policy *p, const struct pf_info *pf, char **
         if (p->num_vfs <= 0)
                 return reason(ret_reason, p, pf, "spec.numVfs",
                               "numVfs %d is not allowed on a selected PF", p->num_vfs);
+        /* Upstream checks the vdpa vendor on the selected interface, not in the selector. */
+        if (p->vdpa_type && pf->vendor != MELLANOX_VENDOR_ID)
+                return reason(ret_reason, p, pf, "spec.vdpaType",
+                              "vdpa is supported only on NVIDIA (15b3) NICs, this PF's vendor "
+                              "is %04x",
+                              pf->vendor);
         if (p->externally_managed) {
                 if (p->num_vfs > pf->num_vfs)
                         return reason(ret_reason, p, pf, "spec.numVfs",
@@ -120,7 +130,9 @@ int policy_check_on_pf(const struct policy *p, const struct pf_info *pf, char **
                                       link_type_to_string(nd->link_type), p->link_type);
                 return 0;
         }
-        if (p->num_vfs > pf->total_vfs)
+        /* On NVIDIA cards sriov_totalvfs is a firmware setting: upstream raises it, this agent
+         * reports the PF as failed with what to do (lib/plan), so the policy stays valid. */
+        if (p->num_vfs > pf->total_vfs && pf->vendor != MELLANOX_VENDOR_ID)
                 return reason(ret_reason, p, pf, "spec.numVfs",
                               "numVfs %d exceeds the PF's sriov_totalvfs %d", p->num_vfs,
                               pf->total_vfs);

@@ -204,8 +204,6 @@ static void validate_combinations(struct field_errors *pr, const struct policy *
                         field_errors_add(pr, "spec.vdpaType", "requires deviceType netdevice");
                 if (!switchdev)
                         field_errors_add(pr, "spec.vdpaType", "requires eSwitchMode switchdev");
-                if (!p->nic.vendor || strcasecmp(p->nic.vendor, "15b3") != 0)
-                        field_errors_add(pr, "spec.vdpaType", "requires nicSelector.vendor 15b3");
         }
 }
 
@@ -213,7 +211,9 @@ static void validate_numbers(struct field_errors *pr, const struct policy *p)
 {
         if (p->priority < 0 || p->priority > 99)
                 field_errors_add(pr, "spec.priority", "%d is outside 0..99", p->priority);
-        if (p->mtu < 0 || p->mtu > POLICY_MAX_MTU)
+        /* The CRD says minimum 1; without an API server in front (policy files) the same
+         * bound applies, so "mtu: 0" is refused rather than read as "not set". */
+        if ((p->has_mtu && p->mtu < 1) || p->mtu < 0 || p->mtu > POLICY_MAX_MTU)
                 field_errors_add(pr, "spec.mtu", "%d is outside 1..%d", p->mtu, POLICY_MAX_MTU);
         if (!p->has_num_vfs)
                 field_errors_add(pr, "spec.numVfs", "missing (required)");

@@ -52,6 +52,7 @@ struct policy {
         bool has_node_selector;
         int priority; /* defaulted to 99 */
         int mtu;      /* 0 = not set */
+        bool has_mtu; /* spec.mtu given (the CRD's minimum is 1, so 0 given is invalid) */
         int num_vfs;
         bool has_num_vfs;
         bool has_nic_selector;
@@ -64,7 +65,7 @@ struct policy {
         char *vdpa_type;    /* "virtio", "vhost" or NULL */
         bool exclude_topology;
         bool externally_managed;
-        bool has_bridge; /* spec.bridge (OVS) given: not supported by this agent */
+        bool has_bridge; /* spec.bridge.ovs given: not supported by this agent ({} is none) */
 };
 
 /* Policies (parsed or failed) plus notes about skipped objects, in input order. */

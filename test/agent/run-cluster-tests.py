@@ -110,9 +110,9 @@ def main():
     os.makedirs(kdir)
     manifest = json.loads(subprocess.check_output(
         [sys.executable, os.path.join(src, "test/sysfs-gen/gen-sysfs.py"), "--out", sysfs,
-         "--profile", "seed", "--manifest"]))
+         "--profile", "seed", "--pf", "i350:eno2:2", "--manifest"]))
     pfs = {pf["ifname"]: pf for pf in manifest["pfs"] if pf.get("ifname")}
-    cx, ice = pfs["ens1f0"], pfs["ens2f0"]
+    cx, ice, i350 = pfs["ens1f0"], pfs["ens2f0"], pfs["eno2"]
 
     cluster = Cluster(src, work, args.kubectl)
     kubelet = Proc([args.fake_kubelet, "--dir", kdir], os.path.join(work, "kubelet.err"))
@@ -124,6 +124,10 @@ def main():
         cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/policies",
                                                "highnet-sriov-policy.yaml"))
         cluster.ok("label", "node", NODE, "highnet-node=true")
+        # The I350 is not in the built-in supported-NIC list; the ConfigMap adds it.
+        cluster.ok("apply", "-f", "-", stdin=(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: supported-nic-ids\n"
+            "  namespace: %s\ndata:\n  Intel_igb_I350: \"8086 1521 1520\"\n" % NS))
 
         log = open(os.path.join(work, "agent.log"), "w")
         agent = subprocess.Popen(
@@ -206,6 +210,30 @@ def main():
         cluster.ok("label", "node", NODE, "highnet-node-")
         check("label removed -> ens1f0 reset", wait(
             lambda: numvfs(sysfs, cx["pciAddress"]) == "0", 40), numvfs(sysfs, cx["pciAddress"]))
+
+        # 6. A PF whose model only the supported-nic-ids ConfigMap lists is configured.
+        cluster.ok("label", "node", NODE, "highnet-node=true")
+        cluster.ok("apply", "-f", "-", stdin=policy_yaml("mgmt", "mgmt", "eno2", 2))
+        reg = kubelet.wait_for(ev("register", "openshift.io/mgmt"), 30)
+        check("ConfigMap-listed I350 model -> its PF's VFs are served", reg is not None,
+              "openshift.io/mgmt not registered")
+        check("its VF count is kept", numvfs(sysfs, i350["pciAddress"]) == "2",
+              numvfs(sysfs, i350["pciAddress"]))
+
+        # 7. A port type the firmware would have to change: that PF failed, saying what to do.
+        ib = json.loads(policy_yaml("ibport", "ibport", "ens1f1", 2))
+        ib["spec"]["linkType"] = "IB"
+        cluster.ok("apply", "-f", "-", stdin=json.dumps(ib))
+        def firmware_failure():
+            n = cluster.nodestate() or {}
+            st = n.get("status", {})
+            return st if st.get("syncStatus") == "Failed" and \
+                "LINK_TYPE_P" in st.get("lastSyncError", "") else None
+        st = wait(firmware_failure, 30)
+        check("linkType IB on an Ethernet port -> NodeState Failed, lastSyncError says mlxconfig",
+              st is not None, json.dumps((cluster.nodestate() or {}).get("status", {}))[:600])
+        check("that PF is left alone", numvfs(sysfs, pfs["ens1f1"]["pciAddress"]) == "0",
+              numvfs(sysfs, pfs["ens1f1"]["pciAddress"]))
 
         agent.send_signal(signal.SIGTERM)
         rc = agent.wait(timeout=30)

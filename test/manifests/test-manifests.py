@@ -546,8 +546,9 @@ def case_rbac():
         (sn, "sriovnetworknodestates"): {"create", "get", "patch"},
         (sn, "sriovnetworknodestates/status"): {"get", "patch"},
         ("", "events"): {"create", "patch"},
-    }, "Role: read policies; create/get/patch NodeStates (+status get/patch); create/patch "
-       "Events; nothing more")
+        ("", "configmaps"): {"get", "list", "watch"},
+    }, "Role: read policies and the supported-nic-ids ConfigMap; create/get/patch NodeStates "
+       "(+status get/patch); create/patch Events; nothing more")
     check(rules_of("ClusterRole", "sriov-agent") == {("", "nodes"): {"get", "list", "watch"}},
           "ClusterRole: get/list/watch nodes only")
     objs = {(k, n): o for k, n, o in objects_in(RBAC)}

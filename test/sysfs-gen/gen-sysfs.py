@@ -39,6 +39,19 @@ MODELS = {
         subsys_device=0xA03C, vf_subsys_device=0xA03C, cls=0x020000, driver="igb",
         vf_driver="igbvf", totalvfs=7, offset=128, stride=2, speed=1000, net_type=1,
         rdma=False, link_layer="Ethernet", net=True),
+    # Intel I350 (onboard 1G management port): SR-IOV capable, not in upstream's
+    # supported-nic-ids list.
+    "i350": dict(
+        vendor=0x8086, device=0x1521, vf_device=0x1520, subsys_vendor=0x8086,
+        subsys_device=0x0001, vf_subsys_device=0x0001, cls=0x020000, driver="igb",
+        vf_driver="igbvf", totalvfs=7, offset=128, stride=4, speed=1000, net_type=1,
+        rdma=False, link_layer="Ethernet", net=True),
+    # Intel XXV710 (i40e), the NIC of upstream's webhook test node state.
+    "xxv710": dict(
+        vendor=0x8086, device=0x158B, vf_device=0x154C, subsys_vendor=0x8086,
+        subsys_device=0x0001, vf_subsys_device=0x0000, cls=0x020000, driver="i40e",
+        vf_driver="iavf", totalvfs=64, offset=16, stride=1, speed=25000, net_type=1,
+        rdma=False, link_layer="Ethernet", net=True),
     # QEMU's emulated NVMe controller with SR-IOV: a PF that is not a network function.
     "nvme": dict(
         vendor=0x1B36, device=0x0010, vf_device=0x0010, subsys_vendor=0x1AF4,

@@ -241,6 +241,76 @@ static void test_parse_256_vfs(void **state)
         nlmsg_free(m);
 }
 
+/* Adds an alternative name the way `ip link property add dev IF altname NAME` does. */
+static int add_alt_name(const char *ifname, const char *alt)
+{
+        struct nl_sock *sk = nl_socket_alloc();
+        struct nl_msg *m = nlmsg_alloc_simple(RTM_NEWLINKPROP, NLM_F_REQUEST | NLM_F_ACK);
+        struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC,
+                                 .ifi_index = (int)if_nametoindex(ifname) };
+        int r;
+
+        assert_non_null(sk);
+        assert_non_null(m);
+        assert_int_equal(nl_connect(sk, NETLINK_ROUTE), 0);
+        assert_int_equal(nlmsg_append(m, &ifi, sizeof(ifi), NLMSG_ALIGNTO), 0);
+        struct nlattr *list = nla_nest_start(m, IFLA_PROP_LIST);
+        assert_int_equal(nla_put_string(m, IFLA_ALT_IFNAME, alt), 0);
+        nla_nest_end(m, list);
+        r = nl_send_auto(sk, m);
+        if (r >= 0)
+                r = nl_wait_for_ack(sk);
+        nlmsg_free(m);
+        nl_socket_free(sk);
+        return r;
+}
+
+static void test_alt_names(void **state)
+{
+        char names[4][128];
+        size_t n = 99;
+
+        (void)state;
+        require_netns();
+        create_veth("sriovt4", "sriovt5");
+        assert_int_equal(host_netlink_get_alt_names("sriovt4", names, 4, &n), 0);
+        assert_int_equal(n, 0);
+        if (add_alt_name("sriovt4", "enp59s0f0np0") < 0) {
+                print_message("skipped: this kernel has no alternative interface names\n");
+                skip();
+        }
+        assert_int_equal(add_alt_name("sriovt4", "uplink-with-a-name-longer-than-ifnamsiz"), 0);
+        assert_int_equal(host_netlink_get_alt_names("sriovt4", names, 4, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(names[0], "enp59s0f0np0");
+        assert_string_equal(names[1], "uplink-with-a-name-longer-than-ifnamsiz");
+        /* at most `max` are copied */
+        assert_int_equal(host_netlink_get_alt_names("sriovt4", names, 1, &n), 0);
+        assert_int_equal(n, 1);
+        /* the peer has none */
+        assert_int_equal(host_netlink_get_alt_names("sriovt5", names, 4, &n), 0);
+        assert_int_equal(n, 0);
+}
+
+static void test_parse_alt_names(void **state)
+{
+        struct nl_msg *m = nlmsg_alloc_size(4096);
+        struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = 7 };
+        char names[4][128];
+        size_t n = 0;
+
+        (void)state;
+        assert_non_null(m);
+        assert_non_null(nlmsg_put(m, 0, 0, RTM_NEWLINK, 0, 0));
+        assert_int_equal(nlmsg_append(m, &ifi, sizeof(ifi), NLMSG_ALIGNTO), 0);
+        struct nlattr *list = nla_nest_start(m, IFLA_PROP_LIST);
+        assert_int_equal(nla_put_string(m, IFLA_ALT_IFNAME, "enp59s0f0np0"), 0);
+        assert_int_equal(nla_put(m, IFLA_ALT_IFNAME, 3, "abc"), 0); /* not NUL-terminated */
+        nla_nest_end(m, list);
+        assert_int_equal(host_netlink_parse_alt_names(nlmsg_hdr(m), names, 4, &n), -EBADMSG);
+        nlmsg_free(m);
+}
+
 static int setup(void **state)
 {
         log_setup(LOG_TARGET_STDERR, LOG_INFO);
@@ -262,6 +332,8 @@ int main(void)
                 cmocka_unit_test(test_vf_settings_validated),
                 cmocka_unit_test(test_string_tables),
                 cmocka_unit_test(test_parse_256_vfs),
+                cmocka_unit_test(test_alt_names),
+                cmocka_unit_test(test_parse_alt_names),
         };
         return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -148,10 +148,6 @@ static void test_invalid_variants(void **state)
                 { "p", "{\"vdpaType\": \"virtio\"}", NULL,
                   "field spec.vdpaType: requires eSwitchMode switchdev" },
                 { "p",
-                  "{\"vdpaType\": \"virtio\", \"eSwitchMode\": \"switchdev\", \"nicSelector\": "
-                  "{\"vendor\": \"8086\"}}",
-                  NULL, "field spec.vdpaType: requires nicSelector.vendor 15b3" },
-                { "p",
                   "{\"vdpaType\": \"virtio\", \"eSwitchMode\": \"switchdev\", \"deviceType\": "
                   "\"vfio-pci\", \"isRdma\": false}",
                   NULL, "field spec.vdpaType: requires deviceType netdevice" },
