@@ -16,6 +16,7 @@
 #include "host/link-monitor.h"
 #include "kube/cluster.h"
 #include "policy/node-labels.h"
+#include "util/debounce.h"
 #include "util/log.h"
 #include "util/macro.h"
 
@@ -40,26 +41,49 @@ void schedule_retry(struct agent *a, size_t n_failed)
 
 static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata)
 {
-        reconcile_start(userdata);
+        struct agent *a = userdata;
+
+        if (sd_event_now(a->event, CLOCK_MONOTONIC, &a->debounce_last) < 0 || !a->debounce_last)
+                a->debounce_last = usec ? usec : 1;
+        reconcile_start(a);
         return 0;
 }
 
-int schedule_reconcile(struct agent *a, const char *why)
+/* leading_edge: a change that should show at once (a VF's link, SIGHUP) starts the reconcile
+ * now unless one started within the debounce window (util/debounce.h); other triggers wait the
+ * whole window, which collapses bursts such as several policy files written in a row. */
+static int schedule(struct agent *a, const char *why, bool leading_edge)
 {
         int enabled = SD_EVENT_OFF;
+        uint64_t now, due;
 
         if (a->running) {
                 a->reconcile_requested = true;
                 return 0;
         }
+        int r = sd_event_now(a->event, CLOCK_MONOTONIC, &now);
+        if (r < 0)
+                return r;
+        due = now + (leading_edge ? debounce_delay(now, a->debounce_last, a->config.debounce_usec)
+                                  : a->config.debounce_usec);
         sd_event_source_get_enabled(a->debounce, &enabled);
-        if (enabled != SD_EVENT_OFF)
-                return 0; /* already pending: the debounce collapses bursts */
-        log_debug("reconcile scheduled: %s", why);
-        int r = sd_event_source_set_time_relative(a->debounce, a->config.debounce_usec);
+        if (enabled != SD_EVENT_OFF) {
+                uint64_t pending;
+                /* already pending: the debounce collapses bursts, but never delays a change
+                 * that would run sooner on its own */
+                if (sd_event_source_get_time(a->debounce, &pending) < 0 || pending <= due)
+                        return 0;
+        }
+        log_debug("reconcile scheduled: %s%s", why, due == now ? " (now)" : "");
+        r = sd_event_source_set_time(a->debounce, due);
         if (r < 0)
                 return r;
         return sd_event_source_set_enabled(a->debounce, SD_EVENT_ONESHOT);
+}
+
+int schedule_reconcile(struct agent *a, const char *why)
+{
+        return schedule(a, why, false);
 }
 
 static int on_resync(sd_event_source *s, uint64_t usec, void *userdata)
@@ -90,7 +114,7 @@ static void on_link_event(const struct link_event *ev, void *userdata)
                 return;
         log_debug("link %s %s (mtu %d, %s)", ev->ifname, link_event_kind_to_string(ev->kind),
                   ev->mtu, ev->up ? "up" : "down");
-        schedule_reconcile(a, ev->resync ? "link events lost" : "link change");
+        schedule(a, ev->resync ? "link events lost" : "link change", true);
 }
 
 static void on_cluster_change(const char *why, void *userdata)
@@ -122,7 +146,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
         log_info("SIGHUP: reloading configuration");
         load_rdma_shared(a);
-        return schedule_reconcile(a, "SIGHUP");
+        return schedule(a, "SIGHUP", true);
 }
 
 static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -187,8 +211,11 @@ int agent_new(const struct agent_config *config, struct agent **ret)
             (r = sd_event_add_signal(a->event, NULL, SIGHUP, on_sighup, a)) < 0)
                 goto fail;
 
+        /* The debounce fires within 1 ms of its time: sd-event's default accuracy (0 = 250 ms,
+         * to coalesce wake-ups) would add up to a quarter second to every change. The resync
+         * timer keeps the default: nobody waits for it. */
         if ((r = sd_event_add_time_relative(a->event, &a->debounce, CLOCK_MONOTONIC,
-                                            config->debounce_usec, 0, on_debounce, a)) < 0 ||
+                                            config->debounce_usec, 1000, on_debounce, a)) < 0 ||
             (r = sd_event_add_time_relative(a->event, &a->resync, CLOCK_MONOTONIC,
                                             config->resync_usec, 0, on_resync, a)) < 0 ||
             (r = sd_event_add_time_relative(a->event, &a->retry, CLOCK_MONOTONIC, RETRY_MIN_USEC, 0,
