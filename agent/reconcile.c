@@ -9,6 +9,7 @@
  * Everything is recomputed from the sources each time, so a reconcile never depends on what
  * an earlier one believed. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,6 +316,9 @@ static void reconcile_end(struct agent *a)
         schedule_retry(a, rc ? rc->n_failed : 0);
         a->running = NULL;
         reconcile_free(rc);
+        /* A reconcile's inventory, desired state and plan are freed now; without this glibc
+         * keeps their high-water mark (~0.5 MB with 512 VFs) resident between reconciles. */
+        malloc_trim(0);
         if (a->reconcile_requested)
                 schedule_reconcile(a, "changes during the last reconcile");
 }
