@@ -22,6 +22,18 @@ CASE:
            moved to a temp dir, --dry-run, generated seed sysfs) starts, loads the RDMA shared
            config and applies the seed policy, and stops cleanly on SIGTERM
   rbac     the RBAC grants exactly the verbs the agent needs, nothing else
+  hostpaths every host directory the agent writes (its --state-dir, --kubelet-dir,
+           --devinfo-dir, /sys) and the install-cni init container writes (/opt/cni/bin) is
+           a writable hostPath mount, what it only reads (/dev, the PodResources socket's
+           directory) is read-only, and no other hostPath is mounted; no container is
+           privileged, the agent adds CAP_NET_ADMIN only, the init container none
+  image    every container runs the image scripts/build-image builds by default
+  helm     manifests/helm/sriov-agent rendered (test/manifests/helm_render.py: the Go-template
+           subset the chart uses; Debian has no helm) with default values gives exactly the
+           objects of manifests/00-30; its crds/ are the top-level crds/; other values (namespace,
+           image, prefix, node selector, RDMA shared config, resync interval) land where they must
+  initcni  the install-cni init container's script (busybox sh) installs the plugin
+           atomically (rename over the old file, mode 0755, no leftover) and fails without one
   install  `cmake --install` puts the binary, the unit (ExecStart = installed binary), the
            manifests and the CRDs under the prefix; `systemd-analyze verify` accepts the unit
 Uses only temp dirs and 127.0.0.1. Environment: KUBECTL (default "kubectl")."""
@@ -90,7 +102,9 @@ IGB_POLICY = os.path.join(EXAMPLES, "vm-lab", "highnet-sriov-policy.yaml")
 # ------------------------------------------------------------------------------------ parse
 
 def case_parse():
-    files = object_files(MANIFESTS, CRDS)
+    # the Helm chart's templates are not YAML until rendered: case "helm" checks them
+    files = [f for f in object_files(MANIFESTS, CRDS)
+             if not f.startswith(os.path.join(MANIFESTS, "helm") + os.sep)]
     check(len(files) >= 10, f"found the manifest files ({len(files)})")
     for path in files:
         rel = os.path.relpath(path, SRC)
@@ -614,10 +628,218 @@ def case_install():
                   f"systemd-analyze security: exposure {m and m.group(1)} <= 3.0 "
                   f"(README quotes it)")
 
+# -------------------------------------------------------------------------------- hostpaths
+
+def pod_spec():
+    return one("DaemonSet", DAEMONSET)["spec"]["template"]["spec"]
+
+
+def default_of(flag):
+    r = subprocess.run([AGENT, "run", "--help"], capture_output=True, text=True, timeout=30)
+    m = re.search(re.escape(flag) + r"\b.*?\(default:\s*(\S+?)\)", r.stdout, re.S)
+    return m.group(1) if m else None
+
+
+def case_hostpaths():
+    spec = pod_spec()
+    host_volumes = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
+    agent = next(c for c in spec["containers"] if c["name"] == "sriov-agent")
+    init = next((c for c in spec.get("initContainers", []) if c["name"] == "install-cni"), None)
+    check(init is not None, "an install-cni init container installs the CNI plugin")
+    if init is None:
+        init = {"name": "install-cni", "volumeMounts": [], "command": [""]}
+    args = dict(a.split("=", 1) for a in agent["args"][1:] if "=" in a)
+
+    def mounts_of(container):
+        # mount path -> (host path, read-only)
+        return {m["mountPath"]: (host_volumes[m["name"]], bool(m.get("readOnly")))
+                for m in container["volumeMounts"] if m["name"] in host_volumes}
+
+    # What the agent writes: the directories its flags name (the DaemonSet's value, else the
+    # default `run --help` prints), and sysfs (sriov_numvfs, driver binding). What it reads:
+    # /dev (checks that vfio/infiniband nodes exist) and the PodResources socket's directory.
+    writes = {"/sys"}
+    for flag in ("--state-dir", "--kubelet-dir", "--devinfo-dir"):
+        path = args.get(flag) or default_of(flag)
+        check(path is not None, f"{flag}: the agent's directory is known ({path})")
+        writes.add(path)
+    socket = args.get("--pod-resources-socket") or default_of("--pod-resources-socket")
+    reads = {"/dev", os.path.dirname(socket)}
+    am = mounts_of(agent)
+    print("agent hostPath mounts:", am)
+    for path in sorted(writes):
+        check(am.get(path) == (path, False),
+              f"the agent writes {path}: mounted read-write from the same host path")
+    for path in sorted(reads):
+        check(am.get(path) == (path, True), f"the agent only reads {path}: mounted read-only")
+    check(set(am) == writes | reads,
+          f"the agent mounts no other host path: {sorted(set(am) - writes - reads)}")
+
+    # The init container writes the node's /opt/cni/bin (mounted at /host/opt/cni/bin) and
+    # reads nothing else of the host.
+    im = mounts_of(init)
+    print("install-cni hostPath mounts:", im)
+    check(im == {"/host/opt/cni/bin": ("/opt/cni/bin", False)},
+          f"install-cni mounts only the node's /opt/cni/bin, read-write: {im}")
+    script = init["command"][-1]
+    targets = set(re.findall(r"(/host/\S+)", script))
+    check(targets and all(t.startswith("/host/opt/cni/bin/") for t in targets),
+          f"install-cni writes only under that mount: {sorted(targets)}")
+    used = {m["name"] for c in spec["containers"] + spec.get("initContainers", [])
+            for m in c["volumeMounts"]}
+    check(set(host_volumes) <= used, f"every hostPath volume is mounted somewhere: "
+                                     f"{sorted(set(host_volumes) - used)}")
+    check("/var/lib/cni/sriov" not in host_volumes.values(),
+          "the plugin's state dir is not mounted (the runtime runs the plugin on the host)")
+
+    # Least privilege (issue 12.14).
+    check(spec.get("hostNetwork") is True and not spec.get("hostPID") and
+          not spec.get("hostIPC"), "hostNetwork only (no hostPID, no hostIPC)")
+    for c, add in ((agent, ["NET_ADMIN"]), (init, [])):
+        sc = c.get("securityContext", {})
+        caps = sc.get("capabilities", {})
+        check(not sc.get("privileged"), f"{c['name']}: not privileged")
+        check(caps.get("drop") == ["ALL"] and caps.get("add", []) == add,
+              f"{c['name']}: drops every capability, adds {add or 'none'}: {caps}")
+        check(sc.get("allowPrivilegeEscalation") is False and
+              sc.get("readOnlyRootFilesystem") is True and
+              sc.get("seccompProfile", {}).get("type") == "RuntimeDefault",
+              f"{c['name']}: no privilege escalation, read-only root, default seccomp")
+
+
+def case_image():
+    r = subprocess.run([os.path.join(SRC, "scripts", "build-image"), "--print-name",
+                        "--build-dir", os.path.dirname(AGENT)],
+                       capture_output=True, text=True, timeout=60)
+    name = r.stdout.strip()
+    check(r.returncode == 0 and name, f"scripts/build-image --print-name: {name} {r.stderr}")
+    spec = pod_spec()
+    for c in spec["containers"] + spec.get("initContainers", []):
+        check(c["image"] == name, f"{c['name']} runs {c['image']} = the built image {name}")
+
+
+def case_initcni():
+    init = next(c for c in pod_spec()["initContainers"] if c["name"] == "install-cni")
+    command = init["command"]
+    check(command[:2] == ["/bin/sh", "-c"], f"install-cni runs a shell script: {command[:2]}")
+    busybox = shutil.which("busybox")
+    check(busybox is not None, "busybox (the image's shell) is installed (scripts/install-deps)")
+    if not busybox:
+        return
+    with tempfile.TemporaryDirectory(prefix="sriov-initcni-") as tmp:
+        image_bin, host_bin = os.path.join(tmp, "image"), os.path.join(tmp, "host")
+        os.makedirs(image_bin)
+        os.makedirs(host_bin)
+        script = command[2].replace("/host/opt/cni/bin", host_bin).replace(
+            "/opt/cni/bin", image_bin)
+        check(script != command[2], "the script copies from /opt/cni/bin to /host/opt/cni/bin")
+
+        def install():
+            # busybox's sh finds cp/mv/chmod as its own applets, as in the image
+            r = subprocess.run([busybox, "sh", "-c", script], capture_output=True, text=True,
+                               timeout=30, env={"PATH": "/nonexistent"})
+            return r.returncode, r.stdout + r.stderr
+
+        rc, out = install()
+        check(rc != 0 and os.listdir(host_bin) == [],
+              f"no plugin in the image: fails, writes nothing ({rc}: {out.strip()})")
+        with open(os.path.join(image_bin, "sriov"), "w") as f:
+            f.write("#!/bin/sh\necho new\n")
+        os.chmod(os.path.join(image_bin, "sriov"), 0o700)
+        old = os.path.join(host_bin, "sriov")
+        with open(old, "w") as f:
+            f.write("old plugin")
+        held = open(old)  # a runtime executing the old plugin at this moment
+        old_ino = os.fstat(held.fileno()).st_ino
+        rc, out = install()
+        st = os.stat(old)
+        check(rc == 0, f"install-cni exits 0 ({out.strip()})")
+        check(open(old).read() == "#!/bin/sh\necho new\n" and (st.st_mode & 0o777) == 0o755,
+              f"the node's sriov is the image's, mode 0755 ({oct(st.st_mode & 0o777)})")
+        check(st.st_ino != old_ino and held.read() == "old plugin",
+              "replaced by rename: the old file stays intact for whoever has it open")
+        held.close()
+        check(sorted(os.listdir(host_bin)) == ["sriov"], f"no leftover: {os.listdir(host_bin)}")
+        rc, out = install()
+        check(rc == 0 and sorted(os.listdir(host_bin)) == ["sriov"], "a second run is fine")
+
+
+def case_helm():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import helm_render
+    chart = os.path.join(MANIFESTS, "helm", "sriov-agent")
+
+    def key(o):
+        return (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"])
+
+    plain = {}
+    for path in sorted(glob.glob(os.path.join(MANIFESTS, "*.yaml"))):
+        for _, _, o in objects_in(path):
+            plain[key(o)] = o
+    rendered = helm_render.render_chart(chart)
+    print("rendered:", ", ".join(name for name, _ in rendered))
+    got = {key(o): o for o in helm_render.objects(rendered)}
+    check(set(got) == set(plain), f"default values: the same objects as manifests/00-30 "
+                                  f"(extra {sorted(set(got) - set(plain))}, "
+                                  f"missing {sorted(set(plain) - set(got))})")
+    for k in sorted(set(got) & set(plain)):
+        check(got[k] == plain[k], f"default values: {k[0]} {k[2]} equals the plain manifest")
+    crds = sorted(os.path.basename(p) for p in glob.glob(os.path.join(CRDS, "*.yaml")))
+    chart_crds = sorted(os.listdir(os.path.join(chart, "crds")))
+    check(chart_crds == crds, f"the chart's crds/ are the top-level crds/: {chart_crds}")
+    for c in chart_crds:
+        with open(os.path.join(chart, "crds", c)) as a, open(os.path.join(CRDS, c)) as b:
+            check(a.read() == b.read(), f"crds/{c}: same content")
+
+    with open(os.path.join(EXAMPLES, "host", "rdma-shared-config.json")) as f:
+        rdma = json.load(f)
+    values = {"namespace": "net-agents", "createNamespace": False,
+              "image": "registry.example/sriov-agent:9.9", "imagePullPolicy": "Always",
+              "resourcePrefix": "example.com", "resyncInterval": 60, "logLevel": "debug",
+              "nodeSelector": {"sriov": "yes"}, "rdmaSharedConfig": rdma}
+    objs = helm_render.objects(helm_render.render_chart(chart, values))
+    kinds = sorted(o["kind"] for o in objs)
+    check("Namespace" not in kinds and "ConfigMap" in kinds,
+          f"createNamespace false: no Namespace; rdmaSharedConfig: a ConfigMap ({kinds})")
+    namespaced = [o for o in objs if o["kind"] not in ("ClusterRole", "ClusterRoleBinding")]
+    check(all(o["metadata"]["namespace"] == "net-agents" for o in namespaced),
+          "every namespaced object is in the namespace value")
+    crb = next(o for o in objs if o["kind"] == "ClusterRoleBinding")
+    check(crb["subjects"][0]["namespace"] == "net-agents", "the bindings name that namespace")
+    ds = next(o for o in objs if o["kind"] == "DaemonSet")["spec"]["template"]["spec"]
+    agent = ds["containers"][0]
+    check({c["image"] for c in ds["containers"] + ds["initContainers"]} ==
+          {"registry.example/sriov-agent:9.9"} and agent["imagePullPolicy"] == "Always",
+          "the image value in both containers")
+    env = {e["name"]: e.get("value") for e in agent["env"]}
+    check(env["RESOURCE_PREFIX"] == "example.com", f"resource prefix: {env}")
+    check("--resync-interval=60" in agent["args"] and "--log-level=debug" in agent["args"],
+          f"resync interval and log level: {agent['args']}")
+    check("--rdma-shared-config=/etc/sriov-agent/rdma-shared/config.json" in agent["args"],
+          "the RDMA shared config flag")
+    check(ds["nodeSelector"] == {"kubernetes.io/os": "linux", "sriov": "yes"},
+          f"node selector merged with the default: {ds['nodeSelector']}")
+    cm = next(o for o in objs if o["kind"] == "ConfigMap")
+    example = one("ConfigMap", os.path.join(EXAMPLES, "rdma-shared-configmap.yaml"))
+    check(json.loads(cm["data"]["config.json"]) == rdma and
+          cm["metadata"]["name"] == example["metadata"]["name"] and
+          cm["metadata"]["name"] in {v.get("configMap", {}).get("name") for v in ds["volumes"]},
+          "the ConfigMap carries the config, under the name the DaemonSet mounts")
+
+    # The renderer refuses what it does not implement rather than guessing.
+    for bad in ("{{ range .Values.x }}{{ end }}", "{{ .Values.a | upper }}",
+                "{{ if .Values.a }}x"):
+        try:
+            helm_render.Renderer({"a": "b", "x": []}, {}).render(bad)
+            check(False, f"the renderer refuses {bad!r}")
+        except helm_render.TemplateError as e:
+            check(True, f"the renderer refuses {bad!r}: {e}")
+
 
 CASES = {"parse": case_parse, "apply": case_apply, "plan": case_plan, "flags": case_flags,
          "rbac": case_rbac, "install": case_install, "probe": case_probe,
-         "host": case_host, "cluster": case_cluster}
+         "host": case_host, "cluster": case_cluster, "hostpaths": case_hostpaths,
+         "image": case_image, "initcni": case_initcni, "helm": case_helm}
 if CASE not in CASES:
     sys.exit(f"unknown case {CASE}; one of {', '.join(CASES)}")
 CASES[CASE]()

@@ -1,7 +1,7 @@
 # manifests/, crds/ and the install rules (test/manifests/test-manifests.py says what each
 # case asserts). python3-yaml, kubectl and systemd-analyze come from scripts/install-deps.
 find_program(PYTHON3_FOR_MANIFESTS python3 REQUIRED)
-set(MANIFEST_CASES parse plan rbac install probe flags host)
+set(MANIFEST_CASES parse plan rbac install probe flags host hostpaths image initcni helm)
 # The apply and cluster cases drive the real kubectl against test/fake-apiserver.
 find_program(KUBECTL_FOR_MANIFESTS kubectl)
 if(KUBECTL_FOR_MANIFESTS)

@@ -270,3 +270,28 @@ fetch_userland() {
         echo "$VM_USERLAND_PACKAGES" >"$dir/stamp"
     fi
 }
+
+# The systemd boot profile's init system: Debian's systemd from the host's own suite
+# (bookworm: 252), unpacked into $VM_CACHE/systemd/root. Bookworm's and not trixie's: the agent
+# under test is linked on this machine against bookworm's glibc 2.36 and brings those
+# libraries into the guest's one /usr/lib, and trixie's systemd 257 needs glibc >= 2.38 (and
+# trixie's libsystemd-shared its own libraries): one root cannot hold both without a second
+# C library. The unit is thus proven under the systemd of the release the agent is built for
+# (and the one `systemd-analyze security` rates in README). Fetched only when a scenario of the
+# systemd profile is selected; its own stamp, so other parts of the cache are not touched.
+VM_SYSTEMD_PACKAGES="systemd"
+fetch_systemd() {
+    local dir=$VM_CACHE/systemd
+    if [ ! -e "$dir/stamp" ] || [ "$(cat "$dir/stamp")" != "$VM_SYSTEMD_PACKAGES" ]; then
+        apt_private_setup
+        note "downloading guest init system: $VM_SYSTEMD_PACKAGES ($VM_BASE_SUITE)"
+        rm -rf "$dir"
+        # shellcheck disable=SC2086
+        apt_download_closure "$dir/debs" -t "$VM_BASE_SUITE" $VM_SYSTEMD_PACKAGES
+        unpack_debs "$dir/debs" "$dir/root"
+        rm -rf "$dir/debs"
+        echo "$VM_SYSTEMD_PACKAGES" >"$dir/stamp"
+    fi
+    [ -x "$dir/root/lib/systemd/systemd" ] || [ -x "$dir/root/usr/lib/systemd/systemd" ] ||
+        die "the systemd package did not unpack lib/systemd/systemd"
+}

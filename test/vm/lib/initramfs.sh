@@ -1,8 +1,11 @@
 # Builds the guest's initramfs as two concatenated newc cpio archives (the kernel unpacks
 # them in order, later files replacing earlier ones):
 #   base.cpio  cached: busybox, iproute2, jq, rdma-core tools and providers, kernel modules;
+#   systemd.cpio  cached, only in the systemd profile's initrd (between the two others):
+#              systemd as PID 1, journald, systemctl, journalctl, the units a minimal boot needs;
 #   run.cpio   every run: /init, the guest helpers, the scenarios, the sriov-agent binary
-#              under test with the host libraries it links, and any --add files.
+#              under test with the host libraries it links, and any --add files; with
+#              VM_INSTALL_BUILD set, also `cmake --install` of that build (prefix /usr).
 # All files go under /usr (merged-/usr layout: /bin, /sbin, /lib, /lib64 are links), so a
 # later archive never replaces one of those links with a directory.
 # Sourced by test/vm/run (needs: die, note, VM_CACHE, VM_ARCH_TRIPLET, tree_loader).
@@ -107,6 +110,17 @@ build_run_cpio() {
     cp "$VM_GUEST_DIR/init" "$stage/init"
     chmod 0755 "$stage/init"
     cp "$VM_GUEST_DIR/lib.sh" "$stage/vm/lib.sh"
+    cp "$VM_GUEST_DIR/run-scenarios" "$stage/vm/run-scenarios"
+    chmod 0755 "$stage/vm/run-scenarios"
+    if [ -n "${VM_INSTALL_BUILD:-}" ]; then
+        # the product as a host gets it: binary, unit (ExecStart rewritten), manifests
+        DESTDIR=$stage cmake --install "$VM_INSTALL_BUILD" --prefix /usr >"$out.install.log" 2>&1 ||
+            die "cmake --install $VM_INSTALL_BUILD failed:$(echo; tail -5 "$out.install.log")"
+        rm -f "$out.install.log"
+        copy_with_libs "$stage" "$(host_loader)" "" - "$stage/usr/sbin/sriov-agent"
+        mkdir -p "$stage/etc/systemd/system"
+        cp "$VM_GUEST_DIR"/systemd/* "$stage/etc/systemd/system/"
+    fi
     for f in "$@"; do
         cp "$f" "$stage/vm/scenarios/"
     done
@@ -128,6 +142,45 @@ build_run_cpio() {
     done
     write_cpio "$stage" "$out"
     rm -rf "$stage"
+}
+
+# The units a minimal boot to sriovvm.target and a Type=notify service with default
+# dependencies need (their .wants/ directories are left out: nothing else of a normal boot is
+# started). Referenced units that are absent (swap, tmp.mount...) are merely not found.
+VM_SYSTEMD_UNITS="sysinit.target basic.target sockets.target timers.target paths.target
+slices.target local-fs.target local-fs-pre.target swap.target network.target
+network-pre.target network-online.target multi-user.target shutdown.target umount.target
+final.target systemd-journald.service systemd-journald.socket
+systemd-journald-dev-log.socket systemd-journald-audit.socket"
+
+build_systemd_cpio() {
+    local out=$VM_CACHE/systemd.cpio key
+    key="$(cat "$VM_CACHE/systemd/stamp" "$VM_CACHE/userland/stamp") $(sha1sum <"$VM_LIB_DIR/initramfs.sh")"
+    if [ -e "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ]; then
+        return 0
+    fi
+    note "building the systemd initramfs part"
+    local root=$VM_CACHE/systemd/root stage=$VM_CACHE/systemd.staging loader libpath u
+    loader=$(tree_loader "$root") || die "no dynamic loader in the systemd tree"
+    # libsystemd-shared lives in systemd's private directory (the binaries' RUNPATH)
+    libpath="$root/usr/lib/$VM_ARCH_TRIPLET/systemd:$root/lib/$VM_ARCH_TRIPLET/systemd"
+    libpath+=":$root/usr/lib/$VM_ARCH_TRIPLET:$root/lib/$VM_ARCH_TRIPLET"
+    rm -rf "$stage"
+    mkdir -p "$stage"/usr/{bin,lib/systemd/system} "$stage"/etc/systemd/system "$stage/var/tmp" \
+        "$stage/var/lib" "$stage/var/log"
+    chmod 1777 "$stage/var/tmp"
+    ln -s ../run "$stage/var/run" # as on any Debian host: /var/run/... paths reach /run
+    local sd=$root/lib/systemd
+    [ -d "$sd" ] || sd=$root/usr/lib/systemd
+    copy_with_libs "$stage" "$loader" "$libpath" usr/lib/systemd "$sd/systemd" "$sd/systemd-journald"
+    copy_with_libs "$stage" "$loader" "$libpath" usr/bin "$root/bin/systemctl" "$root/bin/journalctl"
+    for u in $VM_SYSTEMD_UNITS; do
+        [ -e "$sd/system/$u" ] || die "systemd has no unit $u"
+        cp "$sd/system/$u" "$stage/usr/lib/systemd/system/"
+    done
+    write_cpio "$stage" "$out"
+    rm -rf "$stage"
+    echo "$key" >"$out.key"
 }
 
 host_loader() {

@@ -1,0 +1,191 @@
+# vm-profile: systemd
+# The unit as `cmake --install` ships it, under Debian's systemd (252, PID 1) with its journal:
+# start with a standalone policy (Type=notify: `systemctl start` returns after READY=1, VFs
+# already there), status with the STATUS= text, VFs bound (igbvf and vfio-pci through the
+# sandbox: ProtectKernelTunables with /sys/bus/pci and /sys/devices writable, DevicePolicy=closed,
+# CAP_NET_ADMIN only), RDMA through the sandbox, each README journalctl recipe, reload, stop
+# (VFs stay), and the watchdog restarting a SIGSTOPped agent.
+
+PF=$IGB_PF
+U=sriov-agent
+
+# wait_journal DESC SECONDS REGEX [MATCHES...]: polls `journalctl -u sriov-agent MATCHES` until a
+# message matches REGEX; on failure the unit's journal tail is the step's output
+wait_journal() {
+    desc=$1 secs=$2 re=$3
+    shift 3
+    tries=$((secs * 2))
+    until journalctl -u $U -o cat "$@" 2>/dev/null | grep -Eq -- "$re"; do
+        tries=$((tries - 1))
+        if [ "$tries" -le 0 ]; then
+            journalctl -u $U --no-pager -o short-monotonic | tail -n 60 >"$OUT"
+            fail "$desc" "no journal line /$re/ ($*) after ${secs}s"
+        fi
+        sleep 0.5
+    done
+    ok "$desc"
+}
+
+# systemctl_ok DESC ARGS...: systemctl must succeed; on failure the unit's status and journal
+# tail become the step's output
+systemctl_ok() {
+    desc=$1
+    shift
+    STEP_TIMEOUT=150 run_ok "$desc" sh -c "systemctl $* || { rc=\$?; systemctl status --no-pager $U; journalctl -u $U --no-pager -o short-monotonic | tail -n 40; exit \$rc; }"
+}
+
+check "systemd is PID 1" grep -qx systemd /proc/1/comm
+run_ok "systemctl cat $U (installed by cmake --install)" systemctl cat $U
+out_has "ExecStart is the installed binary" '^ExecStart=/usr/sbin/sriov-agent run'
+out_has "the unit is the sandboxed one" '^DevicePolicy=closed'
+PFNET=$(netdev_of "$PF")
+expect_eq "the igb PF has a netdev" "$([ -n "$PFNET" ] && echo yes)" yes
+
+# The seed's policy for igb, narrowed to VFs 0-1, and a vfio-pci policy for VFs 2-3
+# (test/vm/e2e/policies), in the unit's default --policy-dir.
+mkdir -p /etc/sriov-agent/policies
+cat >/etc/sriov-agent/policies/highnet.yaml <<EOF
+apiVersion: sriovnetwork.openshift.io/v1
+kind: SriovNetworkNodePolicy
+metadata:
+  name: highnet-sriov-policy
+  namespace: sriov-network-operator
+spec:
+  resourceName: sriov_highnet
+  nodeSelector:
+    highnet-node: "true"
+  priority: 90
+  mtu: 1500
+  numVfs: 4
+  nicSelector:
+    vendor: "8086"
+    pfNames: ["$PFNET#0-1"]
+  deviceType: netdevice
+EOF
+cat >/etc/sriov-agent/policies/vfio.yaml <<EOF
+apiVersion: sriovnetwork.openshift.io/v1
+kind: SriovNetworkNodePolicy
+metadata:
+  name: highnet-vfio-policy
+  namespace: sriov-network-operator
+spec:
+  resourceName: sriov_highnet_vfio
+  nodeSelector:
+    highnet-node: "true"
+  priority: 10
+  numVfs: 4
+  nicSelector:
+    vendor: "8086"
+    pfNames: ["$PFNET#2-3"]
+  deviceType: vfio-pci
+EOF
+# README "Running on the host (systemd)": the configuration file the unit reads
+mkdir -p /etc/default
+# (--log-level=debug: the RDMA check below reads a debug line)
+echo 'SRIOV_AGENT_ARGS="--policy-dir=/etc/sriov-agent/policies --node-labels=highnet-node=true --log-level=debug"' \
+    >/etc/default/sriov-agent
+
+# --- start: returns once READY=1 was sent, i.e. after the first reconcile
+systemctl_ok "systemctl start $U" start $U
+run_ok "systemctl is-active" systemctl is-active $U
+out_has "active" '^active$'
+run_ok "systemctl status" systemctl status --no-pager --lines=0 $U
+out_has "status: active (running)" 'Active: active \(running\)'
+out_has "status: the STATUS= text" 'Status: "1 PF\(s\) configured, 0 failed, 0 held back"'
+MAINPID=$(systemctl show -p MainPID --value $U)
+expect_eq "4 VFs already there when start returned" "$(numvfs_of "$PF")" 4
+VF0=$(vf_pci "$PF" 0)
+VF1=$(vf_pci "$PF" 1)
+VF2=$(vf_pci "$PF" 2)
+VF3=$(vf_pci "$PF" 3)
+expect_eq "VF 0 on igbvf" "$(driver_of "$VF0")" igbvf
+expect_eq "VF 1 on igbvf" "$(driver_of "$VF1")" igbvf
+expect_eq "VF 2 on vfio-pci (driver_override, unbind, drivers_probe through the sandbox)" \
+    "$(driver_of "$VF2")" vfio-pci
+expect_eq "VF 3 on vfio-pci" "$(driver_of "$VF3")" vfio-pci
+check "/dev/vfio/<group of VF 2> exists" test -c "/dev/vfio/$(iommu_group_of "$VF2")"
+check "device-plugin sockets in /var/lib/kubelet/device-plugins (ReadWritePaths)" \
+    test -S /var/lib/kubelet/device-plugins/openshift.io_sriov_highnet.sock -a \
+    -S /var/lib/kubelet/device-plugins/openshift.io_sriov_highnet_vfio.sock
+check "the device-info directory (RuntimeDirectory; files are written at Allocate)" \
+    test -d /run/k8s.cni.cncf.io/devinfo/dp
+check "its PF records (StateDirectory)" test -s "/var/lib/sriov-agent/$PF.json"
+
+# --- the journal, as README "Logs" promises
+run_ok "journalctl -u $U" journalctl -u $U --no-pager -o cat
+out_has "journalctl -u: the VF-count change" "writing 4 to sriov_numvfs"
+out_has "journalctl -u: the vfio binding" "vfio-pci"
+run_ok "journalctl -u $U -p warning" journalctl -u $U --no-pager -p warning -o cat
+out_lacks "-p warning: no info lines" "writing 4 to sriov_numvfs|binding to"
+run_ok "journalctl -u $U PF=$PF (-o json)" sh -c "journalctl -u $U PF=$PF -o json | jq -s ."
+PF_ADDR=$PF
+export PF_ADDR VF0 VF2
+jq_checks "PF=: lines, every one about that PF" 'length > 2 and all(.[]; .PF == $ENV.PF_ADDR)' \
+    "PF=: set-num-vfs among them" 'any(.[]; .ACTION == "set-num-vfs")' \
+    "PF=: -o json shows VF= on the VF lines" 'any(.[]; .VF == $ENV.VF2)'
+run_ok "journalctl -u $U POLICY=highnet-vfio-policy" \
+    sh -c "journalctl -u $U POLICY=highnet-vfio-policy -o json | jq -s ."
+jq_checks "POLICY=: lines, every one of that policy" \
+    'length > 0 and all(.[]; .POLICY == "highnet-vfio-policy")'
+run_ok "journalctl -u $U ACTION=set-num-vfs" \
+    sh -c "journalctl -u $U ACTION=set-num-vfs -o json | jq -s ."
+jq_checks "ACTION=set-num-vfs: the VF-count change" \
+    'length > 0 and all(.[]; .ACTION == "set-num-vfs" and .PF == $ENV.PF_ADDR)'
+run_ok "journalctl -u $U -o json" sh -c "journalctl -u $U -o json | jq -s ."
+jq_checks "-o json: the agent's lines carry _SYSTEMD_UNIT" \
+    'any(.[]; ._SYSTEMD_UNIT == "sriov-agent.service" and ._COMM == "sriov-agent")'
+run_ok "journalctl -u $U -o verbose PF=$PF" journalctl -u $U --no-pager -o verbose PF=$PF
+out_has "-o verbose shows the fields" "^ *PF=$PF\$"
+
+# --- RDMA through the sandbox: a Soft-RoCE device on VF 1, the policy asks for RDMA VFs
+run_ok "rdma link add rxe0 on VF 1" rdma link add rxe0 type rxe netdev "$(netdev_of "$VF1")"
+sed -i 's/^  deviceType: netdevice$/  deviceType: netdevice\n  isRdma: true/' \
+    /etc/sriov-agent/policies/highnet.yaml
+
+# --- reload: SIGHUP through ExecReload (the sandbox must let /bin/kill signal the agent)
+systemctl_ok "systemctl reload $U" reload $U
+wait_journal "the reload is in the journal" 20 'SIGHUP: reloading configuration'
+wait_journal "the re-read isRdma policy: the sriov_highnet pool changes to 1 device" 40 \
+    'pool changed: 1 devices' RESOURCE=openshift.io/sriov_highnet
+run_ok "journalctl -u $U RESOURCE=openshift.io/sriov_highnet (-o json)" \
+    sh -c "journalctl -u $U RESOURCE=openshift.io/sriov_highnet -o json | jq -s ."
+jq_checks "RESOURCE=: lines, every one of that pool" \
+    'length > 0 and all(.[]; .RESOURCE == "openshift.io/sriov_highnet")' \
+    "RESOURCE=: VF 0 left out, it has no RDMA device (VF= field)" \
+    'any(.[]; .VF == $ENV.VF0 and (.MESSAGE | test("not advertised")))'
+# DevicePolicy=closed: libibverbs lists rxe0 (sysfs and the visible /dev node) but cannot open
+# it; the agent keeps the port attributes it read from sysfs. Kept closed on purpose: the agent
+# only reads port state, which sysfs has too (README "Running on the host (systemd)").
+run_ok "journalctl: rxe0 is found, not opened (DevicePolicy=closed)" \
+    journalctl -u $U --no-pager -o cat
+out_has "rxe0 does not open inside the sandbox, sysfs attributes kept" \
+    "RDMA device rxe0 does not open; keeping sysfs port attributes"
+expect_eq "reload kept the process" "$(systemctl show -p MainPID --value $U)" "$MAINPID"
+
+# --- stop: devices Unhealthy, VFs stay
+systemctl_ok "systemctl stop $U" stop $U
+run_fails "systemctl is-active after stop" systemctl is-active $U
+expect_eq "stop left the 4 VFs" "$(numvfs_of "$PF")" 4
+expect_eq "stop left VF 2 on vfio-pci" "$(driver_of "$VF2")" vfio-pci
+run_ok "journalctl: the stop" journalctl -u $U --no-pager -o cat
+out_has "stop: reported Unhealthy, VFs kept" "stopping \(VFs are kept\)"
+
+# --- watchdog: a hung agent (SIGSTOP) is killed and restarted. The unit's WatchdogSec=3min
+# (a sriov_numvfs write may block for minutes) is shortened for the lab by a drop-in.
+mkdir -p /run/systemd/system/$U.service.d
+printf '[Service]\nWatchdogSec=6s\nRestartSec=1s\n' >/run/systemd/system/$U.service.d/lab.conf
+run_ok "daemon-reload (watchdog drop-in)" systemctl daemon-reload
+systemctl_ok "systemctl start $U (again: no host change)" start $U
+OLD=$(systemctl show -p MainPID --value $U)
+check "the agent pings the watchdog (WATCHDOG_USEC in its environment)" \
+    grep -q WATCHDOG_USEC= "/proc/$OLD/environ"
+kill -STOP "$OLD"
+wait_for "the watchdog restarts the hung agent (new MainPID, active)" 60 sh -c \
+    "[ \"\$(systemctl show -p MainPID --value $U)\" != $OLD ] && [ \"\$(systemctl show -p MainPID --value $U)\" != 0 ] && systemctl is-active -q $U"
+run_ok "journalctl: the watchdog timeout" journalctl -u $U --no-pager -o cat
+out_has "systemd logged the watchdog timeout" "[Ww]atchdog timeout"
+run_ok "systemctl show NRestarts" systemctl show -p NRestarts --value $U
+out_has "one restart" '^1$'
+rm -rf /run/systemd/system/$U.service.d
+systemctl daemon-reload
+run_ok "systemctl stop $U (end)" systemctl stop $U
