@@ -90,7 +90,8 @@ static int on_resync(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct agent *a = userdata;
 
-        schedule_reconcile(a, "periodic check");
+        /* nothing to collapse: no separate debounce wake-up after a quiet period */
+        schedule(a, "periodic check", true);
         sd_event_source_set_time_relative(s, a->config.resync_usec);
         return sd_event_source_set_enabled(s, SD_EVENT_ON);
 }

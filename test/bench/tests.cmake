@@ -45,3 +45,12 @@ if(Python3_Interpreter_FOUND)
                      --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
     set_tests_properties(integration/discovery-syscalls PROPERTIES LABELS integration TIMEOUT 60)
 endif()
+
+# Counted, not timed: an idle agent's event loop does not wake up between periodic checks.
+if(Python3_Interpreter_FOUND)
+    add_test(NAME integration/idle-wakeups
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/bench/idle-wakeups.py
+                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
+                     --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
+    set_tests_properties(integration/idle-wakeups PROPERTIES LABELS integration TIMEOUT 60)
+endif()
