@@ -345,6 +345,8 @@ static void reconcile_finish(struct agent *a)
         if (a->cluster)
                 report_node_state(a, &rc->desired, &rc->inv, &rc->applied, &rc->plan, &rc->guarded);
         desired_state_done(&advertised);
+        /* Periodic checks may then look only for changes (agent/daemon.c on_resync). */
+        a->converged = r >= 0 && rc->n_failed == 0 && n_held == 0 && rc->plan.n_actions == 0;
         /* Keep what was seen, so link events can be told apart from pod veth churn. */
         inventory_done(&a->observed);
         a->observed = rc->inv;
