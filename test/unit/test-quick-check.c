@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -182,6 +183,41 @@ static void test_pf_mtu_and_missing_root(void **state)
         assert_true(host_quick_check("/nonexistent-sysfs", &t->inv) < 0);
 }
 
+/* An rxe device added on a VF's netdev (what `rdma link add` does): an isRdma VF becomes ready. */
+static void test_rxe_on_a_vf(void **state)
+{
+        struct tree *t = *state;
+        const struct vf_info *vf = &pf_with_vfs(t)->vfs[1];
+        char dir[512], path[600], line[64];
+
+        snprintf(dir, sizeof(dir), "%s/class/infiniband/rxe9", t->root);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        snprintf(path, sizeof(path), "%s/parent", dir);
+        write_file(path, "eno99\n"); /* not ours: ignored */
+        assert_int_equal(quick(t), 1);
+        snprintf(line, sizeof(line), "%s\n", vf->netdevs[0].name);
+        write_file(path, line);
+        assert_int_equal(quick(t), 0);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(rmdir(dir), 0);
+        assert_int_equal(quick(t), 1);
+}
+
+static void test_pf_operstate(void **state)
+{
+        struct tree *t = *state;
+        const struct pf_info *pf = pf_with_vfs(t);
+        char path[512], rel[128], old[32];
+
+        snprintf(rel, sizeof(rel), "net/%s/operstate", pf->netdevs[0].name);
+        path_of(t, path, sizeof(path), pf->pci_address, rel);
+        snprintf(old, sizeof(old), "%s\n", pf->netdevs[0].operstate);
+        write_file(path, strcmp(pf->netdevs[0].operstate, "down") ? "down\n" : "up\n");
+        assert_int_equal(quick(t), 0);
+        write_file(path, old);
+        assert_int_equal(quick(t), 1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -190,6 +226,8 @@ int main(void)
                 cmocka_unit_test(test_vf_netdev_gone_or_renamed),
                 cmocka_unit_test(test_vf_driver_and_numvfs),
                 cmocka_unit_test(test_pf_mtu_and_missing_root),
+                cmocka_unit_test(test_rxe_on_a_vf),
+                cmocka_unit_test(test_pf_operstate),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
