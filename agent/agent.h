@@ -38,7 +38,11 @@ struct agent {
         struct string_pair *labels;
         size_t n_labels;
         struct rdma_shared_config rdma_shared;
-        bool have_rdma_shared;
+        bool have_rdma_shared;   /* the last good RDMA shared config (none at start) */
+        char *rdma_shared_text;  /* the file as last read, good or bad: reload on change only */
+        char *rdma_shared_error; /* why the file as it is now is not used; NULL when it is */
+        char *rdma_shared_error_posted; /* the error last sent as an Event */
+        sd_event_source *rdma_shared_watch;
 
         struct reconcile *running; /* never two at once: a request meanwhile waits for it */
         bool reconcile_requested;

@@ -18,6 +18,7 @@
 #include "kube/cluster.h"
 #include "policy/node-labels.h"
 #include "util/debounce.h"
+#include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
 
@@ -145,22 +146,89 @@ static void on_cluster_change(const char *why, void *userdata)
         schedule_reconcile(userdata, why);
 }
 
+/* (Re)reads the RDMA shared config. A bad file never stops the agent: the SR-IOV side keeps
+ * working and the whole-card pools keep the last good config (none at start); the error is
+ * logged once per content and reported in the NodeState and as an Event. Returns 1 when the
+ * file changed (a reconcile should follow), 0 when it did not, negative errno. */
 static int load_rdma_shared(struct agent *a)
 {
+        const char *path = a->config.rdma_shared_config;
         struct rdma_shared_config c = { 0 };
+        _cleanup_free_ char *text = NULL, *error = NULL;
+        size_t size;
 
-        if (!a->config.rdma_shared_config)
+        if (!path)
                 return 0;
-        int r = rdma_shared_config_load(a->config.rdma_shared_config, &c);
-        if (r < 0)
-                return log_error_errno(r,
-                                       "RDMA shared config %s not loaded (keeping the "
-                                       "previous one)",
-                                       a->config.rdma_shared_config);
+        int r = read_full_file(path, 1024 * 1024, &text, &size);
+        if (r < 0) {
+                if (asprintf(&error, "%s: cannot read: %s", path, strerror(-r)) < 0)
+                        return -ENOMEM;
+        } else {
+                if (a->rdma_shared_text && strcmp(a->rdma_shared_text, text) == 0)
+                        return 0;
+                r = rdma_shared_config_parse(text, path, &c, &error);
+        }
+        free(a->rdma_shared_text);
+        a->rdma_shared_text = TAKE_PTR(text);
+        if (r < 0) {
+                if (!error)
+                        error = strdup(strerror(-r));
+                if (!a->rdma_shared_error || !error || strcmp(a->rdma_shared_error, error) != 0)
+                        log_error("RDMA shared config not used: %s; %s", error ?: "?",
+                                  a->have_rdma_shared
+                                      ? "the whole-card RDMA pools keep the last good one"
+                                      : "no whole-card RDMA pools until it is fixed (the file is "
+                                        "watched; SIGHUP re-reads it)");
+                free(a->rdma_shared_error);
+                a->rdma_shared_error = TAKE_PTR(error);
+                return 1;
+        }
+        for (size_t i = 0; i < c.n_warnings; i++)
+                log_warning("RDMA shared config %s", c.warnings[i]);
+        if (a->rdma_shared_error)
+                log_info("RDMA shared config %s is valid again", path);
+        free(a->rdma_shared_error);
+        a->rdma_shared_error = NULL;
         rdma_shared_config_done(&a->rdma_shared);
         a->rdma_shared = c;
         a->have_rdma_shared = true;
+        return 1;
+}
+
+static int on_rdma_shared_dir(sd_event_source *s, const struct inotify_event *ev, void *userdata)
+{
+        struct agent *a = userdata;
+        if (load_rdma_shared(a) > 0)
+                schedule_reconcile(a, "RDMA shared config changed");
         return 0;
+}
+
+/* The file may be written in place, replaced by rename, or (a ConfigMap volume) swapped with
+ * its directory's ..data link: watch the directory. */
+static void watch_rdma_shared(struct agent *a)
+{
+        const char *path = a->config.rdma_shared_config;
+        if (!path)
+                return;
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir)
+                return;
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+                strcpy(dir, ".");
+        else if (slash == dir)
+                slash[1] = 0;
+        else
+                *slash = 0;
+        int r = sd_event_add_inotify(a->event, &a->rdma_shared_watch, dir,
+                                     IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE |
+                                         IN_DELETE,
+                                     on_rdma_shared_dir, a);
+        if (r < 0)
+                log_warning_errno(r,
+                                  "cannot watch %s for RDMA shared config changes; SIGHUP "
+                                  "re-reads it",
+                                  dir);
 }
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -168,8 +236,24 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         struct agent *a = userdata;
 
         log_info("SIGHUP: reloading configuration");
-        load_rdma_shared(a);
+        free(a->rdma_shared_text); /* re-read and re-report even if unchanged */
+        a->rdma_shared_text = NULL;
+        free(a->rdma_shared_error);
+        a->rdma_shared_error = NULL;
+        (void)load_rdma_shared(a);
         return schedule(a, "SIGHUP", true);
+}
+
+static void released(void *userdata)
+{
+        struct agent *a = userdata;
+        sd_event_exit(a->event, 0);
+}
+
+static int on_release_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        log_warning("shutdown: the Lease release did not finish in time; exiting anyway");
+        return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
 static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -183,6 +267,13 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
         sd_notify(false, "STOPPING=1");
         reconcile_abort(a);
         dp_manager_shutdown(a->plugins);
+        /* The NAD renderer's Lease is handed back so another node takes over within seconds
+         * instead of after its 15 s expiry; bounded, so a dead API server cannot hold us. */
+        if (a->cluster && kube_cluster_release(a->cluster, released, a) == 0) {
+                if (sd_event_add_time_relative(a->event, NULL, CLOCK_MONOTONIC, 3 * 1000000ULL, 0,
+                                               on_release_timeout, a) >= 0)
+                        return 0;
+        }
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
@@ -208,9 +299,10 @@ int agent_new(const struct agent_config *config, struct agent **ret)
             (r = node_labels_set(&a->labels, &a->n_labels, "kubernetes.io/hostname",
                                  config->node_name)) < 0)
                 goto fail;
-        r = load_rdma_shared(a);
+        r = load_rdma_shared(a); /* a bad file is reported, never fatal */
         if (r < 0)
                 goto fail;
+        watch_rdma_shared(a);
 
         const struct dp_manager_options dp_opts = {
                 .kubelet_dir = config->kubelet_dir,
@@ -218,7 +310,9 @@ int agent_new(const struct agent_config *config, struct agent **ret)
         };
         r = dp_manager_new(a->event, &dp_opts, &a->plugins);
         if (r < 0) {
-                log_error_errno(r, "cannot start the device plugin");
+                log_error_errno(r, "cannot start the device plugin (kubelet directory %s)",
+                                config->kubelet_dir ? config->kubelet_dir
+                                                    : "/var/lib/kubelet/device-plugins");
                 goto fail;
         }
 
@@ -258,6 +352,7 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                         .kubeconfig = config->kubeconfig,
                         .namespace_ = config->namespace_,
                         .node_name = config->node_name,
+                        .resource_prefix = config->resource_prefix,
                         .on_change = on_cluster_change,
                         .userdata = a,
                 };
@@ -320,6 +415,10 @@ struct agent *agent_free(struct agent *a)
         inventory_done(&a->observed);
         node_labels_free(a->labels, a->n_labels);
         rdma_shared_config_done(&a->rdma_shared);
+        sd_event_source_disable_unref(a->rdma_shared_watch);
+        free(a->rdma_shared_text);
+        free(a->rdma_shared_error);
+        free(a->rdma_shared_error_posted);
         free(a->last_report);
         free(a);
         return NULL;

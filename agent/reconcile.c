@@ -46,6 +46,8 @@ struct reconcile {
         char **in_use;               /* device IDs pods hold (asked once per reconcile) */
         size_t n_in_use;
         bool asked_kubelet;
+        struct dp_podresources_call *asking; /* PodResources List in flight */
+        char *kubelet_unknown; /* why the kubelet could not be asked (every VF counts as in use) */
         size_t n_failed;
         int round;
         struct apply_child *child;
@@ -56,6 +58,8 @@ static void reconcile_free(struct reconcile *rc)
         if (!rc)
                 return;
         apply_child_kill(rc->child);
+        dp_podresources_call_cancel(rc->asking);
+        free(rc->kubelet_unknown);
         strv_free_n(rc->in_use, rc->n_in_use);
         apply_report_done(&rc->applied);
         guarded_plan_done(&rc->guarded);
@@ -257,56 +261,83 @@ static int advertised_subset(const struct desired_state *desired, const struct p
 static int update_pools(struct agent *a, const struct desired_state *advertised,
                         const struct inventory *inv)
 {
-        struct dp_pool_set pools = { 0 };
-        int r = dp_pools_build(advertised, inv, a->config.resource_prefix,
-                               a->have_rdma_shared ? &a->rdma_shared : NULL, &pools);
+        struct dp_pool_set pools = { 0 }, served = { 0 };
+        int r = dp_manager_get_pools(a->plugins, &served);
+        if (r >= 0)
+                r = dp_pools_build(advertised, inv, a->config.resource_prefix,
+                                   a->have_rdma_shared ? &a->rdma_shared : NULL, &served, &pools);
+        dp_pool_set_done(&served);
         if (r >= 0)
                 r = dp_manager_set_pools(a->plugins, &pools);
         dp_pool_set_done(&pools);
         return r;
 }
 
-/* Device IDs the kubelet has handed to pods. When it cannot be asked although it is there,
- * every VF counts as in use: holding a change back is recoverable, breaking a pod is not. */
-static int collect_in_use(const struct agent *a, const struct inventory *inv, char ***ret,
-                          size_t *ret_n)
-{
-        struct dp_usage usage = { 0 };
-        char **ids = NULL;
-        size_t n = 0;
-        int r = dp_podresources_list_sync(a->config.pod_resources_socket, 2 * 1000000ULL, &usage);
+static void reconcile_end(struct agent *a);
 
-        if (r == -ENOENT || r == -ECONNREFUSED) {
-                log_debug("no kubelet PodResources socket at %s: no VF is in use",
-                          a->config.pod_resources_socket);
-                *ret = NULL;
-                *ret_n = 0;
-                return 0;
+static bool no_kubelet_here(const struct agent *a)
+{
+        const char *p = a->config.pod_resources_socket;
+        return p && (p[0] == 0 || strcmp(p, "none") == 0);
+}
+
+static void reconcile_guard_and_apply(struct agent *a);
+
+/* The kubelet's answer (or why there is none). Every failure to ask counts every VF as in use:
+ * a stopped or restarting kubelet refuses connections while its pods keep running, and holding
+ * a change back is recoverable where destroying a pod's VF is not. */
+static void on_in_use(void *userdata, int error, const char *message, const struct dp_usage *usage)
+{
+        struct agent *a = userdata;
+        struct reconcile *rc = a->running;
+        int r = 0;
+
+        rc->asking = NULL;
+        rc->asked_kubelet = true;
+        if (error < 0) {
+                rc->kubelet_unknown = strdup(message ?: strerror(-error));
+                if (!rc->kubelet_unknown)
+                        r = -ENOMEM;
+                if (r >= 0)
+                        log_warning("cannot ask the kubelet which VFs pods hold: %s; every VF "
+                                    "counts as in use%s",
+                                    rc->kubelet_unknown,
+                                    a->config.allow_disruption
+                                        ? " (--allow-disruption: applying anyway)"
+                                        : ", disruptive changes are held back");
+                for (size_t i = 0; r >= 0 && i < rc->inv.n_pfs; i++)
+                        for (size_t j = 0; r >= 0 && j < rc->inv.pfs[i].n_vfs; j++)
+                                r = strv_push_dup(&rc->in_use, &rc->n_in_use,
+                                                  rc->inv.pfs[i].vfs[j].pci_address);
+        } else {
+                for (size_t i = 0; r >= 0 && i < usage->n_resources; i++)
+                        for (size_t j = 0; r >= 0 && j < usage->resources[i].n_ids; j++)
+                                r = strv_push_dup(&rc->in_use, &rc->n_in_use,
+                                                  usage->resources[i].ids[j]);
         }
         if (r < 0) {
-                log_warning_errno(r,
-                                  "cannot ask the kubelet which VFs are in use (%s); treating "
-                                  "every VF as in use",
-                                  a->config.pod_resources_socket);
-                for (size_t i = 0; i < inv->n_pfs; i++)
-                        for (size_t j = 0; j < inv->pfs[i].n_vfs; j++)
-                                if ((r = strv_push_dup(&ids, &n, inv->pfs[i].vfs[j].pci_address)) <
-                                    0)
-                                        goto fail;
-        } else {
-                for (size_t i = 0; i < usage.n_resources; i++)
-                        for (size_t j = 0; j < usage.resources[i].n_ids; j++)
-                                if ((r = strv_push_dup(&ids, &n, usage.resources[i].ids[j])) < 0)
-                                        goto fail;
+                log_error_errno(r, "reconcile failed");
+                rc->n_failed = rc->n_failed ? rc->n_failed : 1;
+                reconcile_end(a);
+                return;
         }
-        dp_usage_done(&usage);
-        *ret = ids;
-        *ret_n = n;
-        return 0;
-fail:
-        dp_usage_done(&usage);
-        strv_free_n(ids, n);
-        return r;
+        reconcile_guard_and_apply(a);
+}
+
+/* Asks the kubelet's PodResources service which device IDs pods hold, on the loop: Allocate
+ * calls from the kubelet are served meanwhile. Continues with reconcile_guard_and_apply(). */
+static int ask_kubelet(struct agent *a)
+{
+        struct reconcile *rc = a->running;
+        if (no_kubelet_here(a)) {
+                log_debug("--pod-resources-socket none: no kubelet on this host, no VF in use");
+                rc->asked_kubelet = true;
+                reconcile_guard_and_apply(a);
+                return 0;
+        }
+        log_debug("asking the kubelet which VFs pods hold (%s)", a->config.pod_resources_socket);
+        return dp_podresources_list(a->event, a->config.pod_resources_socket, 2 * 1000000ULL,
+                                    on_in_use, a, &rc->asking);
 }
 
 static void reconcile_end(struct agent *a)
@@ -437,15 +468,38 @@ static void reconcile_round(struct agent *a)
         }
 
         if (!rc->asked_kubelet) {
-                r = collect_in_use(a, &rc->inv, &rc->in_use, &rc->n_in_use);
+                r = ask_kubelet(a); /* continues in reconcile_guard_and_apply() */
                 if (r < 0)
                         goto fail;
-                rc->asked_kubelet = true;
+                return;
         }
+        reconcile_guard_and_apply(a);
+        return;
+fail:
+        log_error_errno(r, "reconcile failed");
+        rc->n_failed = rc->n_failed ? rc->n_failed : 1;
+        reconcile_end(a);
+}
+
+/* The kubelet's answer about VFs in use is known: the guard, then apply what it lets through. */
+static void reconcile_guard_and_apply(struct agent *a)
+{
+        struct reconcile *rc = a->running;
+        int r;
+
+        guarded_plan_done(&rc->guarded);
         r = disruption_guard(&rc->plan, &rc->inv, &rc->previous, (const char *const *)rc->in_use,
                              NULL, rc->n_in_use, a->config.allow_disruption, &rc->guarded);
         if (r < 0)
                 goto fail;
+        if (rc->kubelet_unknown)
+                for (size_t i = 0; i < rc->guarded.n_held; i++) {
+                        struct held_pf *h = &rc->guarded.held[i];
+                        size_t n = strlen(h->reason);
+                        snprintf(h->reason + n, sizeof(h->reason) - n,
+                                 " (the kubelet could not be asked which VFs pods hold: %s)",
+                                 rc->kubelet_unknown);
+                }
         if (rc->round == 0)
                 report_held(&rc->guarded);
         if (rc->guarded.plan.n_actions == 0) {

@@ -118,6 +118,14 @@ void report_node_state(struct agent *a, const struct desired_state *desired,
                                       "%sPF %s: %s", n ? "; " : "", plan->problems[i].pf,
                                       plan->problems[i].message);
                 }
+        if (a->rdma_shared_error) {
+                /* The SR-IOV side is applied; the whole-card RDMA pools are not what the file
+                 * says until it is fixed. */
+                status = KUBE_SYNC_FAILED;
+                n += snprintf(error + n, n < sizeof(error) ? sizeof(error) - n : 0,
+                              "%sRDMA shared config not used: %s", n ? "; " : "",
+                              a->rdma_shared_error);
+        }
         if (status != KUBE_SYNC_FAILED && !guarded->passed_through && guarded->n_held > 0) {
                 status = KUBE_SYNC_IN_PROGRESS;
                 for (size_t i = 0; i < guarded->n_held; i++)
@@ -136,8 +144,16 @@ void report_node_state(struct agent *a, const struct desired_state *desired,
 
         json_t *obj = kube_nodestate_object(ns);
         struct kube_object_ref ref;
-        if (!guarded->passed_through && guarded->n_held > 0 && obj &&
-            kube_object_ref_from_json(obj, &ref) >= 0)
+        bool have_ref = obj && kube_object_ref_from_json(obj, &ref) >= 0;
+        if (have_ref && a->rdma_shared_error &&
+            (!a->rdma_shared_error_posted ||
+             strcmp(a->rdma_shared_error_posted, a->rdma_shared_error) != 0)) {
+                kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning",
+                                 "InvalidRdmaSharedConfig", a->rdma_shared_error);
+                free(a->rdma_shared_error_posted);
+                a->rdma_shared_error_posted = strdup(a->rdma_shared_error);
+        }
+        if (!guarded->passed_through && guarded->n_held > 0 && have_ref)
                 for (size_t i = 0; i < guarded->n_held; i++)
                         kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning",
                                          "DisruptionHeld", guarded->held[i].reason);

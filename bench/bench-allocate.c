@@ -89,6 +89,7 @@ static int build_pools(struct dp_pool_set *set)
                         if (p->is_rdma) {
                                 char path[64];
                                 snprintf(d->rdma_device, sizeof(d->rdma_device), "mlx5_%d", j);
+                                d->rdma_cm = true; /* rdma_ucm loaded, as the grpc-go peer */
                                 snprintf(path, sizeof(path), "/dev/infiniband/uverbs%d", j);
                                 strv_push_dup(&d->char_devices, &d->n_char_devices, path);
                                 snprintf(path, sizeof(path), "/dev/infiniband/umad%d", j);

@@ -27,10 +27,13 @@ int dp_env_name(const struct dp_pool *pool, char *buf, size_t size)
         int n = snprintf(buf, size, "PCIDEVICE_%s_%s", pool->prefix, pool->name);
         if (n < 0 || (size_t)n >= size)
                 return -ENAMETOOLONG;
+        /* As upstream (strings.ToUpper(strings.ReplaceAll(key, ".", "_"))): only '.' is
+         * replaced, so a '-' in the prefix stays and the name is not shell-safe; pods read
+         * exactly this key. */
         for (char *c = buf; *c; c++) {
                 if (*c >= 'a' && *c <= 'z')
                         *c = (char)(*c - 'a' + 'A');
-                else if (!((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
+                else if (*c == '.')
                         *c = '_';
         }
         return 0;
@@ -69,8 +72,11 @@ static json_t *device_info(const struct dp_pool *pool, const struct dp_device *d
         }
         if (ok && pool->is_rdma) {
                 static const char *const kinds[] = { "uverbs", "umad", "issm" };
+                /* rdma_cm only where the node has it: container runtimes refuse to start a
+                 * container whose device path is missing (upstream: rdmamap only lists it when
+                 * /dev/infiniband/rdma_cm exists). */
                 ok = (o = json_object()) && json_object_set_new(info, "rdma", o) == 0 &&
-                     json_set_str(o, "rdma_cm", "/dev/infiniband/rdma_cm") == 0 &&
+                     (!d->rdma_cm || json_set_str(o, "rdma_cm", "/dev/infiniband/rdma_cm") == 0) &&
                      json_set_str(o, "rdma_dev", d->rdma_device) == 0;
                 for (size_t i = 0; ok && i < ELEMENTSOF(kinds); i++) {
                         const char *path = char_device_of(d, kinds[i]);
@@ -143,16 +149,20 @@ static int device_specs(const struct dp_pool *pool, const struct dp_device *d,
 {
         int r = 0;
         if (pool->device_type == DEVICE_TYPE_VFIO_PCI) {
-                char group[64];
+                /* In vfio's no-IOMMU mode the host node is noiommu-<group>; DPDK in the
+                 * container still opens /dev/vfio/<group>. */
+                char group[64], host[64];
                 snprintf(group, sizeof(group), "/dev/vfio/%d", d->iommu_group);
+                snprintf(host, sizeof(host), "/dev/vfio/%s%d", d->noiommu ? "noiommu-" : "",
+                         d->iommu_group);
                 r = add_spec(a, "/dev/vfio/vfio", "/dev/vfio/vfio");
                 if (r >= 0)
-                        r = add_spec(a, group, group);
+                        r = add_spec(a, host, group);
         }
         if (r >= 0 && pool->is_rdma) {
                 for (size_t i = 0; r >= 0 && i < d->n_char_devices; i++)
                         r = add_spec(a, d->char_devices[i], d->char_devices[i]);
-                if (r >= 0)
+                if (r >= 0 && d->rdma_cm)
                         r = add_spec(a, "/dev/infiniband/rdma_cm", "/dev/infiniband/rdma_cm");
         }
         if (r >= 0 && pool->need_vhost_net) {
@@ -219,6 +229,9 @@ int dp_allocate_container(const struct dp_pool *pool, char *const *ids, size_t n
                 for (size_t i = 0; r >= 0 && i < pool->n_shared_char_devices; i++)
                         r = add_spec(&a, pool->shared_char_devices[i],
                                      pool->shared_char_devices[i]);
+                /* The upstream whole-card plugin grants "rwm" (mknod too), SR-IOV "rw". */
+                for (size_t i = 0; i < a.n_specs; i++)
+                        snprintf(a.specs[i].permissions, sizeof(a.specs[i].permissions), "rwm");
         } else if (n_ids > 0)
                 r = allocate_sriov(pool, devs, n_ids, &a);
         if (r < 0) {
@@ -290,16 +303,8 @@ int dp_devinfo_write(const char *dir, const struct dp_pool *pool, const struct d
                 return -ENOMEM;
         r = mkdir_p(dir);
         if (r < 0)
-                return log_ctx_msg(LOG_WARNING, r,
-                                   &(const struct log_ctx){ .resource = pool->resource },
-                                   "cannot create device-info directory %s: %m", dir);
-        r = write_file_atomic(path, json, strlen(json), 0644);
-        if (r < 0)
-                return log_ctx_msg(
-                    LOG_WARNING, r,
-                    &(const struct log_ctx){ .resource = pool->resource, .vf = dev->id },
-                    "cannot write device-info file %s: %m", path);
-        return 0;
+                return r;
+        return write_file_atomic(path, json, strlen(json), 0644);
 }
 
 int dp_devinfo_remove(const char *dir, const char *resource, const char *id)

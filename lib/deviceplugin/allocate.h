@@ -5,7 +5,8 @@
  * "rdma": {...}, "vhost": {...}}} as the SR-IOV network device plugin writes it; device specs
  * (permissions "rw", deduplicated by host path): vfio /dev/vfio/vfio + /dev/vfio/<group>, RDMA the
  * VF's char devices + /dev/infiniband/rdma_cm, needVhostNet /dev/vhost-net + /dev/net/tun.
- * Whole-card RDMA pools: the shared char devices of every selected card, no env.
+ * Whole-card RDMA pools: the shared char devices of every selected card, permissions "rwm"
+ * (mknod too, as the upstream plugin grants), no env.
  * Unknown IDs are INVALID_ARGUMENT, unhealthy ones FAILED_PRECONDITION. Also the device-info
  * files (device-info-spec 1.1.0) written per allocated device. */
 #pragma once
@@ -32,7 +33,7 @@ struct dp_container_allocation {
 
 void dp_container_allocation_done(struct dp_container_allocation *a);
 
-/* "PCIDEVICE_" + upper-cased "<prefix>_<name>" with every character outside [A-Z0-9_] made '_'. */
+/* "PCIDEVICE_" + upper-cased "<prefix>_<name>" with '.' made '_' (only that, as upstream). */
 int dp_env_name(const struct dp_pool *pool, char *buf, size_t size);
 
 /* The _INFO JSON for the given devices (compact, keys sorted); NULL on allocation failure. */

@@ -46,9 +46,21 @@ int grpc_frame_reader_feed(struct grpc_frame_reader *r, const uint8_t *data, siz
         if (r->size + len > r->max_message + GRPC_FRAME_PREFIX_SIZE)
                 return -EMSGSIZE;
         if (r->size + len > r->allocated) {
+                /* Once the first message's length is known its whole size is taken at once
+                 * (what a memory budget must reserve anyway), else the buffer doubles. */
                 size_t n = r->allocated ? r->allocated : 256;
                 while (n < r->size + len)
                         n *= 2;
+                if (r->size + len >= GRPC_FRAME_PREFIX_SIZE) {
+                        uint8_t head[GRPC_FRAME_PREFIX_SIZE];
+                        size_t have = r->size < sizeof(head) ? r->size : sizeof(head);
+                        memcpy(head, r->buf, have);
+                        memcpy(head + have, data, sizeof(head) - have);
+                        size_t whole = GRPC_FRAME_PREFIX_SIZE + read_be32(head + 1);
+                        if (whole > r->max_message + GRPC_FRAME_PREFIX_SIZE)
+                                whole = r->max_message + GRPC_FRAME_PREFIX_SIZE;
+                        n = r->size + len > whole ? n : whole;
+                }
                 uint8_t *b = realloc(r->buf, n);
                 if (!b)
                         return -ENOMEM;

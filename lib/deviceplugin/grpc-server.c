@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -23,6 +24,13 @@
 #define MAX_STREAMS_PER_CONN 100
 #define MAX_PATH_HEADER      256
 #define MAX_QUEUED_OUTPUT    (16u * 1024u * 1024u)
+/* Memory budgets (issue 12.11: 100 streams x ~4 MiB from one peer took RSS to 413 MiB). A
+ * stream holds at most one request message (GRPC_MESSAGE_MAX_DEFAULT); the streams of one
+ * connection together, and all connections together, hold at most these. A stream that would
+ * go over is failed with RESOURCE_EXHAUSTED; the others go on. */
+#define CONN_RECV_BUDGET   (8u * 1024u * 1024u)
+#define SERVER_RECV_BUDGET (24u * 1024u * 1024u)
+#define CONN_SEND_BUDGET   (16u * 1024u * 1024u)
 
 struct server_conn;
 
@@ -31,15 +39,25 @@ struct grpc_call {
         int32_t stream_id;
         char path[MAX_PATH_HEADER];
         bool content_type_ok;
-        bool dispatched; /* request handled; further request data is ignored */
-        bool responded;  /* response headers submitted */
-        bool finishing;  /* trailers go out once the queue is empty */
-        bool deferred;   /* data provider returned DEFERRED */
+        bool dispatched;      /* request handled; further request data is ignored */
+        bool responded;       /* response headers submitted */
+        bool finishing;       /* trailers go out once the queue is empty */
+        bool deferred;        /* data provider returned DEFERRED */
+        bool rejected;        /* malformed request: RST_STREAM PROTOCOL_ERROR submitted */
+        bool regular_seen;    /* a regular header field came: no pseudo header may follow */
+        unsigned pseudo_seen; /* PSEUDO_* bits */
+        bool path_regular;    /* :path starts with '/' */
+        bool method_options;
+        bool path_asterisk;
+        int64_t content_length; /* -1: none given */
+        int64_t received;       /* DATA payload bytes */
         int final_code;
         char *final_message;
         struct grpc_frame_reader reader;
+        size_t recv_accounted; /* reader.allocated as counted in the budgets */
         uint8_t *out;
         size_t out_size, out_off;
+        size_t send_accounted; /* out_size as counted in the connection's budget */
         grpc_call_closed_handler closed;
         void *closed_userdata;
         struct grpc_call *prev, *next;
@@ -49,6 +67,7 @@ struct server_conn {
         struct grpc_conn conn;
         struct grpc_server *server;
         struct grpc_call *calls;
+        size_t recv_held, send_held; /* bytes buffered by its streams */
         struct server_conn *prev, *next;
 };
 
@@ -64,7 +83,27 @@ struct grpc_server {
         void *userdata;
         struct server_conn *conns;
         size_t n_conns;
+        size_t recv_held; /* request bytes buffered by every stream */
 };
+
+/* Brings the budgets up to date with what the call holds now. */
+static void call_account(struct grpc_call *call)
+{
+        struct server_conn *sc = call->sc;
+        size_t recv = call->reader.allocated, send = call->out_size;
+        sc->recv_held = sc->recv_held - call->recv_accounted + recv;
+        sc->server->recv_held = sc->server->recv_held - call->recv_accounted + recv;
+        sc->send_held = sc->send_held - call->send_accounted + send;
+        call->recv_accounted = recv;
+        call->send_accounted = send;
+}
+
+/* Drops what the call buffered of its request (it is answered or failed). */
+static void call_release_request(struct grpc_call *call)
+{
+        grpc_frame_reader_done(&call->reader);
+        call_account(call);
+}
 
 static void call_free(struct grpc_call *call)
 {
@@ -77,6 +116,9 @@ static void call_free(struct grpc_call *call)
                 call->next->prev = call->prev;
         grpc_frame_reader_done(&call->reader);
         free(call->out);
+        call->out = NULL;
+        call->out_size = call->out_off = 0;
+        call_account(call);
         free(call->final_message);
         free(call);
 }
@@ -145,8 +187,12 @@ static ssize_t data_read(nghttp2_session *session, int32_t stream_id, uint8_t *b
         size_t n = avail < length ? avail : length;
         memcpy(buf, call->out + call->out_off, n);
         call->out_off += n;
-        if (call->out_off == call->out_size)
+        if (call->out_off == call->out_size) {
+                free(call->out); /* an idle ListAndWatch stream holds nothing */
+                call->out = NULL;
                 call->out_off = call->out_size = 0;
+                call_account(call);
+        }
         return (ssize_t)n;
 }
 
@@ -179,7 +225,8 @@ int grpc_call_send(struct grpc_call *call, const uint8_t *msg, size_t len)
 {
         if (call->finishing)
                 return -EALREADY;
-        if (call->out_size - call->out_off + len > MAX_QUEUED_OUTPUT) {
+        if (call->out_size - call->out_off + len > MAX_QUEUED_OUTPUT ||
+            call->sc->send_held + len > CONN_SEND_BUDGET) {
                 /* The client stopped reading: drop the call rather than grow without bound. */
                 nghttp2_submit_rst_stream(call->sc->conn.session, NGHTTP2_FLAG_NONE,
                                           call->stream_id, NGHTTP2_CANCEL);
@@ -197,6 +244,7 @@ int grpc_call_send(struct grpc_call *call, const uint8_t *msg, size_t len)
         call->out = b;
         memcpy(call->out + call->out_size, framed, n);
         call->out_size += n;
+        call_account(call);
         if (!call->responded) {
                 r = call_submit_headers(call);
                 if (r < 0)
@@ -262,6 +310,7 @@ static void call_fail(struct grpc_call *call, int code, const char *fmt, ...)
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
         call->dispatched = true;
+        call_release_request(call);
         log_debug("grpc: %s: %s: %s", call->path, grpc_status_to_string(code), msg);
         (void)grpc_call_finish(call, code, msg);
 }
@@ -283,6 +332,7 @@ static void call_dispatch(struct grpc_call *call)
                 return call_fail(call, GRPC_STATUS_INTERNAL,
                                  "expected exactly one request message");
         call->dispatched = true;
+        call_release_request(call); /* the message was taken out */
 
         struct grpc_status st = { .code = GRPC_STATUS_OK };
         if (m->unary) {
@@ -303,6 +353,164 @@ static void call_dispatch(struct grpc_call *call)
                 call_fail(call, code, "%s", st.message);
 }
 
+/* HTTP/2 request rules (RFC 9113 §8), checked here rather than by nghttp2: nghttp2's own
+ * checks also insist that :authority be a host[:port], and real kubelets send the socket path
+ * there (Kubernetes <= 1.25: "/var/lib/kubelet/device-plugins/x.sock"; gRPC C-core >= 1.57: the
+ * path percent-encoded). On a unix socket the authority names nothing, so any value a header
+ * field may carry (or none) is accepted; every other rule nghttp2 enforces is kept below. */
+enum {
+        PSEUDO_METHOD = 1u << 0,
+        PSEUDO_SCHEME = 1u << 1,
+        PSEUDO_PATH = 1u << 2,
+        PSEUDO_AUTHORITY = 1u << 3,
+        PSEUDO_HOST = 1u << 4, /* the "host" field: at most once, like :authority */
+};
+
+static void call_reject(struct grpc_call *call, const char *why)
+{
+        if (call->rejected)
+                return;
+        log_debug("grpc: stream %d: malformed request (%s): PROTOCOL_ERROR", call->stream_id, why);
+        call->rejected = true;
+        call->dispatched = true; /* nothing of this stream is read or answered any more */
+        call_release_request(call);
+        (void)nghttp2_submit_rst_stream(call->sc->conn.session, NGHTTP2_FLAG_NONE, call->stream_id,
+                                        NGHTTP2_PROTOCOL_ERROR);
+}
+
+static bool name_is(const uint8_t *name, size_t len, const char *want)
+{
+        return len == strlen(want) && memcmp(name, want, len) == 0;
+}
+
+static bool value_ieq(const uint8_t *v, size_t len, const char *want)
+{
+        return len == strlen(want) && strncasecmp((const char *)v, want, len) == 0;
+}
+
+/* RFC 3986 scheme: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) */
+static bool scheme_valid(const uint8_t *v, size_t len)
+{
+        if (len == 0 || !((v[0] | 0x20) >= 'a' && (v[0] | 0x20) <= 'z'))
+                return false;
+        for (size_t i = 1; i < len; i++) {
+                uint8_t c = v[i];
+                if (!(((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '+' || c == '-' || c == '.'))
+                        return false;
+        }
+        return true;
+}
+
+static int64_t parse_content_length(const uint8_t *v, size_t len)
+{
+        if (len == 0 || len > 18)
+                return -1;
+        int64_t n = 0;
+        for (size_t i = 0; i < len; i++) {
+                if (v[i] < '0' || v[i] > '9')
+                        return -1;
+                n = n * 10 + (v[i] - '0');
+        }
+        return n;
+}
+
+/* One field of a request's header block (trailer: of its trailing block). Returns false when
+ * the field makes the request malformed; *why says which rule. Fields that are merely invalid
+ * regular ones are ignored, as nghttp2 does. */
+static bool request_header_ok(struct grpc_call *call, bool trailer, const uint8_t *name,
+                              size_t namelen, const uint8_t *value, size_t valuelen, bool *ignore,
+                              const char **why)
+{
+        *ignore = false;
+        if (namelen == 0)
+                return (*why = "empty field name"), false;
+        if (name[0] == ':') {
+                if (trailer)
+                        return (*why = "pseudo-header field in trailers"), false;
+                if (call->regular_seen)
+                        return (*why = "pseudo-header field after a regular one"), false;
+                unsigned bit;
+                if (name_is(name, namelen, ":method")) {
+                        bit = PSEUDO_METHOD;
+                        if (!nghttp2_check_method(value, valuelen))
+                                return (*why = "invalid :method"), false;
+                        call->method_options = valuelen == 7 && memcmp(value, "OPTIONS", 7) == 0;
+                } else if (name_is(name, namelen, ":scheme")) {
+                        bit = PSEUDO_SCHEME;
+                        if (!scheme_valid(value, valuelen))
+                                return (*why = "invalid :scheme"), false;
+                } else if (name_is(name, namelen, ":path")) {
+                        bit = PSEUDO_PATH;
+                        if (valuelen == 0 || !nghttp2_check_path(value, valuelen))
+                                return (*why = "invalid :path"), false;
+                        call->path_regular = value[0] == '/';
+                        call->path_asterisk = valuelen == 1 && value[0] == '*';
+                } else if (name_is(name, namelen, ":authority")) {
+                        bit = PSEUDO_AUTHORITY;
+                        /* Any value: see above. Still a field value (no NUL, CR, LF). */
+                        if (!nghttp2_check_header_value(value, valuelen))
+                                return (*why = "invalid characters in :authority"), false;
+                } else {
+                        return (*why = "unknown pseudo-header field"), false;
+                }
+                if (call->pseudo_seen & bit)
+                        return (*why = "repeated pseudo-header field"), false;
+                call->pseudo_seen |= bit;
+                return true;
+        }
+
+        call->regular_seen = true;
+        if (!nghttp2_check_header_name(name, namelen)) {
+                for (size_t i = 0; i < namelen; i++)
+                        if (name[i] >= 'A' && name[i] <= 'Z')
+                                return (*why = "upper-case field name"), false;
+                *ignore = true;
+                return true;
+        }
+        if (name_is(name, namelen, "host")) {
+                /* The same meaning as :authority, so the same latitude. */
+                if (call->pseudo_seen & PSEUDO_HOST)
+                        return (*why = "repeated host field"), false;
+                call->pseudo_seen |= PSEUDO_HOST;
+                if (!nghttp2_check_header_value(value, valuelen))
+                        return (*why = "invalid characters in host"), false;
+                return true;
+        }
+        if (name_is(name, namelen, "connection") || name_is(name, namelen, "keep-alive") ||
+            name_is(name, namelen, "proxy-connection") ||
+            name_is(name, namelen, "transfer-encoding") || name_is(name, namelen, "upgrade"))
+                return (*why = "connection-specific field"), false;
+        if (name_is(name, namelen, "te")) {
+                if (!value_ieq(value, valuelen, "trailers"))
+                        return (*why = "te other than \"trailers\""), false;
+                return true;
+        }
+        if (!nghttp2_check_header_value_rfc9113(value, valuelen)) {
+                *ignore = true;
+                return true;
+        }
+        if (!trailer && name_is(name, namelen, "content-length")) {
+                if (call->content_length != -1)
+                        return (*why = "repeated content-length"), false;
+                call->content_length = parse_content_length(value, valuelen);
+                if (call->content_length == -1)
+                        return (*why = "invalid content-length"), false;
+        }
+        return true;
+}
+
+/* The request header block is complete. */
+static const char *request_headers_complete(const struct grpc_call *call)
+{
+        const unsigned required = PSEUDO_METHOD | PSEUDO_SCHEME | PSEUDO_PATH;
+        if ((call->pseudo_seen & required) != required)
+                return ":method, :scheme or :path missing";
+        if (!call->path_regular && !(call->method_options && call->path_asterisk))
+                return ":path does not start with /";
+        return NULL;
+}
+
 static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
         struct server_conn *sc = user_data;
@@ -313,6 +521,7 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
                 return NGHTTP2_ERR_CALLBACK_FAILURE;
         call->sc = sc;
         call->stream_id = frame->hd.stream_id;
+        call->content_length = -1;
         grpc_frame_reader_init(&call->reader, GRPC_MESSAGE_MAX_DEFAULT);
         call->next = sc->calls;
         if (sc->calls)
@@ -326,16 +535,27 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
                      size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
                      void *user_data)
 {
-        if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+        if (frame->hd.type != NGHTTP2_HEADERS)
+                return 0;
+        bool trailer = frame->headers.cat == NGHTTP2_HCAT_HEADERS;
+        if (frame->headers.cat != NGHTTP2_HCAT_REQUEST && !trailer)
                 return 0;
         struct grpc_call *call = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-        if (!call)
+        if (!call || call->rejected)
                 return 0;
-        if (namelen == 5 && memcmp(name, ":path", 5) == 0) {
+        bool ignore;
+        const char *why = NULL;
+        if (!request_header_ok(call, trailer, name, namelen, value, valuelen, &ignore, &why)) {
+                call_reject(call, why);
+                return 0;
+        }
+        if (ignore || trailer)
+                return 0;
+        if (name_is(name, namelen, ":path")) {
                 size_t n = valuelen < sizeof(call->path) - 1 ? valuelen : sizeof(call->path) - 1;
                 memcpy(call->path, value, n);
                 call->path[n] = 0;
-        } else if (namelen == 12 && memcmp(name, "content-type", 12) == 0) {
+        } else if (name_is(name, namelen, "content-type")) {
                 call->content_type_ok = valuelen >= 16 &&
                                         memcmp(value, "application/grpc", 16) == 0 &&
                                         (valuelen == 16 || value[16] == '+' || value[16] == ';');
@@ -347,9 +567,25 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
                          const uint8_t *data, size_t len, void *user_data)
 {
         struct grpc_call *call = nghttp2_session_get_stream_user_data(session, stream_id);
-        if (!call || call->dispatched)
+        if (!call || call->rejected)
                 return 0;
+        call->received += (int64_t)len;
+        if (call->content_length != -1 && call->received > call->content_length) {
+                call_reject(call, "more DATA than content-length");
+                return 0;
+        }
+        if (call->dispatched)
+                return 0;
+        struct server_conn *sc = call->sc;
         int r = grpc_frame_reader_feed(&call->reader, data, len);
+        call_account(call);
+        if (sc->recv_held > CONN_RECV_BUDGET || sc->server->recv_held > SERVER_RECV_BUDGET) {
+                call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                          "request data over the memory budget (%u MiB per connection, %u MiB in "
+                          "all)",
+                          CONN_RECV_BUDGET >> 20, SERVER_RECV_BUDGET >> 20);
+                return 0;
+        }
         if (r == -EMSGSIZE)
                 call_fail(call, GRPC_STATUS_RESOURCE_EXHAUSTED,
                           "request message larger than %zu bytes", call->reader.max_message);
@@ -364,10 +600,28 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
 {
         if (frame->hd.type != NGHTTP2_DATA && frame->hd.type != NGHTTP2_HEADERS)
                 return 0;
-        if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
-                return 0;
         struct grpc_call *call = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-        if (call && !call->dispatched)
+        if (!call || call->rejected)
+                return 0;
+        bool end = frame->hd.flags & NGHTTP2_FLAG_END_STREAM;
+        if (frame->hd.type == NGHTTP2_HEADERS) {
+                const char *why = NULL;
+                if (frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+                        why = request_headers_complete(call);
+                else if (!end)
+                        why = "trailers without END_STREAM";
+                if (why) {
+                        call_reject(call, why);
+                        return 0;
+                }
+        }
+        if (!end)
+                return 0;
+        if (call->content_length != -1 && call->received != call->content_length) {
+                call_reject(call, "less DATA than content-length");
+                return 0;
+        }
+        if (!call->dispatched)
                 call_dispatch(call);
         return 0;
 }
@@ -393,7 +647,16 @@ static int server_session_new(struct server_conn *sc, nghttp2_session **ret)
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
         nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
-        int r = nghttp2_session_server_new(ret, cbs, sc);
+        nghttp2_option *opt;
+        if (nghttp2_option_new(&opt) != 0) {
+                nghttp2_session_callbacks_del(cbs);
+                return -ENOMEM;
+        }
+        /* HTTP request rules are checked by request_header_ok() and friends, which accept any
+         * :authority; nghttp2 would reset such streams. */
+        nghttp2_option_set_no_http_messaging(opt, 1);
+        int r = nghttp2_session_server_new2(ret, cbs, sc, opt);
+        nghttp2_option_del(opt);
         nghttp2_session_callbacks_del(cbs);
         if (r != 0)
                 return -ENOMEM;
@@ -414,7 +677,7 @@ static int on_accept(sd_event_source *source, int fd, uint32_t revents, void *us
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (cfd < 0) {
                         if (errno != EAGAIN && errno != EINTR)
-                                log_warning_errno(errno, "grpc: accept on %s failed: %m",
+                                log_warning_errno(errno, "grpc: accept on %s failed",
                                                   s->socket_path);
                         return 0;
                 }
@@ -449,7 +712,7 @@ int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         if (strlen(socket_path) >= sizeof(sa.sun_path))
-                return log_error_errno(ENAMETOOLONG, "grpc: socket path too long: %s", socket_path);
+                return -ENAMETOOLONG; /* the caller logs, naming the path */
         strcpy(sa.sun_path, socket_path);
 
         struct grpc_server *s = calloc(1, sizeof(*s));
@@ -470,9 +733,11 @@ int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_
                 goto fail;
         }
         (void)unlink(socket_path);
+        /* 0600 whatever the umask: only root (the kubelet) may talk to a device plugin. Set
+         * before listen(), so no connection is accepted while the mode is still wider. */
         if (bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-            listen(s->listen_fd, SOMAXCONN) < 0) {
-                r = log_error_errno(errno, "grpc: cannot listen on %s: %m", socket_path);
+            chmod(socket_path, 0600) < 0 || listen(s->listen_fd, SOMAXCONN) < 0) {
+                r = negative_errno(); /* the caller logs, naming the path */
                 goto fail;
         }
         struct stat st;

@@ -52,7 +52,7 @@ static int add_watch(struct dp_manager *m)
         if (inotify_add_watch(m->inotify_fd, m->kubelet_dir,
                               IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |
                                   IN_MOVE_SELF | IN_ONLYDIR) < 0)
-                return log_warning_errno(errno, "cannot watch %s: %m", m->kubelet_dir);
+                return log_warning_errno(errno, "cannot watch %s", m->kubelet_dir);
         return 0;
 }
 
@@ -98,13 +98,12 @@ int dp_manager_new(sd_event *event, const struct dp_manager_options *opts, struc
         if (!m->kubelet_dir || !m->devinfo_dir)
                 goto fail;
         if (mkdir(m->kubelet_dir, 0755) < 0 && errno != EEXIST) {
-                r = log_error_errno(errno, "kubelet device-plugin directory %s: %m",
-                                    m->kubelet_dir);
+                r = negative_errno(); /* the caller logs, naming the directory */
                 goto fail;
         }
         m->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (m->inotify_fd < 0) {
-                r = log_error_errno(errno, "inotify: %m");
+                r = negative_errno();
                 goto fail;
         }
         r = add_watch(m);
@@ -222,4 +221,24 @@ bool dp_manager_all_registered(const struct dp_manager *m)
                 if (!dp_plugin_is_registered(m->plugins[i]))
                         return false;
         return true;
+}
+
+int dp_manager_get_pools(const struct dp_manager *m, struct dp_pool_set *ret)
+{
+        struct dp_pool_set s = { 0 };
+        if (m->n_plugins > 0) {
+                s.pools = calloc(m->n_plugins, sizeof(*s.pools));
+                if (!s.pools)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < m->n_plugins; i++) {
+                int r = dp_pool_copy(dp_plugin_pool(m->plugins[i]), &s.pools[i]);
+                if (r < 0) {
+                        dp_pool_set_done(&s);
+                        return r;
+                }
+                s.n_pools = i + 1;
+        }
+        *ret = s;
+        return 0;
 }

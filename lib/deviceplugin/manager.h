@@ -33,6 +33,8 @@ int dp_manager_set_pools(struct dp_manager *m, const struct dp_pool_set *pools);
 void dp_manager_shutdown(struct dp_manager *m);
 struct dp_manager *dp_manager_free(struct dp_manager *m);
 
+/* A copy of every pool served now (for dp_pools_build's previous). */
+int dp_manager_get_pools(const struct dp_manager *m, struct dp_pool_set *ret);
 size_t dp_manager_n_plugins(const struct dp_manager *m);
 struct dp_plugin *dp_manager_plugin(const struct dp_manager *m, size_t i);
 bool dp_manager_all_registered(const struct dp_manager *m);

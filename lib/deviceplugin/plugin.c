@@ -231,8 +231,13 @@ static void remember_devinfo(struct dp_plugin *p, const struct dp_device *d)
             dp_devinfo_path(p->devinfo_dir, p->pool.resource, d->id, path, sizeof(path)) >= 0 &&
             access(path, F_OK) == 0)
                 return;
-        if (dp_devinfo_write(p->devinfo_dir, &p->pool, d) < 0)
+        int r = dp_devinfo_write(p->devinfo_dir, &p->pool, d);
+        if (r < 0) {
+                log_ctx_msg(LOG_WARNING, r,
+                            &(const struct log_ctx){ .resource = p->pool.resource, .vf = d->id },
+                            "cannot write the device-info file in %s", p->devinfo_dir);
                 return;
+        }
         if (!strv_contains(p->devinfo_ids, p->n_devinfo_ids, d->id))
                 (void)strv_push_dup(&p->devinfo_ids, &p->n_devinfo_ids, d->id);
 }
@@ -282,6 +287,49 @@ static void view_done(struct container_view *v)
         free(v->spec_ptrs);
 }
 
+static int compare_id_ptr(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Checked before any per-device work, so a hostile request (a 4 MiB message is ~250,000 IDs)
+ * costs at most a sort of the pool's size per container: the kubelet never asks for one device
+ * twice for a container, nor for more than the pool has. (Init containers may be given the
+ * devices their app containers get, so the same ID in two containers is allowed, within
+ * MAX_ALLOCATE_FACTOR times the pool in all.) */
+#define MAX_ALLOCATE_FACTOR 16
+
+static int check_request_ids(const struct dp_plugin *p, const V1beta1__AllocateRequest *r,
+                             struct grpc_status *st)
+{
+        size_t total = 0, pool = p->pool.n_devices;
+        for (size_t i = 0; i < r->n_container_requests; i++) {
+                size_t n = r->container_requests[i]->n_devices_ids;
+                total += n;
+                if (n > pool || total > pool * MAX_ALLOCATE_FACTOR)
+                        return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT,
+                                         "%zu device IDs requested, resource %s has %zu devices",
+                                         n > pool ? n : total, p->pool.resource, pool);
+        }
+        for (size_t i = 0; i < r->n_container_requests; i++) {
+                const V1beta1__ContainerAllocateRequest *c = r->container_requests[i];
+                if (c->n_devices_ids < 2)
+                        continue;
+                _cleanup_free_ char **ids = malloc(c->n_devices_ids * sizeof(*ids));
+                if (!ids)
+                        return grpc_fail(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+                memcpy(ids, c->devices_ids, c->n_devices_ids * sizeof(*ids));
+                qsort(ids, c->n_devices_ids, sizeof(*ids), compare_id_ptr);
+                for (size_t j = 1; j < c->n_devices_ids; j++)
+                        if (strcmp(ids[j - 1], ids[j]) == 0)
+                                return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT,
+                                                 "device ID \"%.64s\" requested more than once "
+                                                 "for one container of resource %s",
+                                                 ids[j], p->pool.resource);
+        }
+        return GRPC_STATUS_OK;
+}
+
 static int on_allocate(void *userdata, const uint8_t *req, size_t len, uint8_t **ret,
                        size_t *ret_len, struct grpc_status *st)
 {
@@ -289,6 +337,12 @@ static int on_allocate(void *userdata, const uint8_t *req, size_t len, uint8_t *
         V1beta1__AllocateRequest *r = v1beta1__allocate_request__unpack(NULL, len, req);
         if (!r)
                 return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT, "malformed AllocateRequest");
+        int early = check_request_ids(p, r, st);
+        if (early != GRPC_STATUS_OK) {
+                log_ctx_msg(LOG_WARNING, 0, LOG_RES(p), "Allocate refused: %s", st->message);
+                v1beta1__allocate_request__free_unpacked(r, NULL);
+                return early;
+        }
         size_t n = r->n_container_requests;
         struct dp_container_allocation *allocs = calloc(n ?: 1, sizeof(*allocs));
         struct container_view *views = calloc(n ?: 1, sizeof(*views));
@@ -415,7 +469,7 @@ static void register_now(struct dp_plugin *p)
         int r = grpc_unary_call(p->event, p->kubelet_socket, "/v1beta1.Registration/Register", buf,
                                 len, REGISTER_TIMEOUT_USEC, on_registered, p, &p->register_call);
         if (r < 0) {
-                log_ctx_msg(LOG_DEBUG, r, LOG_RES(p), "kubelet not reachable at %s: %m",
+                log_ctx_msg(LOG_DEBUG, r, LOG_RES(p), "kubelet not reachable at %s",
                             p->kubelet_socket);
                 schedule_retry(p);
         }
@@ -427,8 +481,7 @@ static int serve(struct dp_plugin *p)
         int r = grpc_server_new(p->event, p->socket_path, plugin_methods,
                                 ELEMENTSOF(plugin_methods), p, &p->server);
         if (r < 0)
-                return log_ctx_msg(LOG_ERR, r, LOG_RES(p), "cannot serve on %s: %m",
-                                   p->socket_path);
+                return log_ctx_msg(LOG_ERR, r, LOG_RES(p), "cannot serve on %s", p->socket_path);
         return 0;
 }
 

@@ -100,46 +100,105 @@ static int pack_request(uint8_t **ret, size_t *ret_len)
         return 0;
 }
 
-struct list_call {
+struct dp_podresources_call {
+        struct grpc_client_call *grpc; /* NULL once answered, or when connecting failed */
+        sd_event_source *defer;        /* reports a connect failure from the loop */
+        int connect_error;
+        char socket_path[108];
         dp_usage_done_fn done;
         void *userdata;
 };
 
+void dp_podresources_call_cancel(struct dp_podresources_call *c)
+{
+        if (!c)
+                return;
+        grpc_client_call_cancel(c->grpc);
+        c->defer = sd_event_source_disable_unref(c->defer);
+        free(c);
+}
+
+static void finish(struct dp_podresources_call *c, int error, const char *message,
+                   const struct dp_usage *u)
+{
+        dp_usage_done_fn done = c->done;
+        void *userdata = c->userdata;
+        c->grpc = NULL;
+        dp_podresources_call_cancel(c);
+        done(userdata, error, message, u);
+}
+
 static void on_list_done(void *userdata, const struct grpc_status *st, const uint8_t *resp,
                          size_t len)
 {
-        _cleanup_free_ struct list_call *c = userdata;
+        struct dp_podresources_call *c = userdata;
         struct dp_usage u = { 0 };
+        char msg[GRPC_STATUS_MESSAGE_MAX + 256] = "";
         int r;
-        if (st->code != GRPC_STATUS_OK)
-                r = log_warning_errno(EPROTO, "PodResources List failed: %s: %s",
-                                      grpc_status_to_string(st->code), st->message);
-        else {
+        if (st->code == GRPC_STATUS_DEADLINE_EXCEEDED) {
+                r = -ETIMEDOUT;
+                snprintf(msg, sizeof(msg), "no answer from %s in time", c->socket_path);
+        } else if (st->code != GRPC_STATUS_OK) {
+                r = -EPROTO;
+                snprintf(msg, sizeof(msg), "List on %s failed: %s: %s", c->socket_path,
+                         grpc_status_to_string(st->code), st->message);
+        } else {
                 r = dp_usage_from_list_response(resp, len, &u);
                 if (r < 0)
-                        log_warning_errno(r, "PodResources List: malformed response");
+                        snprintf(msg, sizeof(msg), "List on %s: malformed response",
+                                 c->socket_path);
         }
-        c->done(c->userdata, r, r < 0 ? NULL : &u);
+        c->grpc = NULL; /* the gRPC call frees itself after this callback */
+        finish(c, r, r < 0 ? msg : NULL, r < 0 ? NULL : &u);
         dp_usage_done(&u);
 }
 
+static int on_connect_failed(sd_event_source *s, void *userdata)
+{
+        struct dp_podresources_call *c = userdata;
+        char msg[256];
+        if (c->connect_error == -ENOENT)
+                snprintf(msg, sizeof(msg), "no PodResources socket at %s (kubelet not running?)",
+                         c->socket_path);
+        else if (c->connect_error == -ECONNREFUSED)
+                snprintf(msg, sizeof(msg), "nothing listens on %s (kubelet not running?)",
+                         c->socket_path);
+        else
+                snprintf(msg, sizeof(msg), "cannot connect to %s: %s", c->socket_path,
+                         strerror(-c->connect_error));
+        finish(c, c->connect_error, msg, NULL);
+        return 0;
+}
+
 int dp_podresources_list(sd_event *event, const char *socket_path, uint64_t timeout_usec,
-                         dp_usage_done_fn done, void *userdata)
+                         dp_usage_done_fn done, void *userdata, struct dp_podresources_call **ret)
 {
         _cleanup_free_ uint8_t *req = NULL;
         size_t len;
         int r = pack_request(&req, &len);
         if (r < 0)
                 return r;
-        struct list_call *c = malloc(sizeof(*c));
+        struct dp_podresources_call *c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
-        *c = (struct list_call){ .done = done, .userdata = userdata };
-        r = grpc_unary_call(event, socket_path ?: DP_PODRESOURCES_SOCKET_DEFAULT, LIST_METHOD, req,
-                            len, timeout_usec, on_list_done, c, NULL);
-        if (r < 0)
-                free(c);
-        return r;
+        *c = (struct dp_podresources_call){ .done = done, .userdata = userdata };
+        snprintf(c->socket_path, sizeof(c->socket_path), "%s",
+                 socket_path ?: DP_PODRESOURCES_SOCKET_DEFAULT);
+        r = grpc_unary_call(event, c->socket_path, LIST_METHOD, req, len, timeout_usec,
+                            on_list_done, c, &c->grpc);
+        if (r < 0) {
+                /* Reported from the loop like every other outcome, so callers have one path. */
+                c->grpc = NULL;
+                c->connect_error = r;
+                r = sd_event_add_defer(event, &c->defer, on_connect_failed, c);
+                if (r < 0) {
+                        free(c);
+                        return r;
+                }
+        }
+        if (ret)
+                *ret = c;
+        return 0;
 }
 
 int dp_podresources_list_sync(const char *socket_path, uint64_t timeout_usec, struct dp_usage *ret)
@@ -154,8 +213,10 @@ int dp_podresources_list_sync(const char *socket_path, uint64_t timeout_usec, st
                                  len, timeout_usec, &st, &resp, &resp_len);
         if (r < 0)
                 return r;
-        if (st.code != GRPC_STATUS_OK)
-                return log_warning_errno(EPROTO, "PodResources List failed: %s: %s",
-                                         grpc_status_to_string(st.code), st.message);
+        if (st.code != GRPC_STATUS_OK) {
+                log_debug("PodResources List failed: %s: %s", grpc_status_to_string(st.code),
+                          st.message);
+                return -EPROTO;
+        }
         return dp_usage_from_list_response(resp, resp_len, ret);
 }

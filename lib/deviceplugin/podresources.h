@@ -33,11 +33,20 @@ int dp_usage_in_use(const struct dp_usage *u, const char *resource, const char *
 /* Decodes a packed ListPodResourcesResponse. -EBADMSG when it does not parse. */
 int dp_usage_from_list_response(const uint8_t *data, size_t len, struct dp_usage *ret);
 
-typedef void (*dp_usage_done_fn)(void *userdata, int error, const struct dp_usage *usage);
+/* error 0: usage holds the answer. Otherwise a negative errno and a message saying why, for the
+ * caller to log once: -ENOENT/-ECONNREFUSED (no kubelet listening), -ETIMEDOUT (no answer in
+ * time), -EPROTO (a gRPC error or a closed connection), -EBADMSG (undecodable answer). */
+typedef void (*dp_usage_done_fn)(void *userdata, int error, const char *message,
+                                 const struct dp_usage *usage);
 
-/* Asynchronous List on the caller's loop; done gets 0 and the usage, or a negative errno
- * (-ECONNREFUSED/-ENOENT: kubelet not there, -EPROTO: gRPC error, logged). */
+struct dp_podresources_call;
+
+/* Asynchronous List on the caller's loop; done is called exactly once, always from the loop
+ * (also when the socket cannot be reached), unless the call is cancelled first. ret may be NULL.
+ * Returns 0, or a negative errno when nothing could be started (-ENOMEM). */
 int dp_podresources_list(sd_event *event, const char *socket_path, uint64_t timeout_usec,
-                         dp_usage_done_fn done, void *userdata);
+                         dp_usage_done_fn done, void *userdata, struct dp_podresources_call **ret);
+/* Abandons the call: done is not called. NULL is a no-op. */
+void dp_podresources_call_cancel(struct dp_podresources_call *call);
 /* Blocking form for CLI tools and tests. */
 int dp_podresources_list_sync(const char *socket_path, uint64_t timeout_usec, struct dp_usage *ret);

@@ -6,10 +6,10 @@
 
 int dp_pools_build(const struct desired_state *desired, const struct inventory *inv,
                    const char *prefix, const struct rdma_shared_config *rdma,
-                   struct dp_pool_set *ret)
+                   const struct dp_pool_set *previous, struct dp_pool_set *ret)
 {
         struct dp_pool_set all = { 0 }, shared = { 0 };
-        int r = dp_pools_from_desired(desired, inv, prefix, &all);
+        int r = dp_pools_from_desired_keep(desired, inv, prefix, previous, &all);
         if (r < 0)
                 return r;
         if (rdma) {

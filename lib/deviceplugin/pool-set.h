@@ -6,7 +6,8 @@
 #include "deviceplugin/pool.h"
 #include "deviceplugin/rdma-shared-config.h"
 
-/* prefix NULL = "openshift.io"; rdma NULL = no whole-card pools. */
+/* prefix NULL = "openshift.io"; rdma NULL = no whole-card pools; previous = the pools served
+ * now (see dp_pools_from_desired_keep), NULL = none. */
 int dp_pools_build(const struct desired_state *desired, const struct inventory *inv,
                    const char *prefix, const struct rdma_shared_config *rdma,
-                   struct dp_pool_set *ret);
+                   const struct dp_pool_set *previous, struct dp_pool_set *ret);

@@ -29,6 +29,19 @@ static const char *vf_not_ready_reason(const struct vf_group *g, const struct vf
         return NULL;
 }
 
+/* The CNI moves a VF's netdev (and, in exclusive RDMA netns mode, its RDMA device) into the
+ * pod's network namespace: the host then sees the VF bound to its driver with no netdev. A VF
+ * in that state that was advertised is still the pod's device, not a VF that is not ready. */
+static bool vf_maybe_in_pod(const struct vf_group *g, const struct vf_info *vf)
+{
+        if (g->device_type == DEVICE_TYPE_VFIO_PCI || vf->driver[0] == 0 ||
+            strcmp(vf->driver, "vfio-pci") == 0)
+                return false;
+        /* No netdev on the host; its RDMA device may have gone with it (exclusive mode). A
+         * VF that still has its netdev is on the host, whatever else it lacks. */
+        return vf->n_netdevs == 0;
+}
+
 static bool pf_link_down(const struct pf_info *pf)
 {
         for (size_t i = 0; i < pf->n_netdevs; i++)
@@ -37,13 +50,18 @@ static bool pf_link_down(const struct pf_info *pf)
         return false;
 }
 
-/* "uverbs0" or "/dev/infiniband/uverbs0" → the host path; rdma_cm is added per pool. */
+/* "uverbs0" or "/dev/infiniband/uverbs0" → the host path; rdma_cm is only remembered: it is
+ * node-wide, one device spec for any number of VFs. */
 static int add_char_devices(struct dp_device *d, const struct rdma_device *rd)
 {
         for (size_t i = 0; i < rd->n_char_devices; i++) {
                 const char *c = rd->char_devices[i];
                 const char *base = strrchr(c, '/') ? strrchr(c, '/') + 1 : c;
-                if (strcmp(base, "rdma_cm") == 0 || base[0] == 0)
+                if (strcmp(base, "rdma_cm") == 0) {
+                        d->rdma_cm = true; /* handed out only where it exists */
+                        continue;
+                }
+                if (base[0] == 0)
                         continue;
                 char path[128];
                 if (c[0] == '/')
@@ -71,6 +89,7 @@ static int pool_add_device(struct dp_pool *pool, const struct vf_group *g, const
                 .healthy = !pf_link_down(pf),
                 .numa_node = g->exclude_topology || vf->numa_node < 0 ? -1 : vf->numa_node,
                 .iommu_group = vf->iommu_group,
+                .noiommu = vf->iommu_noiommu,
         };
         snprintf(d->id, sizeof(d->id), "%s", vf->pci_address);
         snprintf(d->pf, sizeof(d->pf), "%s", pf->pci_address);
@@ -82,6 +101,31 @@ static int pool_add_device(struct dp_pool *pool, const struct vf_group *g, const
                                 return r;
                 }
         }
+        return 0;
+}
+
+/* Keeps the device as it was last advertised (its RDMA char devices included: the pod uses
+ * them), with today's health. */
+static int pool_keep_device(struct dp_pool *pool, const struct pf_info *pf,
+                            const struct dp_device *prev)
+{
+        struct dp_device *devs = realloc(pool->devices, (pool->n_devices + 1) * sizeof(*devs));
+        if (!devs)
+                return -ENOMEM;
+        pool->devices = devs;
+        struct dp_device *d = &devs[pool->n_devices];
+        *d = *prev;
+        d->char_devices = NULL;
+        d->n_char_devices = 0;
+        d->healthy = !pf_link_down(pf);
+        for (size_t i = 0; i < prev->n_char_devices; i++) {
+                int r = strv_push_dup(&d->char_devices, &d->n_char_devices, prev->char_devices[i]);
+                if (r < 0) {
+                        dp_device_done(d);
+                        return r;
+                }
+        }
+        pool->n_devices++;
         return 0;
 }
 
@@ -127,7 +171,7 @@ static int compare_devices(const void *a, const void *b)
 
 static int add_group(struct dp_pool_set *set, const char *prefix,
                      const struct desired_interface *iface, const struct vf_group *g,
-                     const struct pf_info *pf)
+                     const struct pf_info *pf, const struct dp_pool_set *previous)
 {
         int r = 0;
         struct dp_pool *pool = find_or_add_pool(set, prefix, g, &r);
@@ -146,6 +190,30 @@ static int add_group(struct dp_pool_set *set, const char *prefix,
                 if (!vf)
                         continue;
                 const char *why = vf_not_ready_reason(g, vf);
+                const struct dp_pool *prev_pool =
+                    previous ? dp_pool_set_find(previous, pool->resource) : NULL;
+                /* Only the same group (resource, device type, isRdma, needVhostNet) keeps it. */
+                bool same_group = prev_pool && prev_pool->kind == DP_POOL_SRIOV &&
+                                  prev_pool->device_type == pool->device_type &&
+                                  prev_pool->is_rdma == pool->is_rdma &&
+                                  prev_pool->need_vhost_net == pool->need_vhost_net;
+                const struct dp_device *prev =
+                    same_group ? dp_pool_find_device(prev_pool, vf->pci_address) : NULL;
+                if (why && prev && vf_maybe_in_pod(g, vf)) {
+                        log_ctx_msg(LOG_DEBUG, 0,
+                                    &(const struct log_ctx){ .pf = pf->pci_address,
+                                                             .vf = vf->pci_address,
+                                                             .resource = pool->resource },
+                                    "VF still advertised: %s (its netdev is in a pod's network "
+                                    "namespace)",
+                                    why);
+                        if (dp_pool_find_device(pool, vf->pci_address))
+                                continue;
+                        r = pool_keep_device(pool, pf, prev);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 if (why) {
                         log_ctx_msg(LOG_DEBUG, 0,
                                     &(const struct log_ctx){ .pf = pf->pci_address,
@@ -166,6 +234,13 @@ static int add_group(struct dp_pool_set *set, const char *prefix,
 int dp_pools_from_desired(const struct desired_state *desired, const struct inventory *inv,
                           const char *prefix, struct dp_pool_set *ret)
 {
+        return dp_pools_from_desired_keep(desired, inv, prefix, NULL, ret);
+}
+
+int dp_pools_from_desired_keep(const struct desired_state *desired, const struct inventory *inv,
+                               const char *prefix, const struct dp_pool_set *previous,
+                               struct dp_pool_set *ret)
+{
         struct dp_pool_set set = { 0 };
         if (!prefix)
                 prefix = DP_RESOURCE_PREFIX_DEFAULT;
@@ -174,7 +249,7 @@ int dp_pools_from_desired(const struct desired_state *desired, const struct inve
                 const struct desired_interface *iface = &desired->interfaces[i];
                 const struct pf_info *pf = inventory_find_pf(inv, iface->pci_address);
                 for (size_t j = 0; j < iface->n_groups; j++) {
-                        int r = add_group(&set, prefix, iface, &iface->groups[j], pf);
+                        int r = add_group(&set, prefix, iface, &iface->groups[j], pf, previous);
                         if (r < 0) {
                                 dp_pool_set_done(&set);
                                 return r;

@@ -32,9 +32,11 @@ struct dp_device {
         int numa_node;                   /* -1: no topology advertised */
         char pf[PCI_ADDR_MAX];           /* SR-IOV: the VF's PF, for spreading */
         int iommu_group;                 /* -1 none */
+        bool noiommu;                    /* vfio no-IOMMU group: host /dev/vfio/noiommu-<group> */
         char rdma_device[RDMA_NAME_MAX]; /* "" when none */
         char **char_devices;             /* host paths of the VF's RDMA char devices, not rdma_cm */
         size_t n_char_devices;
+        bool rdma_cm; /* the node has /dev/infiniband/rdma_cm (class/misc/rdma_cm) */
 };
 
 struct dp_pool {
@@ -79,3 +81,13 @@ bool strv_contains(char *const *list, size_t n, const char *s);
  * no ready VF are still returned (the resource exists with 0 devices). prefix NULL = default. */
 int dp_pools_from_desired(const struct desired_state *desired, const struct inventory *inv,
                           const char *prefix, struct dp_pool_set *ret);
+/* The same, remembering what was advertised (previous: the pools served now, or NULL). A VF
+ * that was a device of the same resource and device type and is now bound to its (non-vfio)
+ * driver with no netdev (or, for isRdma, no RDMA device) has had them moved into a pod's network
+ * namespace by the CNI: it stays a device, as it was advertised, so the kubelet does not see a
+ * device in use withdrawn. It leaves when the VF goes, is unbound or rebound, its netdev comes
+ * back without what the group needs, or its group (resource, device type, isRdma, needVhostNet)
+ * changes. */
+int dp_pools_from_desired_keep(const struct desired_state *desired, const struct inventory *inv,
+                               const char *prefix, const struct dp_pool_set *previous,
+                               struct dp_pool_set *ret);

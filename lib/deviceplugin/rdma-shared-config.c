@@ -1,6 +1,8 @@
 #include "deviceplugin/rdma-shared-config.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,22 +31,8 @@ void rdma_shared_config_done(struct rdma_shared_config *c)
         for (size_t i = 0; i < c->n_resources; i++)
                 selectors_done(&c->resources[i].selectors);
         free(c->resources);
+        strv_free_n(c->warnings, c->n_warnings);
         *c = (struct rdma_shared_config){ 0 };
-}
-
-static bool is_hex_id(const char *s)
-{
-        size_t n = strlen(s);
-        if (n == 0 || n > 6)
-                return false;
-        if (strncasecmp(s, "0x", 2) == 0)
-                s += 2;
-        if (*s == 0)
-                return false;
-        for (; *s; s++)
-                if (!strchr("0123456789abcdefABCDEF", *s))
-                        return false;
-        return true;
 }
 
 static bool is_resource_name(const char *s)
@@ -59,46 +47,80 @@ static bool is_resource_name(const char *s)
         return true;
 }
 
-enum selector_kind { SEL_HEX, SEL_DRIVER, SEL_IFNAME, SEL_LINK_TYPE };
+/* What the parse found wrong (one error) and what it ignored (warnings). */
+struct parse {
+        const char *origin;
+        char *error;
+        struct rdma_shared_config *c;
+};
 
-static const char *selector_value_error(enum selector_kind kind, const char *v)
+static int fail(struct parse *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct parse *p, const char *fmt, ...)
 {
-        switch (kind) {
-        case SEL_HEX:
-                return is_hex_id(v) ? NULL : "is not a hexadecimal PCI ID";
-        case SEL_DRIVER:
-                return v[0] && strlen(v) < DRIVER_MAX && !strchr(v, '/') ? NULL
-                                                                         : "is not a driver name";
-        case SEL_IFNAME:
-                return v[0] && strlen(v) < IFNAME_MAX && !strchr(v, '/')
-                           ? NULL
-                           : "is not an interface name";
-        case SEL_LINK_TYPE:
-                return strcasecmp(v, "ether") == 0 || strcasecmp(v, "infiniband") == 0 ||
-                               strcasecmp(v, "eth") == 0 || strcasecmp(v, "ib") == 0
-                           ? NULL
-                           : "is not a link type (ether or infiniband)";
-        }
-        return "is invalid";
+        va_list ap;
+        va_start(ap, fmt);
+        char *msg = NULL;
+        int n = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return -ENOMEM;
+        free(p->error);
+        if (asprintf(&p->error, "%s: %s", p->origin, msg) < 0)
+                p->error = NULL;
+        free(msg);
+        return -EINVAL;
 }
 
-static int parse_string_list(json_t *arr, const char *origin, size_t item, const char *field,
-                             enum selector_kind kind, char ***list, size_t *n)
+static int warn(struct parse *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int warn(struct parse *p, const char *fmt, ...)
 {
+        va_list ap;
+        va_start(ap, fmt);
+        char *msg = NULL;
+        int n = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return -ENOMEM;
+        int r = strv_push_dup(&p->c->warnings, &p->c->n_warnings, msg);
+        free(msg);
+        return r;
+}
+
+/* Upstream decodes with Go's encoding/json: unknown keys are ignored (we warn), null is the
+ * zero value, a value of the wrong type is an error. */
+static int warn_unknown_keys(struct parse *p, json_t *obj, const char *where,
+                             const char *const *known)
+{
+        const char *key;
+        json_t *v;
+        json_object_foreach(obj, key, v)
+        {
+                bool ok = false;
+                for (size_t i = 0; known[i] && !ok; i++)
+                        ok = strcmp(key, known[i]) == 0;
+                if (!ok) {
+                        int r =
+                            warn(p, "%s: %s: unknown key \"%s\" ignored", p->origin, where, key);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+static int parse_string_list(struct parse *p, json_t *arr, size_t item, const char *field,
+                             char ***list, size_t *n)
+{
+        if (!arr || json_is_null(arr))
+                return 0;
         if (!json_is_array(arr))
-                return log_error_errno(EINVAL, "%s: configList[%zu].%s: must be a list of strings",
-                                       origin, item, field);
+                return fail(p, "configList[%zu].%s: must be a list of strings", item, field);
         size_t i;
         json_t *v;
         json_array_foreach(arr, i, v)
         {
                 if (!json_is_string(v))
-                        return log_error_errno(EINVAL, "%s: configList[%zu].%s[%zu]: not a string",
-                                               origin, item, field, i);
-                const char *why = selector_value_error(kind, json_string_value(v));
-                if (why)
-                        return log_error_errno(EINVAL, "%s: configList[%zu].%s[%zu]: \"%s\" %s",
-                                               origin, item, field, i, json_string_value(v), why);
+                        return fail(p, "configList[%zu].%s[%zu]: not a string", item, field, i);
                 int r = strv_push_dup(list, n, json_string_value(v));
                 if (r < 0)
                         return r;
@@ -106,126 +128,176 @@ static int parse_string_list(json_t *arr, const char *origin, size_t item, const
         return 0;
 }
 
-static int parse_selectors(json_t *obj, const char *origin, size_t item,
+static int parse_selectors(struct parse *p, json_t *obj, size_t item,
                            struct rdma_shared_selectors *s)
 {
+        if (!obj || json_is_null(obj))
+                return 0;
         if (!json_is_object(obj))
-                return log_error_errno(EINVAL, "%s: configList[%zu].selectors: must be an object",
-                                       origin, item);
-        const char *key;
-        json_t *v;
-        json_object_foreach(obj, key, v)
-        {
-                int r;
-                if (strcmp(key, "vendors") == 0)
-                        r = parse_string_list(v, origin, item, "selectors.vendors", SEL_HEX,
-                                              &s->vendors, &s->n_vendors);
-                else if (strcmp(key, "deviceIDs") == 0)
-                        r = parse_string_list(v, origin, item, "selectors.deviceIDs", SEL_HEX,
-                                              &s->device_ids, &s->n_device_ids);
-                else if (strcmp(key, "drivers") == 0)
-                        r = parse_string_list(v, origin, item, "selectors.drivers", SEL_DRIVER,
-                                              &s->drivers, &s->n_drivers);
-                else if (strcmp(key, "ifNames") == 0)
-                        r = parse_string_list(v, origin, item, "selectors.ifNames", SEL_IFNAME,
-                                              &s->if_names, &s->n_if_names);
-                else if (strcmp(key, "linkTypes") == 0)
-                        r = parse_string_list(v, origin, item, "selectors.linkTypes", SEL_LINK_TYPE,
-                                              &s->link_types, &s->n_link_types);
-                else
-                        r = log_error_errno(EINVAL,
-                                            "%s: configList[%zu].selectors: unknown selector "
-                                            "\"%s\" (vendors, deviceIDs, drivers, ifNames, "
-                                            "linkTypes)",
-                                            origin, item, key);
-                if (r < 0)
-                        return r;
-        }
+                return fail(p, "configList[%zu].selectors: must be an object", item);
+        static const char *const known[] = { "vendors", "deviceIDs", "drivers",
+                                             "ifNames", "linkTypes", NULL };
+        char where[64];
+        snprintf(where, sizeof(where), "configList[%zu].selectors", item);
+        int r = warn_unknown_keys(p, obj, where, known);
+        if (r >= 0)
+                r = parse_string_list(p, json_object_get(obj, "vendors"), item, "selectors.vendors",
+                                      &s->vendors, &s->n_vendors);
+        if (r >= 0)
+                r = parse_string_list(p, json_object_get(obj, "deviceIDs"), item,
+                                      "selectors.deviceIDs", &s->device_ids, &s->n_device_ids);
+        if (r >= 0)
+                r = parse_string_list(p, json_object_get(obj, "drivers"), item, "selectors.drivers",
+                                      &s->drivers, &s->n_drivers);
+        if (r >= 0)
+                r = parse_string_list(p, json_object_get(obj, "ifNames"), item, "selectors.ifNames",
+                                      &s->if_names, &s->n_if_names);
+        if (r >= 0)
+                r = parse_string_list(p, json_object_get(obj, "linkTypes"), item,
+                                      "selectors.linkTypes", &s->link_types, &s->n_link_types);
+        return r;
+}
+
+static bool selectors_empty(const struct rdma_shared_selectors *s)
+{
+        return s->n_vendors == 0 && s->n_device_ids == 0 && s->n_drivers == 0 &&
+               s->n_if_names == 0 && s->n_link_types == 0;
+}
+
+/* Optional string: absent or null is "". */
+static int get_string(struct parse *p, json_t *obj, const char *key, size_t item, const char **ret)
+{
+        json_t *v = json_object_get(obj, key);
+        *ret = "";
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_string(v))
+                return fail(p, "configList[%zu].%s: not a string", item, key);
+        *ret = json_string_value(v);
         return 0;
 }
 
-static int parse_resource(json_t *obj, const char *origin, size_t item,
+static int parse_resource(struct parse *p, json_t *obj, size_t item,
                           struct rdma_shared_resource *res)
 {
         if (!json_is_object(obj))
-                return log_error_errno(EINVAL, "%s: configList[%zu]: must be an object", origin,
-                                       item);
-        json_t *name = json_object_get(obj, "resourceName");
-        if (!json_is_string(name))
-                return log_error_errno(EINVAL, "%s: configList[%zu].resourceName: required string",
-                                       origin, item);
-        if (!is_resource_name(json_string_value(name)))
-                return log_error_errno(EINVAL,
-                                       "%s: configList[%zu].resourceName: \"%s\" must match "
-                                       "^[a-zA-Z0-9_]+$ (at most %d characters)",
-                                       origin, item, json_string_value(name),
-                                       RESOURCE_NAME_MAX - 1);
-        json_t *prefix = json_object_get(obj, "resourcePrefix");
-        if (prefix && !json_is_string(prefix))
-                return log_error_errno(EINVAL, "%s: configList[%zu].resourcePrefix: not a string",
-                                       origin, item);
-        const char *prefix_s = prefix ? json_string_value(prefix) : RDMA_SHARED_PREFIX_DEFAULT;
+                return fail(p, "configList[%zu]: must be an object", item);
+        static const char *const known[] = { "resourceName", "resourcePrefix", "rdmaHcaMax",
+                                             "devices",      "selectors",      NULL };
+        char where[48];
+        snprintf(where, sizeof(where), "configList[%zu]", item);
+        int r = warn_unknown_keys(p, obj, where, known);
+        if (r < 0)
+                return r;
+        const char *name, *prefix;
+        if ((r = get_string(p, obj, "resourceName", item, &name)) < 0 ||
+            (r = get_string(p, obj, "resourcePrefix", item, &prefix)) < 0)
+                return r;
+        if (!is_resource_name(name))
+                return fail(p,
+                            "configList[%zu].resourceName: \"%s\" must match ^[a-zA-Z0-9_]+$ "
+                            "(at most %d characters)",
+                            item, name, RESOURCE_NAME_MAX - 1);
+        if (prefix[0] == 0)
+                prefix = RDMA_SHARED_PREFIX_DEFAULT; /* upstream: "" means the default */
         struct dp_pool probe = { 0 };
-        if (dp_pool_set_names(&probe, prefix_s, json_string_value(name)) < 0)
-                return log_error_errno(EINVAL,
-                                       "%s: configList[%zu].resourcePrefix: \"%s\" is not a valid "
-                                       "resource prefix",
-                                       origin, item, prefix_s);
-        snprintf(res->name, sizeof(res->name), "%s", json_string_value(name));
-        snprintf(res->prefix, sizeof(res->prefix), "%s", prefix_s);
+        if (dp_pool_set_names(&probe, prefix, name) < 0)
+                return fail(p,
+                            "configList[%zu].resourcePrefix: \"%s\" is not a valid resource "
+                            "prefix (a DNS subdomain)",
+                            item, prefix);
+        snprintf(res->name, sizeof(res->name), "%s", name);
+        snprintf(res->prefix, sizeof(res->prefix), "%s", prefix);
 
         json_t *max = json_object_get(obj, "rdmaHcaMax");
-        if (max && !json_is_integer(max))
-                return log_error_errno(EINVAL, "%s: configList[%zu].rdmaHcaMax: not an integer",
-                                       origin, item);
-        json_int_t m = max ? json_integer_value(max) : 0;
-        if (m < 0 || m > RDMA_SHARED_HCA_MAX_LIMIT)
-                return log_error_errno(EINVAL,
-                                       "%s: configList[%zu].rdmaHcaMax: %lld out of range 0..%d",
-                                       origin, item, (long long)m, RDMA_SHARED_HCA_MAX_LIMIT);
+        if (max && !json_is_null(max) && !json_is_integer(max))
+                return fail(p, "configList[%zu].rdmaHcaMax: not an integer", item);
+        json_int_t m = max && json_is_integer(max) ? json_integer_value(max) : 0;
+        if (m < 0)
+                return fail(p, "configList[%zu].rdmaHcaMax: %lld is negative", item, (long long)m);
+        if (m > RDMA_SHARED_HCA_MAX_LIMIT)
+                return fail(p,
+                            "configList[%zu].rdmaHcaMax: %lld is more IDs than one device list "
+                            "to the kubelet carries here (at most %d)",
+                            item, (long long)m, RDMA_SHARED_HCA_MAX_LIMIT);
         res->hca_max = (int)m;
 
-        json_t *sel = json_object_get(obj, "selectors");
-        json_t *devices = json_object_get(obj, "devices");
-        if ((sel != NULL) == (devices != NULL))
-                return log_error_errno(EINVAL,
-                                       "%s: configList[%zu] (%s): exactly one of \"selectors\" and "
-                                       "the deprecated \"devices\" must be given",
-                                       origin, item, res->name);
-        if (devices)
-                return parse_string_list(devices, origin, item, "devices", SEL_IFNAME,
-                                         &res->selectors.if_names, &res->selectors.n_if_names);
-        return parse_selectors(sel, origin, item, &res->selectors);
+        char **devices = NULL;
+        size_t n_devices = 0;
+        r = parse_string_list(p, json_object_get(obj, "devices"), item, "devices", &devices,
+                              &n_devices);
+        if (r >= 0)
+                r = parse_selectors(p, json_object_get(obj, "selectors"), item, &res->selectors);
+        if (r >= 0 && selectors_empty(&res->selectors) && n_devices == 0)
+                r = fail(p,
+                         "configList[%zu] (%s): neither \"selectors\" nor the deprecated "
+                         "\"devices\" selects anything; an empty selector would share every "
+                         "RDMA card of the node, so (as upstream) it is refused",
+                         item, name);
+        if (r >= 0 && !selectors_empty(&res->selectors) && n_devices > 0)
+                r = fail(p,
+                         "configList[%zu] (%s): both \"selectors\" and the deprecated \"devices\" "
+                         "are given; use \"selectors\"",
+                         item, name);
+        if (r >= 0 && n_devices > 0) {
+                /* The deprecated list is the ifNames selector. */
+                res->selectors.if_names = devices;
+                res->selectors.n_if_names = n_devices;
+                devices = NULL;
+                n_devices = 0;
+                r = warn(p,
+                         "%s: configList[%zu] (%s): \"devices\" is deprecated, use "
+                         "\"selectors\": {\"ifNames\": [...]}",
+                         p->origin, item, name);
+        }
+        strv_free_n(devices, n_devices);
+        return r;
 }
 
-int rdma_shared_config_parse(const char *text, const char *origin, struct rdma_shared_config *ret)
+int rdma_shared_config_parse(const char *text, const char *origin, struct rdma_shared_config *ret,
+                             char **ret_error)
 {
+        struct rdma_shared_config c = { .periodic_update_sec = RDMA_SHARED_UPDATE_DEFAULT };
+        struct parse p = { .origin = origin, .c = &c };
         json_error_t jerr;
         json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
-        if (!root)
-                return log_error_errno(EINVAL, "%s:%d:%d: not valid JSON: %s", origin, jerr.line,
-                                       jerr.column, jerr.text);
-        struct rdma_shared_config c = { .periodic_update_sec = RDMA_SHARED_UPDATE_DEFAULT };
         int r = 0;
-        if (!json_is_object(root)) {
-                r = log_error_errno(EINVAL, "%s: top level must be an object", origin);
+        if (!root) {
+                r = fail(&p, "line %d, column %d: not valid JSON: %s", jerr.line, jerr.column,
+                         jerr.text);
                 goto out;
         }
+        if (!json_is_object(root)) {
+                r = fail(&p, "the top level must be an object");
+                goto out;
+        }
+        static const char *const known[] = { "periodicUpdateInterval", "configList", NULL };
+        r = warn_unknown_keys(&p, root, "top level", known);
+        if (r < 0)
+                goto out;
         json_t *interval = json_object_get(root, "periodicUpdateInterval");
-        if (interval) {
-                if (!json_is_integer(interval) || json_integer_value(interval) < 0 ||
-                    json_integer_value(interval) > 86400 * 365) {
-                        r = log_error_errno(EINVAL,
-                                            "%s: periodicUpdateInterval: must be an integer >= 0 "
-                                            "(seconds; 0 disables periodic updates)",
-                                            origin);
+        if (interval && !json_is_null(interval)) { /* null: the default, as upstream */
+                if (!json_is_integer(interval)) {
+                        r = fail(&p, "periodicUpdateInterval: not an integer (seconds)");
                         goto out;
                 }
-                c.periodic_update_sec = (int)json_integer_value(interval);
+                json_int_t v = json_integer_value(interval);
+                if (v < 0 || v > INT32_MAX) {
+                        r = fail(&p,
+                                 "periodicUpdateInterval: %lld must be >= 0 (seconds; 0 disables "
+                                 "periodic updates)",
+                                 (long long)v);
+                        goto out;
+                }
+                c.periodic_update_sec = (int)v;
         }
         json_t *list = json_object_get(root, "configList");
-        if (!json_is_array(list) || json_array_size(list) == 0) {
-                r = log_error_errno(EINVAL, "%s: configList: required non-empty list", origin);
+        if (list && !json_is_null(list) && !json_is_array(list)) {
+                r = fail(&p, "configList: must be a list");
+                goto out;
+        }
+        if (!list || json_array_size(list) == 0) {
+                r = fail(&p, "configList: no resources configuration found");
                 goto out;
         }
         c.resources = calloc(json_array_size(list), sizeof(*c.resources));
@@ -238,45 +310,57 @@ int rdma_shared_config_parse(const char *text, const char *origin, struct rdma_s
         json_array_foreach(list, i, item)
         {
                 c.n_resources = i + 1;
-                r = parse_resource(item, origin, i, &c.resources[i]);
+                r = parse_resource(&p, item, i, &c.resources[i]);
                 if (r < 0)
                         goto out;
                 for (size_t j = 0; j < i; j++)
-                        if (strcmp(c.resources[j].name, c.resources[i].name) == 0 &&
-                            strcmp(c.resources[j].prefix, c.resources[i].prefix) == 0) {
-                                r = log_error_errno(EINVAL,
-                                                    "%s: configList[%zu].resourceName: \"%s\" "
-                                                    "already used by configList[%zu]",
-                                                    origin, i, c.resources[i].name, j);
+                        if (strcmp(c.resources[j].name, c.resources[i].name) == 0) {
+                                /* Unique by name alone, as upstream: the socket is <name>.sock. */
+                                r = fail(&p,
+                                         "configList[%zu].resourceName: \"%s\" already used by "
+                                         "configList[%zu] (names must be unique even under "
+                                         "different prefixes)",
+                                         i, c.resources[i].name, j);
                                 goto out;
                         }
         }
         *ret = c;
         c = (struct rdma_shared_config){ 0 };
 out:
+        if (r < 0 && ret_error) {
+                *ret_error = p.error;
+                p.error = NULL;
+                if (!*ret_error)
+                        *ret_error = strdup(strerror(-r));
+        }
+        free(p.error);
         rdma_shared_config_done(&c);
         json_decref(root);
         return r;
 }
 
-int rdma_shared_config_load(const char *path, struct rdma_shared_config *ret)
+int rdma_shared_config_load(const char *path, struct rdma_shared_config *ret, char **ret_error)
 {
         _cleanup_free_ char *text = NULL;
         size_t size;
         int r = read_full_file(path, CONFIG_FILE_MAX, &text, &size);
-        if (r < 0)
-                return log_error_errno(r, "%s: cannot read RDMA shared device config: %m", path);
-        return rdma_shared_config_parse(text, path, ret);
+        if (r < 0) {
+                if (ret_error && asprintf(ret_error, "%s: cannot read: %s", path, strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        return rdma_shared_config_parse(text, path, ret, ret_error);
 }
 
-static bool hex_list_matches(char *const *list, size_t n, unsigned value)
+/* Upstream compares exact strings: PCI IDs as ghw gives them (4 lower-case hex digits, no
+ * 0x), drivers and interface names as they are. */
+static bool id_list_matches(char *const *list, size_t n, unsigned value)
 {
         if (n == 0)
                 return true;
-        for (size_t i = 0; i < n; i++)
-                if (strtoul(list[i], NULL, 16) == value)
-                        return true;
-        return false;
+        char id[8];
+        snprintf(id, sizeof(id), "%04x", value);
+        return strv_contains(list, n, id);
 }
 
 static bool str_list_matches(char *const *list, size_t n, const char *value)
@@ -284,57 +368,85 @@ static bool str_list_matches(char *const *list, size_t n, const char *value)
         return n == 0 || (value && strv_contains(list, n, value));
 }
 
-static bool link_type_matches(char *const *list, size_t n, const struct pf_info *pf)
+/* A network function as the upstream plugin sees it: PF, VF or neither. */
+struct candidate {
+        uint16_t vendor, device;
+        const char *driver;
+        const struct netdev_info *netdevs;
+        size_t n_netdevs;
+        const struct rdma_device *rdma;
+        size_t n_rdma;
+};
+
+/* Link types are netlink's names ("ether", "infiniband"); any other value selects nothing. */
+static bool link_type_matches(char *const *list, size_t n, const struct candidate *c)
 {
         if (n == 0)
                 return true;
-        enum link_type lt = pf->n_netdevs > 0 ? pf->netdevs[0].link_type : LINK_TYPE_UNKNOWN;
-        for (size_t i = 0; i < n; i++) {
-                bool eth = strcasecmp(list[i], "ether") == 0 || strcasecmp(list[i], "eth") == 0;
-                if ((eth && lt == LINK_TYPE_ETH) || (!eth && lt == LINK_TYPE_IB))
-                        return true;
-        }
-        return false;
+        enum link_type lt = c->n_netdevs > 0 ? c->netdevs[0].link_type : LINK_TYPE_UNKNOWN;
+        const char *name = lt == LINK_TYPE_ETH ? "ether" : lt == LINK_TYPE_IB ? "infiniband" : NULL;
+        return name && strv_contains(list, n, name);
 }
 
+/* The upstream whole-card plugin requires rdma_cm, umad and uverbs of a card and skips one
+ * that lacks any (a pod given a missing device path does not start). */
 static bool rdma_device_usable(const struct rdma_device *rd)
 {
-        bool uverbs = false, umad = false;
+        bool uverbs = false, umad = false, rdma_cm = false;
         for (size_t i = 0; i < rd->n_char_devices; i++) {
                 const char *c = rd->char_devices[i];
                 const char *base = strrchr(c, '/') ? strrchr(c, '/') + 1 : c;
                 uverbs |= strncmp(base, "uverbs", 6) == 0;
                 umad |= strncmp(base, "umad", 4) == 0;
+                rdma_cm |= strcmp(base, "rdma_cm") == 0;
         }
-        return uverbs && umad;
+        return uverbs && umad && rdma_cm;
+}
+
+static bool candidate_matches(const struct rdma_shared_selectors *sel, const struct candidate *c)
+{
+        bool usable = false;
+        for (size_t i = 0; i < c->n_rdma; i++)
+                usable |= rdma_device_usable(&c->rdma[i]);
+        if (!usable || !c->driver[0])
+                return false;
+        /* ifName: the function's first netdev, as upstream */
+        bool ifname =
+            sel->n_if_names == 0 ||
+            (c->n_netdevs > 0 && strv_contains(sel->if_names, sel->n_if_names, c->netdevs[0].name));
+        return ifname && id_list_matches(sel->vendors, sel->n_vendors, c->vendor) &&
+               id_list_matches(sel->device_ids, sel->n_device_ids, c->device) &&
+               str_list_matches(sel->drivers, sel->n_drivers, c->driver) &&
+               link_type_matches(sel->link_types, sel->n_link_types, c);
+}
+
+static struct candidate pf_candidate(const struct pf_info *pf)
+{
+        return (struct candidate){ .vendor = pf->vendor,
+                                   .device = pf->device,
+                                   .driver = pf->driver,
+                                   .netdevs = pf->netdevs,
+                                   .n_netdevs = pf->n_netdevs,
+                                   .rdma = pf->rdma,
+                                   .n_rdma = pf->n_rdma };
 }
 
 bool rdma_shared_pf_matches(const struct rdma_shared_selectors *sel, const struct pf_info *pf)
 {
-        bool usable = false;
-        for (size_t i = 0; i < pf->n_rdma; i++)
-                usable |= rdma_device_usable(&pf->rdma[i]);
-        if (!usable)
-                return false;
-        bool ifname = sel->n_if_names == 0;
-        for (size_t i = 0; i < pf->n_netdevs && !ifname; i++)
-                ifname = strv_contains(sel->if_names, sel->n_if_names, pf->netdevs[i].name);
-        return ifname && hex_list_matches(sel->vendors, sel->n_vendors, pf->vendor) &&
-               hex_list_matches(sel->device_ids, sel->n_device_ids, pf->device) &&
-               str_list_matches(sel->drivers, sel->n_drivers, pf->driver) &&
-               link_type_matches(sel->link_types, sel->n_link_types, pf);
+        const struct candidate c = pf_candidate(pf);
+        return candidate_matches(sel, &c);
 }
 
-static int add_card(struct dp_pool *pool, const struct pf_info *pf)
+static int add_card(struct dp_pool *pool, const struct candidate *c)
 {
-        for (size_t i = 0; i < pf->n_rdma; i++)
-                for (size_t j = 0; j < pf->rdma[i].n_char_devices; j++) {
-                        const char *c = pf->rdma[i].char_devices[j];
+        for (size_t i = 0; i < c->n_rdma; i++)
+                for (size_t j = 0; j < c->rdma[i].n_char_devices; j++) {
+                        const char *dev = c->rdma[i].char_devices[j];
                         char path[128];
-                        if (c[0] == '/')
-                                snprintf(path, sizeof(path), "%s", c);
+                        if (dev[0] == '/')
+                                snprintf(path, sizeof(path), "%s", dev);
                         else
-                                snprintf(path, sizeof(path), "/dev/infiniband/%s", c);
+                                snprintf(path, sizeof(path), "/dev/infiniband/%s", dev);
                         if (strv_contains(pool->shared_char_devices, pool->n_shared_char_devices,
                                           path))
                                 continue;
@@ -346,6 +458,15 @@ static int add_card(struct dp_pool *pool, const struct pf_info *pf)
         return 0;
 }
 
+static int consider(struct dp_pool *pool, const struct rdma_shared_resource *res,
+                    const struct candidate *c, size_t *cards)
+{
+        if (!candidate_matches(&res->selectors, c))
+                return 0;
+        (*cards)++;
+        return add_card(pool, c);
+}
+
 static int build_pool(const struct rdma_shared_resource *res, const struct inventory *inv,
                       struct dp_pool *pool)
 {
@@ -353,26 +474,35 @@ static int build_pool(const struct rdma_shared_resource *res, const struct inven
         int r = dp_pool_set_names(pool, res->prefix, res->name);
         if (r < 0)
                 return r;
+        /* Every network function with RDMA, as upstream: PFs, their VFs, and functions that
+         * are not SR-IOV at all (SR-IOV off in firmware, a VF passed through to a VM). */
         size_t cards = 0;
-        for (size_t i = 0; i < inv->n_pfs; i++) {
-                if (!rdma_shared_pf_matches(&res->selectors, &inv->pfs[i]))
-                        continue;
-                r = add_card(pool, &inv->pfs[i]);
-                if (r < 0)
-                        return r;
-                cards++;
+        for (size_t i = 0; r >= 0 && i < inv->n_pfs; i++) {
+                const struct pf_info *pf = &inv->pfs[i];
+                const struct candidate c = pf_candidate(pf);
+                r = consider(pool, res, &c, &cards);
+                for (size_t j = 0; r >= 0 && j < pf->n_vfs; j++) {
+                        const struct vf_info *vf = &pf->vfs[j];
+                        const struct candidate v = { .vendor = vf->vendor,
+                                                     .device = vf->device,
+                                                     .driver = vf->driver,
+                                                     .netdevs = vf->netdevs,
+                                                     .n_netdevs = vf->n_netdevs,
+                                                     .rdma = vf->rdma,
+                                                     .n_rdma = vf->n_rdma };
+                        r = consider(pool, res, &v, &cards);
+                }
         }
+        for (size_t i = 0; r >= 0 && i < inv->n_rdma_nics; i++) {
+                const struct candidate c = pf_candidate(&inv->rdma_nics[i]);
+                r = consider(pool, res, &c, &cards);
+        }
+        if (r < 0)
+                return r;
         if (cards == 0) {
                 log_ctx_msg(LOG_NOTICE, 0, &(const struct log_ctx){ .resource = pool->resource },
                             "no RDMA card matches the selectors; advertising no devices");
                 return 0;
-        }
-        if (!strv_contains(pool->shared_char_devices, pool->n_shared_char_devices,
-                           "/dev/infiniband/rdma_cm")) {
-                r = strv_push_dup(&pool->shared_char_devices, &pool->n_shared_char_devices,
-                                  "/dev/infiniband/rdma_cm");
-                if (r < 0)
-                        return r;
         }
         pool->devices = calloc(res->hca_max ?: 1, sizeof(*pool->devices));
         if (!pool->devices)

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -231,6 +232,121 @@ static int scan_pfs(const struct discover_scan *scan, struct inventory *inv)
         return r;
 }
 
+static int compare_str_ptr(const void *a, const void *b)
+{
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Sorted addresses of every PF and VF found, for bsearch: nodes have 1000+ VFs with as many
+ * RDMA devices. */
+static int sriov_addresses(const struct inventory *inv, const char ***ret, size_t *ret_n)
+{
+        size_t n = inv->n_pfs;
+        for (size_t i = 0; i < inv->n_pfs; i++)
+                n += inv->pfs[i].n_vfs;
+        const char **l = calloc(n ? n : 1, sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        size_t k = 0;
+        for (size_t i = 0; i < inv->n_pfs; i++) {
+                l[k++] = inv->pfs[i].pci_address;
+                for (size_t j = 0; j < inv->pfs[i].n_vfs; j++)
+                        l[k++] = inv->pfs[i].vfs[j].pci_address;
+        }
+        qsort(l, k, sizeof(*l), compare_str_ptr);
+        *ret = l;
+        *ret_n = k;
+        return 0;
+}
+
+static int compare_pf(const void *a, const void *b)
+{
+        return strcmp(((const struct pf_info *)a)->pci_address,
+                      ((const struct pf_info *)b)->pci_address);
+}
+
+/* One RDMA-capable network function that is not part of SR-IOV: ids, driver, NUMA node,
+ * netdevs and RDMA devices. Returns 1 when it is one, 0 when not (not a network function, no
+ * driver), negative errno. */
+static int read_rdma_nic(const struct discover_scan *scan, const char *addr, struct pf_info *nic)
+{
+        *nic =
+            (struct pf_info){ .numa_node = -1, .iommu_group = -1, .total_vfs = -1, .num_vfs = -1 };
+        strcpy(nic->pci_address, addr); /* pci_address_is_valid() bounded it */
+        _cleanup_close_ int fd = sysfs_open_dir_at(scan->devices_fd, addr);
+        if (fd < 0)
+                return 0;
+        if (sysfs_read_hex_u32_at(fd, "class", &nic->class_code) < 0 ||
+            (nic->class_code >> 16) != PCI_CLASS_NETWORK)
+                return 0;
+        int r = pci_function_read_ids(fd, &nic->vendor, &nic->device, &nic->error);
+        if (r >= 0)
+                r = pci_function_read_driver(fd, nic->driver, &nic->error);
+        if (r >= 0 && nic->driver[0] == 0)
+                return 0;
+        if (r >= 0)
+                r = pci_function_read_numa(fd, &nic->numa_node, &nic->error);
+        if (r >= 0)
+                r = pci_function_read_net_rdma(scan, fd, false, &nic->netdevs, &nic->n_netdevs,
+                                               &nic->rdma, &nic->n_rdma, &nic->error);
+        return r < 0 ? r : 1;
+}
+
+/* RDMA devices whose PCI function is not an SR-IOV PF or VF found above: the whole-card RDMA
+ * plugin serves every network function with RDMA, SR-IOV or not. Found from class/infiniband
+ * (a handful of entries) rather than by probing every PCI function. */
+static int scan_rdma_nics(const struct discover_scan *scan, struct inventory *inv)
+{
+        struct sysfs_dir d;
+        if (sysfs_dir_open_at(&d, scan->root_fd, "class/infiniband") < 0)
+                return 0; /* no RDMA stack loaded */
+        _cleanup_free_ const char **known = NULL;
+        size_t n_known = 0;
+        int r = sriov_addresses(inv, &known, &n_known);
+        const char *name;
+        while (r >= 0 && (name = sysfs_dir_next(&d))) {
+                /* class/infiniband/mlx5_0 -> ../../devices/pci0000:3a/.../0000:3b:00.0/
+                 * infiniband/mlx5_0: the PCI function is the directory above "infiniband".
+                 * Virtual devices (rxe) live under devices/virtual: tied to a netdev, no card. */
+                char rel[NAME_MAX + 64], target[PATH_MAX];
+                if (path_printf(rel, sizeof(rel), "class/infiniband/%s", name) < 0)
+                        continue;
+                ssize_t len = readlinkat(scan->root_fd, rel, target, sizeof(target) - 1);
+                if (len <= 0)
+                        continue;
+                target[len] = 0;
+                char *tail = strstr(target, "/infiniband/");
+                if (!tail)
+                        continue;
+                *tail = 0;
+                const char *addr = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+                if (!pci_address_is_valid(addr) ||
+                    bsearch(&addr, known, n_known, sizeof(*known), compare_str_ptr))
+                        continue;
+                bool seen = false;
+                for (size_t i = 0; i < inv->n_rdma_nics && !seen; i++)
+                        seen = strcmp(inv->rdma_nics[i].pci_address, addr) == 0;
+                if (seen)
+                        continue;
+                struct pf_info *l =
+                    realloc(inv->rdma_nics, (inv->n_rdma_nics + 1) * sizeof(*inv->rdma_nics));
+                if (!l) {
+                        r = -ENOMEM;
+                        break;
+                }
+                inv->rdma_nics = l;
+                r = read_rdma_nic(scan, addr, &l[inv->n_rdma_nics]);
+                if (r > 0)
+                        inv->n_rdma_nics++;
+                else
+                        pf_info_done(&l[inv->n_rdma_nics]);
+        }
+        sysfs_dir_close(&d);
+        if (r >= 0 && inv->n_rdma_nics > 1)
+                qsort(inv->rdma_nics, inv->n_rdma_nics, sizeof(*inv->rdma_nics), compare_pf);
+        return r < 0 ? r : 0;
+}
+
 int host_discover(const struct discover_options *opts, struct inventory *ret)
 {
         const char *root = opts && opts->sysfs_root ? opts->sysfs_root : "/sys";
@@ -252,6 +368,8 @@ int host_discover(const struct discover_options *opts, struct inventory *ret)
         int r = rdma_scan_init(&scan.rdma, root_fd);
         if (r >= 0)
                 r = scan_pfs(&scan, &inv);
+        if (r >= 0)
+                r = scan_rdma_nics(&scan, &inv);
         if (r >= 0 && opts && opts->query_kernel)
                 discover_query_kernel(&inv); /* VLANs, eswitch mode, verbs port attributes */
         rdma_scan_done(&scan.rdma);

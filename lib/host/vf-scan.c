@@ -114,6 +114,14 @@ static int read_vf(const struct discover_scan *scan, int pf_fd, const struct pf_
                 r = pci_function_read_numa(fd, &vf->numa_node, &vf->error);
         if (r >= 0)
                 r = pci_function_read_iommu_group(fd, &vf->iommu_group, &vf->error);
+        if (r >= 0 && vf->iommu_group >= 0 && strcmp(vf->driver, "vfio-pci") == 0) {
+                /* vfio's no-IOMMU mode (a VM without a virtual IOMMU) names its groups; only
+                 * vfio-bound VFs are read, so the common case costs nothing. */
+                char name[32];
+                vf->iommu_noiommu =
+                    sysfs_read_line_at(fd, "iommu_group/name", name, sizeof(name)) >= 0 &&
+                    strcmp(name, "vfio-noiommu") == 0;
+        }
         if (r >= 0)
                 r = pci_function_read_net_rdma(scan, fd, true, &vf->netdevs, &vf->n_netdevs,
                                                &vf->rdma, &vf->n_rdma, &vf->error);

@@ -7,6 +7,7 @@
 
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
+#include "kube/networks.h"
 #include "kube/watch.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -17,6 +18,7 @@ struct kube_cluster {
         struct kube_informer *policies, *nodes;
         struct kube_nodestate *nodestate;
         struct kube_events *events;
+        struct kube_networks *networks;
         char *node_name;
         void (*on_change)(const char *why, void *userdata);
         void *userdata;
@@ -151,6 +153,14 @@ int kube_cluster_new(sd_event *event, const struct kube_cluster_opts *opts,
         if ((k = kube_nodestate_new(c->http, &state_opts, &c->nodestate)) < 0)
                 return k;
 
+        /* SriovNetworks are rendered by one agent of the cluster (the Lease holder). */
+        const struct kube_networks_opts net_opts = { .namespace_ = ns,
+                                                     .identity = opts->node_name,
+                                                     .resource_prefix = opts->resource_prefix,
+                                                     .events = c->events };
+        if ((k = kube_networks_new(c->http, &net_opts, &c->networks)) < 0)
+                return k;
+
         if ((k = kube_informer_start(c->policies)) < 0 || (k = kube_informer_start(c->nodes)) < 0)
                 return k;
         *ret = TAKE_PTR(c);
@@ -162,6 +172,7 @@ struct kube_cluster *kube_cluster_free(struct kube_cluster *c)
         if (!c)
                 return NULL;
         /* Users of the HTTP layer first, then the layer, then its configuration. */
+        kube_networks_free(c->networks);
         kube_nodestate_free(c->nodestate);
         kube_events_free(c->events);
         kube_informer_free(c->policies);
@@ -202,4 +213,14 @@ struct kube_nodestate *kube_cluster_nodestate(struct kube_cluster *c)
 struct kube_events *kube_cluster_events(struct kube_cluster *c)
 {
         return c->events;
+}
+
+struct kube_networks *kube_cluster_networks(struct kube_cluster *c)
+{
+        return c->networks;
+}
+
+int kube_cluster_release(struct kube_cluster *c, void (*done)(void *), void *userdata)
+{
+        return kube_networks_release(c->networks, done, userdata);
 }

@@ -26,6 +26,7 @@ struct kube_cluster_opts {
         const char *kubeconfig; /* NULL: $KUBECONFIG, in-cluster, ~/.kube/config */
         const char *namespace_; /* NULL: KUBE_DEFAULT_NAMESPACE */
         const char *node_name;
+        const char *resource_prefix; /* NADs' resourceName annotation; NULL = "openshift.io" */
         /* why: a short phrase for the log ("policy p1 spec changed", "node labels changed"). */
         void (*on_change)(const char *why, void *userdata);
         void *userdata;
@@ -52,3 +53,8 @@ json_t *kube_cluster_node_labels(struct kube_cluster *c);
 
 struct kube_nodestate *kube_cluster_nodestate(struct kube_cluster *c);
 struct kube_events *kube_cluster_events(struct kube_cluster *c);
+/* The SriovNetwork → NAD controller (kube/networks.h): active only on the Lease holder. */
+struct kube_networks *kube_cluster_networks(struct kube_cluster *c);
+/* Shutdown: hands the networks Lease back; done runs when finished (at once, returning 1,
+ * when there is nothing to release). */
+int kube_cluster_release(struct kube_cluster *c, void (*done)(void *userdata), void *userdata);

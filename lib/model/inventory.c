@@ -62,6 +62,9 @@ void inventory_done(struct inventory *inv)
         for (size_t i = 0; i < inv->n_pfs; i++)
                 pf_info_done(&inv->pfs[i]);
         free(inv->pfs);
+        for (size_t i = 0; i < inv->n_rdma_nics; i++)
+                pf_info_done(&inv->rdma_nics[i]);
+        free(inv->rdma_nics);
         *inv = (struct inventory){ 0 };
 }
 

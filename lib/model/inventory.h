@@ -51,6 +51,7 @@ struct vf_info {
         char driver[DRIVER_MAX];   /* "" when unbound */
         int numa_node;             /* -1 when unknown */
         int iommu_group;           /* -1 when none */
+        bool iommu_noiommu;        /* vfio no-IOMMU group: /dev/vfio/noiommu-<group> */
         struct netdev_info *netdevs; /* usually one */
         size_t n_netdevs;
         int vlan;                  /* admin VLAN from the PF's VF info; 0 none, -1 unknown */
@@ -86,6 +87,11 @@ struct pf_info {
 struct inventory {
         struct pf_info *pfs;       /* sorted by PCI address */
         size_t n_pfs;
+        /* Network functions with an RDMA device that are neither SR-IOV PFs nor VFs of one
+         * (a ConnectX with SR-IOV off in firmware, a VF passed through to a VM), read like PFs
+         * without VFs (total_vfs/num_vfs -1). Only whole-card RDMA pools look at them. */
+        struct pf_info *rdma_nics; /* sorted by PCI address */
+        size_t n_rdma_nics;
 };
 
 void rdma_device_done(struct rdma_device *d);

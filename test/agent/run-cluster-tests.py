@@ -134,7 +134,7 @@ def main():
             [args.agent, "run", "--node-name", NODE, "--kubeconfig", cluster.env["KUBECONFIG"],
              "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--state-dir", state,
              "--devinfo-dir", os.path.join(work, "devinfo"),
-             "--pod-resources-socket", os.path.join(work, "none.sock"),
+             "--pod-resources-socket", "none",  # no kubelet here: no VF in use
              "--vf-timeout", "1", "--resync-interval", "2"], stdout=log, stderr=log)
 
         # 1. The seed workflow: NodeState Succeeded, spec and status right, pool served.

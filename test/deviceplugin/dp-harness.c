@@ -109,11 +109,19 @@ static int build_pools(struct harness *h, struct dp_pool_set *ret)
                 if (r >= 0)
                         apply_flags(h, &desired);
         }
-        if (r >= 0 && h->rdma_config_path)
-                r = rdma_shared_config_load(h->rdma_config_path, &rc);
+        if (r >= 0 && h->rdma_config_path) {
+                _cleanup_free_ char *error = NULL;
+                r = rdma_shared_config_load(h->rdma_config_path, &rc, &error);
+                if (r < 0)
+                        log_error("%s", error ?: strerror(-r));
+        }
+        struct dp_pool_set served = { 0 };
+        if (r >= 0)
+                r = dp_manager_get_pools(h->manager, &served);
         if (r >= 0)
                 r = dp_pools_build(&desired, &inv, h->prefix, h->rdma_config_path ? &rc : NULL,
-                                   ret);
+                                   &served, ret);
+        dp_pool_set_done(&served);
         rdma_shared_config_done(&rc);
         desired_state_done(&desired);
         inventory_done(&inv);

@@ -45,6 +45,8 @@ def main():
     ap.add_argument("--harness", required=True)
     ap.add_argument("--fake-kubelet", required=True)
     ap.add_argument("--gen-sysfs", required=True)
+    ap.add_argument("--dial-mode", default="kubelet-1.25",
+                    help="fake kubelet dial mode: kubelet-1.25, kubelet-1.26+, grpc-core")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
 
@@ -55,13 +57,20 @@ def main():
     prsock = os.path.join(work, "pod-resources.sock")
     os.makedirs(kdir)
     manifest = json.loads(subprocess.check_output(
-        [sys.executable, args.gen_sysfs, "--out", sysfs, "--profile", "seed", "--manifest"]))
+        [sys.executable, args.gen_sysfs, "--out", sysfs, "--profile", "seed", "--manifest",
+         # Issue 15.5: RDMA NICs that are not SR-IOV PFs (SR-IOV off in firmware; a VF
+         # passed through to a VM) serve whole-card pools too.
+         "--pf", "cx6-nosriov:ens4f0:0", "--pf", "cx6-vf:ens5:0"]))
     pfs = {pf["ifname"]: pf for pf in manifest["pfs"] if pf.get("ifname")}
     cx, ice, igb = pfs["ens1f0"], pfs["ens2f0"], pfs["eno1"]
     cx_vfs = sorted(cx["vfs"], key=lambda v: v["index"])
     rdma_vfs, vfio_vfs = cx_vfs[0:4], cx_vfs[4:8]
     for v in vfio_vfs:
         bind_vfio(sysfs, v["pciAddress"])
+    # Issue 15.4: the last vfio VF's group is a vfio no-IOMMU group (a VM without vIOMMU).
+    with open(os.path.join(sysfs, "kernel/iommu_groups/%d/name" % vfio_vfs[3]["iommuGroup"]),
+              "w") as f:
+        f.write("vfio-noiommu\n")
 
     # SriovNetworkNodePolicies, through the policy engine: two groups on ens1f0 split by VF
     # range, one per other PF, and one for another node that must not show up.
@@ -111,7 +120,8 @@ def main():
     try:
         check("harness ready", harness.wait_for(lambda e: e == "ready", 10) is not None)
         time.sleep(1.2)
-        kubelet = Proc([args.fake_kubelet, "--dir", kdir, "--podresources", prsock,
+        kubelet = Proc([args.fake_kubelet, "--dir", kdir, "--dial-mode", args.dial_mode,
+                        "--podresources", prsock,
                         "--assignments", os.path.join(work, "assign.json")],
                        os.path.join(work, "kubelet.log"))
         ready = kubelet.wait_for(ev("ready"), 10)
@@ -227,6 +237,19 @@ def run_checks(kubelet, harness, expected, manifest, sysfs, kdir, devinfo, prsoc
             "mount": "/dev/vfio/vfio", "dev-mount": "/dev/vfio/%d" % v["iommuGroup"]}
             for v in vfio_vfs[:2]), json.dumps(info))
 
+    # Allocate: vfio in no-IOMMU mode: host /dev/vfio/noiommu-<g>, container /dev/vfio/<g>.
+    v = vfio_vfs[3]
+    r = allocate(kubelet, "openshift.io/sriov_vfio", [v["pciAddress"]])
+    if check("Allocate vfio (no-IOMMU group) OK", r.get("code") == "OK", json.dumps(r)):
+        g = v["iommuGroup"]
+        specs = sorted((d["host_path"], d["container_path"]) for d in r["responses"][0]["devices"])
+        want = sorted([("/dev/vfio/vfio", "/dev/vfio/vfio"),
+                       ("/dev/vfio/noiommu-%d" % g, "/dev/vfio/%d" % g)])
+        check("vfio no-IOMMU device specs", specs == want, "%s vs %s" % (specs, want))
+        info = json.loads(r["responses"][0]["envs"]["PCIDEVICE_OPENSHIFT_IO_SRIOV_VFIO_INFO"])
+        check("vfio no-IOMMU _INFO names the container path", info[v["pciAddress"]]["vfio"] == {
+            "mount": "/dev/vfio/vfio", "dev-mount": "/dev/vfio/%d" % g}, json.dumps(info))
+
     # Allocate: RDMA VF.
     vf = rdma_vfs[1]
     rd = vf["rdma"][0]
@@ -253,14 +276,23 @@ def run_checks(kubelet, harness, expected, manifest, sysfs, kdir, devinfo, prsoc
         check("vhost _INFO JSON", info[igb["vfs"][0]["pciAddress"]].get("vhost") == {
             "net-mount": "/dev/vhost-net", "tun-mount": "/dev/net/tun"}, json.dumps(info))
 
-    # Whole-card RDMA pool: every matching card's char devices (PFs of vendor 15b3).
+    # Whole-card RDMA pool: like upstream, every network function with RDMA whose driver is
+    # mlx5_core (fixture selectors): PFs, their VFs still on mlx5_core, and the RDMA NICs
+    # without SR-IOV (ens4f0, ens5).
     r = allocate(kubelet, "rdma/rdma_hca", ["0"])
     if check("Allocate whole-card rdma/rdma_hca OK", r.get("code") == "OK", json.dumps(r)):
-        cards = [pf for pf in manifest["pfs"] if pf.get("rdma") and pf["driver"] == "mlx5_core"]
-        want = sorted({"/dev/infiniband/" + rd[k] for pf in cards for rd in pf["rdma"]
+        vfio = {v["pciAddress"] for v in vfio_vfs}
+        fns = [pf for pf in manifest["pfs"] if pf["driver"] == "mlx5_core"] + \
+            [vf for pf in manifest["pfs"] if pf["driver"] == "mlx5_core" for vf in pf["vfs"]
+             if vf["pciAddress"] not in vfio]
+        want = sorted({"/dev/infiniband/" + rd[k] for fn in fns for rd in fn["rdma"]
                        for k in ("uverbs", "umad", "issm")} | {"/dev/infiniband/rdma_cm"})
-        check("whole-card device specs = both cards' char devices + rdma_cm", specs_of(r) == want,
-              "%s vs %s" % (specs_of(r), want))
+        check("whole-card device specs = every RDMA function's char devices + rdma_cm",
+              specs_of(r) == want, "%s vs %s" % (specs_of(r), want))
+        nosriov = [pf for pf in manifest["pfs"] if pf["ifname"] in ("ens4f0", "ens5")]
+        check("whole-card pool includes RDMA NICs without SR-IOV (firmware off, VM passthrough)",
+              all("/dev/infiniband/" + pf["rdma"][0]["uverbs"] in specs_of(r) for pf in nosriov)
+              and len(nosriov) == 2, str(specs_of(r)))
         check("whole-card: no env", not r["responses"][0]["envs"])
 
     # GetPreferredAllocation.
@@ -275,6 +307,19 @@ def run_checks(kubelet, harness, expected, manifest, sysfs, kdir, devinfo, prsoc
     r = allocate(kubelet, "openshift.io/sriov_net", ["0000:ff:1f.7"])
     check("unknown device ID -> InvalidArgument", r.get("code") == "InvalidArgument" and
           "0000:ff:1f.7" in r.get("message", ""), json.dumps(r))
+    # Issue 12.13: many duplicate IDs are refused before any per-device work.
+    dup = ice["vfs"][0]["pciAddress"]
+    r = allocate(kubelet, "openshift.io/sriov_net", [dup, dup])
+    check("same device ID twice -> InvalidArgument", r.get("code") == "InvalidArgument" and
+          "more than once" in r.get("message", ""), json.dumps(r))
+    t0 = time.monotonic()
+    r = allocate(kubelet, "openshift.io/sriov_net", [dup] * 200000)
+    took = time.monotonic() - t0
+    check("200,000 duplicate IDs (3 MB request) -> InvalidArgument at once",
+          r.get("code") == "InvalidArgument" and "requested" in r.get("message", "") and
+          took < 5, "%s after %.2f s" % (json.dumps(r)[:200], took))
+    print("  200,000-ID Allocate refused in %.0f ms (round trip through the fake kubelet)"
+          % (took * 1000))
     r = allocate(kubelet, "openshift.io/sriov_net", [ice["vfs"][0]["pciAddress"]], pad=5 << 20)
     check("5 MiB request -> ResourceExhausted", r.get("code") == "ResourceExhausted", json.dumps(r)[:300])
     kubelet.send({"cmd": "invoke", "resource": "openshift.io/sriov_net",
@@ -300,6 +345,21 @@ def run_checks(kubelet, harness, expected, manifest, sysfs, kdir, devinfo, prsoc
     r = harness.wait_for(lambda e: isinstance(e, dict) and ("in-use" in e or "error" in e), 5) or {}
     want = {a["resource"]: a["ids"] for a in assignments}
     check("PodResources List -> in-use IDs per resource", r.get("in-use") == want, json.dumps(r))
+
+    # Issue 15.2: the CNI moves a VF's netdev into a pod's network namespace, so the host's
+    # /sys/bus/pci/devices/<vf>/net/ is empty. The VF stays advertised (and Allocate-able).
+    moved = ice["vfs"][2]["pciAddress"]
+    shutil.rmtree(os.path.join(vf_dir(sysfs, moved), "net"))
+    mark = len(kubelet.seen)
+    harness.send("rescan")
+    harness.wait_for(ev("rescanned"), 5)
+    kubelet.wait_for(lambda e: False, 0.3)
+    withdrawn = [e for e in kubelet.seen[mark:] if ev("devices", "openshift.io/sriov_net")(e)
+                 and moved not in [d["id"] for d in e["devices"] or []]]
+    check("VF whose netdev moved into a pod stays in ListAndWatch", withdrawn == [],
+          json.dumps(withdrawn)[:300])
+    r = allocate(kubelet, "openshift.io/sriov_net", [moved])
+    check("VF whose netdev moved into a pod: Allocate OK", r.get("code") == "OK", json.dumps(r))
 
     # A VF disappears: ListAndWatch update within 100 ms, its device-info file goes.
     gone = ice["vfs"][1]["pciAddress"]

@@ -45,15 +45,59 @@ endif()
 
 add_executable(dp-harness ${DP_TEST_DIR}/dp-harness.c)
 target_link_libraries(dp-harness PRIVATE sriov)
+# Every real way of filling :authority is covered (see test/fake-kubelet/main.go, dialModes):
+# kubelets <= 1.25 send the socket path, >= 1.26 "localhost", gRPC C-core >= 1.57 the path
+# percent-encoded.
+set(DP_DIAL_MODES kubelet-1.25 kubelet-1.26+ grpc-core)
+foreach(mode ${DP_DIAL_MODES})
+    if(TARGET fake-kubelet AND Python3_Interpreter_FOUND)
+        add_test(NAME integration/deviceplugin/${mode}
+                 COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-dp-tests.py
+                         --harness $<TARGET_FILE:dp-harness> --fake-kubelet ${DP_FAKE_KUBELET}
+                         --dial-mode ${mode}
+                         --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
+        set_tests_properties(integration/deviceplugin/${mode} PROPERTIES
+            LABELS "integration;deviceplugin" TIMEOUT 300
+            ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+    else()
+        add_test(NAME integration/deviceplugin/${mode}
+                 COMMAND sh -c "echo 'fake kubelet not built: install Go, grpc-go and protoc plugins (scripts/install-deps)' >&2; exit 1")
+        set_tests_properties(integration/deviceplugin/${mode} PROPERTIES LABELS integration)
+    endif()
+endforeach()
+
+# The disruption guard with a kubelet that cannot be asked, and PodResources asked off the loop
+# (issues 12.2, 15.9): the agent daemon with the fake kubelet.
 if(TARGET fake-kubelet AND Python3_Interpreter_FOUND)
-    add_test(NAME integration/deviceplugin
-             COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-dp-tests.py
-                     --harness $<TARGET_FILE:dp-harness> --fake-kubelet ${DP_FAKE_KUBELET}
+    add_test(NAME integration/agent-kubelet-guard
+             COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-kubelet-guard-tests.py
+                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
                      --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
-    set_tests_properties(integration/deviceplugin PROPERTIES LABELS integration TIMEOUT 300
+    set_tests_properties(integration/agent-kubelet-guard PROPERTIES
+        LABELS "integration;deviceplugin" TIMEOUT 120
         ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
-else()
-    add_test(NAME integration/deviceplugin
-             COMMAND sh -c "echo 'fake kubelet not built: install Go, grpc-go and protoc plugins (scripts/install-deps)' >&2; exit 1")
-    set_tests_properties(integration/deviceplugin PROPERTIES LABELS integration)
+endif()
+
+# A bad --rdma-shared-config never takes the node down; the file is watched (issue 15.6).
+if(TARGET fake-kubelet AND Python3_Interpreter_FOUND)
+    add_test(NAME integration/agent-rdma-config
+             COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-rdma-config-tests.py
+                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
+    set_tests_properties(integration/agent-rdma-config PROPERTIES
+        LABELS "integration;deviceplugin" TIMEOUT 120
+        ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+endif()
+
+# The NodeState and Events of the device-plugin side's failures in cluster mode (issues 12.2,
+# 15.6): real kubectl against the fake API server.
+find_program(DP_KUBECTL kubectl)
+if(TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DP_KUBECTL)
+    add_test(NAME integration/agent-cluster-reports
+             COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-cluster-reports.py
+                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --kubectl ${DP_KUBECTL})
+    set_tests_properties(integration/agent-cluster-reports PROPERTIES
+        LABELS "integration;deviceplugin" TIMEOUT 180
+        ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
 endif()

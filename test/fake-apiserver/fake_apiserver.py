@@ -28,7 +28,13 @@ agent's), so an anonymous kubectl can drive the test meanwhile:
   conflicts: N               the next N PATCH/PUT requests get 409 Conflict
   refuse_ms: MS              for MS milliseconds hang up on every API request without an
                              answer (a restarting server); combine with close_watches
-GET /_fake/faults shows the switches and counters; GET /_fake/stats shows request counts.
+GET /_fake/faults shows the switches and counters; GET /_fake/stats shows request counts, and
+writes (POST/PUT/PATCH/DELETE) per resource ("writes") and per client bearer token
+("writes_by_client").
+
+Finalizers as the real server: DELETE of an object with metadata.finalizers only sets
+deletionTimestamp (once); the update that removes the last finalizer deletes it. Leases
+(coordination.k8s.io/v1) are built in, for leader election.
 
 Start: fake_apiserver.py [--port 0] [--node NAME]... [--token T [--anonymous]]
                          [--kubeconfig-out PATH]
@@ -112,6 +118,9 @@ BUILTINS = [
              False),
     Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
              "ClusterRoleBinding", False),
+    # Leader election (the agents' NAD renderer): stored as given, optimistic concurrency
+    # through resourceVersion on PUT like every object here.
+    Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
 ]
 
 
@@ -397,7 +406,7 @@ class Store:
                     new.pop("status", None)
             meta = new.setdefault("metadata", {})
             for f in ("uid", "creationTimestamp", "generation", "resourceVersion", "name",
-                      "namespace"):
+                      "namespace", "deletionTimestamp"):
                 if f in old["metadata"]:
                     meta[f] = old["metadata"][f]
                 else:
@@ -406,6 +415,12 @@ class Store:
             self.validate_object(res, new, strict)
             if new == old:
                 return copy.deepcopy(old)  # no change: no new resourceVersion, no event
+            if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+                # Finalizers: the last one removed from an object being deleted deletes it.
+                meta["resourceVersion"] = self.next_rv()
+                del self.objects[k]
+                self.record(res, ns, "DELETED", new)
+                return copy.deepcopy(new)
             outside = lambda o: {x: y for x, y in o.items() if x not in ("metadata", "status")}
             if outside(new) != outside(old):
                 meta["generation"] = old["metadata"].get("generation", 1) + 1
@@ -419,6 +434,16 @@ class Store:
     def delete(self, res, ns, name):
         with self.lock:
             k = self.key(res, ns, name)
+            cur = self.objects.get(k)
+            if cur is not None and cur["metadata"].get("finalizers"):
+                # Finalizers: only marked for deletion (once); whoever owns a finalizer
+                # removes it, and the last removal deletes the object (see update()).
+                if not cur["metadata"].get("deletionTimestamp"):
+                    old = copy.deepcopy(cur)
+                    cur["metadata"]["deletionTimestamp"] = now_rfc3339()
+                    cur["metadata"]["resourceVersion"] = self.next_rv()
+                    self.record(res, ns, "MODIFIED", cur, old)
+                return copy.deepcopy(cur)
             obj = self.objects.pop(k, None)
             if obj is None:
                 raise self.not_found(res, name)
@@ -500,10 +525,17 @@ def human_age(timestamp):
 
 def json_path(obj, path):
     """Evaluates the simple JSONPath of CRD printer columns: .a.b, with \\. escaping dots."""
-    parts = re.split(r"(?<!\\)\.", path.lstrip("."))
+    parts = re.split(r"(?<!\\)\.(?![^\[]*\])", path.lstrip("."))
     cur = obj
     for part in parts:
         part = part.replace("\\.", ".")
+        # A list filter as in `.status.conditions[?(@.type=="Ready")].status`: first match.
+        m = re.fullmatch(r'(\w+)\[\?\(@\.(\w+)=="([^"]*)"\)\]', part)
+        if m:
+            items = cur.get(m.group(1)) if isinstance(cur, dict) else None
+            cur = next((i for i in items or [] if isinstance(i, dict)
+                        and i.get(m.group(2)) == m.group(3)), None)
+            continue
         if not isinstance(cur, dict):
             return None
         cur = cur.get(part)
@@ -622,6 +654,20 @@ class Handler(BaseHTTPRequestHandler):
         self.body_consumed = False
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        if method in ("POST", "PUT", "PATCH", "DELETE") and not url.path.startswith("/_fake/"):
+            # Writes per resource ("leases", "sriovnetworks", ...) for idle-write checks.
+            parts = [p for p in url.path.split("/") if p]
+            rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+            if rest[:1] == ["namespaces"] and len(rest) >= 3:
+                rest = rest[2:]
+            if rest:
+                who = self.headers.get("Authorization") or "anonymous"
+                with self.store.lock:
+                    w = self.store.stats.setdefault("writes", {})
+                    w[rest[0]] = w.get(rest[0], 0) + 1
+                    # ... and per client (bearer token), to tell which agent wrote.
+                    c = self.store.stats.setdefault("writes_by_client", {}).setdefault(who, {})
+                    c[rest[0]] = c.get(rest[0], 0) + 1
         try:
             if url.path.startswith("/_fake/"):
                 return self.fake_control(method, url.path)

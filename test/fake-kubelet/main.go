@@ -51,6 +51,7 @@ type plugin struct {
 
 type kubelet struct {
 	dir     string
+	mode    string
 	out     *output
 	mu      sync.Mutex
 	plugins map[string]*plugin
@@ -58,11 +59,49 @@ type kubelet struct {
 	dp.UnimplementedRegistrationServer
 }
 
-func dial(path string) (*grpc.ClientConn, error) {
+// Dial modes: how real clients of a device plugin fill the HTTP/2 :authority header.
+//
+//	kubelet-1.25   Kubernetes <= 1.25: the socket path as the dial target, a unix dialer and no
+//	               WithAuthority, so :authority is the path ("/var/lib/kubelet/...sock").
+//	kubelet-1.26+  Kubernetes >= 1.26 (kubernetes PR 112597): the same with
+//	               WithAuthority("localhost").
+//	grpc-core      gRPC C-core >= 1.57 clients of "unix:" targets: the path percent-encoded
+//	               ("%2Fvar%2Flib%2F...").
+var dialModes = map[string]func(path string) string{
+	"kubelet-1.25":  func(path string) string { return "" },
+	"kubelet-1.26+": func(path string) string { return "localhost" },
+	"grpc-core":     func(path string) string { return percentEncodePath(path) },
+}
+
+// percentEncodePath encodes like C-core's URI::PercentEncodeAuthority: unreserved characters and
+// sub-delims stay, everything else (the '/' of a path) becomes %XX.
+func percentEncodePath(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			strings.IndexByte("-._~!$&'()*+,;=:@", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+func dial(mode, path string) (*grpc.ClientConn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return grpc.DialContext(ctx, "unix://"+path,
-		grpc.WithInsecure(), grpc.WithBlock())
+	opts := []grpc.DialOption{grpc.WithInsecure(), grpc.WithBlock(),
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", addr)
+		})}
+	if a := dialModes[mode](path); a != "" {
+		opts = append(opts, grpc.WithAuthority(a))
+	}
+	// The target is the bare path (passthrough resolver): without WithAuthority grpc-go
+	// sends it as :authority, as kubelets before 1.26 do.
+	return grpc.DialContext(ctx, path, opts...)
 }
 
 func errFields(ev map[string]interface{}, err error) {
@@ -95,7 +134,7 @@ func topo(d *dp.Device) []int64 {
 }
 
 func (k *kubelet) connect(resource, endpoint string) {
-	conn, err := dial(filepath.Join(k.dir, endpoint))
+	conn, err := dial(k.mode, filepath.Join(k.dir, endpoint))
 	if err != nil {
 		k.out.emit(map[string]interface{}{"event": "dial-error", "resource": resource,
 			"message": err.Error()})
@@ -303,11 +342,21 @@ type assignment struct {
 }
 
 type podResources struct {
-	file string
+	file  string
+	delay time.Duration
+	out   *output
 	pr.UnimplementedPodResourcesListerServer
 }
 
 func (s *podResources) List(ctx context.Context, r *pr.ListPodResourcesRequest) (*pr.ListPodResourcesResponse, error) {
+	s.out.emit(map[string]interface{}{"event": "podresources-list"})
+	if s.delay > 0 { // a busy kubelet: the answer comes late (or the caller gives up first)
+		select {
+		case <-time.After(s.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	var as []assignment
 	if data, err := os.ReadFile(s.file); err == nil {
 		if err := json.Unmarshal(data, &as); err != nil {
@@ -327,12 +376,19 @@ func main() {
 	dir := flag.String("dir", "", "device-plugin directory (kubelet.sock is created there)")
 	prSock := flag.String("podresources", "", "PodResources socket path (optional)")
 	assign := flag.String("assignments", "", "JSON file of PodResources assignments")
+	prDelay := flag.Duration("podresources-delay", 0, "answer PodResources List after this long")
+	mode := flag.String("dial-mode", "kubelet-1.25",
+		"how plugins are dialled: kubelet-1.25, kubelet-1.26+ or grpc-core (the :authority sent)")
 	flag.Parse()
+	if dialModes[*mode] == nil {
+		fmt.Fprintln(os.Stderr, "fake-kubelet: unknown --dial-mode", *mode)
+		os.Exit(2)
+	}
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "fake-kubelet: --dir is required")
 		os.Exit(2)
 	}
-	k := &kubelet{dir: *dir, out: &output{enc: json.NewEncoder(os.Stdout)},
+	k := &kubelet{dir: *dir, mode: *mode, out: &output{enc: json.NewEncoder(os.Stdout)},
 		plugins: map[string]*plugin{}}
 	if err := k.start(); err != nil {
 		fmt.Fprintln(os.Stderr, "fake-kubelet:", err)
@@ -346,10 +402,10 @@ func main() {
 			os.Exit(1)
 		}
 		s := grpc.NewServer()
-		pr.RegisterPodResourcesListerServer(s, &podResources{file: *assign})
+		pr.RegisterPodResourcesListerServer(s, &podResources{file: *assign, delay: *prDelay, out: k.out})
 		go s.Serve(l)
 	}
-	k.out.emit(map[string]interface{}{"event": "ready"})
+	k.out.emit(map[string]interface{}{"event": "ready", "dial-mode": *mode})
 
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 16<<20)

@@ -8,7 +8,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         char *text = fuzz_strndup(data, size);
         struct rdma_shared_config config = { 0 };
-        (void)rdma_shared_config_parse(text, "fuzz.json", &config);
+        (void)rdma_shared_config_parse(text, "fuzz.json", &config, NULL);
         rdma_shared_config_done(&config);
         free(text);
         return 0;

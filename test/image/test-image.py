@@ -21,7 +21,16 @@ Builds the image from BUILDDIR (a temp archive), then checks:
   - the CNI plugin (only when BUILDDIR/sriov was built; otherwise said and skipped):
     `CNI_COMMAND=VERSION /opt/cni/bin/sriov` answers inside the image, and the DaemonSet's
     install-cni init container command installs it into a host dir;
-  - the uncompressed size is printed (bench/run prints it beside upstream's images).
+  - the uncompressed size is at most 15 MB (issue 19's target; bench/run prints it beside
+    upstream's images);
+  - libcurl.so.4 is the HTTP/HTTPS-only build of scripts/image-deps: it needs only OpenSSL,
+    nghttp2, zlib and libc, defines Debian's CURL_OPENSSL_4 (the agent's references), reports
+    HTTP/2, SSL and zlib and no other protocol than http and https (curl_version_info()), and
+    no library of Debian's libcurl4 closure (LDAP, Kerberos, SSH, RTMP, GnuTLS...) is in the
+    image; the busybox is the small dynamic one with only the applets the pod runs;
+  - inside the image, `sriov-agent watch` speaks HTTPS (client certificate, CA from the
+    kubeconfig) to test/fake-apiserver on loopback through that libcurl and OpenSSL and
+    reports the Node.
 """
 import hashlib
 import json
@@ -58,7 +67,9 @@ def run(argv, **kw):
 
 
 def build(out):
-    r = run([SCRIPT, "--build-dir", BUILD, "--output", out], timeout=300)
+    # the first build of a build dir also builds libcurl and busybox (scripts/image-deps):
+    # ~50 s of CPU, minutes on a loaded machine
+    r = run([SCRIPT, "--build-dir", BUILD, "--output", out], timeout=600)
     print(r.stdout + r.stderr)
     if not check(r.returncode == 0, f"scripts/build-image exits 0 (got {r.returncode})"):
         sys.exit(1)
@@ -163,6 +174,97 @@ def daemonset_pod_under_podman(pod, podman, image, tmp, sysroot):
     check(proc.returncode == 0, f"SIGTERM ends it with status 0 (got {proc.returncode})")
 
 
+def https_watch_inside(podman, image, rootfs, tmp):
+    """`sriov-agent watch` inside the image against test/fake-apiserver over HTTPS on loopback:
+    the kubeconfig names the CA and a client certificate (the server requires one), so the
+    TLS handshake, certificate checks and HTTP run in the image's libcurl + OpenSSL. podman
+    when it runs here (host network, read-only root), else chroot into the unpacked rootfs."""
+    import selectors
+    import signal
+    import time
+    pki = os.path.join(tmp, "pki")
+    os.makedirs(pki)
+
+    def ossl(*a):
+        subprocess.run(["openssl", *a], check=True, capture_output=True, cwd=pki)
+    ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+         "-days", "2", "-subj", "/CN=fake-ca")
+    with open(os.path.join(pki, "san.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    for n, cn in (("server", "127.0.0.1"), ("client", "system:node:node1")):
+        ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{n}.key", "-out", f"{n}.csr",
+             "-subj", f"/CN={cn}")
+        ossl("x509", "-req", "-in", f"{n}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+             "-CAcreateserial", "-out", f"{n}.crt", "-days", "2",
+             *(["-extfile", "san.ext"] if n == "server" else []))
+    fake = os.path.join(SRC, "test", "fake-apiserver", "fake_apiserver.py")
+    server = subprocess.Popen([sys.executable, fake, "--port", "0", "--node", "node1",
+                               "--tls-cert", os.path.join(pki, "server.crt"),
+                               "--tls-key", os.path.join(pki, "server.key"),
+                               "--client-ca", os.path.join(pki, "ca.crt")],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    mounted = None
+    try:
+        port = int(server.stdout.readline().split()[1])
+        b64 = lambda f: __import__("base64").b64encode(
+            open(os.path.join(pki, f), "rb").read()).decode()
+        with open(os.path.join(pki, "kubeconfig"), "w") as f:
+            f.write(f"""apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: https://127.0.0.1:{port}
+    certificate-authority-data: {b64("ca.crt")}
+users:
+- name: u
+  user:
+    client-certificate-data: {b64("client.crt")}
+    client-key-data: {b64("client.key")}
+contexts:
+- name: c
+  context: {{cluster: c, user: u}}
+current-context: c
+""")
+        argv = ["/usr/sbin/sriov-agent", "watch", "--node-name", "node1",
+                "--kubeconfig", "/kube/kubeconfig"]
+        if podman:
+            cmd = [*podman, "run", "--rm", "--network", "host", "--read-only",
+                   "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+                   "--sig-proxy=true", "-v", f"{pki}:/kube:ro", "--entrypoint", argv[0],
+                   image, *argv[1:]]
+        else:
+            mounted = rootfs + "/kube"
+            os.makedirs(mounted, exist_ok=True)
+            subprocess.run(["mount", "--bind", pki, mounted], check=True)
+            cmd = ["chroot", rootfs, *argv]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        node, deadline = None, time.monotonic() + 30
+        while node is None and time.monotonic() < deadline and proc.poll() is None:
+            if sel.select(timeout=1):
+                line = proc.stdout.readline()
+                if '"kind":"Node"' in line:
+                    node = json.loads(line)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        check(node is not None and node["type"] == "ADDED" and node["name"] == "node1",
+              f"sriov-agent watch inside the image reports node1 over HTTPS with a client "
+              f"certificate (libcurl + OpenSSL of the image): {node} {err.strip()[-400:]}")
+        check(not re.search(r"SSL|certificate|TLS|handshake", err),
+              f"no TLS error: {err.strip()[-300:]}")
+    finally:
+        server.terminate()
+        server.wait(10)
+        if mounted:
+            subprocess.run(["umount", mounted])
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="sriov-image-test-", dir=BUILD)
     try:
@@ -211,7 +313,8 @@ def test(tmp):
     want = ["usr/sbin/sriov-agent", "usr/bin/busybox", "usr/bin/sh", "usr/share/misc/pci.ids.gz",
             "etc/libibverbs.d/mlx5.driver",
             "usr/lib/x86_64-linux-gnu/libibverbs/libmlx5-rdmav34.so",
-            "usr/share/doc/libc6/copyright", "usr/share/doc/libcurl4/copyright"]
+            "usr/share/doc/libc6/copyright", "usr/share/doc/curl/copyright",
+            "usr/share/doc/busybox/copyright", "usr/lib/x86_64-linux-gnu/libcurl.so.4"]
     if with_cni:
         want.append("opt/cni/bin/sriov")
     for f in want:
@@ -243,9 +346,60 @@ def test(tmp):
     r = run(["umoci", "unpack", "--image", f"{layout_dir}:{name}", bundle])
     check(r.returncode == 0, f"umoci unpack ({r.stderr.strip()[:300]})")
     rootfs = os.path.join(bundle, "rootfs")
-    size = sum(os.lstat(os.path.join(d, f)).st_size for d, _, fs in os.walk(rootfs) for f in fs)
-    print(f"image size: {size / 1048576:.1f} MiB uncompressed, "
+    # files and links (os.walk lists a link to a directory, e.g. /bin, among the directories)
+    size = sum(os.lstat(os.path.join(d, f)).st_size for d, ds, fs in os.walk(rootfs)
+               for f in fs + [s for s in ds if os.path.islink(os.path.join(d, s))])
+    print(f"image size: {size / 1048576:.1f} MiB uncompressed (files), "
           f"{os.path.getsize(archive) / 1048576:.1f} MiB archive")
+    # the figure scripts/build-image prints (and bench/run and README quote): du of the rootfs
+    m = re.search(r"^size:.*\((\d+) bytes\)", out, re.M)
+    printed = int(m.group(1)) if m else 0
+    check(printed == size, f"the printed size is the unpacked files' ({printed} = {size})")
+    check(0 < size <= 15_000_000,
+          f"uncompressed size {size} bytes ({size / 1048576:.1f} MiB) <= 15 MB")
+
+    # -- libcurl: HTTP(S) over OpenSSL, HTTP/2, nothing else
+    curl = rootfs + "/usr/lib/x86_64-linux-gnu/libcurl.so.4"
+    needed = set(re.findall(r"\(NEEDED\).*\[(.+)\]", run(["readelf", "-d", curl]).stdout))
+    check(needed == {"libnghttp2.so.14", "libssl.so.3", "libcrypto.so.3", "libz.so.1",
+                     "libc.so.6"}, f"the image's libcurl needs OpenSSL, nghttp2, zlib, libc only: "
+                                   f"{sorted(needed)}")
+    check(re.search(r"Name: CURL_OPENSSL_4\b", run(["readelf", "-V", curl]).stdout) is not None,
+          "the image's libcurl defines CURL_OPENSSL_4 (Debian's symbol version)")
+    info_script = r"""
+import ctypes, sys
+class Info(ctypes.Structure):
+    _fields_ = [("age", ctypes.c_int), ("version", ctypes.c_char_p),
+                ("version_num", ctypes.c_uint), ("host", ctypes.c_char_p),
+                ("features", ctypes.c_int), ("ssl_version", ctypes.c_char_p),
+                ("ssl_version_num", ctypes.c_long), ("libz_version", ctypes.c_char_p),
+                ("protocols", ctypes.POINTER(ctypes.c_char_p))]
+lib = ctypes.CDLL(sys.argv[1])
+lib.curl_version_info.restype = ctypes.POINTER(Info)
+i = lib.curl_version_info(10)[0]
+protocols = []
+while i.protocols[len(protocols)]:
+    protocols.append(i.protocols[len(protocols)].decode())
+print(i.features, i.ssl_version.decode(), ",".join(protocols))
+"""
+    r = run([sys.executable, "-c", info_script, curl])
+    features, ssl_version, protocols = (r.stdout.split() + ["0", "", ""])[:3]
+    features = int(features)
+    bits = {"SSL": 1 << 2, "libz": 1 << 3, "HTTP2": 1 << 16}
+    absent = {"NTLM": 1 << 4, "IDN": 1 << 10, "GSS-API": 1 << 17, "Kerberos": 1 << 18,
+              "PSL": 1 << 20, "brotli": 1 << 23, "zstd": 1 << 26}
+    check(r.returncode == 0 and all(features & b for b in bits.values()) and
+          not any(features & b for b in absent.values()) and
+          ssl_version.startswith("OpenSSL/3") and protocols == "http,https",
+          f"curl_version_info() of the image's libcurl: HTTP2, SSL, libz, {ssl_version}, "
+          f"protocols {protocols}, none of {sorted(absent)} ({features:#x}) {r.stderr[-300:]}")
+    debian_only = [n for n in members if re.search(
+        r"/lib(ldap|lber|gssapi|krb5|k5crypto|sasl2|ssh|rtmp|gnutls|nettle|hogweed|gmp|"
+        r"p11-kit|tasn1|psl|idn2|unistring|brotli|keyutils|com_err)[-.]", "/" + n)]
+    check(not debian_only, f"none of Debian's libcurl4 libraries in the image: {debian_only}")
+    bb = members.get("usr/bin/busybox")
+    check(bb is not None and bb.size < 300_000,
+          f"the small busybox of scripts/image-deps ({bb.size if bb else None} bytes)")
 
     elves = []
     for d, _, fs in os.walk(rootfs):
@@ -323,10 +477,12 @@ def test(tmp):
                if "INTERP" in run(["readelf", "-l", rootfs + e]).stdout or
                "NEEDED" in run(["readelf", "-d", rootfs + e]).stdout]
     static = sorted(set(elves) - set(dynamic))
-    check(static == ["/usr/bin/busybox", "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"],
-          f"the only self-contained ELF files are busybox and the loader: {static}")
+    check(static == ["/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"],
+          f"the only self-contained ELF file is the loader: {static}")
+    # (the image's busybox has no grep or sed: the shell's own case)
     script = ("for e in " + " ".join(dynamic) + "; do out=$(/lib64/ld-linux-x86-64.so.2 --list $e)"
-              " || echo \"UNRESOLVED $e\"; echo \"$out\" | grep 'not found' | sed \"s|^|$e: |\"; done")
+              " || echo \"UNRESOLVED $e\"; case $out in *'not found'*) echo \"$e: $out\";; esac;"
+              " done")
     r = inside(["/bin/sh", "-c", script], {})
     bad = [l for l in r.stdout.splitlines() if l.strip()]
     check(r.returncode == 0 and not bad,
@@ -337,6 +493,8 @@ def test(tmp):
           and "Intel Corporation Ethernet Controller E810-XXV" in r.stdout,
           f"discover inside names the seed's NICs from the image's pci.ids.gz: "
           f"{r.stdout[:600]} {r.stderr.strip()[-300:]}")
+
+    https_watch_inside(podman if inside is podman_run else None, name, rootfs, tmp)
 
     # The DaemonSet's liveness probe, with the DaemonSet's environment.
     agent_c = pod["containers"][0]

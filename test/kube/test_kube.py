@@ -237,14 +237,15 @@ def policy_variant(name=None, **spec_changes):
 
 def case_crds_and_policy(env):
     r = env.kubectl("apply", "-f", os.path.join(SRCDIR, "crds"))
-    check(r.stdout.count("created") == 3, "kubectl apply -f crds/ creates three CRDs")
+    check(r.stdout.count("created") == 4, "kubectl apply -f crds/ creates four CRDs")
     env.kubectl("wait", "--for", "condition=established", "--timeout=20s",
                 "crd/sriovnetworknodepolicies.sriovnetwork.openshift.io",
                 "crd/sriovnetworknodestates.sriovnetwork.openshift.io",
-                "crd/sriovnetworks.sriovnetwork.openshift.io")
-    check(True, "all three CRDs are Established")
+                "crd/sriovnetworks.sriovnetwork.openshift.io",
+                "crd/sriovibnetworks.sriovnetwork.openshift.io")
+    check(True, "all four CRDs are Established")
     r = env.kubectl("apply", "-f", os.path.join(SRCDIR, "crds"))
-    check(r.stdout.count("unchanged") == 3, "re-applying the CRDs changes nothing")
+    check(r.stdout.count("unchanged") == 4, "re-applying the CRDs changes nothing")
     env.kubectl("apply", "-f", NAMESPACE_YAML)
 
     watch = subprocess.Popen([KUBECTL, "get", "sriovnetworknodepolicies", "-n", NS, "--watch",

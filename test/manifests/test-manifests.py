@@ -237,9 +237,9 @@ def case_apply():
         check(out.splitlines() == expect, f"manifests/ creates the install set in order: {out}")
         rc, out, err = kubectl("apply", "-f", EXAMPLES)
         check(rc == 0, f"kubectl apply -f manifests/examples/ ({err.strip()[:300]})")
-        check(len(out.splitlines()) == 5 and all(x.endswith(" created")
+        check(len(out.splitlines()) == 6 and all(x.endswith(" created")
                                                  for x in out.splitlines()),
-              f"examples/ creates five objects: {out}")
+              f"examples/ creates six objects: {out}")
         rc, out, err = kubectl("apply", "-f", MANIFESTS, "-f", EXAMPLES)
         check(rc == 0 and out.splitlines() and all(x.endswith(" unchanged")
                                                     for x in out.splitlines()),
@@ -560,11 +560,23 @@ def case_rbac():
         (sn, "sriovnetworknodestates"): {"create", "get", "patch"},
         (sn, "sriovnetworknodestates/status"): {"get", "patch"},
         ("", "events"): {"create", "patch"},
+        (sn, "sriovnetworks"): {"get", "list", "watch", "patch"},
+        (sn, "sriovnetworks/status"): {"get", "patch"},
+        (sn, "sriovnetworks/finalizers"): {"update"},
+        (sn, "sriovibnetworks"): {"get", "list", "watch", "patch"},
+        (sn, "sriovibnetworks/status"): {"get", "patch"},
+        (sn, "sriovibnetworks/finalizers"): {"update"},
+        ("coordination.k8s.io", "leases"): {"get", "create", "update"},
         ("", "configmaps"): {"get", "list", "watch"},
-    }, "Role: read policies and the supported-nic-ids ConfigMap; create/get/patch NodeStates "
-       "(+status get/patch); create/patch Events; nothing more")
-    check(rules_of("ClusterRole", "sriov-agent") == {("", "nodes"): {"get", "list", "watch"}},
-          "ClusterRole: get/list/watch nodes only")
+    }, "Role: read policies and the supported-nic-ids ConfigMap; create/get/patch NodeStates (+status get/patch); create/patch "
+       "Events; watch/patch SriovNetworks and SriovIBNetworks (+status, +finalizers); get/create/update Leases; "
+       "nothing more")
+    check(rules_of("ClusterRole", "sriov-agent") == {
+        ("", "nodes"): {"get", "list", "watch"},
+        ("", "namespaces"): {"get", "list", "watch"},
+        ("k8s.cni.cncf.io", "network-attachment-definitions"):
+            {"get", "list", "watch", "create", "update", "delete"},
+    }, "ClusterRole: get/list/watch nodes and namespaces, NADs (no patch), nothing more")
     objs = {(k, n): o for k, n, o in objects_in(RBAC)}
     role = one("Role", RBAC)
     check(role["metadata"]["namespace"] == NS, f"Role in {NS}")

@@ -333,7 +333,7 @@ def main():
                    "--kubeconfig", cluster.agent_kubeconfig, "--sysfs-root", sysfs,
                    "--kubelet-dir", kdir, "--state-dir", state,
                    "--devinfo-dir", os.path.join(work, "devinfo"),
-                   "--pod-resources-socket", os.path.join(work, "none.sock"),
+                   "--pod-resources-socket", "none",  # no kubelet here: no VF in use
                    "--vf-timeout", "2", "--resync-interval", "5", "--log-level", "debug"],
                   work)
     tally = {}

@@ -58,11 +58,26 @@ MODELS = {
         subsys_device=0x1100, vf_subsys_device=0x1100, cls=0x010802, driver="nvme",
         vf_driver="nvme", totalvfs=8, offset=1, stride=1, speed=0, net_type=0,
         rdma=False, link_layer="", net=False),
+    # A ConnectX-6 whose SR-IOV is off in firmware: a network function with RDMA and no
+    # sriov_* files (not a PF; the whole-card RDMA plugin still serves it).
+    "cx6-nosriov": dict(
+        vendor=0x15B3, device=0x101B, vf_device=0, subsys_vendor=0x15B3,
+        subsys_device=0x0007, vf_subsys_device=0, cls=0x020000, driver="mlx5_core",
+        vf_driver="", totalvfs=0, offset=0, stride=0, speed=100000, net_type=1,
+        rdma=True, link_layer="Ethernet", net=True, sriov=False),
+    # A ConnectX-6 VF passed through to a VM: the guest sees a VF device ID with RDMA, no
+    # sriov_* files and no physfn.
+    "cx6-vf": dict(
+        vendor=0x15B3, device=0x101C, vf_device=0, subsys_vendor=0x15B3,
+        subsys_device=0x0007, vf_subsys_device=0, cls=0x020000, driver="mlx5_core",
+        vf_driver="", totalvfs=0, offset=0, stride=0, speed=100000, net_type=1,
+        rdma=True, link_layer="Ethernet", net=True, sriov=False),
     # A network function without SR-IOV (virtio-net): not a PF, must not be reported.
     "virtio": dict(
         vendor=0x1AF4, device=0x1041, vf_device=0, subsys_vendor=0x1AF4, subsys_device=0x1100,
         vf_subsys_device=0, cls=0x020000, driver="virtio-pci", vf_driver="", totalvfs=0,
-        offset=0, stride=0, speed=-1, net_type=1, rdma=False, link_layer="", net=True),
+        offset=0, stride=0, speed=-1, net_type=1, rdma=False, link_layer="", net=True,
+        sriov=False),
 }
 
 # PF specs: (model, ifname, numvfs, totalvfs or None, numa)
@@ -141,6 +156,7 @@ class Counters:
         self.uverbs = 0
         self.umad = 0
         self.mac = 0
+        self.noiommu = False
 
 
 def pci_addr(rid):
@@ -215,6 +231,9 @@ def write_function(t, c, fn_dir, addr, model, is_vf, numa, driver):
     group = c.iommu_group
     c.iommu_group += 1
     t.link("kernel/iommu_groups/%d/devices/%s" % (group, addr), fn_dir)
+    if c.noiommu:
+        # vfio's no-IOMMU mode names its fake groups; the device node is /dev/vfio/noiommu-N.
+        t.write("kernel/iommu_groups/%d/name" % group, "vfio-noiommu")
     t.link(fn_dir + "/iommu_group", "kernel/iommu_groups/%d" % group)
     if driver:
         t.mkdir("bus/pci/drivers/" + driver)
@@ -229,7 +248,7 @@ def generate_pf(t, c, spec, bus, pf_index):
     m = MODELS[model_name]
     if totalvfs is None:
         totalvfs = m["totalvfs"]
-    if model_name == "virtio":
+    if not m.get("sriov", True):
         numvfs = totalvfs = 0
 
     root_bus = bus - 1
@@ -246,7 +265,7 @@ def generate_pf(t, c, spec, bus, pf_index):
     entry = {"model": model_name, "pciAddress": addr, "ifname": ifname if m["net"] else None,
              "numa": numa, "iommuGroup": group, "numVfs": numvfs, "totalVfs": totalvfs,
              "driver": m["driver"], "rdma": [], "vfs": []}
-    if model_name != "virtio":
+    if m.get("sriov", True):
         t.write(pf_dir + "/sriov_totalvfs", totalvfs)
         t.write(pf_dir + "/sriov_numvfs", numvfs)
         t.write(pf_dir + "/sriov_offset", m["offset"])
@@ -299,7 +318,7 @@ def write_rxe(t, c, name, netdev):
     return {"name": name, "parent": netdev, "uverbs": uv}
 
 
-def write_common(t):
+def write_common(t, rdma_cm=True):
     t.write("devices/virtual/net/lo/address", "00:00:00:00:00:00")
     t.write("devices/virtual/net/lo/mtu", 65536)
     t.write("devices/virtual/net/lo/operstate", "unknown")
@@ -307,8 +326,9 @@ def write_common(t):
     t.write("devices/virtual/net/lo/type", 772)
     t.write("devices/virtual/net/lo/ifindex", 1)
     t.link("class/net/lo", "devices/virtual/net/lo")
-    t.write("devices/virtual/misc/rdma_cm/dev", "10:58")
-    t.link("class/misc/rdma_cm", "devices/virtual/misc/rdma_cm")
+    if rdma_cm:  # rdma_ucm loaded: /dev/infiniband/rdma_cm exists
+        t.write("devices/virtual/misc/rdma_cm/dev", "10:58")
+        t.link("class/misc/rdma_cm", "devices/virtual/misc/rdma_cm")
     for drv in ("vfio-pci",):
         t.mkdir("bus/pci/drivers/" + drv)
     for f in ("drivers_probe", "drivers_autoprobe", "rescan"):
@@ -420,6 +440,15 @@ def main():
     ap.add_argument("--garble", action="append", default=[], metavar="KIND[:TARGET]",
                     help="damage the tree; TARGET is a PF ifname or PCI address "
                     "(default: the first PF with VFs)")
+    ap.add_argument("--no-rdma-cm", action="store_true",
+                    help="leave out class/misc/rdma_cm (rdma_ucm not loaded: no "
+                    "/dev/infiniband/rdma_cm)")
+    ap.add_argument("--noiommu", action="store_true",
+                    help="IOMMU groups named vfio-noiommu (vfio no-IOMMU mode, a VM without a "
+                    "virtual IOMMU)")
+    ap.add_argument("--netns-vf", action="append", default=[], metavar="IFNAME:INDEX",
+                    help="VF INDEX of PF IFNAME has its netdev in another network namespace "
+                    "(a CNI moved it into a pod): its net/ directory is empty")
     ap.add_argument("--manifest", action="store_true",
                     help="print a JSON description of what was generated on stdout")
     args = ap.parse_args()
@@ -450,9 +479,11 @@ def main():
         sys.exit("gen-sysfs: %s exists and is not empty" % args.out)
     t = Tree(args.out)
     c = Counters()
-    write_common(t)
+    c.noiommu = args.noiommu
+    write_common(t, rdma_cm=not args.no_rdma_cm)
 
-    manifest = {"root": t.root, "profile": profile, "pfs": [], "rxe": [], "garbled": []}
+    manifest = {"root": t.root, "profile": profile, "pfs": [], "rxe": [], "garbled": [],
+                "rdmaCm": not args.no_rdma_cm, "noiommu": args.noiommu}
     bus = 0x3B
     for i, spec in enumerate(specs):
         entry, bus = generate_pf(t, c, spec, bus, i)
@@ -460,6 +491,17 @@ def main():
         manifest["pfs"].append(entry)
     for name, netdev in rxe:
         manifest["rxe"].append(write_rxe(t, c, name, netdev))
+    for spec in args.netns_vf:
+        ifname, _, index = spec.partition(":")
+        pf = next((p for p in manifest["pfs"] if p["ifname"] == ifname), None)
+        vf = next((v for v in (pf or {}).get("vfs", []) if str(v["index"]) == index), None)
+        if not vf or not vf["ifname"]:
+            sys.exit("gen-sysfs: --netns-vf %s: no such VF with a netdev" % spec)
+        # The netdev left the host namespace: gone from the VF's net/ and from class/net.
+        vdir = os.path.realpath(t.path("bus/pci/devices/" + vf["pciAddress"]))
+        shutil.rmtree(os.path.join(vdir, "net", vf["ifname"]))
+        t.remove("class/net/" + vf["ifname"])
+        vf["netns"] = True
     for g in args.garble:
         kind, _, target = g.partition(":")
         garble(t, manifest, kind, target or None)

@@ -51,21 +51,34 @@ static inline struct pf_info *fx_add_pf(struct inventory *inv, int bus, const ch
         return pf;
 }
 
-/* Gives a device an RDMA device mlx5_<k> with uverbs<k>, umad<k>, issm<k>. */
+/* Gives a device an RDMA device mlx5_<k> with uverbs<k>, umad<k>, issm<k> and rdma_cm, as
+ * discovery reports it on a node with rdma_ucm loaded (fx_drop_rdma_cm: without). */
 static inline void fx_add_rdma(struct rdma_device **list, size_t *n, int k)
 {
         *list = realloc(*list, (*n + 1) * sizeof(**list));
         struct rdma_device *rd = &(*list)[(*n)++];
         *rd = (struct rdma_device){ 0 };
         snprintf(rd->name, sizeof(rd->name), "mlx5_%d", k);
-        rd->char_devices = calloc(3, sizeof(char *));
+        rd->char_devices = calloc(4, sizeof(char *));
         const char *kinds[] = { "uverbs", "umad", "issm" };
         for (int i = 0; i < 3; i++) {
                 char path[64];
                 snprintf(path, sizeof(path), "/dev/infiniband/%s%d", kinds[i], k);
                 rd->char_devices[i] = strdup(path);
         }
-        rd->n_char_devices = 3;
+        rd->char_devices[3] = strdup("/dev/infiniband/rdma_cm");
+        rd->n_char_devices = 4;
+}
+
+/* The node has no /dev/infiniband/rdma_cm (rdma_ucm not loaded). */
+static inline void fx_drop_rdma_cm(struct rdma_device *rd)
+{
+        for (size_t i = 0; i < rd->n_char_devices; i++)
+                if (strcmp(rd->char_devices[i], "/dev/infiniband/rdma_cm") == 0) {
+                        free(rd->char_devices[i]);
+                        rd->char_devices[i] = rd->char_devices[--rd->n_char_devices];
+                        return;
+                }
 }
 
 /* Appends an interface for pf with one group. */

@@ -28,7 +28,9 @@ static void test_env_name_mangling(void **state)
         assert_string_equal(buf, "PCIDEVICE_OPENSHIFT_IO_SRIOV_HIGHNET");
         pool_with_names(&p, "intel-nics.example.com", "net-a_B9");
         assert_int_equal(dp_env_name(&p, buf, sizeof(buf)), 0);
-        assert_string_equal(buf, "PCIDEVICE_INTEL_NICS_EXAMPLE_COM_NET_A_B9");
+        /* Issue 15.8: upstream replaces only '.'; a '-' stays (sriov-network-device-plugin
+         * pool_stub.go GetEnvs, server_test.go Allocate envs) */
+        assert_string_equal(buf, "PCIDEVICE_INTEL-NICS_EXAMPLE_COM_NET-A_B9");
         assert_int_equal(dp_env_name(&p, buf, 10), -ENAMETOOLONG);
 }
 
@@ -217,14 +219,72 @@ static void test_devinfo_files(void **state)
         dp_pool_done(&p);
 }
 
+/* Issue 15.3: without class/misc/rdma_cm (rdma_ucm not loaded) neither the device spec nor the
+ * _INFO key names /dev/infiniband/rdma_cm: containerd and CRI-O refuse a missing device path. */
+static void test_rdma_without_rdma_cm(void **state)
+{
+        struct inventory inv = { 0 };
+        struct pf_info *pf = fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 1, 0);
+        fx_add_rdma(&pf->vfs[0].rdma, &pf->vfs[0].n_rdma, 1);
+        fx_drop_rdma_cm(&pf->vfs[0].rdma[0]);
+        struct desired_state d = { 0 };
+        fx_add_group(&d, "0000:3b:00.0", "res", DEVICE_TYPE_NETDEVICE, 0, 0)->is_rdma = true;
+        struct dp_pool_set s = { 0 };
+        assert_int_equal(dp_pools_from_desired(&d, &inv, "example.com", &s), 0);
+        char *ids[] = { "0000:3b:01.0" };
+        struct dp_container_allocation a = { 0 };
+        struct grpc_status st = { 0 };
+        assert_int_equal(dp_allocate_container(&s.pools[0], ids, 1, &a, &st), GRPC_STATUS_OK);
+        assert_int_equal(a.n_specs, 3); /* uverbs1, umad1, issm1 */
+        for (size_t i = 0; i < a.n_specs; i++)
+                assert_null(strstr(a.specs[i].host_path, "rdma_cm"));
+        assert_string_equal(env(&a, "PCIDEVICE_EXAMPLE_COM_RES_INFO"),
+                            "{\"0000:3b:01.0\":{\"generic\":{\"deviceID\":\"0000:3b:01.0\"},"
+                            "\"rdma\":{\"issm\":\"/dev/infiniband/issm1\",\"rdma_dev\":"
+                            "\"mlx5_1\",\"umad\":\"/dev/infiniband/umad1\","
+                            "\"uverbs\":\"/dev/infiniband/uverbs1\"}}}");
+        dp_container_allocation_done(&a);
+        dp_pool_set_done(&s);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+/* Issue 15.4: vfio no-IOMMU mode: the host node is /dev/vfio/noiommu-<group>, the container
+ * path and the _INFO dev-mount /dev/vfio/<group> (upstream utils.GetVFIODeviceFile). */
+static void test_vfio_noiommu(void **state)
+{
+        struct dp_pool p;
+        build_pool(&p, true, false, false);
+        p.devices[0].noiommu = true;
+        char *ids[] = { "0000:3b:01.0" };
+        struct dp_container_allocation a = { 0 };
+        struct grpc_status st = { 0 };
+        assert_int_equal(dp_allocate_container(&p, ids, 1, &a, &st), GRPC_STATUS_OK);
+        char host[32], cont[32], want[256];
+        snprintf(host, sizeof(host), "/dev/vfio/noiommu-%d", 100 + 0x3b * 16);
+        snprintf(cont, sizeof(cont), "/dev/vfio/%d", 100 + 0x3b * 16);
+        assert_int_equal(a.n_specs, 2);
+        assert_string_equal(a.specs[1].host_path, host);
+        assert_string_equal(a.specs[1].container_path, cont);
+        snprintf(want, sizeof(want),
+                 "{\"0000:3b:01.0\":{\"generic\":{\"deviceID\":\"0000:3b:01.0\"},\"vfio\":{"
+                 "\"dev-mount\":\"%s\",\"mount\":\"/dev/vfio/vfio\"}}}",
+                 cont);
+        assert_string_equal(env(&a, "PCIDEVICE_EXAMPLE_COM_RES_INFO"), want);
+        dp_container_allocation_done(&a);
+        dp_pool_done(&p);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_env_name_mangling),
                 cmocka_unit_test(test_netdevice_rdma_vhost),
                 cmocka_unit_test(test_vfio),
+                cmocka_unit_test(test_vfio_noiommu),
                 cmocka_unit_test(test_errors),
                 cmocka_unit_test(test_rdma_shared_pool),
+                cmocka_unit_test(test_rdma_without_rdma_cm),
                 cmocka_unit_test(test_devinfo_files),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <fcntl.h>
 #include <systemd/sd-event.h>
 
 #include "deviceplugin.pb-c.h"
@@ -287,10 +288,56 @@ static void test_manager_lifecycle(void **state)
         rmdir(k.dir);
 }
 
+/* Issue 15.10: an error is printed once, with its own errno text: no "%m" expanding a stale or
+ * doubled errno ("No such file or directory: Address already in use"). */
+static void test_error_text_once(void **state)
+{
+        char dir[] = "/tmp/test-dpm-err-XXXXXX", log[64];
+        assert_non_null(mkdtemp(dir));
+        snprintf(log, sizeof(log), "%s/stderr", dir);
+        sd_event *e;
+        assert_int_equal(sd_event_new(&e), 0);
+        struct dp_pool_set pools = { 0 };
+        make_pools(&pools, 1);
+        char gone[128];
+        snprintf(gone, sizeof(gone), "%s/absent", dir); /* no such directory: bind fails */
+        fflush(stderr);
+        int saved = dup(2);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        assert_true(fd >= 0 && saved >= 0);
+        dup2(fd, 2);
+        errno = EADDRINUSE; /* a stale errno a "%m" would print */
+        struct dp_plugin *p = NULL;
+        struct dp_plugin_options o = { .kubelet_dir = gone, .devinfo_dir = dir };
+        int r = dp_plugin_new(e, &o, &pools.pools[0], &p);
+        fflush(stderr);
+        dup2(saved, 2);
+        close(saved);
+        close(fd);
+        assert_int_equal(r, -ENOENT);
+        char text[4096] = "";
+        FILE *f = fopen(log, "r");
+        size_t n = fread(text, 1, sizeof(text) - 1, f);
+        fclose(f);
+        text[n] = 0;
+        print_message("logged: %s", text);
+        const char *enoent = strerror(ENOENT);
+        const char *first = strstr(text, enoent);
+        assert_non_null(first);
+        assert_null(strstr(first + 1, enoent)); /* once */
+        assert_null(strstr(text, strerror(EADDRINUSE)));
+        assert_non_null(strstr(text, "cannot serve on"));
+        dp_pool_set_done(&pools);
+        sd_event_unref(e);
+        unlink(log);
+        rmdir(dir);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_manager_lifecycle),
+                cmocka_unit_test(test_error_text_once),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

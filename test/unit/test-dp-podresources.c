@@ -107,14 +107,16 @@ static int list(void *userdata, const uint8_t *req, size_t len, uint8_t **ret, s
 struct result {
         bool done;
         int error;
+        char message[256];
         size_t n;
 };
 
-static void on_usage(void *userdata, int error, const struct dp_usage *u)
+static void on_usage(void *userdata, int error, const char *message, const struct dp_usage *u)
 {
         struct result *r = userdata;
         r->done = true;
         r->error = error;
+        snprintf(r->message, sizeof(r->message), "%s", message ?: "");
         if (u)
                 check_sample(u);
         r->n = u ? u->n_resources : 0;
@@ -133,13 +135,32 @@ static void test_list_call(void **state)
         assert_int_equal(sd_event_new(&e), 0);
         assert_int_equal(grpc_server_new(e, path, methods, 1, NULL, &s), 0);
         struct result r = { 0 };
-        assert_int_equal(dp_podresources_list(e, path, 2000000, on_usage, &r), 0);
+        assert_int_equal(dp_podresources_list(e, path, 2000000, on_usage, &r, NULL), 0);
         for (int i = 0; i < 1000 && !r.done; i++)
                 assert_true(sd_event_run(e, 100000) >= 0);
         assert_true(r.done);
         assert_int_equal(r.error, 0);
         assert_int_equal(r.n, 3);
         grpc_server_free(s);
+
+        /* No kubelet: reported from the loop (never from inside the call), with the reason. */
+        r = (struct result){ 0 };
+        assert_int_equal(dp_podresources_list(e, path, 2000000, on_usage, &r, NULL), 0);
+        assert_false(r.done);
+        for (int i = 0; i < 100 && !r.done; i++)
+                assert_true(sd_event_run(e, 100000) >= 0);
+        assert_true(r.done);
+        assert_int_equal(r.error, -ENOENT);
+        assert_non_null(strstr(r.message, path));
+
+        /* Cancelled: done is never called. */
+        r = (struct result){ 0 };
+        struct dp_podresources_call *c = NULL;
+        assert_int_equal(dp_podresources_list(e, path, 2000000, on_usage, &r, &c), 0);
+        dp_podresources_call_cancel(c);
+        for (int i = 0; i < 5; i++)
+                assert_true(sd_event_run(e, 10000) >= 0);
+        assert_false(r.done);
         sd_event_unref(e);
         struct dp_usage u = { 0 };
         assert_int_equal(dp_podresources_list_sync(path, 1000000, &u), -ENOENT);

@@ -161,12 +161,13 @@ static void test_build_with_rdma_shared(void **state)
         struct desired_state d = { 0 };
         fx_add_group(&d, "0000:3b:00.0", "sriov_a", DEVICE_TYPE_NETDEVICE, 0, 1);
         struct rdma_shared_config c = { 0 };
-        assert_int_equal(rdma_shared_config_parse("{\"configList\":[{\"resourceName\":\"hca\","
-                                                  "\"rdmaHcaMax\":2,\"selectors\":{}}]}",
-                                                  "t", &c),
-                         0);
+        assert_int_equal(
+            rdma_shared_config_parse("{\"configList\":[{\"resourceName\":\"hca\","
+                                     "\"rdmaHcaMax\":2,\"selectors\":{\"vendors\":[\"15b3\"]}}]}",
+                                     "t", &c, NULL),
+            0);
         struct dp_pool_set s = { 0 };
-        assert_int_equal(dp_pools_build(&d, &inv, NULL, &c, &s), 0);
+        assert_int_equal(dp_pools_build(&d, &inv, NULL, &c, NULL, &s), 0);
         assert_int_equal(s.n_pools, 2);
         assert_int_equal(dp_pool_set_find(&s, "openshift.io/sriov_a")->n_devices, 2);
         assert_int_equal(dp_pool_set_find(&s, "rdma/hca")->n_devices, 2);
@@ -176,12 +177,106 @@ static void test_build_with_rdma_shared(void **state)
         /* the same resource from both sides is refused */
         assert_int_equal(rdma_shared_config_parse("{\"configList\":[{\"resourceName\":\"sriov_a\","
                                                   "\"resourcePrefix\":\"openshift.io\","
-                                                  "\"selectors\":{}}]}",
-                                                  "t", &c),
+                                                  "\"devices\":[\"ens1f0\"]}]}",
+                                                  "t", &c, NULL),
                          0);
-        assert_int_equal(dp_pools_build(&d, &inv, NULL, &c, &s), -EEXIST);
+        assert_int_equal(dp_pools_build(&d, &inv, NULL, &c, NULL, &s), -EEXIST);
         assert_int_equal(s.n_pools, 0);
         rdma_shared_config_done(&c);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+/* Issue 15.2: the CNI moved a VF's netdev into a pod; the VF stays in its pool (with its RDMA
+ * char devices) until the VF itself goes or its group changes. */
+static void test_vf_in_pod_keeps_its_slot(void **state)
+{
+        struct inventory inv = { 0 };
+        struct pf_info *pf = fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 3, 0);
+        for (int i = 0; i < 3; i++)
+                fx_add_rdma(&pf->vfs[i].rdma, &pf->vfs[i].n_rdma, 10 + i);
+        struct desired_state d = { 0 };
+        fx_add_group(&d, "0000:3b:00.0", "sriov_rdma", DEVICE_TYPE_NETDEVICE, 0, 2)->is_rdma = true;
+
+        struct dp_pool_set served = { 0 }, s = { 0 };
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, NULL, &served), 0);
+        assert_int_equal(find(&served, "openshift.io/sriov_rdma")->n_devices, 3);
+
+        /* VF 1 in a pod: no netdev on the host; in exclusive RDMA mode no RDMA device either. */
+        struct vf_info *vf = &inv.pfs[0].vfs[1];
+        size_t n_netdevs = vf->n_netdevs, n_rdma = vf->n_rdma;
+        vf->n_netdevs = 0;
+        vf->n_rdma = 0;
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, &served, &s), 0);
+        const struct dp_pool *p = find(&s, "openshift.io/sriov_rdma");
+        assert_int_equal(p->n_devices, 3);
+        const struct dp_device *dev = dp_pool_find_device(p, "0000:3b:01.1");
+        assert_non_null(dev);
+        assert_true(dev->healthy);
+        assert_string_equal(dev->rdma_device, "mlx5_11");
+        assert_int_equal(dev->n_char_devices, 3); /* the pod's char devices, as advertised */
+        /* and again from that result: it stays as long as it is in the pod */
+        dp_pool_set_done(&served);
+        served = s;
+        s = (struct dp_pool_set){ 0 };
+        inv.pfs[0].netdevs[0].operstate[0] = 0;
+        strcpy(inv.pfs[0].netdevs[0].operstate, "down");
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, &served, &s), 0);
+        dev = dp_pool_find_device(find(&s, "openshift.io/sriov_rdma"), "0000:3b:01.1");
+        assert_non_null(dev);
+        assert_false(dev->healthy); /* health is today's */
+        dp_pool_set_done(&s);
+        strcpy(inv.pfs[0].netdevs[0].operstate, "up");
+
+        /* Never advertised (no memory of it): not ready, as before. */
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, NULL, &s), 0);
+        assert_int_equal(find(&s, "openshift.io/sriov_rdma")->n_devices, 2);
+        dp_pool_set_done(&s);
+
+        /* The VF unbound from its driver: it leaves. */
+        char driver[sizeof(vf->driver)];
+        strcpy(driver, vf->driver);
+        vf->driver[0] = 0;
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, &served, &s), 0);
+        assert_null(dp_pool_find_device(find(&s, "openshift.io/sriov_rdma"), "0000:3b:01.1"));
+        dp_pool_set_done(&s);
+        strcpy(vf->driver, driver);
+
+        /* Its policy changes the resource name: the new resource does not inherit it. */
+        snprintf(d.interfaces[0].groups[0].resource_name, RESOURCE_NAME_MAX, "other");
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, &served, &s), 0);
+        assert_int_equal(find(&s, "openshift.io/other")->n_devices, 2);
+        dp_pool_set_done(&s);
+        snprintf(d.interfaces[0].groups[0].resource_name, RESOURCE_NAME_MAX, "sriov_rdma");
+
+        /* Its policy changes isRdma: the VF is judged afresh (the pool is a different one). */
+        d.interfaces[0].groups[0].is_rdma = false;
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, &served, &s), 0);
+        assert_null(dp_pool_find_device(find(&s, "openshift.io/sriov_rdma"), "0000:3b:01.1"));
+        dp_pool_set_done(&s);
+        d.interfaces[0].groups[0].is_rdma = true;
+
+        /* Netdev back on the host but no RDMA device: not in a pod, simply not ready. */
+        vf->n_netdevs = n_netdevs;
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, &served, &s), 0);
+        assert_null(dp_pool_find_device(find(&s, "openshift.io/sriov_rdma"), "0000:3b:01.1"));
+        dp_pool_set_done(&s);
+        vf->n_netdevs = 0;
+
+        /* The VF gone (numVfs lowered): it leaves. */
+        inv.pfs[0].n_vfs = 1;
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, &served, &s), 0);
+        assert_int_equal(find(&s, "openshift.io/sriov_rdma")->n_devices, 1);
+        dp_pool_set_done(&s);
+        inv.pfs[0].n_vfs = 3;
+
+        /* Back in the host namespace: ready again, built from what is seen. */
+        vf->n_netdevs = n_netdevs;
+        vf->n_rdma = n_rdma;
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, &served, &s), 0);
+        assert_int_equal(find(&s, "openshift.io/sriov_rdma")->n_devices, 3);
+        dp_pool_set_done(&s);
+        dp_pool_set_done(&served);
         desired_state_done(&d);
         inventory_done(&inv);
 }
@@ -194,6 +289,7 @@ int main(void)
                 cmocka_unit_test(test_groups_on_two_pfs_share_a_pool),
                 cmocka_unit_test(test_invalid_names),
                 cmocka_unit_test(test_build_with_rdma_shared),
+                cmocka_unit_test(test_vf_in_pod_keeps_its_slot),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* Unit tests for the gRPC server and client together on a unix socket in a temp dir, on one
  * sd-event loop: unary calls, errors with percent-encoded messages, trailers-only errors,
  * unknown methods, oversized requests, a held server stream answered later (deferred data),
- * client deadlines and the server learning that a client went away. */
+ * client deadlines and the server learning that a client went away; and the HTTP/2 request
+ * rules the server enforces itself (any :authority, every other rule of RFC 9113 §8). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,14 +13,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <fcntl.h>
+#include <nghttp2/nghttp2.h>
 #include <systemd/sd-event.h>
 
 #include "deviceplugin/grpc-client.h"
 #include "deviceplugin/grpc-server.h"
+#include "util/macro.h"
 
 struct fixture {
         char dir[64];
@@ -264,6 +269,303 @@ static void test_garbage_peers(void **state)
         }
 }
 
+/* A hand-driven nghttp2 client that sends exactly the header fields it is given. */
+struct raw_result {
+        bool closed;
+        uint32_t close_code; /* RST_STREAM error code, 0 after a normal end */
+        int grpc_status;     /* -1: none received */
+};
+
+static int raw_on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
+                         size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                         void *user_data)
+{
+        struct raw_result *r = user_data;
+        if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0)
+                r->grpc_status = atoi((const char *)value);
+        return 0;
+}
+
+static int raw_on_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
+                        void *user_data)
+{
+        struct raw_result *r = user_data;
+        r->closed = true;
+        r->close_code = error_code;
+        return 0;
+}
+
+static ssize_t raw_body(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
+                        uint32_t *data_flags, nghttp2_data_source *source, void *user_data)
+{
+        memcpy(buf, "\0\0\0\0\0", 5); /* one empty gRPC message */
+        *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+        return 5;
+}
+
+static struct raw_result raw_request(struct fixture *f, const nghttp2_nv *nv, size_t n)
+{
+        struct raw_result res = { .grpc_status = -1 };
+        int fd = raw_connect(f->path);
+        assert_int_equal(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+        nghttp2_session_callbacks *cbs;
+        assert_int_equal(nghttp2_session_callbacks_new(&cbs), 0);
+        nghttp2_session_callbacks_set_on_header_callback(cbs, raw_on_header);
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, raw_on_close);
+        nghttp2_option *opt;
+        assert_int_equal(nghttp2_option_new(&opt), 0);
+        nghttp2_option_set_no_http_messaging(opt, 1); /* send what we are told */
+        nghttp2_session *s;
+        assert_int_equal(nghttp2_session_client_new2(&s, cbs, &res, opt), 0);
+        nghttp2_option_del(opt);
+        nghttp2_session_callbacks_del(cbs);
+        nghttp2_data_provider prd = { .read_callback = raw_body };
+        assert_int_equal(nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, NULL, 0), 0);
+        assert_true(nghttp2_submit_request(s, NULL, nv, n, &prd, NULL) > 0);
+        for (int i = 0; i < 300 && !res.closed; i++) {
+                const uint8_t *d;
+                ssize_t k;
+                while ((k = nghttp2_session_mem_send(s, &d)) > 0)
+                        assert_int_equal(write(fd, d, (size_t)k), k);
+                assert_true(sd_event_run(f->event, 10000) >= 0);
+                uint8_t buf[16384];
+                ssize_t m = read(fd, buf, sizeof(buf));
+                if (m > 0)
+                        assert_int_equal(nghttp2_session_mem_recv(s, buf, (size_t)m), m);
+                else if (m == 0)
+                        break;
+        }
+        nghttp2_session_del(s);
+        close(fd);
+        return res;
+}
+
+#define RAW_NV(n, v)                                                                               \
+        {                                                                                          \
+                (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1, NGHTTP2_NV_FLAG_NONE \
+        }
+#define GOOD_HEAD RAW_NV(":method", "POST"), RAW_NV(":scheme", "http"), RAW_NV(":path", "/t.T/Echo")
+#define GOOD_TAIL RAW_NV("content-type", "application/grpc"), RAW_NV("te", "trailers")
+
+/* Kubernetes <= 1.25 sends the socket path as :authority, gRPC C-core >= 1.57 the path
+ * percent-encoded, 1.26+ "localhost"; some clients send none. All are served. */
+static void test_any_authority_accepted(void **state)
+{
+        struct fixture *f = *state;
+        const nghttp2_nv with_path[] = {
+                GOOD_HEAD, RAW_NV(":authority", "/var/lib/kubelet/device-plugins/x.sock"), GOOD_TAIL
+        };
+        const nghttp2_nv with_pct[] = {
+                GOOD_HEAD, RAW_NV(":authority", "%2Fvar%2Flib%2Fkubelet%2Fdevice-plugins%2Fx.sock"),
+                GOOD_TAIL
+        };
+        const nghttp2_nv with_localhost[] = { GOOD_HEAD, RAW_NV(":authority", "localhost"),
+                                              GOOD_TAIL };
+        const nghttp2_nv with_none[] = { GOOD_HEAD, GOOD_TAIL };
+        const nghttp2_nv with_host_path[] = { GOOD_HEAD, GOOD_TAIL, RAW_NV("host", "/run/x.sock") };
+        struct {
+                const nghttp2_nv *nv;
+                size_t n;
+        } cases[] = {
+                { with_path, ELEMENTSOF(with_path) },
+                { with_pct, ELEMENTSOF(with_pct) },
+                { with_localhost, ELEMENTSOF(with_localhost) },
+                { with_none, ELEMENTSOF(with_none) },
+                { with_host_path, ELEMENTSOF(with_host_path) },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct raw_result r = raw_request(f, cases[i].nv, cases[i].n);
+                print_message("authority case %zu: closed %d code %u grpc-status %d\n", i, r.closed,
+                              r.close_code, r.grpc_status);
+                assert_true(r.closed);
+                assert_int_equal(r.close_code, NGHTTP2_NO_ERROR);
+                assert_int_equal(r.grpc_status, GRPC_STATUS_OK);
+        }
+}
+
+/* Every other request rule nghttp2 would enforce still holds: the stream is reset with
+ * PROTOCOL_ERROR and nothing is dispatched. */
+static void test_malformed_requests_reset(void **state)
+{
+        struct fixture *f = *state;
+        const nghttp2_nv no_path[] = { RAW_NV(":method", "POST"), RAW_NV(":scheme", "http"),
+                                       GOOD_TAIL };
+        const nghttp2_nv no_method[] = { RAW_NV(":scheme", "http"), RAW_NV(":path", "/t.T/Echo"),
+                                         GOOD_TAIL };
+        const nghttp2_nv no_scheme[] = { RAW_NV(":method", "POST"), RAW_NV(":path", "/t.T/Echo"),
+                                         GOOD_TAIL };
+        const nghttp2_nv twice_path[] = { GOOD_HEAD, RAW_NV(":path", "/t.T/Echo"), GOOD_TAIL };
+        const nghttp2_nv twice_authority[] = { GOOD_HEAD, RAW_NV(":authority", "a"),
+                                               RAW_NV(":authority", "b"), GOOD_TAIL };
+        const nghttp2_nv unknown_pseudo[] = { GOOD_HEAD, RAW_NV(":protocol", "x"), GOOD_TAIL };
+        const nghttp2_nv pseudo_late[] = { RAW_NV(":method", "POST"), RAW_NV(":scheme", "http"),
+                                           RAW_NV("content-type", "application/grpc"),
+                                           RAW_NV(":path", "/t.T/Echo") };
+        const nghttp2_nv connection[] = { GOOD_HEAD, GOOD_TAIL, RAW_NV("connection", "close") };
+        const nghttp2_nv te_gzip[] = { GOOD_HEAD, RAW_NV("content-type", "application/grpc"),
+                                       RAW_NV("te", "gzip") };
+        const nghttp2_nv chunked[] = { GOOD_HEAD, GOOD_TAIL,
+                                       RAW_NV("transfer-encoding", "chunked") };
+        const nghttp2_nv rel_path[] = { RAW_NV(":method", "POST"), RAW_NV(":scheme", "http"),
+                                        RAW_NV(":path", "t.T/Echo"), GOOD_TAIL };
+        const nghttp2_nv bad_scheme[] = { RAW_NV(":method", "POST"), RAW_NV(":scheme", "1http"),
+                                          RAW_NV(":path", "/t.T/Echo"), GOOD_TAIL };
+        const nghttp2_nv bad_method[] = { RAW_NV(":method", "PO ST"), RAW_NV(":scheme", "http"),
+                                          RAW_NV(":path", "/t.T/Echo"), GOOD_TAIL };
+        const nghttp2_nv short_body[] = { GOOD_HEAD, GOOD_TAIL, RAW_NV("content-length", "3") };
+        const nghttp2_nv long_body[] = { GOOD_HEAD, GOOD_TAIL, RAW_NV("content-length", "9") };
+        const nghttp2_nv authority_lf[] = { GOOD_HEAD, RAW_NV(":authority", "a\nb"), GOOD_TAIL };
+        struct {
+                const char *name;
+                const nghttp2_nv *nv;
+                size_t n;
+        } cases[] = {
+#define C(x) { #x, x, ELEMENTSOF(x) }
+                C(no_path),         C(no_method),      C(no_scheme),   C(twice_path),
+                C(twice_authority), C(unknown_pseudo), C(pseudo_late), C(connection),
+                C(te_gzip),         C(chunked),        C(rel_path),    C(bad_scheme),
+                C(bad_method),      C(short_body),     C(long_body),   C(authority_lf),
+#undef C
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct raw_result r = raw_request(f, cases[i].nv, cases[i].n);
+                print_message("%s: closed %d code %u grpc-status %d\n", cases[i].name, r.closed,
+                              r.close_code, r.grpc_status);
+                assert_true(r.closed);
+                assert_int_equal(r.close_code, NGHTTP2_PROTOCOL_ERROR);
+                assert_int_equal(r.grpc_status, -1);
+        }
+        call(f, "/t.T/Echo", "ok", 2, 2000000); /* and the server still serves */
+        assert_int_equal(f->st.code, GRPC_STATUS_OK);
+}
+
+/* Issue 12.11: the socket is 0600 whatever the umask. */
+static void test_socket_mode(void **state)
+{
+        struct fixture *f = *state;
+        char path[160];
+        snprintf(path, sizeof(path), "%s/m.sock", f->dir);
+        mode_t old = umask(0);
+        struct grpc_server *s = NULL;
+        int r = grpc_server_new(f->event, path, methods, 3, f, &s);
+        umask(old);
+        assert_int_equal(r, 0);
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0600);
+        grpc_server_free(s);
+}
+
+/* A stream that sends part of a large message and never ends. */
+struct budget_stream {
+        size_t left; /* bytes still to send */
+        bool prefix_sent;
+};
+
+static ssize_t budget_body(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
+                           uint32_t *data_flags, nghttp2_data_source *source, void *user_data)
+{
+        struct budget_stream *b = source->ptr;
+        if (b->left == 0)
+                return NGHTTP2_ERR_DEFERRED; /* the rest never comes */
+        size_t n = b->left < length ? b->left : length;
+        memset(buf, 'x', n);
+        if (!b->prefix_sent) { /* a message of 3.5 MiB: within the per-message cap */
+                memcpy(buf, "\0\x00\x38\x00\x00", 5);
+                b->prefix_sent = true;
+        }
+        b->left -= n;
+        return (ssize_t)n;
+}
+
+struct budget_result {
+        int grpc_status[8]; /* by stream index; -1: none */
+        bool closed[8];
+};
+
+static int budget_on_header(nghttp2_session *session, const nghttp2_frame *frame,
+                            const uint8_t *name, size_t namelen, const uint8_t *value,
+                            size_t valuelen, uint8_t flags, void *user_data)
+{
+        struct budget_result *r = user_data;
+        int i = (frame->hd.stream_id - 1) / 2;
+        if (i < 8 && namelen == 11 && memcmp(name, "grpc-status", 11) == 0)
+                r->grpc_status[i] = atoi((const char *)value);
+        return 0;
+}
+
+static int budget_on_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
+                           void *user_data)
+{
+        struct budget_result *r = user_data;
+        int i = (stream_id - 1) / 2;
+        if (i < 8)
+                r->closed[i] = true;
+        return 0;
+}
+
+/* Issue 12.11: one peer's streams together hold at most the connection's budget (8 MiB): with
+ * three streams of 3.5 MiB each the third is refused, RESOURCE_EXHAUSTED, the others stay. */
+static void test_connection_memory_budget(void **state)
+{
+        struct fixture *f = *state;
+        struct budget_result res;
+        for (int i = 0; i < 8; i++)
+                res.grpc_status[i] = -1, res.closed[i] = false;
+        int fd = raw_connect(f->path);
+        assert_int_equal(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+        nghttp2_session_callbacks *cbs;
+        assert_int_equal(nghttp2_session_callbacks_new(&cbs), 0);
+        nghttp2_session_callbacks_set_on_header_callback(cbs, budget_on_header);
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, budget_on_close);
+        nghttp2_session *s;
+        assert_int_equal(nghttp2_session_client_new(&s, cbs, &res), 0);
+        nghttp2_session_callbacks_del(cbs);
+        /* Large windows, so flow control is not what limits the peer. */
+        nghttp2_settings_entry iv[] = { { NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 30 } };
+        assert_int_equal(nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, iv, 1), 0);
+        struct budget_stream bs[3];
+        const nghttp2_nv hdrs[] = { GOOD_HEAD, GOOD_TAIL };
+        for (int i = 0; i < 3; i++) {
+                bs[i] = (struct budget_stream){ .left = 3u * 1024u * 1024u }; /* never all */
+                nghttp2_data_provider prd = { .source.ptr = &bs[i], .read_callback = budget_body };
+                assert_true(nghttp2_submit_request(s, NULL, hdrs, ELEMENTSOF(hdrs), &prd, NULL) >
+                            0);
+        }
+        for (int i = 0; i < 3000 && res.grpc_status[2] < 0; i++) {
+                const uint8_t *d;
+                ssize_t k;
+                while ((k = nghttp2_session_mem_send(s, &d)) > 0) {
+                        ssize_t w = 0;
+                        while (w < k) {
+                                ssize_t x = write(fd, d + w, (size_t)(k - w));
+                                if (x < 0) {
+                                        assert_true(errno == EAGAIN);
+                                        assert_true(sd_event_run(f->event, 1000) >= 0);
+                                        continue;
+                                }
+                                w += x;
+                        }
+                }
+                assert_true(sd_event_run(f->event, 1000) >= 0);
+                uint8_t buf[16384];
+                ssize_t m;
+                while ((m = read(fd, buf, sizeof(buf))) > 0)
+                        assert_int_equal(nghttp2_session_mem_recv(s, buf, (size_t)m), m);
+        }
+        print_message("streams: %d %d %d\n", res.grpc_status[0], res.grpc_status[1],
+                      res.grpc_status[2]);
+        assert_int_equal(res.grpc_status[2], GRPC_STATUS_RESOURCE_EXHAUSTED);
+        assert_int_equal(res.grpc_status[0], -1);
+        assert_int_equal(res.grpc_status[1], -1);
+        nghttp2_session_del(s);
+        close(fd);
+        for (int i = 0; i < 100 && grpc_server_n_connections(f->server) > 0; i++)
+                assert_true(sd_event_run(f->event, 10000) >= 0);
+        call(f, "/t.T/Echo", "ok", 2, 2000000); /* the budget is free again */
+        assert_int_equal(f->st.code, GRPC_STATUS_OK);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -276,6 +578,10 @@ int main(void)
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_no_server, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_garbage_peers, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_any_authority_accepted, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_malformed_requests_reset, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_socket_mode, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_connection_memory_budget, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -171,7 +171,9 @@ write_kubeconfig "$KUBECONFIG" admin
 write_kubeconfig "$KUBECONFIG.agent" sriov-agent
 
 mkfifo /tmp/kubelet.in
-fake-kubelet --dir "$KDIR" --podresources "$PRSOCK" --assignments /tmp/assignments.json \
+# kubelet-1.25: the plugin sockets are dialled with the socket path as :authority, as
+# Kubernetes <= 1.25 does (the strictest of the fake kubelet's dial modes).
+fake-kubelet --dir "$KDIR" --dial-mode kubelet-1.25 --podresources "$PRSOCK" --assignments /tmp/assignments.json \
     </tmp/kubelet.in >"$KL_OUT" 2>/tmp/kubelet.err &
 exec 7>/tmp/kubelet.in
 wait_for "fake kubelet listens on $KDIR/kubelet.sock" 30 test -S "$KDIR/kubelet.sock"
@@ -216,6 +218,31 @@ expect_eq "VFs 0-1 not re-created (same netdev ifindexes, driver, MTU)" \
     "$(host_snapshot | grep -E '^vf[01] ')" "$before"
 check "still 4 VFs" test "$(numvfs_of "$IGB_PF")" = 4
 say "host: $(host_snapshot | tr '\n' ';')"
+show_pools "$R_NET" "$R_VFIO"
+
+header "step 2b: a CNI moves VF 0's netdev into a pod; the kubelet restarts"
+vf0net=$(netdev_of "$VF0")
+kl_mark=$(wc -l <"$KL_OUT")
+say "\$ ip netns add pod1; ip link set $vf0net netns pod1"
+$IPR netns add pod1 || fail "setup: ip netns add pod1"
+$IPR link set "$vf0net" netns pod1 || fail "setup: move $vf0net into pod1"
+check "VF 0 has no netdev in the host namespace" test -z "$(netdev_of "$VF0")"
+# the move is a link event: a reconcile follows at once; the periodic one 10 s later
+sleep 12
+withdrawn=$(tail -n +"$((kl_mark + 1))" "$KL_OUT" | grep '"event":"devices"' |
+    grep -F "\"resource\":\"$R_NET\"" | grep -cvF "$VF0")
+expect_eq "no ListAndWatch update withdrew VF 0 while its netdev is in the pod" "$withdrawn" 0
+wait_for "kubelet: $R_NET = VFs 0-1 (VF 0 in the pod)" 30 pool_is "$R_NET" "$VF0 $VF1"
+regs_before=$(kl_registers "$R_NET")
+say "\$ restart the fake kubelet (dial mode kubelet-1.25)"
+kl_cmd '{"cmd":"restart"}'
+wait_for "pools registered again after the kubelet restart" 60 registered_again "$R_NET" "$regs_before"
+wait_for "kubelet: $R_NET = VFs 0-1 after the restart" 60 pool_is "$R_NET" "$VF0 $VF1"
+wait_for "kubelet: $R_VFIO = VFs 2-3 after the restart" 60 pool_is "$R_VFIO" "$VF2 $VF3"
+say "\$ ip netns del pod1 (the pod is gone: the netdev returns to the host)"
+$IPR netns del pod1 || fail "setup: ip netns del pod1"
+wait_for "VF 0's netdev back in the host namespace" 30 sh -c "ls $(pci_dir "$VF0")/net | grep -q ."
+wait_for "kubelet: $R_NET = VFs 0-1" 30 pool_is "$R_NET" "$VF0 $VF1"
 show_pools "$R_NET" "$R_VFIO"
 
 header "step 3: Soft-RoCE (rxe) on VF 1, the seed's isRdma: true"
@@ -291,6 +318,36 @@ wait_for "kubelet: $R_NET withdrawn" 60 pool_withdrawn "$R_NET"
 wait_for "kubelet: $R_VFIO withdrawn" 60 pool_withdrawn "$R_VFIO"
 wait_for "NodeState syncStatus Succeeded" 60 status_is Succeeded
 kc "kubectl get sriovnetworknodestates -o yaml" get sriovnetworknodestates -n "$NS" -o yaml
+
+header "step 7: the seed's step 6: kubectl apply -f sriov-network.yaml"
+say "(the agent holds the Lease sriov-agent-networks and renders SriovNetworks into NADs)"
+kc "kubectl apply Multus' NetworkAttachmentDefinition CRD (test fixture)" \
+    apply -f "$E2E/network-attachment-definition-crd.yaml"
+kc "kubectl apply -f sriov-network.yaml" apply -f "$E2E/examples/sriov-network.yaml"
+nad_rendered() {
+    kubectl get network-attachment-definitions -n default highnet-rdma-network \
+        -o 'jsonpath={.metadata.annotations}' 2>/dev/null | grep -q 'openshift.io/sriov_highnet'
+}
+nad_config_text() {
+    kubectl get network-attachment-definitions -n default highnet-rdma-network \
+        -o 'jsonpath={.spec.config}' 2>/dev/null | tr -d ' \n'
+}
+wait_for "NAD default/highnet-rdma-network rendered (resourceName openshift.io/sriov_highnet)" 60 nad_rendered
+kc "kubectl get network-attachment-definitions -n default highnet-rdma-network -o yaml" \
+    get network-attachment-definitions -n default highnet-rdma-network -o yaml
+cfg=$(nad_config_text)
+say "its config, whitespace removed: $cfg"
+case $cfg in
+    *'"type":"sriov"'*'"ipam":{"type":"host-local","subnet":"192.168.100.0/24"}'*) cfg_ok=true ;;
+    *) cfg_ok=false ;;
+esac
+check "its config: CNI type sriov, host-local IPAM on 192.168.100.0/24" $cfg_ok
+network_ready() {
+    [ "$(kubectl get sriovnetworks -n "$NS" highnet-rdma-network \
+        -o 'jsonpath={.status.conditions[0].status}' 2>/dev/null)" = True ]
+}
+wait_for "SriovNetwork highnet-rdma-network Ready=True" 30 network_ready
+kc "kubectl get sriovnetworks" get sriovnetworks -n "$NS"
 
 header "agent log (stand-in for journalctl -u sriov-agent)"
 sed 's/^/  | /' "$AGENT_LOG" >>"$TRANSCRIPT"

@@ -1,0 +1,394 @@
+#include "kube/lease.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "kube/status.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+#define DEFAULT_DURATION_USEC (15ULL * 1000000)
+#define DEFAULT_RENEW_USEC    (10ULL * 1000000)
+#define DEFAULT_RETRY_USEC    (2ULL * 1000000)
+
+enum lease_op {
+        OP_NONE,
+        OP_GET,
+        OP_CREATE,
+        OP_UPDATE,
+        OP_RELEASE,
+};
+
+struct kube_lease {
+        struct kube_http *http;
+        char *namespace_, *name, *identity, *collection_path, *object_path;
+        uint64_t duration_usec, renew_deadline_usec, retry_usec;
+        void (*on_change)(struct kube_lease *, bool, void *);
+        void *userdata;
+
+        json_t *server;         /* the Lease as last read or written */
+        json_t *observed_spec;  /* its spec when it last changed... */
+        uint64_t observed_usec; /* ...and when we saw that, on our clock */
+        uint64_t renewed_usec;  /* our last successful write as leader */
+        bool leader, stopped;
+
+        struct kube_request *request;
+        enum lease_op op;
+        sd_event_source *timer;
+        void (*release_done)(void *);
+        void *release_userdata;
+};
+
+static uint64_t now_usec(struct kube_lease *l)
+{
+        uint64_t now = 0;
+        sd_event_now(kube_http_event(l->http), CLOCK_MONOTONIC, &now);
+        return now;
+}
+
+/* metav1.MicroTime: RFC 3339 with microseconds. */
+static void micro_time_now(char buf[static 64])
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        struct tm tm;
+        gmtime_r(&ts.tv_sec, &tm);
+        char base[32];
+        strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(buf, 64, "%s.%06dZ", base, (int)(ts.tv_nsec / 1000));
+}
+
+static void set_leader(struct kube_lease *l, bool leader)
+{
+        if (l->leader == leader)
+                return;
+        l->leader = leader;
+        if (leader)
+                log_info("Lease %s/%s: acquired by %s", l->namespace_, l->name, l->identity);
+        else
+                log_info("Lease %s/%s: %s is no longer the holder", l->namespace_, l->name,
+                         l->identity);
+        if (l->on_change)
+                l->on_change(l, leader, l->userdata);
+}
+
+static int timer_cb(sd_event_source *s, uint64_t usec, void *userdata);
+
+static void schedule(struct kube_lease *l, uint64_t delay_usec)
+{
+        if (l->stopped)
+                return;
+        sd_event *event = kube_http_event(l->http);
+        uint64_t at = now_usec(l) + delay_usec;
+        if (!l->timer) {
+                if (sd_event_add_time(event, &l->timer, CLOCK_MONOTONIC, at, 0, timer_cb, l) < 0) {
+                        log_error("Lease %s/%s: cannot arm its timer", l->namespace_, l->name);
+                        return;
+                }
+        } else
+                sd_event_source_set_time(l->timer, at);
+        sd_event_source_set_enabled(l->timer, SD_EVENT_ONESHOT);
+}
+
+/* client-go waits retryPeriod with jitter factor 1.2 between attempts of a candidate. */
+static void schedule_retry(struct kube_lease *l)
+{
+        uint64_t rnd = 0;
+        (void)!getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK);
+        schedule(l, l->leader ? l->retry_usec : l->retry_usec + rnd % (l->retry_usec / 5 + 1));
+}
+
+static void request_done(struct kube_request *req, int error, long status, const char *body,
+                         size_t body_len, void *userdata);
+
+static int start(struct kube_lease *l, enum lease_op op, const char *method, const char *path,
+                 json_t *body)
+{
+        _cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        if (body && !text)
+                return -ENOMEM;
+        const struct kube_request_opts opts = {
+                .method = method,
+                .path = path,
+                .content_type = body ? "application/json" : NULL,
+                .body = text,
+                .body_len = text ? strlen(text) : 0,
+                .on_done = request_done,
+                .userdata = l,
+                .timeout_s = 5,
+        };
+        int k = kube_http_start(l->http, &opts, &l->request);
+        if (k >= 0)
+                l->op = op;
+        return k;
+}
+
+static json_t *lease_spec(struct kube_lease *l, const char *holder, uint64_t duration_usec,
+                          bool new_holder)
+{
+        char now[64];
+        micro_time_now(now);
+        json_t *old = json_object_get(l->server, "spec");
+        json_int_t transitions = json_integer_value(json_object_get(old, "leaseTransitions"));
+        const char *acquired = json_string_value(json_object_get(old, "acquireTime"));
+        if (new_holder && l->server)
+                transitions++;
+        return json_pack("{s:s, s:I, s:s, s:s, s:I}", "holderIdentity", holder,
+                         "leaseDurationSeconds", (json_int_t)(duration_usec / 1000000),
+                         "acquireTime", new_holder || !acquired ? now : acquired, "renewTime", now,
+                         "leaseTransitions", transitions);
+}
+
+static int start_write(struct kube_lease *l, enum lease_op op, json_t *spec)
+{
+        if (!spec)
+                return -ENOMEM;
+        if (!l->server) {
+                json_t *body = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion",
+                                         "coordination.k8s.io/v1", "kind", "Lease", "metadata",
+                                         "name", l->name, "namespace", l->namespace_, "spec", spec);
+                int k = body ? start(l, OP_CREATE, "POST", l->collection_path, body) : -ENOMEM;
+                json_decref(body);
+                return k;
+        }
+        json_t *body = json_deep_copy(l->server);
+        if (!body) {
+                json_decref(spec);
+                return -ENOMEM;
+        }
+        json_object_set_new(body, "spec", spec);
+        int k = start(l, op, "PUT", l->object_path, body);
+        json_decref(body);
+        return k;
+}
+
+/* Decides from the Lease just read whether to take or renew it. */
+static void evaluate(struct kube_lease *l)
+{
+        json_t *spec = json_object_get(l->server, "spec");
+        uint64_t now = now_usec(l);
+        if (!l->observed_spec || !json_equal(l->observed_spec, spec)) {
+                json_decref(l->observed_spec);
+                l->observed_spec = json_deep_copy(spec);
+                l->observed_usec = now;
+        }
+        const char *holder = json_string_value(json_object_get(spec, "holderIdentity"));
+        json_int_t secs = json_integer_value(json_object_get(spec, "leaseDurationSeconds"));
+        uint64_t duration = secs > 0 ? (uint64_t)secs * 1000000 : l->duration_usec;
+        bool ours = holder && strcmp(holder, l->identity) == 0;
+        if (holder && *holder && !ours && l->observed_usec + duration > now) {
+                set_leader(l, false); /* someone else holds a live Lease */
+                schedule_retry(l);
+                return;
+        }
+        if (!ours && holder && *holder)
+                log_info("Lease %s/%s: holder %s has not renewed for %llu s; taking over",
+                         l->namespace_, l->name, holder,
+                         (unsigned long long)((now - l->observed_usec) / 1000000));
+        int k = start_write(l, OP_UPDATE, lease_spec(l, l->identity, l->duration_usec, !ours));
+        if (k < 0) {
+                log_warning_errno(k, "Lease %s/%s: cannot start a request", l->namespace_, l->name);
+                schedule_retry(l);
+        }
+}
+
+static void finish_release(struct kube_lease *l)
+{
+        void (*done)(void *) = l->release_done;
+        l->release_done = NULL;
+        if (done)
+                done(l->release_userdata);
+}
+
+static void request_done(struct kube_request *req, int error, long status, const char *body,
+                         size_t body_len, void *userdata)
+{
+        struct kube_lease *l = userdata;
+        enum lease_op op = l->op;
+        l->request = NULL;
+        l->op = OP_NONE;
+
+        if (op == OP_RELEASE) {
+                if (error == 0 && status == 200)
+                        log_info("Lease %s/%s: released", l->namespace_, l->name);
+                else
+                        log_warning("Lease %s/%s: release failed (HTTP %ld); the others take "
+                                    "over when it expires",
+                                    l->namespace_, l->name, status);
+                finish_release(l);
+                return;
+        }
+        if (l->stopped)
+                return;
+        if (error == 0 && (status == 200 || status == 201)) {
+                json_t *obj = json_loadb(body, body_len, 0, NULL);
+                if (json_is_object(obj)) {
+                        json_decref(l->server);
+                        l->server = obj;
+                } else
+                        json_decref(obj);
+                if (op == OP_GET) {
+                        evaluate(l);
+                        return;
+                }
+                /* Our write went through: we hold the Lease. */
+                json_decref(l->observed_spec);
+                l->observed_spec = json_deep_copy(json_object_get(l->server, "spec"));
+                l->observed_usec = l->renewed_usec = now_usec(l);
+                set_leader(l, true);
+                schedule_retry(l);
+                return;
+        }
+        if (error == 0 && status == 404 && op == OP_GET) {
+                json_decref(l->server);
+                l->server = NULL;
+                int k =
+                    start_write(l, OP_CREATE, lease_spec(l, l->identity, l->duration_usec, true));
+                if (k < 0)
+                        schedule_retry(l);
+                return;
+        }
+        if (error == 0 && (status == 409 || status == 404)) {
+                /* Someone else wrote it meanwhile (or it vanished): read it again now. */
+                json_decref(l->server);
+                l->server = NULL;
+                if (l->leader && op == OP_UPDATE)
+                        set_leader(l, false);
+                schedule(l, 0);
+                return;
+        }
+        char desc[256];
+        if (error < 0 && status == 0)
+                snprintf(desc, sizeof(desc), "%s", strerror(-error));
+        else
+                kube_status_describe(status, body, body_len, desc, sizeof(desc));
+        log_warning("Lease %s/%s: %s failed: %s", l->namespace_, l->name,
+                    op == OP_GET ? "read" : "write", desc);
+        if (l->leader && now_usec(l) - l->renewed_usec >= l->renew_deadline_usec) {
+                /* Stop writing before the others may take over (renew deadline < duration). */
+                log_warning("Lease %s/%s: not renewed for %llu s; giving up leadership",
+                            l->namespace_, l->name,
+                            (unsigned long long)(l->renew_deadline_usec / 1000000));
+                set_leader(l, false);
+        }
+        schedule_retry(l);
+}
+
+static void tick(struct kube_lease *l)
+{
+        if (l->request || l->stopped)
+                return;
+        if (l->leader && now_usec(l) - l->renewed_usec >= l->renew_deadline_usec) {
+                log_warning("Lease %s/%s: renew deadline passed; giving up leadership",
+                            l->namespace_, l->name);
+                set_leader(l, false);
+        }
+        int k;
+        if (l->leader && l->server)
+                /* Renew straight away with the resourceVersion of our last write; a 409
+                 * means someone else wrote it and we read it again. */
+                k = start_write(l, OP_UPDATE, lease_spec(l, l->identity, l->duration_usec, false));
+        else
+                k = start(l, OP_GET, "GET", l->object_path, NULL);
+        if (k < 0) {
+                log_warning_errno(k, "Lease %s/%s: cannot start a request", l->namespace_, l->name);
+                schedule_retry(l);
+        }
+}
+
+static int timer_cb(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct kube_lease *l = userdata;
+        tick(l);
+        /* The leader renews on a fixed period even while a write is slow. */
+        if (l->request && !l->stopped)
+                schedule_retry(l);
+        return 0;
+}
+
+int kube_lease_new(struct kube_http *http, const struct kube_lease_opts *opts,
+                   struct kube_lease **ret)
+{
+        if (!opts->namespace_ || !opts->name || !opts->identity || !*opts->identity)
+                return log_error_errno(-EINVAL, "Lease: namespace, name and identity are required");
+        _cleanup_(kube_lease_freep) struct kube_lease *l = calloc(1, sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        l->http = http;
+        l->duration_usec = opts->duration_usec ? opts->duration_usec : DEFAULT_DURATION_USEC;
+        l->renew_deadline_usec =
+            opts->renew_deadline_usec ? opts->renew_deadline_usec : DEFAULT_RENEW_USEC;
+        l->retry_usec = opts->retry_usec ? opts->retry_usec : DEFAULT_RETRY_USEC;
+        l->on_change = opts->on_change;
+        l->userdata = opts->userdata;
+        l->namespace_ = strdup(opts->namespace_);
+        l->name = strdup(opts->name);
+        l->identity = strdup(opts->identity);
+        if (!l->namespace_ || !l->name || !l->identity ||
+            asprintf(&l->collection_path, "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
+                     opts->namespace_) < 0 ||
+            asprintf(&l->object_path, "%s/%s", l->collection_path, opts->name) < 0)
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
+                return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int kube_lease_start(struct kube_lease *l)
+{
+        schedule(l, 0);
+        return l->timer ? 0 : -ENOMEM;
+}
+
+struct kube_lease *kube_lease_free(struct kube_lease *l)
+{
+        if (!l)
+                return NULL;
+        kube_request_cancel(l->request);
+        sd_event_source_disable_unref(l->timer);
+        json_decref(l->server);
+        json_decref(l->observed_spec);
+        free(l->namespace_);
+        free(l->name);
+        free(l->identity);
+        free(l->collection_path);
+        free(l->object_path);
+        free(l);
+        return NULL;
+}
+
+bool kube_lease_is_leader(const struct kube_lease *l)
+{
+        return l && l->leader;
+}
+
+int kube_lease_release(struct kube_lease *l, void (*done)(void *), void *userdata)
+{
+        bool was_leader = l->leader;
+        l->stopped = true;
+        if (l->timer)
+                sd_event_source_set_enabled(l->timer, SD_EVENT_OFF);
+        kube_request_cancel(l->request);
+        l->request = NULL;
+        l->op = OP_NONE;
+        set_leader(l, false);
+        if (!was_leader || !l->server) {
+                if (done)
+                        done(userdata);
+                return 1;
+        }
+        l->release_done = done;
+        l->release_userdata = userdata;
+        /* client-go's release: no holder, a 1 s duration, the transitions kept. */
+        json_t *spec = lease_spec(l, "", 1000000, false);
+        int k = start_write(l, OP_RELEASE, spec);
+        if (k < 0) {
+                finish_release(l);
+                return 1;
+        }
+        return 0;
+}

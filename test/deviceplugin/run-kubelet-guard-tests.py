@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""The disruption guard when the kubelet cannot be asked, and the PodResources call off the loop
+(issues 12.2 and 15.9): `sriov-agent run --policy-dir` on a generated seed node with the grpc-go
+fake kubelet.
+
+1. A slow kubelet (PodResources answers after 1.5 s): while a reconcile waits for the answer, an
+   Allocate from the kubelet is answered at once (the question is asked on the loop, not in a
+   nested one).
+2. A pod holds a VF of ens2f0, then the kubelet stops (its PodResources socket refuses, then is
+   gone) and a policy change would re-create that PF's VFs: the change is held back, with a
+   warning naming why the kubelet could not be asked; sriov_numvfs is untouched.
+3. The same with --allow-disruption: the change is applied (0 written first), with the warning.
+Exit 1 on any failure.
+"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from testlib import FAILURES, Proc, check, ev  # noqa: E402
+
+SEED_RESOURCE = "openshift.io/sriov_highnet"
+E810_RESOURCE = "openshift.io/sriov_e810"
+
+
+def policy(name, resource, pf_names, num_vfs):
+    return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodePolicy",
+            "metadata": {"name": name, "namespace": "sriov-network-operator"},
+            "spec": {"resourceName": resource, "nodeSelector": {"highnet-node": "true"},
+                     "numVfs": num_vfs, "nicSelector": {"pfNames": pf_names}, "priority": 50}}
+
+
+def write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.rename(tmp, path)
+
+
+def read_attr(sysfs, pci, name):
+    with open(os.path.join(sysfs, "bus/pci/devices", pci, name)) as f:
+        return f.read().strip()
+
+
+class Agent:
+    def __init__(self, binary, args, log):
+        self.log = log
+        self.p = subprocess.Popen([binary, "run"] + args, stdout=subprocess.DEVNULL,
+                                  stderr=open(log, "a"))
+
+    def text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def wait_log(self, needle, timeout, since=0):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if needle in self.text()[since:]:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+            try:
+                self.p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        return self.p.returncode
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--agent", required=True)
+    ap.add_argument("--fake-kubelet", required=True)
+    ap.add_argument("--gen-sysfs", required=True)
+    args = ap.parse_args()
+
+    work = tempfile.mkdtemp(prefix="kubelet-guard-")
+    sysfs, kdir, pdir, state, devinfo = (os.path.join(work, d) for d in
+                                         ("sys", "device-plugins", "policies", "state", "devinfo"))
+    for d in (kdir, pdir):
+        os.makedirs(d)
+    prsock, assign = os.path.join(work, "pod-resources.sock"), os.path.join(work, "assign.json")
+    manifest = json.loads(subprocess.check_output(
+        [sys.executable, args.gen_sysfs, "--out", sysfs, "--profile", "seed", "--manifest"]))
+    pfs = {pf["ifname"]: pf for pf in manifest["pfs"] if pf.get("ifname")}
+    cx, ice = pfs["ens1f0"], pfs["ens2f0"]
+    cx_vf = sorted(v["pciAddress"] for v in cx["vfs"])[0]
+    held_vf = sorted(v["pciAddress"] for v in ice["vfs"])[0]
+    write_json(assign, [{"pod": "train-1", "namespace": "ml", "container": "c",
+                         "resource": E810_RESOURCE, "ids": [held_vf]}])
+    write_json(os.path.join(pdir, "seed.json"), policy("seed", "sriov_highnet", ["ens1f0"],
+                                                       len(cx["vfs"])))
+    write_json(os.path.join(pdir, "e810.json"), policy("e810", "sriov_e810", ["ens2f0"],
+                                                       ice["numVfs"]))
+
+    kubelet = Proc([args.fake_kubelet, "--dir", kdir, "--podresources", prsock,
+                    "--assignments", assign, "--podresources-delay", "1500ms"],
+                   os.path.join(work, "kubelet.err"))
+    kubelet.wait_for(ev("ready"), 10)
+    agent_args = ["--policy-dir", pdir, "--node-labels", "highnet-node=true",
+                  "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--devinfo-dir", devinfo,
+                  "--state-dir", state, "--pod-resources-socket", prsock,
+                  "--resync-interval", "30", "--vf-timeout", "1", "--log-level", "debug"]
+    agent = Agent(args.agent, agent_args, os.path.join(work, "agent.log"))
+    try:
+        check("pools registered", kubelet.wait_for(ev("register", E810_RESOURCE), 10) is not None
+              and (any(ev("register", SEED_RESOURCE)(e) for e in kubelet.seen) or
+                   kubelet.wait_for(ev("register", SEED_RESOURCE), 5) is not None))
+
+        # 1. A change that needs the kubelet's answer; the answer takes 1.5 s.
+        mark = len(agent.text())
+        write_json(os.path.join(pdir, "e810.json"),
+                   policy("e810", "sriov_e810", ["ens2f0"], ice["numVfs"] + 2))
+        asking = kubelet.wait_for(ev("podresources-list"), 10)
+        check("reconcile asks the kubelet", asking is not None, agent.text()[mark:][-600:])
+        t0 = time.monotonic()
+        kubelet.send({"cmd": "allocate", "resource": SEED_RESOURCE, "containers": [[cx_vf]]})
+        resp = kubelet.wait_for(ev("allocate", SEED_RESOURCE), 10) or {}
+        took = time.monotonic() - t0
+        print("  Allocate while PodResources is pending: %.0f ms" % (took * 1000))
+        check("Allocate answered while the PodResources answer is pending (< 0.5 s)",
+              resp.get("code") == "OK" and took < 0.5, "%s after %.2f s" % (resp.get("code"), took))
+        check("the pod's VF holds the change back",
+              agent.wait_log("held back", 5, mark) and held_vf in agent.text()[mark:],
+              agent.text()[mark:][-600:])
+
+        # 2. The kubelet stops: its socket refuses connections, then is removed.
+        kubelet.send({"cmd": "quit"})
+        kubelet.stop()
+        for phase in ("refused", "gone"):
+            if phase == "gone" and os.path.exists(prsock):
+                os.remove(prsock)
+            mark = len(agent.text())
+            os.kill(agent.p.pid, signal.SIGHUP)  # a reconcile now
+            ok = agent.wait_log("held back", 5, mark)
+            text = agent.text()[mark:]
+            check("kubelet %s: change held back" % phase, ok and held_vf in text, text[-800:])
+            line = next((l for l in text.splitlines()
+                         if "cannot ask the kubelet which VFs pods hold" in l), "")
+            check("kubelet %s: warning says the kubelet could not be asked, and why" % phase,
+                  line.startswith("sriov-agent[warning]") and prsock in line, text[-800:])
+            check("kubelet %s: sriov_numvfs untouched" % phase,
+                  read_attr(sysfs, ice["pciAddress"], "sriov_numvfs") == str(ice["numVfs"]),
+                  read_attr(sysfs, ice["pciAddress"], "sriov_numvfs"))
+        agent.stop()
+
+        # 3. --allow-disruption: applied anyway, said so.
+        agent = Agent(args.agent, agent_args + ["--allow-disruption"],
+                      os.path.join(work, "agent2.log"))
+        ok = agent.wait_log("writing 0 to sriov_numvfs", 10)
+        check("--allow-disruption: applied although the kubelet could not be asked",
+              ok and "--allow-disruption: applying anyway" in agent.text(), agent.text()[-800:])
+    finally:
+        agent.stop(signal.SIGKILL)
+        kubelet.stop()
+
+    if FAILURES:
+        print("FAILED: " + ", ".join(FAILURES) + " (logs in %s)" % work)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

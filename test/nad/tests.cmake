@@ -1,0 +1,15 @@
+# SriovNetwork → NetworkAttachmentDefinition: the renderer's unit test follows upstream's golden
+# files and controller tests, so it is a conformance test too.
+set_property(TEST unit/test-nad-render APPEND PROPERTY LABELS conformance)
+
+# Cluster mode: real kubectl against the fake API server, two agents (--dry-run) rendering the
+# seed's SriovNetwork into its NetworkAttachmentDefinition with one writer (the Lease).
+find_program(KUBECTL kubectl)
+find_package(Python3 COMPONENTS Interpreter)
+if(KUBECTL AND Python3_FOUND)
+    add_test(NAME integration/nad-cluster
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/nad/run-nad-tests.py
+                     --agent $<TARGET_FILE:sriov-agent> --kubectl ${KUBECTL})
+    set_tests_properties(integration/nad-cluster PROPERTIES LABELS "integration;conformance"
+        TIMEOUT 180 ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};NAD_IDLE_SECONDS=10")
+endif()

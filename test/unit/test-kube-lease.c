@@ -1,0 +1,168 @@
+/* Leader election over a coordination.k8s.io/v1 Lease (lib/kube/lease.c) against the fake API
+ * server, with short timings (2 s lease, 1.5 s renew deadline, 0.25 s retry) so the
+ * client-go rules can be timed: one holder; a crashed holder is replaced only after the lease
+ * expired on the candidate's clock, and soon after; a released Lease is taken at once; a holder
+ * that cannot renew stops leading before anyone may take over. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "kube-fake.h"
+#include "kube/lease.h"
+
+#define NS            "lease-ns"
+#define DURATION_USEC (2000 * 1000ULL)
+#define RENEW_USEC    (1500 * 1000ULL)
+#define RETRY_USEC    (250 * 1000ULL)
+#define LEASE_PATH    "/apis/coordination.k8s.io/v1/namespaces/" NS "/leases/test-lease"
+
+struct candidate {
+        struct kube_lease *lease;
+        int leader; /* 1 while leading */
+        int changes;
+        uint64_t changed_usec;
+};
+
+static void on_change(struct kube_lease *l, bool leader, void *userdata)
+{
+        struct candidate *c = userdata;
+        c->leader = leader;
+        c->changes++;
+        c->changed_usec = now_usec();
+}
+
+static void start_candidate(struct fake *f, struct candidate *c, const char *identity)
+{
+        *c = (struct candidate){};
+        const struct kube_lease_opts o = { .namespace_ = NS,
+                                           .name = "test-lease",
+                                           .identity = identity,
+                                           .duration_usec = DURATION_USEC,
+                                           .renew_deadline_usec = RENEW_USEC,
+                                           .retry_usec = RETRY_USEC,
+                                           .on_change = on_change,
+                                           .userdata = c };
+        assert_int_equal(kube_lease_new(f->agent, &o, &c->lease), 0);
+        assert_int_equal(kube_lease_start(c->lease), 0);
+}
+
+static char *holder(struct fake *f)
+{
+        json_t *l = get_json(f, LEASE_PATH);
+        char *h = strdup(
+            json_string_value(json_object_get(json_object_get(l, "spec"), "holderIdentity")));
+        json_decref(l);
+        return h;
+}
+
+static int setup(void **state)
+{
+        start_fake(state);
+        struct fake *f = *state;
+        assert_int_equal(request(f, f->admin, "POST", "/api/v1/namespaces", "application/json",
+                                 "{\"metadata\":{\"name\":\"" NS "\"}}", NULL, 0),
+                         201);
+        return 0;
+}
+
+static void test_one_holder_and_takeover(void **state)
+{
+        struct fake *f = *state;
+        struct candidate a, b;
+        start_candidate(f, &a, "node-a");
+        assert_true(run_until(f, &a.leader, 1, 3 * 1000 * 1000));
+        start_candidate(f, &b, "node-b");
+        run_until(f, NULL, 0, 1500 * 1000); /* several renewals and reads */
+        assert_int_equal(a.leader, 1);
+        assert_int_equal(b.leader, 0);
+        assert_int_equal(b.changes, 0);
+        char *h = holder(f);
+        assert_string_equal(h, "node-a");
+        free(h);
+
+        /* kill -9: no release. b waits for the full duration on its own clock, not longer
+         * than duration + a couple of retries. */
+        uint64_t t0 = now_usec();
+        kube_lease_free(a.lease);
+        assert_true(run_until(f, &b.leader, 1, 5 * 1000 * 1000));
+        uint64_t took = b.changed_usec - t0;
+        if (took < DURATION_USEC - 2 * RETRY_USEC || took > DURATION_USEC + 4 * RETRY_USEC)
+                fail_msg("takeover after %llu ms, want about %llu ms",
+                         (unsigned long long)took / 1000, (unsigned long long)DURATION_USEC / 1000);
+        json_t *l = get_json(f, LEASE_PATH);
+        json_t *spec = json_object_get(l, "spec");
+        assert_string_equal(json_string_value(json_object_get(spec, "holderIdentity")), "node-b");
+        assert_int_equal(json_integer_value(json_object_get(spec, "leaseTransitions")), 1);
+        assert_int_equal(json_integer_value(json_object_get(spec, "leaseDurationSeconds")), 2);
+        json_decref(l);
+        kube_lease_free(b.lease);
+}
+
+static int released;
+static void on_released(void *userdata)
+{
+        released = 1;
+}
+
+static void test_release_hands_over_at_once(void **state)
+{
+        struct fake *f = *state;
+        struct candidate a, b;
+        start_candidate(f, &a, "node-a");
+        assert_true(run_until(f, &a.leader, 1, 5 * 1000 * 1000));
+        start_candidate(f, &b, "node-b");
+        run_until(f, NULL, 0, 500 * 1000);
+        released = 0;
+        assert_int_equal(kube_lease_release(a.lease, on_released, NULL), 0);
+        assert_int_equal(a.leader, 0); /* stops leading before the write */
+        assert_true(run_until(f, &released, 1, 3 * 1000 * 1000));
+        uint64_t t0 = now_usec();
+        assert_true(run_until(f, &b.leader, 1, 3 * 1000 * 1000));
+        if (b.changed_usec - t0 > 2 * RETRY_USEC)
+                fail_msg("takeover after a release took %llu ms",
+                         (unsigned long long)(b.changed_usec - t0) / 1000);
+        /* Releasing a Lease one does not hold writes nothing. */
+        released = 0;
+        assert_int_equal(kube_lease_release(a.lease, on_released, NULL), 1);
+        assert_int_equal(released, 1);
+        kube_lease_free(a.lease);
+        kube_lease_free(b.lease);
+}
+
+static void test_renew_deadline(void **state)
+{
+        struct fake *f = *state;
+        struct candidate a;
+        start_candidate(f, &a, "node-c");
+        assert_true(run_until(f, &a.leader, 1, 5 * 1000 * 1000));
+        run_until(f, NULL, 0, 300 * 1000);
+        /* The API server goes away: a must stop leading after the renew deadline, before
+         * another candidate could take over (duration). */
+        uint64_t t0 = now_usec();
+        fault(f, "{\"refuse_ms\": 2500}");
+        int not_leader = 0;
+        while (a.leader && now_usec() - t0 < 3 * 1000 * 1000)
+                sd_event_run(f->event, 50 * 1000);
+        not_leader = !a.leader;
+        assert_true(not_leader);
+        uint64_t took = a.changed_usec - t0;
+        if (took >= DURATION_USEC || took < RENEW_USEC - 2 * RETRY_USEC)
+                fail_msg("gave up leading after %llu ms (renew deadline %llu, lease %llu)",
+                         (unsigned long long)took / 1000, (unsigned long long)RENEW_USEC / 1000,
+                         (unsigned long long)DURATION_USEC / 1000);
+        /* Back: the Lease still names it, so it takes it again at once. */
+        assert_true(run_until(f, &a.leader, 1, 5 * 1000 * 1000));
+        kube_lease_free(a.lease);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_one_holder_and_takeover, setup, stop_fake),
+                cmocka_unit_test_setup_teardown(test_release_hands_over_at_once, setup, stop_fake),
+                cmocka_unit_test_setup_teardown(test_renew_deadline, setup, stop_fake),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
