@@ -151,8 +151,8 @@ static int rdma_unchanged(int root_fd, const struct inventory *last)
                 for (size_t v = 0; v < last->pfs[p].n_vfs; v++)
                         n += last->pfs[p].vfs[v].n_rdma;
         }
-        _cleanup_free_ const char **known = n ? calloc(n, sizeof(*known)) : NULL;
-        if (n && !known)
+        const char **known = calloc(n ? n : 1, sizeof(*known));
+        if (!known)
                 return -ENOMEM;
         n = 0;
         for (size_t p = 0; p < last->n_pfs; p++) {
@@ -168,10 +168,10 @@ static int rdma_unchanged(int root_fd, const struct inventory *last)
 
         struct sysfs_dir d;
         int r = sysfs_dir_open_at(&d, root_fd, "class/infiniband");
-        if (r == -ENOENT)
-                return n == 0;
-        if (r < 0)
-                return r;
+        if (r < 0) {
+                free(known);
+                return r == -ENOENT ? n == 0 : r;
+        }
         bool same = true;
         for (const char *name; same && (name = sysfs_dir_next(&d));) {
                 char rel[300], buf[4096];
@@ -195,6 +195,7 @@ static int rdma_unchanged(int root_fd, const struct inventory *last)
                 }
         }
         sysfs_dir_close(&d);
+        free(known);
         return same && d.error >= 0 && seen == n;
 }
 

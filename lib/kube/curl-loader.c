@@ -140,12 +140,50 @@ CURL *curl_easy_init(void)
 
 /* libcurl's option numbers carry their argument's type (CURLOPTTYPE_* ranges, the same for
  * easy and multi options): each option takes exactly one argument of that type. */
-#define FORWARD_OPTION(call, handle, option, ap)                                                   \
-        ((option) < CURLOPTTYPE_OBJECTPOINT     ? call(handle, option, va_arg(ap, long))           \
-         : (option) < CURLOPTTYPE_FUNCTIONPOINT ? call(handle, option, va_arg(ap, void *))         \
-         : (option) < CURLOPTTYPE_OFF_T         ? call(handle, option, va_arg(ap, void (*)(void))) \
-         : (option) < CURLOPTTYPE_BLOB          ? call(handle, option, va_arg(ap, curl_off_t))     \
-                                                : call(handle, option, va_arg(ap, void *)))
+enum arg_kind { ARG_LONG, ARG_POINTER, ARG_FUNCTION, ARG_OFF_T };
+
+static enum arg_kind arg_kind_of(int option)
+{
+        if (option < CURLOPTTYPE_OBJECTPOINT)
+                return ARG_LONG;
+        if (option < CURLOPTTYPE_FUNCTIONPOINT)
+                return ARG_POINTER;
+        if (option < CURLOPTTYPE_OFF_T)
+                return ARG_FUNCTION;
+        if (option < CURLOPTTYPE_BLOB)
+                return ARG_OFF_T;
+        return ARG_POINTER; /* struct curl_blob * */
+}
+
+union option_arg {
+        long l;
+        void *p;
+        void (*f)(void);
+        curl_off_t o;
+};
+
+#define FORWARD_OPTION(r, call, handle, option, ap)                                                \
+        do {                                                                                       \
+                union option_arg arg_;                                                             \
+                switch (arg_kind_of(option)) {                                                     \
+                case ARG_LONG:                                                                     \
+                        arg_.l = va_arg(ap, long);                                                 \
+                        (r) = call(handle, option, arg_.l);                                        \
+                        break;                                                                     \
+                case ARG_POINTER:                                                                  \
+                        arg_.p = va_arg(ap, void *);                                               \
+                        (r) = call(handle, option, arg_.p);                                        \
+                        break;                                                                     \
+                case ARG_FUNCTION:                                                                 \
+                        arg_.f = va_arg(ap, void (*)(void));                                       \
+                        (r) = call(handle, option, arg_.f);                                        \
+                        break;                                                                     \
+                default:                                                                           \
+                        arg_.o = va_arg(ap, curl_off_t);                                           \
+                        (r) = call(handle, option, arg_.o);                                        \
+                        break;                                                                     \
+                }                                                                                  \
+        } while (0)
 
 CURLcode curl_easy_setopt(CURL *easy, CURLoption option, ...)
 {
@@ -154,7 +192,8 @@ CURLcode curl_easy_setopt(CURL *easy, CURLoption option, ...)
                 return CURLE_FAILED_INIT;
         va_list ap;
         va_start(ap, option);
-        CURLcode r = FORWARD_OPTION(a->easy_setopt, easy, option, ap);
+        CURLcode r;
+        FORWARD_OPTION(r, a->easy_setopt, easy, option, ap);
         va_end(ap);
         return r;
 }
@@ -223,7 +262,8 @@ CURLMcode curl_multi_setopt(CURLM *multi, CURLMoption option, ...)
                 return CURLM_INTERNAL_ERROR;
         va_list ap;
         va_start(ap, option);
-        CURLMcode r = FORWARD_OPTION(a->multi_setopt, multi, option, ap);
+        CURLMcode r;
+        FORWARD_OPTION(r, a->multi_setopt, multi, option, ap);
         va_end(ap);
         return r;
 }
