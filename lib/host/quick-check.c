@@ -13,32 +13,28 @@
 
 #define IFF_UP_FLAG 0x1
 
-/* fn_fd/<prefix>net/: the same names as nd[], each with the same MTU and admin state. */
+/* fn_fd/<prefix>net/: the same names as nd[], each with the same MTU and admin state. A
+ * function that had netdevs is not listed: reading each one's attributes already fails when it
+ * went or was renamed (a VF has one netdev; a second one appearing beside it is left to the
+ * full check). One that had none is listed, to see one appear. */
 static int netdevs_unchanged(int fn_fd, const char *prefix, const struct netdev_info *nd, size_t n)
 {
         char rel[128], buf[64];
-        struct sysfs_dir d;
-        size_t seen = 0;
 
-        snprintf(rel, sizeof(rel), "%snet", prefix);
-        int r = sysfs_dir_open_at(&d, fn_fd, rel);
-        if (r == -ENOENT)
-                return n == 0;
-        if (r < 0)
-                return r;
-        bool same = true;
-        for (const char *name; same && (name = sysfs_dir_next(&d));) {
-                if (name[0] == '.')
-                        continue;
-                bool known = false;
-                for (size_t i = 0; i < n && !known; i++)
-                        known = strcmp(nd[i].name, name) == 0;
-                same = known;
-                seen++;
+        if (n == 0) {
+                struct sysfs_dir d;
+                bool empty = true;
+                snprintf(rel, sizeof(rel), "%snet", prefix);
+                int r = sysfs_dir_open_at(&d, fn_fd, rel);
+                if (r == -ENOENT)
+                        return 1;
+                if (r < 0)
+                        return r;
+                for (const char *name; empty && (name = sysfs_dir_next(&d));)
+                        empty = name[0] == '.';
+                sysfs_dir_close(&d);
+                return empty && d.error >= 0;
         }
-        sysfs_dir_close(&d);
-        if (!same || d.error < 0 || seen != n)
-                return 0;
         for (size_t i = 0; i < n; i++) {
                 int mtu;
                 uint32_t flags;

@@ -183,6 +183,27 @@ static void test_pf_mtu_and_missing_root(void **state)
         assert_true(host_quick_check("/nonexistent-sysfs", &t->inv) < 0);
 }
 
+/* A VF discovered without its netdev (not ready yet) whose netdev then appears. */
+static void test_vf_netdev_appears(void **state)
+{
+        struct tree *t = *state;
+        const struct vf_info *vf = &pf_with_vfs(t)->vfs[2];
+        char from[512], to[512], rel[128];
+        struct inventory without;
+
+        snprintf(rel, sizeof(rel), "net/%s", vf->netdevs[0].name);
+        path_of(t, from, sizeof(from), vf->pci_address, rel);
+        snprintf(to, sizeof(to), "%s/aside", t->dir);
+        assert_int_equal(rename(from, to), 0);
+        assert_int_equal(
+            host_discover(&(struct discover_options){ .sysfs_root = t->root }, &without), 0);
+        assert_int_equal(host_quick_check(t->root, &without), 1);
+        assert_int_equal(rename(to, from), 0);
+        assert_int_equal(host_quick_check(t->root, &without), 0);
+        inventory_done(&without);
+        assert_int_equal(quick(t), 1);
+}
+
 /* An rxe device added on a VF's netdev (what `rdma link add` does): an isRdma VF becomes ready. */
 static void test_rxe_on_a_vf(void **state)
 {
@@ -226,6 +247,7 @@ int main(void)
                 cmocka_unit_test(test_vf_netdev_gone_or_renamed),
                 cmocka_unit_test(test_vf_driver_and_numvfs),
                 cmocka_unit_test(test_pf_mtu_and_missing_root),
+                cmocka_unit_test(test_vf_netdev_appears),
                 cmocka_unit_test(test_rxe_on_a_vf),
                 cmocka_unit_test(test_pf_operstate),
         };
