@@ -44,6 +44,7 @@ struct agent {
         char *rdma_shared_error_posted; /* the error last sent as an Event */
         sd_event_source *rdma_shared_watch;
 
+        int state_lock_fd;         /* --state-dir, flock()ed: one agent per state dir; -1 = none */
         struct reconcile *running; /* never two at once: a request meanwhile waits for it */
         bool reconcile_requested;
         bool ready_notified;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -80,11 +81,16 @@ static int read_report(int fd, struct apply_report *ret)
 }
 
 static _Noreturn void run_child(int fd, const struct apply_options *opts, const struct plan *plan,
-                                const struct inventory *observed)
+                                const struct inventory *observed, pid_t parent)
 {
         sigset_t none;
         struct apply_report rep = { 0 };
 
+        /* An agent killed with -9 must not leave this process applying on its own: it gets
+         * SIGTERM, which (like the parent's own) waits only for a VF-count change to reach
+         * its final count (apply.c). The check catches a parent that died before the prctl. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+                _exit(4);
         /* The parent blocks its signals for sd-event; the child must die on SIGTERM. */
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -144,6 +150,7 @@ int apply_plan_async(sd_event *event, const struct apply_options *opts, const st
         }
         fflush(stdout);
         fflush(stderr);
+        const pid_t parent = getpid();
         c->pid = fork();
         if (c->pid < 0) {
                 r = negative_errno();
@@ -151,7 +158,7 @@ int apply_plan_async(sd_event *event, const struct apply_options *opts, const st
                 return log_error_errno(r, "cannot start the apply process");
         }
         if (c->pid == 0)
-                run_child(c->report_fd, opts, plan, observed);
+                run_child(c->report_fd, opts, plan, observed, parent);
 
         r = sd_event_add_child(event, &c->source, c->pid, WEXITED, on_child_exit, c);
         if (r < 0) {
@@ -169,8 +176,19 @@ void apply_child_kill(struct apply_child *c)
         if (!c)
                 return;
         kill(c->pid, SIGTERM);
-        /* Bounded by the kernel call the child is in (a sysfs write finishes first). */
-        while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
-                ;
+        /* The child ends at once unless it is between "write 0" and "write N" of a VF-count
+         * change (apply.c holds SIGTERM there): then it ends right after writing N, bounded
+         * by --vf-timeout for the old VFs to go. */
+        pid_t p = waitpid(c->pid, NULL, WNOHANG);
+        if (p == 0) {
+                usleep(100 * 1000);
+                p = waitpid(c->pid, NULL, WNOHANG);
+        }
+        if (p == 0)
+                log_notice("waiting for the apply process %d to finish the VF-count change it "
+                           "is in, so that no PF is left at 0 VFs",
+                           (int)c->pid);
+        while (p == 0 || (p < 0 && errno == EINTR))
+                p = waitpid(c->pid, NULL, 0);
         apply_child_free(c);
 }

@@ -1,6 +1,7 @@
 #include "apply.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,22 +73,54 @@ static const char *error_hint(const struct action *a, int error)
         }
 }
 
+/* A VF-count change writes 0 first when the PF already has VFs: a signal between "write 0"
+ * and "write N" would leave the PF with no VFs at all. SIGTERM/SIGINT (also the parent-death
+ * signal of the apply process) stay pending until the final count is written. */
+struct signal_hold {
+        sigset_t saved;
+        bool held;
+};
+
+static void release_signals(void *userdata)
+{
+        struct signal_hold *h = userdata;
+
+        if (h->held)
+                sigprocmask(SIG_SETMASK, &h->saved, NULL);
+        h->held = false;
+}
+
+static int set_num_vfs_unsignalled(const struct apply_options *opts, const char *pf, int n)
+{
+        struct signal_hold hold = { 0 };
+        sigset_t mask;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        hold.held = sigprocmask(SIG_BLOCK, &mask, &hold.saved) == 0;
+        const struct numvfs_options numvfs = {
+                .sysfs_root = opts->sysfs_root,
+                .timeout_ms = opts->vf_timeout_ms,
+                .final_count_written = release_signals,
+                .userdata = &hold,
+        };
+        int r = host_set_num_vfs(&numvfs, pf, n);
+        release_signals(&hold); /* also when it failed before writing */
+        return r;
+}
+
 /* Runs one action. 1 when skipped (its VF does not exist yet), 0 done, negative errno. */
 static int apply_action(const struct apply_options *opts, const struct action *a,
                         const struct inventory *observed)
 {
-        const struct numvfs_options numvfs = {
-                .sysfs_root = opts->sysfs_root,
-                .timeout_ms = opts->vf_timeout_ms,
-        };
         const struct bind_options bind = { .sysfs_root = opts->sysfs_root };
         const char *ifname;
 
         switch (a->kind) {
         case ACTION_SET_NUM_VFS:
-                return host_set_num_vfs(&numvfs, a->pf, a->value);
         case ACTION_RESET_PF:
-                return host_set_num_vfs(&numvfs, a->pf, 0);
+                return set_num_vfs_unsignalled(opts, a->pf, a->value);
         case ACTION_SET_PF_MTU:
         case ACTION_RESTORE_PF_MTU:
                 if (!a->pf_name[0])

@@ -58,5 +58,6 @@ struct apply_child;
 int apply_plan_async(sd_event *event, const struct apply_options *opts, const struct plan *plan,
                      const struct inventory *observed, apply_done_fn done, void *userdata,
                      struct apply_child **ret);
-/* Ends the child (SIGTERM, then waits for it) without calling done. */
+/* Ends the child (SIGTERM, then waits for it) without calling done. A child in the middle of
+ * a VF-count change first writes the final count (never leaves the PF at 0 VFs). */
 void apply_child_kill(struct apply_child *c);

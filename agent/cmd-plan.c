@@ -512,6 +512,8 @@ static int run(struct plan_args *a)
                 goto out;
         }
         r = plan_build(&desired, &inv, &previous, &plan);
+        if (r >= 0)
+                r = plan_freeze_bad_records(&plan, &previous);
         if (r < 0) {
                 log_error_errno(r, "planning: %s", strerror(-r));
                 goto out;

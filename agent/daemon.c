@@ -2,10 +2,12 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -265,8 +267,10 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
         log_info("%s: reporting devices Unhealthy and stopping (VFs are kept)",
                  strsignal((int)si->ssi_signo));
         sd_notify(false, "STOPPING=1");
-        reconcile_abort(a);
+        /* Unhealthy before anything that can wait (an apply process finishing a VF-count
+         * change): the kubelet must stop placing pods now, not when the kernel is done. */
         dp_manager_shutdown(a->plugins);
+        reconcile_abort(a);
         /* The NAD renderer's Lease is handed back so another node takes over within seconds
          * instead of after its 15 s expiry; bounded, so a dead API server cannot hold us. */
         if (a->cluster && kube_cluster_release(a->cluster, released, a) == 0) {
@@ -275,6 +279,49 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
                         return 0;
         }
         return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+/* One agent per state dir: two would reset each other's PFs and fight over sriov_numvfs. The
+ * lock lives on the open directory, which the apply process shares, so a restarted agent also
+ * waits for the apply process of one that was killed (it ends after at most one VF-count
+ * change, bounded by --vf-timeout). */
+static int lock_state_dir(const struct agent_config *c, int *ret_fd)
+{
+        *ret_fd = -1;
+        if (!c->state_dir || c->dry_run)
+                return 0;
+        if (mkdir(c->state_dir, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "cannot create state directory %s", c->state_dir);
+        int fd = open(c->state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(errno == ENOTDIR ? -ELOOP : errno,
+                                       "state directory %s: cannot open it (a symlink is refused)",
+                                       c->state_dir);
+        uint64_t waited = 0, limit = c->vf_timeout_usec + 2 * 1000000ULL;
+        while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                if (errno == EINTR)
+                        continue;
+                if (errno != EWOULDBLOCK) {
+                        int r = -errno;
+                        close(fd);
+                        return log_error_errno(r, "cannot lock state directory %s", c->state_dir);
+                }
+                if (waited == 0)
+                        log_warning("state directory %s is locked by another sriov-agent or by the "
+                                    "apply process of one that stopped; waiting up to %llu s",
+                                    c->state_dir, (unsigned long long)(limit / 1000000ULL));
+                if (waited >= limit) {
+                        close(fd);
+                        return log_error_errno(-EBUSY,
+                                               "state directory %s is still locked: another "
+                                               "sriov-agent is running with it on this node",
+                                               c->state_dir);
+                }
+                usleep(100 * 1000);
+                waited += 100 * 1000;
+        }
+        *ret_fd = fd;
+        return 0;
 }
 
 int agent_new(const struct agent_config *config, struct agent **ret)
@@ -287,6 +334,10 @@ int agent_new(const struct agent_config *config, struct agent **ret)
         _cleanup_free_ char *labels_error = NULL; /* before any goto fail: it is freed there */
 
         a->config = *config;
+        a->state_lock_fd = -1;
+        r = lock_state_dir(config, &a->state_lock_fd);
+        if (r < 0)
+                goto fail;
         r = sd_event_new(&a->event);
         if (r < 0)
                 goto fail;
@@ -328,15 +379,15 @@ int agent_new(const struct agent_config *config, struct agent **ret)
             (r = sd_event_add_signal(a->event, NULL, SIGHUP, on_sighup, a)) < 0)
                 goto fail;
 
-        /* The debounce fires within 1 ms of its time: sd-event's default accuracy (0 = 250 ms,
-         * to coalesce wake-ups) would add up to a quarter second to every change. The resync
-         * timer keeps the default: nobody waits for it. */
+        /* Explicit accuracies (sd-event's default is 250 ms): the debounce is on the path from
+         * a link event to an advertised VF, the resync is a periodic check, the retry a backoff. */
         if ((r = sd_event_add_time_relative(a->event, &a->debounce, CLOCK_MONOTONIC,
-                                            config->debounce_usec, 1000, on_debounce, a)) < 0 ||
+                                            config->debounce_usec, 10 * 1000, on_debounce, a)) <
+                0 ||
             (r = sd_event_add_time_relative(a->event, &a->resync, CLOCK_MONOTONIC,
-                                            config->resync_usec, 0, on_resync, a)) < 0 ||
-            (r = sd_event_add_time_relative(a->event, &a->retry, CLOCK_MONOTONIC, RETRY_MIN_USEC, 0,
-                                            on_retry, a)) < 0)
+                                            config->resync_usec, 1000 * 1000, on_resync, a)) < 0 ||
+            (r = sd_event_add_time_relative(a->event, &a->retry, CLOCK_MONOTONIC, RETRY_MIN_USEC,
+                                            100 * 1000, on_retry, a)) < 0)
                 goto fail;
         sd_event_source_set_enabled(a->retry, SD_EVENT_OFF);
 
@@ -420,6 +471,8 @@ struct agent *agent_free(struct agent *a)
         free(a->rdma_shared_error);
         free(a->rdma_shared_error_posted);
         free(a->last_report);
+        if (a->state_lock_fd >= 0)
+                close(a->state_lock_fd);
         free(a);
         return NULL;
 }

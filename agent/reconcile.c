@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "deviceplugin/pool-set.h"
 #include "host/discover.h"
 #include "kube/cluster.h"
+#include "kube/json-split.h"
 #include "plan/applied-store.h"
 #include "plan/plan.h"
 #include "policy/node-labels.h"
@@ -86,6 +88,17 @@ static int load_policies(struct agent *a, struct policy_list *ret)
                 int r = policy_list_add_json(ret, obj, origin);
                 if (r < 0)
                         return r;
+                /* An object lib/kube could not decode is a named stub: report it invalid with
+                 * the reason, not as a policy without a spec. */
+                const char *why = kube_object_undecodable(obj);
+                struct policy *p = ret->n_items > 0 ? &ret->items[ret->n_items - 1] : NULL;
+                if (why && p && p->error) {
+                        char *error;
+                        if (asprintf(&error, "%s: the object %s", origin, why) < 0)
+                                return -ENOMEM;
+                        free(p->error);
+                        p->error = error;
+                }
         }
         return 0;
 }
@@ -130,6 +143,64 @@ static int discover(const struct agent *a, struct inventory *ret)
         return 0;
 }
 
+/* Writes one PF's record, unless the file already says exactly that. */
+static int write_record(const struct agent *a, const struct applied_pf *pf)
+{
+        char name[64], path[4096];
+        _cleanup_free_ char *text = NULL;
+        json_t *obj = NULL;
+        int r = applied_record_filename(pf->pci_address, name, sizeof(name));
+        if (r >= 0)
+                r = path_printf(path, sizeof(path), "%s/%s", a->config.state_dir, name);
+        if (r >= 0)
+                r = applied_pf_to_json(pf, &obj);
+        if (r < 0)
+                return log_pf(LOG_ERR, r, pf->pci_address, "cannot record applied state");
+        text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS);
+        json_decref(obj);
+        if (!text)
+                return -ENOMEM;
+        /* Every converged reconcile re-states ownership; only a change is written. */
+        _cleanup_free_ char *old_text = NULL;
+        if (read_full_file(path, 1024 * 1024, &old_text, NULL) >= 0 && strcmp(old_text, text) == 0)
+                return 0;
+        r = write_file_atomic(path, text, strlen(text), 0644);
+        if (r < 0)
+                return log_pf(LOG_ERR, r, pf->pci_address, "cannot write %s", path);
+        log_pf(LOG_DEBUG, 0, pf->pci_address, "recorded the applied state in %s", path);
+        return 0;
+}
+
+static int ensure_state_dir(const struct agent *a)
+{
+        if (mkdir(a->config.state_dir, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "cannot create state directory %s",
+                                       a->config.state_dir);
+        return 0;
+}
+
+/* Before the first change to a PF: its record, with the VF count, MTU and eswitch mode it has
+ * now as the originals. Written after the apply instead, an agent killed in between (or a
+ * node that lost power) would find the PF changed and no record, and take the changed MTU or
+ * VF count for the original one. A record for changes that then fail is harmless: releasing
+ * the PF restores exactly these originals. */
+static int record_intent(const struct agent *a, const struct plan *plan,
+                         const struct applied_state *previous)
+{
+        if (!a->config.state_dir)
+                return 0;
+        int r = ensure_state_dir(a);
+        for (size_t i = 0; r >= 0 && i < plan->applied.n_pfs; i++) {
+                const struct applied_pf *pf = &plan->applied.pfs[i];
+                bool acts = false;
+                for (size_t j = 0; j < plan->n_actions && !acts; j++)
+                        acts = strcasecmp(plan->actions[j].pf, pf->pci_address) == 0;
+                if (acts && !applied_state_find(previous, pf->pci_address))
+                        r = write_record(a, pf);
+        }
+        return r;
+}
+
 /* Saves what was applied to each PF that this round touched or that is fully configured, and
  * forgets PFs that were reset; a PF that failed before changing anything keeps its record. */
 static int persist_applied(const struct agent *a, const struct plan *plan,
@@ -137,39 +208,18 @@ static int persist_applied(const struct agent *a, const struct plan *plan,
 {
         if (!a->config.state_dir)
                 return 0;
-        if (mkdir(a->config.state_dir, 0755) < 0 && errno != EEXIST)
-                return log_error_errno(errno, "cannot create state directory %s",
-                                       a->config.state_dir);
+        int r = ensure_state_dir(a);
+        if (r < 0)
+                return r;
 
         for (size_t i = 0; i < plan->applied.n_pfs; i++) {
                 const struct applied_pf *pf = &plan->applied.pfs[i];
                 const struct apply_pf_result *res = apply_report_find(rep, pf->pci_address);
                 if (res && res->error != 0 && res->n_done == 0)
                         continue;
-
-                char name[64], path[4096];
-                _cleanup_free_ char *text = NULL;
-                json_t *obj = NULL;
-                int r = applied_record_filename(pf->pci_address, name, sizeof(name));
-                if (r >= 0)
-                        r = path_printf(path, sizeof(path), "%s/%s", a->config.state_dir, name);
-                if (r >= 0)
-                        r = applied_pf_to_json(pf, &obj);
+                r = write_record(a, pf);
                 if (r < 0)
-                        return log_pf(LOG_ERR, r, pf->pci_address, "cannot record applied state");
-                text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS);
-                json_decref(obj);
-                if (!text)
-                        return -ENOMEM;
-                /* Every converged reconcile re-states ownership; only a change is written. */
-                _cleanup_free_ char *old_text = NULL;
-                if (read_full_file(path, 1024 * 1024, &old_text, NULL) >= 0 &&
-                    strcmp(old_text, text) == 0)
-                        continue;
-                r = write_file_atomic(path, text, strlen(text), 0644);
-                if (r < 0)
-                        return log_pf(LOG_ERR, r, pf->pci_address, "cannot write %s", path);
-                log_pf(LOG_DEBUG, 0, pf->pci_address, "recorded the applied state in %s", path);
+                        return r;
         }
 
         for (size_t i = 0; i < previous->n_pfs; i++) {
@@ -243,11 +293,16 @@ static int advertised_subset(const struct desired_state *desired, const struct p
                 for (size_t j = 0; j < n_held; j++)
                         if (strcmp(held[j].pf, d->pci_address) == 0)
                                 prev = applied_state_find(previous, d->pci_address);
+                const struct applied_bad_record *bad =
+                    applied_state_find_bad(previous, d->pci_address);
                 if (prev)
                         r = copy_interface(&prev->applied, false,
                                            &out.interfaces[out.n_interfaces++]);
                 else
-                        r = copy_interface(d, pf_level_incomplete(d->pci_address, left, rep),
+                        /* A frozen PF is served only while it already is what is desired. */
+                        r = copy_interface(d,
+                                           (bad && bad->would_change) ||
+                                               pf_level_incomplete(d->pci_address, left, rep),
                                            &out.interfaces[out.n_interfaces++]);
         }
         if (r < 0) {
@@ -354,6 +409,27 @@ static void reconcile_end(struct agent *a)
                 schedule_reconcile(a, "changes during the last reconcile");
 }
 
+/* A PF frozen by an unusable state record is a failure the NodeState must show (the journal
+ * has it from the plan's problems): added to the report as that PF's error. */
+static void report_frozen(const struct applied_state *previous, struct apply_report *rep)
+{
+        for (size_t i = 0; i < previous->n_bad; i++) {
+                const struct applied_bad_record *bad = &previous->bad[i];
+                if (apply_report_find(rep, bad->pci_address))
+                        continue;
+                struct apply_pf_result *arr = reallocarray(rep->pfs, rep->n_pfs + 1, sizeof(*arr));
+                if (!arr)
+                        return;
+                rep->pfs = arr;
+                arr[rep->n_pfs] = (struct apply_pf_result){ .error = -EBADMSG };
+                snprintf(arr[rep->n_pfs].pf, sizeof(arr->pf), "%s", bad->pci_address);
+                snprintf(arr[rep->n_pfs].message, sizeof(arr->message),
+                         "PF %s: state record unusable, PF left as it is: %.400s", bad->pci_address,
+                         bad->message);
+                rep->n_pfs++;
+        }
+}
+
 static void reconcile_finish(struct agent *a)
 {
         struct reconcile *rc = a->running;
@@ -373,8 +449,11 @@ static void reconcile_finish(struct agent *a)
                 sd_notify(false, "READY=1");
                 a->ready_notified = true;
         }
-        if (a->cluster)
-                report_node_state(a, &rc->desired, &rc->inv, &rc->applied, &rc->plan, &rc->guarded);
+        if (a->cluster) {
+                report_frozen(&rc->previous, &rc->applied);
+                report_node_state(a, &rc->desired, &rc->inv, &rc->applied, &rc->plan,
+                                  &rc->guarded);
+        }
         desired_state_done(&advertised);
         /* Periodic checks may then look only for changes (agent/daemon.c on_resync). */
         a->converged = r >= 0 && rc->n_failed == 0 && n_held == 0 && rc->plan.n_actions == 0;
@@ -386,6 +465,17 @@ static void reconcile_finish(struct agent *a)
 }
 
 static void reconcile_round(struct agent *a);
+
+/* plan_build() and then nothing for PFs whose state record is unusable (they are reported
+ * as plan problems and left exactly as they are). */
+static int build_plan(struct reconcile *rc)
+{
+        plan_done(&rc->plan);
+        int r = plan_build(&rc->desired, &rc->inv, &rc->previous, &rc->plan);
+        if (r >= 0)
+                r = plan_freeze_bad_records(&rc->plan, &rc->previous);
+        return r;
+}
 
 static void on_applied(int error, struct apply_report *report, void *userdata)
 {
@@ -425,8 +515,7 @@ static void on_applied(int error, struct apply_report *report, void *userdata)
         if (rc->round >= MAX_APPLY_ROUNDS || (rc->n_failed > 0 && rc->applied.n_done == 0)) {
                 /* What is left is reported and retried with backoff; plan it once more so
                  * the pools and the status describe the node as it is now. */
-                plan_done(&rc->plan);
-                if (plan_build(&rc->desired, &rc->inv, &rc->previous, &rc->plan) < 0) {
+                if (build_plan(rc) < 0) {
                         reconcile_end(a);
                         return;
                 }
@@ -441,9 +530,8 @@ static void reconcile_round(struct agent *a)
         struct reconcile *rc = a->running;
         int r;
 
-        plan_done(&rc->plan);
         guarded_plan_done(&rc->guarded);
-        r = plan_build(&rc->desired, &rc->inv, &rc->previous, &rc->plan);
+        r = build_plan(rc);
         if (r < 0)
                 goto fail;
         if (rc->round == 0)
@@ -511,6 +599,9 @@ static void reconcile_guard_and_apply(struct agent *a)
                 .sysfs_root = a->config.sysfs_root,
                 .vf_timeout_ms = (int)(a->config.vf_timeout_usec / 1000),
         };
+        r = record_intent(a, &rc->guarded.plan, &rc->previous);
+        if (r < 0)
+                goto fail;
         r = apply_plan_async(a->event, &opts, &rc->guarded.plan, &rc->inv, on_applied, a,
                              &rc->child);
         if (r < 0)

@@ -302,6 +302,8 @@ int host_set_num_vfs(const struct numvfs_options *opts, const char *pf_pci, int 
         }
 
         r = write_num_vfs(&c, n);
+        if (opts && opts->final_count_written)
+                opts->final_count_written(opts->userdata);
         if (r < 0)
                 return r;
         r = n == 0 ? wait_for_no_vfs(&c) : wait_for_vfs(&c, n);

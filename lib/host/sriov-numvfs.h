@@ -31,6 +31,11 @@ struct numvfs_options {
         const char *sysfs_root; /* NULL = "/sys" */
         int timeout_ms;         /* 0 = HOST_NUMVFS_DEFAULT_TIMEOUT_MS, for each wait */
         int unbound_grace_ms;   /* 0 = HOST_NUMVFS_DEFAULT_UNBOUND_GRACE_MS */
+        /* Called once the final count has been written (before waiting for the VFs to settle):
+         * from then on the PF is no longer at 0 VFs only because of the 0-first rule. The
+         * apply process holds off SIGTERM until then. NULL = nothing. */
+        void (*final_count_written)(void *userdata);
+        void *userdata;
 };
 
 /* Sets the VF count of pf_pci ("0000:3b:00.0") to n. Returns 0 or a negative errno:

@@ -16,6 +16,7 @@ struct kube_cluster {
         struct kube_config *config;
         struct kube_http *http;
         struct kube_informer *policies, *nodes;
+        struct kube_informer *own_state; /* this node's NodeState: repaired if changed */
         struct kube_nodestate *nodestate;
         struct kube_events *events;
         struct kube_networks *networks;
@@ -55,6 +56,25 @@ static void policy_updated(json_t *old, json_t *o, void *userdata)
 static void policy_deleted(json_t *o, void *userdata)
 {
         notify(userdata, "policy", object_name(o), "deleted");
+}
+
+/* The own NodeState as the API server has it now: the writer repairs what others changed and
+ * re-creates it when deleted (its own writes' echoes are recognised and ignored). */
+static void own_state_added(json_t *o, void *userdata)
+{
+        struct kube_cluster *c = userdata;
+        kube_nodestate_observe(c->nodestate, o);
+}
+
+static void own_state_updated(json_t *old, json_t *o, void *userdata)
+{
+        own_state_added(o, userdata);
+}
+
+static void own_state_deleted(json_t *o, void *userdata)
+{
+        struct kube_cluster *c = userdata;
+        kube_nodestate_observe(c->nodestate, NULL);
 }
 
 static json_t *labels_of(json_t *o)
@@ -152,6 +172,19 @@ int kube_cluster_new(sd_event *event, const struct kube_cluster_opts *opts,
                                                         .events = c->events };
         if ((k = kube_nodestate_new(c->http, &state_opts, &c->nodestate)) < 0)
                 return k;
+        _cleanup_free_ char *state_path = NULL;
+        if (asprintf(&state_path,
+                     "/apis/sriovnetwork.openshift.io/v1/namespaces/%s/sriovnetworknodestates",
+                     ns) < 0)
+                return -ENOMEM;
+        const struct kube_informer_opts state_informer_opts = {
+                .kind = "SriovNetworkNodeState",
+                .path = state_path,
+                .field_selector = selector,
+                .callbacks = { own_state_added, own_state_updated, own_state_deleted, c },
+        };
+        if ((k = kube_informer_new(c->http, &state_informer_opts, &c->own_state)) < 0)
+                return k;
 
         /* SriovNetworks are rendered by one agent of the cluster (the Lease holder). */
         const struct kube_networks_opts net_opts = { .namespace_ = ns,
@@ -161,7 +194,8 @@ int kube_cluster_new(sd_event *event, const struct kube_cluster_opts *opts,
         if ((k = kube_networks_new(c->http, &net_opts, &c->networks)) < 0)
                 return k;
 
-        if ((k = kube_informer_start(c->policies)) < 0 || (k = kube_informer_start(c->nodes)) < 0)
+        if ((k = kube_informer_start(c->policies)) < 0 || (k = kube_informer_start(c->nodes)) < 0 ||
+            (k = kube_informer_start(c->own_state)) < 0)
                 return k;
         *ret = TAKE_PTR(c);
         return 0;
@@ -173,6 +207,7 @@ struct kube_cluster *kube_cluster_free(struct kube_cluster *c)
                 return NULL;
         /* Users of the HTTP layer first, then the layer, then its configuration. */
         kube_networks_free(c->networks);
+        kube_informer_free(c->own_state);
         kube_nodestate_free(c->nodestate);
         kube_events_free(c->events);
         kube_informer_free(c->policies);

@@ -3,7 +3,9 @@
  * kube_cluster_new() loads the credentials (kubeconfig or in-cluster), binds HTTP to the
  * daemon's sd-event loop and starts two informers: SriovNetworkNodePolicies in the namespace
  * and this node's Node object (field selector metadata.name=NODE). It also owns the node's
- * SriovNetworkNodeState writer and the Event sink, ready for the daemon to use.
+ * SriovNetworkNodeState writer and the Event sink, ready for the daemon to use, and a third
+ * informer on that NodeState (field selector on its name) so that an edit or deletion behind
+ * the agent's back is repaired at once (kube_nodestate_observe), without periodic GETs.
  *
  * on_change tells the daemon to reconcile, and only when it matters: once both informers have
  * completed their first list ("initial sync" — never reconcile before, or an empty cache would

@@ -12,18 +12,46 @@
 #include "util/macro.h"
 
 #define DEFAULT_REPEAT_INTERVAL_USEC (10ULL * 60 * 1000 * 1000)
-/* Distinct (object, reason, message) triples remembered; the oldest is forgotten first. */
-#define MAX_REMEMBERED 128
+/* Distinct (object, reason, message) triples remembered; the oldest is forgotten first. A
+ * record is small (the key is kept as a hash), so this covers thousands of invalid policies. */
+#define MAX_REMEMBERED 2048
+/* Per involved object, client-go's spam filter: a burst of 25, then one per 5 minutes. */
+#define OBJECT_BURST       25.0
+#define OBJECT_REFILL_USEC (5ULL * 60 * 1000 * 1000)
+#define MAX_OBJECTS        1024
+/* All objects together: a burst of 50, then one per second. */
+#define TOTAL_BURST       50.0
+#define TOTAL_REFILL_USEC (1000ULL * 1000)
+/* The kubelet's aggregation: more than 10 distinct messages for one object and reason within
+ * 10 minutes become one "(combined from similar events)" Event whose count grows. */
+#define AGGREGATE_THRESHOLD   10
+#define AGGREGATE_WINDOW_USEC (10ULL * 60 * 1000 * 1000)
+/* A failed POST is not retried before this (doubling per failure, up to 5 minutes). */
+#define FAILURE_BACKOFF_MIN_USEC (1000ULL * 1000)
+#define FAILURE_BACKOFF_MAX_USEC (5ULL * 60 * 1000 * 1000)
 /* The API server rejects longer event messages. */
 #define MAX_MESSAGE 1024
 
 struct event_record {
         uint64_t id;
-        char *key;        /* kind/ns/name/reason/message */
+        uint64_t hash;    /* of kind/ns/name/reason/message */
+        char *key;        /* kind/ns/name/reason, for log lines */
         char *namespace_; /* where the Event object lives */
         char *event_name; /* set once the POST succeeded */
         unsigned count;
         uint64_t last_write_usec;
+        uint64_t retry_after_usec; /* a failed POST: not before this */
+        uint64_t failure_backoff_usec;
+};
+
+/* Per involved object (and, for aggregation, per object and reason). */
+struct object_budget {
+        uint64_t hash; /* of kind/ns/name */
+        double tokens;
+        uint64_t refilled_usec, last_use_usec;
+        uint64_t reason_hash; /* aggregation: the reason counted */
+        unsigned distinct;    /* distinct messages for it in the window */
+        uint64_t window_start_usec;
 };
 
 struct event_call {
@@ -40,6 +68,11 @@ struct kube_events {
         uint64_t repeat_interval_usec;
         struct event_record records[MAX_REMEMBERED];
         size_t n_records;
+        struct object_budget objects[MAX_OBJECTS];
+        size_t n_objects;
+        double total_tokens;
+        uint64_t total_refilled_usec;
+        unsigned dropped; /* reports suppressed by the rate limits (for tests and logs) */
         uint64_t next_id;
         struct event_call *calls;
         unsigned in_flight;
@@ -80,6 +113,8 @@ int kube_events_new(struct kube_http *http, const struct kube_events_opts *opts,
         ev->repeat_interval_usec =
             opts->repeat_interval_usec ? opts->repeat_interval_usec : DEFAULT_REPEAT_INTERVAL_USEC;
         ev->next_id = 1;
+        ev->total_tokens = TOTAL_BURST;
+        ev->total_refilled_usec = now_usec();
         if (!ev->component || !ev->host) {
                 kube_events_free(ev);
                 return -ENOMEM;
@@ -132,12 +167,67 @@ static struct event_record *record_find_id(struct kube_events *ev, uint64_t id)
         return NULL;
 }
 
-static struct event_record *record_find_key(struct kube_events *ev, const char *key)
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+        /* FNV-1a, with a separator so "a"+"bc" and "ab"+"c" differ. */
+        for (; *s; s++)
+                h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+        return (h ^ 0xff) * 1099511628211ULL;
+}
+
+static struct event_record *record_find_hash(struct kube_events *ev, uint64_t hash)
 {
         for (size_t i = 0; i < ev->n_records; i++)
-                if (strcmp(ev->records[i].key, key) == 0)
+                if (ev->records[i].hash == hash)
                         return &ev->records[i];
         return NULL;
+}
+
+static void refill(double *tokens, uint64_t *refilled, uint64_t now, double burst,
+                   uint64_t interval)
+{
+        if (now > *refilled) {
+                *tokens += (double)(now - *refilled) / (double)interval;
+                if (*tokens > burst)
+                        *tokens = burst;
+        }
+        *refilled = now;
+}
+
+static struct object_budget *object_budget(struct kube_events *ev, uint64_t hash, uint64_t now)
+{
+        for (size_t i = 0; i < ev->n_objects; i++)
+                if (ev->objects[i].hash == hash) {
+                        ev->objects[i].last_use_usec = now;
+                        return &ev->objects[i];
+                }
+        size_t slot = ev->n_objects;
+        if (slot == MAX_OBJECTS) {
+                slot = 0;
+                for (size_t i = 1; i < ev->n_objects; i++)
+                        if (ev->objects[i].last_use_usec < ev->objects[slot].last_use_usec)
+                                slot = i;
+        } else
+                ev->n_objects++;
+        ev->objects[slot] = (struct object_budget){
+                .hash = hash,
+                .tokens = OBJECT_BURST,
+                .refilled_usec = now,
+                .last_use_usec = now,
+        };
+        return &ev->objects[slot];
+}
+
+/* Takes one token from the object's and the total bucket, or none (suppressed). */
+static bool take_token(struct kube_events *ev, struct object_budget *b, uint64_t now)
+{
+        refill(&b->tokens, &b->refilled_usec, now, OBJECT_BURST, OBJECT_REFILL_USEC);
+        refill(&ev->total_tokens, &ev->total_refilled_usec, now, TOTAL_BURST, TOTAL_REFILL_USEC);
+        if (b->tokens < 1.0 || ev->total_tokens < 1.0)
+                return false;
+        b->tokens -= 1.0;
+        ev->total_tokens -= 1.0;
+        return true;
 }
 
 static void record_drop(struct kube_events *ev, struct event_record *r)
@@ -149,7 +239,8 @@ static void record_drop(struct kube_events *ev, struct event_record *r)
         ev->n_records--;
 }
 
-static struct event_record *record_add(struct kube_events *ev, char *key, const char *ns)
+static struct event_record *record_add(struct kube_events *ev, uint64_t hash, char *key,
+                                       const char *ns)
 {
         if (ev->n_records == MAX_REMEMBERED) {
                 size_t oldest = 0;
@@ -159,7 +250,9 @@ static struct event_record *record_add(struct kube_events *ev, char *key, const 
                 record_drop(ev, &ev->records[oldest]);
         }
         struct event_record *r = &ev->records[ev->n_records];
-        *r = (struct event_record){ .id = ev->next_id++, .key = key, .namespace_ = strdup(ns) };
+        *r = (struct event_record){
+                .id = ev->next_id++, .hash = hash, .key = key, .namespace_ = strdup(ns)
+        };
         if (!r->namespace_) {
                 free(key);
                 return NULL;
@@ -183,16 +276,31 @@ static void call_done(struct kube_request *req, int error, long status, const ch
         bool ok = error == 0 && (status == 200 || status == 201);
         if (!ok) {
                 char desc[512];
-                if (error < 0 && status == 0)
-                        snprintf(desc, sizeof(desc), "%s", strerror(-error));
+                /* A transport failure, or a body over the size cap (status 200 then). */
+                if (error < 0 && (status == 0 || error == -EFBIG))
+                        snprintf(desc, sizeof(desc), "%s",
+                                 *kube_request_error_text(req) ? kube_request_error_text(req)
+                                                               : strerror(-error));
                 else
                         kube_status_describe(status, body, body_len, desc, sizeof(desc));
                 log_warning("event %s: cannot %s the Event: %s", r ? r->key : "(forgotten)",
                             c->is_patch ? "update" : "create", desc);
-                /* Forget it so the next identical report tries again from scratch. */
-                if (r)
-                        record_drop(ev, r);
+                /* Keep it, so identical reports do not retry at every reconcile: the next try
+                 * waits out a backoff. */
+                if (r) {
+                        uint64_t b = r->failure_backoff_usec ? r->failure_backoff_usec * 2
+                                                             : FAILURE_BACKOFF_MIN_USEC;
+                        r->failure_backoff_usec =
+                            b > FAILURE_BACKOFF_MAX_USEC ? FAILURE_BACKOFF_MAX_USEC : b;
+                        r->retry_after_usec = now_usec() + r->failure_backoff_usec;
+                        if (!c->is_patch) {
+                                free(r->event_name);
+                                r->event_name = NULL;
+                        }
+                }
         } else if (r && !c->is_patch) {
+                r->failure_backoff_usec = 0;
+                r->retry_after_usec = 0;
                 json_t *obj = json_loadb(body, body_len, 0, NULL);
                 const char *name =
                     json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
@@ -299,22 +407,66 @@ int kube_events_post(struct kube_events *ev, const struct kube_object_ref *objec
         if (!object->kind || !object->name || !reason || !message || !type)
                 return -EINVAL;
         const char *ns = object->namespace_ ? object->namespace_ : "default";
-        _cleanup_free_ char *key = NULL;
-        if (asprintf(&key, "%s/%s/%s/%s/%s", object->kind, ns, object->name, reason, message) < 0)
-                return -ENOMEM;
-
         uint64_t now = now_usec();
-        struct event_record *r = record_find_key(ev, key);
+        uint64_t object_hash =
+            hash_str(hash_str(hash_str(14695981039346656037ULL, object->kind), ns), object->name);
+        uint64_t reason_hash = hash_str(object_hash, reason);
+        uint64_t hash = hash_str(reason_hash, message);
+        struct object_budget *b = object_budget(ev, object_hash, now);
+
+        struct event_record *r = record_find_hash(ev, hash);
+        _cleanup_free_ char *combined = NULL;
+        if (!r) {
+                /* A new message for this object and reason: aggregate past the threshold. */
+                if (b->reason_hash != reason_hash ||
+                    now - b->window_start_usec > AGGREGATE_WINDOW_USEC) {
+                        b->reason_hash = reason_hash;
+                        b->distinct = 0;
+                        b->window_start_usec = now;
+                }
+                if (++b->distinct > AGGREGATE_THRESHOLD) {
+                        if (asprintf(&combined, "(combined from similar events): %s", message) < 0)
+                                return -ENOMEM;
+                        message = combined;
+                        hash = hash_str(reason_hash, "(combined from similar events)");
+                        r = record_find_hash(ev, hash);
+                }
+        }
         if (r) {
                 r->count++;
+                if (r->retry_after_usec) {
+                        if (now < r->retry_after_usec)
+                                return 0; /* the last POST failed: back off */
+                        r->retry_after_usec = 0;
+                        if (!take_token(ev, b, now)) {
+                                ev->dropped++;
+                                return 0;
+                        }
+                        r->last_write_usec = now;
+                        return post_new(ev, r, object, type, reason, message);
+                }
                 if (!r->event_name || now - r->last_write_usec < ev->repeat_interval_usec) {
-                        log_debug("event %s: repeated (%u times), not re-posted", key, r->count);
+                        log_debug("event %s: repeated (%u times), not re-posted", r->key, r->count);
+                        return 0;
+                }
+                if (!take_token(ev, b, now)) {
+                        ev->dropped++;
                         return 0;
                 }
                 r->last_write_usec = now;
                 return patch_count(ev, r);
         }
-        r = record_add(ev, TAKE_PTR(key), ns);
+        if (!take_token(ev, b, now)) {
+                /* Not remembered: a later report (next reconcile) tries again. */
+                ev->dropped++;
+                log_debug("event %s/%s/%s %s: rate limited", object->kind, ns, object->name,
+                          reason);
+                return 0;
+        }
+        char *key;
+        if (asprintf(&key, "%s/%s/%s/%s", object->kind, ns, object->name, reason) < 0)
+                return -ENOMEM;
+        r = record_add(ev, hash, key, ns);
         if (!r)
                 return -ENOMEM;
         r->count = 1;
@@ -323,4 +475,9 @@ int kube_events_post(struct kube_events *ev, const struct kube_object_ref *objec
         if (k < 0)
                 record_drop(ev, r);
         return k;
+}
+
+unsigned kube_events_suppressed(const struct kube_events *ev)
+{
+        return ev->dropped;
 }

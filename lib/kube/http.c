@@ -2,6 +2,9 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,13 +12,16 @@
 #include "util/log.h"
 #include "util/macro.h"
 
-#define CONNECT_TIMEOUT_S 10
-#define DEFAULT_TIMEOUT_S 30
+#define CONNECT_TIMEOUT_S   10
+#define DEFAULT_TIMEOUT_S   30
+#define TCP_KEEPIDLE_S      15
+#define TCP_KEEPINTVL_S     5
+#define TCP_KEEPCNT_N       4
+#define TCP_USER_TIMEOUT_MS (40 * 1000)
 /* One node agent should never open more than this many connections to the API server (the two
  * watches included); further requests wait inside curl. Over HTTP/2 they share one anyway. */
-#define MAX_CONNECTIONS 16
-/* A list of every policy in a namespace is small; this bounds a hostile or broken server. */
-#define MAX_COLLECTED_BODY (64u * 1024 * 1024)
+#define MAX_CONNECTIONS    16
+#define MAX_COLLECTED_BODY KUBE_MAX_BODY
 
 struct kube_http {
         sd_event *event;
@@ -93,6 +99,30 @@ long kube_request_status(struct kube_request *req)
         return code;
 }
 
+static int sockopt_cb(void *clientp, curl_socket_t fd, curlsocktype purpose)
+{
+        if (purpose != CURLSOCKTYPE_IPCXN)
+                return CURL_SOCKOPT_OK;
+        int cnt = TCP_KEEPCNT_N;
+        unsigned user_timeout = TCP_USER_TIMEOUT_MS;
+        /* Best effort: on a unix socket or an old kernel these fail harmlessly. */
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
+        return CURL_SOCKOPT_OK;
+}
+
+uint64_t kube_request_retry_after_usec(struct kube_request *req)
+{
+        curl_off_t secs = 0;
+        if (!req || !req->easy ||
+            curl_easy_getinfo(req->easy, CURLINFO_RETRY_AFTER, &secs) != CURLE_OK || secs <= 0)
+                return 0;
+        /* A hostile or confused server must not park us for hours. */
+        if (secs > KUBE_RETRY_AFTER_MAX_S)
+                secs = KUBE_RETRY_AFTER_MAX_S;
+        return (uint64_t)secs * 1000000ULL;
+}
+
 static int curl_result_to_errno(CURLcode c)
 {
         switch (c) {
@@ -123,10 +153,15 @@ static int curl_result_to_errno(CURLcode c)
 
 static int collect(struct kube_request *r, const char *data, size_t len)
 {
-        if (r->collected_len + len + 1 > MAX_COLLECTED_BODY)
+        if (r->collected_len + len + 1 > MAX_COLLECTED_BODY) {
+                snprintf(r->error_text, sizeof(r->error_text),
+                         "response body larger than the %u MiB limit", KUBE_MAX_BODY >> 20);
                 return -EFBIG;
+        }
         if (r->collected_len + len + 1 > r->collected_alloc) {
                 size_t want = (r->collected_len + len + 1) * 2;
+                if (want > MAX_COLLECTED_BODY)
+                        want = MAX_COLLECTED_BODY;
                 char *p = realloc(r->collected, want);
                 if (!p)
                         return -ENOMEM;
@@ -321,7 +356,8 @@ int kube_http_new(sd_event *event, struct kube_config *config, struct kube_http 
                 kube_http_free(h);
                 return -ENOMEM;
         }
-        int k = sd_event_add_time(event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 0, timer_cb, h);
+        /* curl's own timeouts (connect, low speed, HTTP/2 upkeep) want millisecond precision. */
+        int k = sd_event_add_time(event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 1000, timer_cb, h);
         if (k < 0) {
                 kube_http_free(h);
                 return log_error_errno(k, "cannot create the HTTP timer");
@@ -466,7 +502,14 @@ static int request_setup(struct kube_request *r, const struct kube_request_opts 
         curl_easy_setopt(e, CURLOPT_USERAGENT, "sriov-agent/" SRIOV_AGENT_VERSION);
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)CONNECT_TIMEOUT_S);
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        /* A dead network path (a load balancer that failed over, a black hole) is noticed
+         * within ~40 s, not after the kernel's 2 h: keepalive probes after 15 s idle, every 5 s,
+         * 4 unanswered end it (TCP_KEEPCNT in sockopt_cb), as does data unacknowledged for 40 s
+         * (TCP_USER_TIMEOUT). */
         curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, (long)TCP_KEEPIDLE_S);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, (long)TCP_KEEPINTVL_S);
+        curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, sockopt_cb);
         if (o->on_data) {
                 if (o->timeout_s)
                         curl_easy_setopt(e, CURLOPT_TIMEOUT, (long)o->timeout_s);

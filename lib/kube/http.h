@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <systemd/sd-event.h>
 
 #include "kube/kubeconfig.h"
@@ -65,6 +66,14 @@ long kube_request_status(struct kube_request *req);
 /* curl's description of a transport failure ("SSL certificate problem: ...", "Connection
  * refused"); "" when none. Valid inside on_done. */
 const char *kube_request_error_text(const struct kube_request *req);
+
+/* The server's Retry-After (429/503 from API Priority and Fairness, in seconds or as a date),
+ * in microseconds, capped at KUBE_RETRY_AFTER_MAX_S; 0 when absent. Valid inside on_done. */
+#define KUBE_RETRY_AFTER_MAX_S 300
+/* A collected (non-streamed) response body larger than this fails with -EFBIG (the error text
+ * says so): it bounds what a list, or a hostile server, can make the agent hold. */
+#define KUBE_MAX_BODY (16u * 1024 * 1024)
+uint64_t kube_request_retry_after_usec(struct kube_request *req);
 
 /* Percent-encodes s for a query parameter value. Caller frees. */
 char *kube_http_escape(const char *s);

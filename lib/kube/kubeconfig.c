@@ -3,16 +3,17 @@
 #include <errno.h>
 #include <jansson.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "kube/base64.h"
-#include "util/yaml-json.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/yaml-json.h"
 
 /* Kubeconfigs with embedded certificates are a few KiB; anything near this is not one. */
 #define KUBECONFIG_MAX_SIZE (4u * 1024 * 1024)
@@ -147,6 +148,23 @@ static int parse_cluster(struct kube_config *c, const char *file, const char *wh
                                     "or false",
                                     file, where);
         c->insecure_skip_tls_verify = json_is_true(insecure);
+        if (c->insecure_skip_tls_verify && (ca || ca_data))
+                /* kubectl refuses this too: which one was meant? */
+                return config_error(-EINVAL,
+                                    "kubeconfig %s: %s: insecure-skip-tls-verify cannot be "
+                                    "combined with a certificate-authority",
+                                    file, where);
+        /* Fields we cannot honour are refused, never silently ignored. */
+        if (json_object_get(cluster, "proxy-url"))
+                return config_error(-EOPNOTSUPP,
+                                    "kubeconfig %s: %s.proxy-url: not supported; set HTTPS_PROXY "
+                                    "(and NO_PROXY) in the agent's environment instead",
+                                    file, where);
+        if (json_object_get(cluster, "tls-server-name"))
+                return config_error(-EOPNOTSUPP,
+                                    "kubeconfig %s: %s.tls-server-name: not supported; use a "
+                                    "server URL whose host name the certificate carries",
+                                    file, where);
 
         if (ca_data) {
                 k = decode_data(file, where, "certificate-authority-data", ca_data, &c->ca_data,
@@ -174,6 +192,16 @@ static int parse_user(struct kube_config *c, const char *file, const char *where
             (k = get_string(file, where, user, "token", &token)) < 0 ||
             (k = get_string(file, where, user, "tokenFile", &token_file)) < 0)
                 return k;
+        static const char *const unsupported[] = { "as",       "as-groups",
+                                                   "as-uid",   "as-user-extra",
+                                                   "username", "password" };
+        for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
+                if (json_object_get(user, unsupported[i]))
+                        return config_error(-EOPNOTSUPP,
+                                            "kubeconfig %s: %s.%s: impersonation and basic "
+                                            "authentication are not supported; use a token or a "
+                                            "client certificate",
+                                            file, where, unsupported[i]);
         if (json_object_get(user, "exec") || json_object_get(user, "auth-provider"))
                 return config_error(-EOPNOTSUPP,
                                     "kubeconfig %s: %s: exec and auth-provider credential "
@@ -227,6 +255,18 @@ static int parse_user(struct kube_config *c, const char *file, const char *where
         return 0;
 }
 
+/* http://127.x.y.z, http://localhost, http://[::1], with or without a port. */
+static bool server_is_loopback(const char *url)
+{
+        const char *host = strstr(url, "://");
+        host = host ? host + 3 : url;
+        size_t n = host[0] == '[' ? strcspn(host, "]") + 1 : strcspn(host, ":/");
+        bool ipv4 = n >= 4 && strspn(host, "0123456789.") == n;
+        return (ipv4 && strncmp(host, "127.", 4) == 0) ||
+               (n == 9 && strncmp(host, "localhost", 9) == 0) ||
+               (n == 5 && strncmp(host, "[::1]", 5) == 0);
+}
+
 static int config_from_json(const char *file, json_t *root, struct kube_config *c)
 {
         if (!json_is_object(root))
@@ -275,7 +315,19 @@ static int config_from_json(const char *file, json_t *root, struct kube_config *
         _cleanup_free_ char *user_where = NULL;
         if (asprintf(&user_where, "users[%s].user", user_name) < 0)
                 return -ENOMEM;
-        return parse_user(c, file, user_where, user);
+        if ((k = parse_user(c, file, user_where, user)) < 0)
+                return k;
+        const char *optin = getenv("SRIOV_AGENT_INSECURE_HTTP_TOKEN");
+        if ((c->token || c->token_file) && strncmp(c->server, "http://", 7) == 0 &&
+            !server_is_loopback(c->server) && !(optin && strcmp(optin, "1") == 0))
+                /* Anyone on the path could read and reuse it. */
+                return config_error(-EPERM,
+                                    "kubeconfig %s: %s: refusing to send a bearer token over "
+                                    "plain http:// to %s (only a loopback server may be "
+                                    "reached without TLS, unless "
+                                    "SRIOV_AGENT_INSECURE_HTTP_TOKEN=1 says so)",
+                                    file, user_where, c->server);
+        return 0;
 }
 
 int kube_config_load_file(const char *path, struct kube_config **ret)
@@ -349,8 +401,16 @@ int kube_config_load(const char *path, struct kube_config **ret)
                 return kube_config_load_file(path, ret);
         const char *env = getenv("KUBECONFIG");
         if (env && *env) {
-                /* kubectl merges a colon-separated list; we take the first file. */
-                _cleanup_free_ char *first = strndup(env, strcspn(env, ":"));
+                /* kubectl merges a colon-separated list (empty entries ignored); we do not
+                 * merge, so a list of several files is refused rather than half read. */
+                const char *p = env + strspn(env, ":");
+                size_t len = strcspn(p, ":");
+                if (p[len] && p[len + strspn(p + len, ":")])
+                        return config_error(-EOPNOTSUPP,
+                                            "KUBECONFIG=%s lists several files; sriov-agent "
+                                            "does not merge them: give --kubeconfig FILE",
+                                            env);
+                _cleanup_free_ char *first = strndup(p, len);
                 if (!first)
                         return -ENOMEM;
                 /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */

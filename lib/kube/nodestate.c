@@ -16,6 +16,14 @@
 #define KIND              "SriovNetworkNodeState"
 #define BACKOFF_MIN_USEC  (500ULL * 1000)
 #define BACKOFF_MAX_USEC  (30ULL * 1000 * 1000)
+/* At most one write per second under churn (issue: a write loop at 5,000 nodes). */
+#define WRITE_INTERVAL_USEC (1000ULL * 1000)
+/* A body the server refuses as invalid (422) is not retried sooner than this. */
+/* Deleted again this soon after we re-created it: something keeps removing it; back off. */
+#define RECREATE_WINDOW_USEC (60ULL * 1000 * 1000)
+/* Write pacing is 1 s and backoffs 0.25 s and up: 50 ms of slack, not sd-event's 250 ms. */
+#define TIMER_ACCURACY_USEC  (50ULL * 1000)
+#define PERMANENT_RETRY_USEC (5ULL * 60 * 1000 * 1000)
 
 static const char *const sync_status_table[_KUBE_SYNC_STATUS_MAX] = {
         [KUBE_SYNC_IN_PROGRESS] = "InProgress",
@@ -54,16 +62,63 @@ struct kube_nodestate {
 
         json_t *desired_spec;   /* NULL until set */
         json_t *desired_status; /* {interfaces, syncStatus, lastSyncError} or NULL */
-        json_t *server;         /* last object seen from the server, NULL = unknown */
+        char *desired_extra;    /* the extra-status annotation (JSON text), NULL = none */
+        /* A status that arrived while a Failed one still waited for its (paced) write: a
+         * failure is never coalesced away, it is written first and this one after it. */
+        json_t *next_status;
+        char *next_extra;
+        json_t *server; /* last object seen from the server, NULL = unknown */
+
+        /* What the server last acknowledged (2xx) from us, as we sent it. The server may
+         * prune or default what it stores, so its echo is not a measure of "up to date":
+         * comparing with it would write the same body forever. NULL/false = unknown (never
+         * written, or the object changed behind our back): compare with the echo then. */
+        json_t *acked_spec, *acked_status;
+        char *acked_extra;
+        bool acked_extra_known;
+        char *acked_rv; /* resourceVersion of the echo of our last write */
+        json_t *inflight_spec, *inflight_status;
+        char *inflight_extra;
 
         struct kube_request *request;
         enum writer_op op;
         sd_event_source *retry_timer;
         uint64_t backoff_usec;
+        uint64_t write_interval_usec;
+        uint64_t last_write_usec; /* CLOCK_MONOTONIC of the last write sent, 0 = none */
         unsigned writes;
+        uint64_t last_create_usec;  /* when we last (re)created it after a 404, 0 = never */
+        bool held;                  /* the last body was refused as invalid: wait for a new one */
+        char *last_permanent_error; /* logged once until the body changes */
 };
 
 static void writer_pump(struct kube_nodestate *st);
+
+static void forget_acked(struct kube_nodestate *st)
+{
+        json_decref(st->acked_spec);
+        json_decref(st->acked_status);
+        st->acked_spec = st->acked_status = NULL;
+        free(st->acked_extra);
+        st->acked_extra = NULL;
+        st->acked_extra_known = false;
+        free(st->acked_rv);
+        st->acked_rv = NULL;
+}
+
+static void clear_inflight(struct kube_nodestate *st)
+{
+        json_decref(st->inflight_spec);
+        json_decref(st->inflight_status);
+        st->inflight_spec = st->inflight_status = NULL;
+        free(st->inflight_extra);
+        st->inflight_extra = NULL;
+}
+
+static bool streq_null(const char *a, const char *b)
+{
+        return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
 
 int kube_nodestate_new(struct kube_http *http, const struct kube_nodestate_opts *opts,
                        struct kube_nodestate **ret)
@@ -81,6 +136,8 @@ int kube_nodestate_new(struct kube_http *http, const struct kube_nodestate_opts 
                 .userdata = opts->userdata,
                 .namespace_ = strdup(opts->namespace_ ? opts->namespace_ : DEFAULT_NAMESPACE),
                 .node_name = strdup(opts->node_name),
+                .write_interval_usec =
+                    opts->write_interval_usec ? opts->write_interval_usec : WRITE_INTERVAL_USEC,
         };
         if (!st->namespace_ || !st->node_name ||
             asprintf(&st->object_path,
@@ -101,7 +158,13 @@ struct kube_nodestate *kube_nodestate_free(struct kube_nodestate *st)
         sd_event_source_disable_unref(st->retry_timer);
         json_decref(st->desired_spec);
         json_decref(st->desired_status);
+        free(st->desired_extra);
+        json_decref(st->next_status);
+        free(st->next_extra);
         json_decref(st->server);
+        forget_acked(st);
+        clear_inflight(st);
+        free(st->last_permanent_error);
         free(st->namespace_);
         free(st->node_name);
         free(st->object_path);
@@ -131,6 +194,13 @@ static void report(struct kube_nodestate *st, int error)
                 st->on_result(st, error, st->userdata);
 }
 
+static uint64_t now_usec(struct kube_nodestate *st)
+{
+        uint64_t now = 0;
+        sd_event_now(kube_http_event(st->http), CLOCK_MONOTONIC, &now);
+        return now;
+}
+
 static int retry_cb(sd_event_source *s, uint64_t usec, void *userdata)
 {
         writer_pump(userdata);
@@ -145,7 +215,7 @@ static void schedule(struct kube_nodestate *st, uint64_t delay_usec)
         sd_event_now(event, CLOCK_MONOTONIC, &now);
         if (!st->retry_timer) {
                 int k = sd_event_add_time(event, &st->retry_timer, CLOCK_MONOTONIC,
-                                          now + delay_usec, 0, retry_cb, st);
+                                          now + delay_usec, TIMER_ACCURACY_USEC, retry_cb, st);
                 if (k < 0) {
                         log_error_errno(k, "NodeState %s: cannot arm the retry timer",
                                         st->node_name);
@@ -167,6 +237,19 @@ static void schedule_backoff(struct kube_nodestate *st)
         schedule(st, next / 2 + rnd % (next / 2 + 1));
 }
 
+static const char *object_rv(json_t *obj)
+{
+        return json_string_value(
+            json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+}
+
+static const char *server_extra(json_t *obj)
+{
+        return json_string_value(
+            json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"),
+                            KUBE_NODESTATE_EXTRA_ANNOTATION));
+}
+
 static void set_server(struct kube_nodestate *st, const char *body, size_t len)
 {
         json_t *obj = json_loadb(body, len, 0, NULL);
@@ -174,6 +257,38 @@ static void set_server(struct kube_nodestate *st, const char *body, size_t len)
         st->server = json_is_object(obj) ? obj : NULL;
         if (!st->server)
                 json_decref(obj);
+}
+
+/* After a read: an object that is not the echo of our last write was changed (or re-created)
+ * by someone else, so what we wrote before says nothing about it any more. */
+static void after_read(struct kube_nodestate *st)
+{
+        if (!st->acked_rv || !streq_null(st->acked_rv, object_rv(st->server)))
+                forget_acked(st);
+}
+
+/* After a 2xx write: remember what we sent as acknowledged, and the echo's version. */
+static void after_write(struct kube_nodestate *st, enum writer_op op)
+{
+        if (op == OP_CREATE)
+                forget_acked(st); /* status starts empty on a new object */
+        if (op == OP_CREATE || op == OP_PATCH_SPEC) {
+                if (st->inflight_spec) {
+                        json_decref(st->acked_spec);
+                        st->acked_spec = json_incref(st->inflight_spec);
+                }
+                free(st->acked_extra);
+                st->acked_extra = TAKE_PTR(st->inflight_extra);
+                st->acked_extra_known = true;
+        }
+        if (op == OP_PATCH_STATUS && st->inflight_status) {
+                json_decref(st->acked_status);
+                st->acked_status = json_incref(st->inflight_status);
+        }
+        free(st->acked_rv);
+        const char *rv = object_rv(st->server);
+        st->acked_rv = rv ? strdup(rv) : NULL;
+        clear_inflight(st);
 }
 
 static void maybe_post_sync_event(struct kube_nodestate *st, const char *before)
@@ -195,6 +310,29 @@ static void maybe_post_sync_event(struct kube_nodestate *st, const char *before)
                          KUBE_EVENT_REASON_SYNC_STATUS, message);
 }
 
+static void promote_next_status(struct kube_nodestate *st)
+{
+        if (!st->next_status)
+                return;
+        json_decref(st->desired_status);
+        st->desired_status = TAKE_PTR(st->next_status);
+        free(st->desired_extra);
+        st->desired_extra = TAKE_PTR(st->next_extra);
+}
+
+/* A 404 names the object when the object is missing ("sriovnetworknodestates.… \"N\" not
+ * found", details.name = N); a 404 without it means the resource or its /status subresource is
+ * not served (no CRD, or a CRD without the status subresource): creating cannot help then. */
+static bool is_object_not_found(struct kube_nodestate *st, const char *body, size_t len)
+{
+        json_t *status = body ? json_loadb(body, len, 0, NULL) : NULL;
+        json_t *details = json_object_get(status, "details");
+        const char *name = json_string_value(json_object_get(details, "name"));
+        bool object = name && strcmp(name, st->node_name) == 0;
+        json_decref(status);
+        return object;
+}
+
 static void request_done(struct kube_request *req, int error, long status, const char *body,
                          size_t body_len, void *userdata)
 {
@@ -203,31 +341,72 @@ static void request_done(struct kube_request *req, int error, long status, const
         st->request = NULL;
         st->op = OP_NONE;
 
-        _cleanup_free_ char *before = NULL;
+        /* The syncStatus before this write (a short enum value), for the Event. */
+        char before_buf[64];
+        const char *before = NULL;
         if (op == OP_PATCH_STATUS) {
                 const char *b = json_string_value(
                     json_object_get(json_object_get(st->server, "status"), "syncStatus"));
-                before = b ? strdup(b) : NULL;
+                if (b) {
+                        snprintf(before_buf, sizeof(before_buf), "%s", b);
+                        before = before_buf;
+                }
         }
 
         if (error == 0 && (status == 200 || status == 201)) {
                 set_server(st, body, body_len);
                 st->backoff_usec = 0;
+                if (op == OP_GET)
+                        after_read(st);
+                else {
+                        after_write(st, op);
+                        st->held = false;
+                        free(st->last_permanent_error);
+                        st->last_permanent_error = NULL;
+                }
                 if (op == OP_CREATE)
                         log_info("NodeState %s/%s: created", st->namespace_, st->node_name);
-                if (op == OP_PATCH_STATUS)
+                if (op == OP_PATCH_STATUS) {
                         maybe_post_sync_event(st, before);
+                        promote_next_status(st);
+                }
                 writer_pump(st);
                 return;
         }
-        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
+        clear_inflight(st);
+        char desc[512];
+        /* A transport failure, or a body over the size cap (status 200 then). */
+        if (error < 0 && (status == 0 || error == -EFBIG))
+                snprintf(desc, sizeof(desc), "%s",
+                         *kube_request_error_text(req) ? kube_request_error_text(req)
+                                                       : strerror(-error));
+        else
+                kube_status_describe(status, body, body_len, desc, sizeof(desc));
+
         if (error == 0 && status == 404 &&
             (op == OP_GET || op == OP_PATCH_SPEC || op == OP_PATCH_STATUS)) {
-                /* Missing (or deleted behind our back): create it. */
+                if (!is_object_not_found(st, body, body_len)) {
+                        log_error("NodeState %s/%s: the API server does not serve %s (%s): is "
+                                  "the SriovNetworkNodeState CRD installed, with the status "
+                                  "subresource? Retrying",
+                                  st->namespace_, st->node_name,
+                                  op == OP_PATCH_STATUS ? "its /status subresource" : "it", desc);
+                        schedule_backoff(st);
+                        report(st, -ENOENT);
+                        return;
+                }
+                /* Missing (or deleted behind our back): create it. A create that keeps being
+                 * undone is paced by the backoff rather than repeated at once. */
                 json_decref(st->server);
                 st->server = NULL;
+                forget_acked(st);
                 st->op = OP_CREATE;
-                schedule(st, 0);
+                uint64_t now = now_usec(st);
+                if (st->last_create_usec && now - st->last_create_usec < RECREATE_WINDOW_USEC)
+                        schedule_backoff(st);
+                else
+                        schedule(st, 0);
+                st->last_create_usec = now;
                 return;
         }
         if (error == 0 && status == 409) {
@@ -238,20 +417,33 @@ static void request_done(struct kube_request *req, int error, long status, const
                 schedule(st, 0);
                 return;
         }
-        char desc[512];
-        if (error < 0 && status == 0)
-                snprintf(desc, sizeof(desc), "%s",
-                         *kube_request_error_text(req) ? kube_request_error_text(req)
-                                                       : strerror(-error));
-        else
-                kube_status_describe(status, body, body_len, desc, sizeof(desc));
         static const char *const op_names[] = { [OP_GET] = "read",
                                                 [OP_CREATE] = "create",
                                                 [OP_PATCH_SPEC] = "write the spec of",
                                                 [OP_PATCH_STATUS] = "write the status of" };
+        const char *what = op_names[op] ? op_names[op] : "update";
+        if (error == 0 && (status == 400 || status == 422)) {
+                /* The server refuses this body: sending it again cannot succeed. Say so once,
+                 * and wait for a new desired state (or a long while) before trying again. */
+                if (!streq_null(st->last_permanent_error, desc)) {
+                        log_error("NodeState %s/%s: the API server refuses to %s it: %s; not "
+                                  "retrying this content",
+                                  st->namespace_, st->node_name, what, desc);
+                        free(st->last_permanent_error);
+                        st->last_permanent_error = strdup(desc);
+                }
+                st->held = true;
+                schedule(st, PERMANENT_RETRY_USEC);
+                report(st, -EINVAL);
+                return;
+        }
         log_warning("NodeState %s/%s: cannot %s it: %s; retrying", st->namespace_, st->node_name,
-                    op_names[op] ? op_names[op] : "update", desc);
-        schedule_backoff(st);
+                    what, desc);
+        uint64_t retry_after = error == 0 ? kube_request_retry_after_usec(req) : 0;
+        if (retry_after > 0)
+                schedule(st, retry_after);
+        else
+                schedule_backoff(st);
         report(st, error < 0 ? error : (status == 401 || status == 403) ? -EACCES : -EIO);
 }
 
@@ -274,8 +466,10 @@ static int start(struct kube_nodestate *st, enum writer_op op, const char *metho
         if (k < 0)
                 return k;
         st->op = op;
-        if (op != OP_GET)
+        if (op != OP_GET) {
                 st->writes++;
+                st->last_write_usec = now_usec(st);
+        }
         return 0;
 }
 
@@ -291,20 +485,45 @@ static int start_create(struct kube_nodestate *st)
                       "metadata", "name", st->node_name, "namespace", st->namespace_, "spec", spec);
         if (!body)
                 return -ENOMEM;
+        if (st->desired_extra)
+                json_object_set_new(
+                    json_object_get(body, "metadata"), "annotations",
+                    json_pack("{s:s}", KUBE_NODESTATE_EXTRA_ANNOTATION, st->desired_extra));
+        clear_inflight(st);
+        st->inflight_spec = st->desired_spec ? json_incref(st->desired_spec) : NULL;
+        st->inflight_extra = st->desired_extra ? strdup(st->desired_extra) : NULL;
         int k = start(st, OP_CREATE, "POST", path, "application/json", body);
         json_decref(body);
         return k;
 }
 
-static int start_patch(struct kube_nodestate *st, const char *field, json_t *diff)
+/* One merge patch: spec_diff on the object (with the extra-status annotation when it changed),
+ * or status_diff through /status. Remembers what it sends, to compare with later. */
+static int start_patch(struct kube_nodestate *st, json_t *spec_diff, bool extra_changed,
+                       json_t *status_diff)
 {
-        const char *rv = json_string_value(
-            json_object_get(json_object_get(st->server, "metadata"), "resourceVersion"));
-        json_t *body = json_pack("{s:{s:s?}, s:O}", "metadata", "resourceVersion", rv, field, diff);
+        json_t *body =
+            json_pack("{s:{s:s?}}", "metadata", "resourceVersion", object_rv(st->server));
         if (!body)
                 return -ENOMEM;
+        clear_inflight(st);
+        bool status = status_diff != NULL;
+        if (status) {
+                json_object_set(body, "status", status_diff);
+                st->inflight_status = json_incref(st->desired_status);
+        } else {
+                if (spec_diff && json_object_size(spec_diff) > 0)
+                        json_object_set(body, "spec", spec_diff);
+                if (extra_changed)
+                        json_object_set_new(json_object_get(body, "metadata"), "annotations",
+                                            json_pack("{s:o}", KUBE_NODESTATE_EXTRA_ANNOTATION,
+                                                      st->desired_extra
+                                                          ? json_string(st->desired_extra)
+                                                          : json_null()));
+                st->inflight_spec = st->desired_spec ? json_incref(st->desired_spec) : NULL;
+                st->inflight_extra = st->desired_extra ? strdup(st->desired_extra) : NULL;
+        }
         _cleanup_free_ char *status_path = NULL;
-        bool status = strcmp(field, "status") == 0;
         if (status && asprintf(&status_path, "%s/status", st->object_path) < 0) {
                 json_decref(body);
                 return -ENOMEM;
@@ -355,6 +574,65 @@ static bool differs_beyond_vfs(json_t *server_status, json_t *desired)
         return differ;
 }
 
+/* What the spec write must carry: the merge patch from the server's spec to the desired one
+ * (may be empty) and whether the annotation changes; false when no spec write is due. The
+ * decision is made against what the server acknowledged from us, the content against its
+ * copy. */
+static bool spec_write_due(struct kube_nodestate *st, json_t **ret_diff, bool *ret_extra_changed)
+{
+        *ret_diff = NULL;
+        json_t *server_spec = json_object_get(st->server, "spec");
+        bool spec_due = false;
+        if (st->desired_spec) {
+                json_t *base = st->acked_spec ? st->acked_spec : server_spec;
+                json_t *d = kube_merge_patch_diff(base, st->desired_spec);
+                spec_due = d && json_object_size(d) > 0;
+                json_decref(d);
+        }
+        const char *base_extra = st->acked_extra_known ? st->acked_extra : server_extra(st->server);
+        bool extra_due = !streq_null(base_extra, st->desired_extra);
+        /* Removing an annotation that is not there is no write. */
+        bool extra_on_server_differs = !streq_null(server_extra(st->server), st->desired_extra);
+        *ret_extra_changed = extra_due && extra_on_server_differs;
+        if (!spec_due && !extra_due)
+                return false;
+        if (spec_due)
+                *ret_diff = kube_merge_patch_diff(server_spec, st->desired_spec);
+        if ((!*ret_diff || json_object_size(*ret_diff) == 0) && !*ret_extra_changed) {
+                /* The server already holds it (e.g. someone wrote the same): adopt as acked. */
+                json_decref(*ret_diff);
+                *ret_diff = NULL;
+                if (st->desired_spec) {
+                        json_decref(st->acked_spec);
+                        st->acked_spec = json_incref(st->desired_spec);
+                }
+                free(st->acked_extra);
+                st->acked_extra = st->desired_extra ? strdup(st->desired_extra) : NULL;
+                st->acked_extra_known = true;
+                return false;
+        }
+        return true;
+}
+
+/* The status merge patch due, or NULL. VF details alone never make a write (they ride along
+ * with the next real change, as upstream does). */
+static json_t *status_write_due(struct kube_nodestate *st)
+{
+        if (!st->desired_status)
+                return NULL;
+        json_t *server_status = json_object_get(st->server, "status");
+        json_t *base = st->acked_status ? st->acked_status : server_status;
+        if (!differs_beyond_vfs(base, st->desired_status))
+                return NULL;
+        json_t *d = kube_merge_patch_diff_owned(server_status, st->desired_status);
+        if (d && json_object_size(d) > 0)
+                return d;
+        json_decref(d);
+        json_decref(st->acked_status);
+        st->acked_status = json_incref(st->desired_status);
+        return NULL;
+}
+
 /* Decides and starts the next request, or reports that the server is up to date. */
 static void writer_pump(struct kube_nodestate *st)
 {
@@ -363,43 +641,104 @@ static void writer_pump(struct kube_nodestate *st)
         if (st->retry_timer)
                 sd_event_source_set_enabled(st->retry_timer, SD_EVENT_OFF);
 
-        int k;
-        if (st->op == OP_CREATE) {
-                st->op = OP_NONE;
-                k = start_create(st);
-        } else if (!st->desired_spec && !st->desired_status) {
+        if (st->op != OP_CREATE && !st->desired_spec && !st->desired_status) {
                 report(st, 0);
                 return;
-        } else if (!st->server) {
-                k = start(st, OP_GET, "GET", st->object_path, NULL, NULL);
-        } else {
-                json_t *spec_diff = NULL, *status_diff = NULL;
-                if (st->desired_spec)
-                        spec_diff = kube_merge_patch_diff(json_object_get(st->server, "spec"),
-                                                          st->desired_spec);
-                if (st->desired_status &&
-                    !differs_beyond_vfs(json_object_get(st->server, "status"), st->desired_status))
-                        status_diff = json_object(); /* VF details alone: no write */
-                else if (st->desired_status)
-                        status_diff = kube_merge_patch_diff_owned(
-                            json_object_get(st->server, "status"), st->desired_status);
-                if (spec_diff && json_object_size(spec_diff) > 0)
-                        k = start_patch(st, "spec", spec_diff);
-                else if (status_diff && json_object_size(status_diff) > 0)
-                        k = start_patch(st, "status", status_diff);
-                else
-                        k = 1; /* up to date */
-                json_decref(spec_diff);
-                json_decref(status_diff);
-                if (k == 1) {
+        }
+        if (st->op != OP_CREATE && !st->server) {
+                int k = start(st, OP_GET, "GET", st->object_path, NULL, NULL);
+                if (k < 0) {
+                        log_error_errno(k, "NodeState %s: cannot start a request", st->node_name);
+                        schedule_backoff(st);
+                        report(st, k);
+                }
+                return;
+        }
+
+        json_t *spec_diff = NULL, *status_diff = NULL;
+        bool extra_changed = false, spec_due = false;
+        if (st->op != OP_CREATE) {
+                spec_due = spec_write_due(st, &spec_diff, &extra_changed);
+                if (!spec_due)
+                        status_diff = status_write_due(st);
+                if (!spec_due && !status_diff) {
                         report(st, 0);
                         return;
                 }
         }
+        /* Pace writes: at most one per write interval, whatever the churn. */
+        uint64_t now = now_usec(st);
+        if (st->last_write_usec && now < st->last_write_usec + st->write_interval_usec) {
+                json_decref(spec_diff);
+                json_decref(status_diff);
+                schedule(st, st->last_write_usec + st->write_interval_usec - now);
+                return;
+        }
+        int k;
+        if (st->op == OP_CREATE) {
+                st->op = OP_NONE;
+                k = start_create(st);
+        } else if (spec_due)
+                k = start_patch(st, spec_diff, extra_changed, NULL);
+        else
+                k = start_patch(st, NULL, false, status_diff);
+        json_decref(spec_diff);
+        json_decref(status_diff);
         if (k < 0) {
                 log_error_errno(k, "NodeState %s: cannot start a request", st->node_name);
                 schedule_backoff(st);
                 report(st, k);
+        }
+}
+
+void kube_nodestate_observe(struct kube_nodestate *st, json_t *object)
+{
+        /* A write in flight brings its own fresh copy; a create pending will make one. */
+        if (st->request || st->op != OP_NONE)
+                return;
+        if (!object) {
+                if (!st->server && !st->acked_rv)
+                        return;
+                log_info("NodeState %s/%s: deleted by someone else; re-creating it", st->namespace_,
+                         st->node_name);
+                json_decref(st->server);
+                st->server = NULL;
+                forget_acked(st);
+        } else {
+                const char *rv = object_rv(object);
+                if (!rv || streq_null(rv, st->acked_rv) || streq_null(rv, object_rv(st->server)))
+                        return; /* the echo of our own write, or known */
+                json_decref(st->server);
+                st->server = json_incref(object);
+                forget_acked(st); /* changed behind our back: compare with it afresh */
+        }
+        if (!kube_nodestate_busy(st) || st->held) {
+                st->held = false;
+                schedule(st, 0);
+        }
+}
+
+static bool is_failed(json_t *status)
+{
+        const char *s = json_string_value(json_object_get(status, "syncStatus"));
+        return s && strcmp(s, "Failed") == 0;
+}
+
+/* The desired status is Failed and the server has not acknowledged it yet (nor refused it:
+ * a refused body must not hold back the statuses after it). */
+static bool failed_unwritten(struct kube_nodestate *st)
+{
+        return is_failed(st->desired_status) && !st->held &&
+               !(st->acked_status && json_equal(st->acked_status, st->desired_status));
+}
+
+/* Whether the writer should run now for a new desired value: it is idle, or it waits out a
+ * refusal (422) of a body that has just changed. */
+static void desired_changed(struct kube_nodestate *st)
+{
+        if (!kube_nodestate_busy(st) || (st->held && st->op == OP_NONE)) {
+                st->held = false;
+                schedule(st, 0);
         }
 }
 
@@ -408,10 +747,11 @@ int kube_nodestate_set_spec(struct kube_nodestate *st, json_t *spec)
         if (!json_is_object(spec))
                 return log_error_errno(-EINVAL, "NodeState %s: spec must be a JSON object",
                                        st->node_name);
+        bool same = st->desired_spec && json_equal(st->desired_spec, spec);
         json_decref(st->desired_spec);
         st->desired_spec = json_incref(spec);
-        if (!kube_nodestate_busy(st))
-                schedule(st, 0);
+        if (!same || !kube_nodestate_busy(st))
+                desired_changed(st);
         return 0;
 }
 
@@ -424,15 +764,145 @@ int kube_nodestate_set_status(struct kube_nodestate *st, json_t *interfaces,
                                        "NodeState %s: status needs an interfaces array and a "
                                        "valid syncStatus",
                                        st->node_name);
-        json_t *status = json_pack("{s:O?, s:s, s:s}", "interfaces", interfaces, "syncStatus", s,
-                                   "lastSyncError", last_sync_error ? last_sync_error : "");
-        if (!status)
+        json_t *upstream_ifaces = NULL;
+        char *extra = NULL;
+        int k = kube_nodestate_split_interfaces(interfaces, &upstream_ifaces, &extra);
+        if (k < 0)
+                return k;
+        json_t *status = json_pack("{s:o?, s:s, s:s}", "interfaces", upstream_ifaces, "syncStatus",
+                                   s, "lastSyncError", last_sync_error ? last_sync_error : "");
+        if (!status) {
+                free(extra);
                 return -ENOMEM;
-        if (!interfaces)
-                json_object_del(status, "interfaces");
+        }
+        /* A Failed status not written yet stays until it is: queue this one behind it. */
+        if (failed_unwritten(st) && !is_failed(status)) {
+                json_decref(st->next_status);
+                free(st->next_extra);
+                st->next_status = status;
+                st->next_extra = extra;
+                return 0;
+        }
+        json_decref(st->next_status);
+        free(st->next_extra);
+        st->next_status = NULL;
+        st->next_extra = NULL;
+        bool same = st->desired_status && json_equal(st->desired_status, status) &&
+                    streq_null(st->desired_extra, extra);
         json_decref(st->desired_status);
         st->desired_status = status;
-        if (!kube_nodestate_busy(st))
-                schedule(st, 0);
+        free(st->desired_extra);
+        st->desired_extra = extra;
+        if (!same || !kube_nodestate_busy(st))
+                desired_changed(st);
+        return 0;
+}
+
+/* The keys upstream's NodeState CRD has under status.interfaces[] and status.interfaces[].Vfs[]
+ * (api/v1 InterfaceExt and VirtualFunction). Its schema does not preserve unknown fields
+ * there, so anything else would be pruned silently by the API server. */
+static const char *const upstream_interface_keys[] = {
+        "name",        "mac",
+        "driver",      "pciAddress",
+        "vendor",      "deviceID",
+        "netFilter",   "mtu",
+        "numVfs",      "linkSpeed",
+        "linkType",    "linkAdminState",
+        "eSwitchMode", "externallyManaged",
+        "totalvfs",    "altNames",
+        "Vfs",         NULL,
+};
+static const char *const upstream_vf_keys[] = {
+        "name", "mac", "assigned", "driver",   "pciAddress",      "vendor", "deviceID",
+        "Vlan", "mtu", "vfID",     "vdpaType", "representorName", "guid",   NULL,
+};
+
+static bool key_in(const char *const *keys, const char *key)
+{
+        for (; *keys; keys++)
+                if (strcmp(*keys, key) == 0)
+                        return true;
+        return false;
+}
+
+/* Moves the keys outside `keys` from obj into a new object (NULL when there are none). */
+static json_t *take_extra_keys(json_t *obj, const char *const *keys)
+{
+        json_t *extra = NULL;
+        const char *key;
+        json_t *value;
+        void *tmp;
+        json_object_foreach_safe(obj, tmp, key, value)
+        {
+                if (key_in(keys, key))
+                        continue;
+                if (!extra && !(extra = json_object()))
+                        return NULL;
+                json_object_set(extra, key, value);
+                json_object_del(obj, key);
+        }
+        return extra;
+}
+
+static const char *item_key(json_t *item, size_t index, char *buf, size_t size)
+{
+        const char *pci = json_string_value(json_object_get(item, "pciAddress"));
+        if (pci)
+                return pci;
+        snprintf(buf, size, "#%zu", index);
+        return buf;
+}
+
+int kube_nodestate_split_interfaces(json_t *interfaces, json_t **ret_upstream, char **ret_extra)
+{
+        *ret_upstream = NULL;
+        *ret_extra = NULL;
+        if (!interfaces)
+                return 0;
+        json_t *out = json_deep_copy(interfaces);
+        json_t *extra = json_object();
+        if (!out || !extra) {
+                json_decref(out);
+                json_decref(extra);
+                return -ENOMEM;
+        }
+        size_t i, j;
+        json_t *iface, *vf;
+        char buf[32];
+        json_array_foreach(out, i, iface)
+        {
+                if (!json_is_object(iface))
+                        continue;
+                json_t *e = take_extra_keys(iface, upstream_interface_keys);
+                json_t *vf_extra = NULL;
+                json_array_foreach(json_object_get(iface, "Vfs"), j, vf)
+                {
+                        if (!json_is_object(vf))
+                                continue;
+                        json_t *ve = take_extra_keys(vf, upstream_vf_keys);
+                        if (!ve)
+                                continue;
+                        if (!vf_extra)
+                                vf_extra = json_object();
+                        json_object_set_new(vf_extra, item_key(vf, j, buf, sizeof(buf)), ve);
+                }
+                if (vf_extra) {
+                        if (!e)
+                                e = json_object();
+                        json_object_set_new(e, "Vfs", vf_extra);
+                }
+                if (e)
+                        json_object_set_new(extra, item_key(iface, i, buf, sizeof(buf)), e);
+        }
+        if (json_object_size(extra) > 0) {
+                *ret_extra = json_dumps(extra, JSON_COMPACT | JSON_SORT_KEYS);
+                if (!*ret_extra) {
+                        json_decref(out);
+                        json_decref(extra);
+                        return -ENOMEM;
+                }
+        }
+        json_decref(extra);
+        *ret_upstream = out;
         return 0;
 }

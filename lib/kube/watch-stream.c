@@ -1,5 +1,7 @@
 #include "kube/watch-stream.h"
 
+#include "kube/json-split.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +67,43 @@ static int stream_fail(struct kube_watch_stream *s, int error, const char *what)
         return error;
 }
 
+/* Room for {"type":"MODIFIED","object":...} around an object. */
+#define EVENT_ENVELOPE 64
+
+struct event_parts {
+        json_t *type, *object;
+};
+
+static int event_member(const char *key, size_t key_len, const char *value, size_t value_len,
+                        void *userdata)
+{
+        struct event_parts *p = userdata;
+        char reason[256];
+        if (key_len == 4 && memcmp(key, "type", 4) == 0 && value_len < 64) {
+                json_decref(p->type);
+                p->type = json_loadb(value, value_len, JSON_DECODE_ANY, NULL);
+        } else if (key_len == 6 && memcmp(key, "object", 6) == 0) {
+                json_decref(p->object);
+                p->object = kube_json_decode_object(value, value_len, 0, reason, sizeof(reason));
+        }
+        return 0;
+}
+
+/* The event with its object replaced by a stub (json-split.h), or NULL. */
+static json_t *decode_event_stub(const char *line, size_t len)
+{
+        struct event_parts p = {};
+        json_t *ev = NULL;
+        /* Only an object that is itself undecodable is isolated: when it decodes on its own,
+         * the envelope was the problem (duplicate keys...) and the stream is not trusted. */
+        if (kube_json_object_members(line, len, event_member, &p) == 0 && json_is_string(p.type) &&
+            p.object && kube_object_undecodable(p.object))
+                ev = json_pack("{s:O, s:O}", "type", p.type, "object", p.object);
+        json_decref(p.type);
+        json_decref(p.object);
+        return ev;
+}
+
 static int decode_line(struct kube_watch_stream *s, const char *line, size_t len,
                        kube_watch_event_fn cb, void *userdata)
 {
@@ -74,11 +113,24 @@ static int decode_line(struct kube_watch_stream *s, const char *line, size_t len
                 return 0; /* blank keep-alive line */
 
         json_error_t jerr;
-        json_t *ev = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+        json_t *ev = len <= KUBE_MAX_OBJECT_SIZE + EVENT_ENVELOPE
+                         ? json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr)
+                         : NULL;
+        if (!ev)
+                /* One object that cannot be decoded (too deep, a too big integer, too large)
+                 * must not end the stream for the others: deliver it as a named stub. */
+                ev = decode_event_stub(line, len);
         if (!ev) {
                 char what[sizeof(jerr.text) + 64];
-                snprintf(what, sizeof(what), "malformed JSON in watch event at column %d: %.*s",
-                         jerr.column, 80, jerr.text);
+                if (len > KUBE_MAX_OBJECT_SIZE + EVENT_ENVELOPE)
+                        snprintf(what, sizeof(what),
+                                 "watch event of %zu bytes without a "
+                                 "readable type and object name",
+                                 len);
+                else
+                        snprintf(what, sizeof(what),
+                                 "malformed JSON in watch event at column %d: %.*s", jerr.column,
+                                 80, jerr.text);
                 return stream_fail(s, -EBADMSG, what);
         }
         const char *type = json_string_value(json_object_get(ev, "type"));

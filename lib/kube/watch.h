@@ -1,15 +1,27 @@
 /* List-then-watch informer for one kind of Kubernetes object.
  *
- * kube_informer_start() lists the collection (paged), fills the cache, then watches from the
- * list's resourceVersion with allowWatchBookmarks and a server-side timeoutSeconds; a watch
- * that ends normally is renewed at once from the last seen resourceVersion. Every change
- * reaches the cache callbacks (added/updated/deleted), including deletions that happened
- * while the informer was away (410 Expired → relist and reconcile).
+ * kube_informer_start() lists the collection with resourceVersion=0 (served from the API
+ * server's watch cache, as client-go's reflector does; a consistent, paged read from etcd only
+ * after a 410), fills the cache, then watches from the list's resourceVersion with
+ * allowWatchBookmarks and a server-side timeoutSeconds; a watch that ends normally is renewed
+ * at once from the last seen resourceVersion. Every change reaches the cache callbacks
+ * (added/updated/deleted), including deletions that happened while the informer was away
+ * (410 Expired → relist and reconcile).
  *
  * Failures never stop the informer: dropped connections and 5xx are retried with exponential
- * backoff plus jitter (0.5 s doubling, capped at 30 s); 401/403 are logged as a credentials
- * problem and retried the same way; a malformed or oversized (16 MiB) event ends the stream
- * with a logged error and a relist. All work happens in the sd-event loop kube_http runs on.
+ * backoff plus jitter (0.8 s doubling, capped at 30 s, as client-go), which resets only once a
+ * watch delivered events or lived 30 s (never on a mere successful list). Only a 410 relists
+ * at once, and only once: 410s in a row go through the backoff. An ERROR event of another
+ * code inside a watch stream (500, 429...) keeps the resourceVersion and watches again after
+ * the backoff (or its details.retryAfterSeconds). 429/503 answers wait for Retry-After.
+ * 401/403 are logged as a credentials problem and retried the same way; a malformed or
+ * oversized (16 MiB) event ends the stream
+ * with a logged error and a relist. Objects are decoded one at a time: one that cannot be
+ * decoded (nesting beyond jansson's depth, an integer beyond 64 bits) or is larger than
+ * max_object_size enters the cache as a stub carrying its name and the reason
+ * (kube_object_undecodable(), json-split.h) and never fails the list or watch for the others.
+ * A list whose continue tokens do not end after 1,000 pages is abandoned and retried after a
+ * backoff. All work happens in the sd-event loop kube_http runs on.
  * Callbacks may start requests and read the cache, but must not free the informer (or the
  * kube_http under it): stop from outside, e.g. after sd_event_exit(). */
 #pragma once
@@ -35,6 +47,14 @@ struct kube_informer_opts {
         unsigned watch_timeout_s; /* server-side timeoutSeconds; 0 = random 300..599 */
         size_t max_event_size;    /* 0 = KUBE_WATCH_MAX_EVENT (16 MiB) */
         unsigned list_page_size;  /* 0 = 500 */
+        size_t max_object_size;   /* 0 = KUBE_MAX_OBJECT_SIZE (512 KiB): larger ones are stubs */
+        /* A watch stream silent this long (no event, no bookmark) is dropped and resumed from
+         * the last resourceVersion; 0 = 75 s (the API server bookmarks about every 60 s). */
+        unsigned watch_idle_timeout_s;
+        /* All cached objects together (their JSON size): objects beyond it become stubs
+         * reported as invalid, so memory is bounded whatever the namespace holds. 0 = 2 MiB. */
+        size_t max_total_size;
+        unsigned max_list_pages; /* 0 = 1,000: a list that does not end is abandoned */
 };
 
 int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *opts,

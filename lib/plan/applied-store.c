@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util/fileio.h"
 #include "util/macro.h"
@@ -59,6 +60,32 @@ static int load_record(const char *dir, const char *fname, struct applied_pf *re
         return 0;
 }
 
+/* "<pci>.json" with a valid PCI address: a record. Anything else is not ours to read. */
+static bool is_record_name(const char *fname, char *pci, size_t size)
+{
+        size_t len = strlen(fname);
+
+        if (len <= 5 || strcmp(fname + len - 5, ".json") != 0 || len - 5 >= size)
+                return false;
+        memcpy(pci, fname, len - 5);
+        pci[len - 5] = '\0';
+        return pci_address_is_valid(pci);
+}
+
+static int add_bad(struct applied_state *s, const char *pci, const char *message)
+{
+        struct applied_bad_record *arr = reallocarray(s->bad, s->n_bad + 1, sizeof(*arr));
+
+        if (!arr)
+                return -ENOMEM;
+        s->bad = arr;
+        arr[s->n_bad] = (struct applied_bad_record){ 0 };
+        snprintf(arr[s->n_bad].pci_address, sizeof(arr->pci_address), "%s", pci);
+        snprintf(arr[s->n_bad].message, sizeof(arr->message), "%s", message);
+        s->n_bad++;
+        return 0;
+}
+
 int applied_state_load_dir(const char *dir, struct applied_state *ret, char **error)
 {
         struct applied_state s = { 0 };
@@ -68,17 +95,26 @@ int applied_state_load_dir(const char *dir, struct applied_state *ret, char **er
         *error = NULL;
         *ret = s;
         n = scandir(dir, &names, NULL, alphasort);
-        if (n < 0)
-                return errno == ENOENT ? 0 : negative_errno();
+        if (n < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                r = negative_errno();
+                return asprintf(error, "%s: cannot list: %s", dir, strerror(-r)) < 0 ? -ENOMEM : r;
+        }
         for (int i = 0; i < n; i++) {
                 const char *fname = names[i]->d_name;
-                size_t len = strlen(fname);
+                _cleanup_free_ char *why = NULL;
+                char pci[PCI_ADDR_MAX];
                 struct applied_pf pf;
 
-                if (r >= 0 && len > 5 && strcmp(fname + len - 5, ".json") == 0 && fname[0] != '.') {
-                        r = load_record(dir, fname, &pf, error);
-                        if (r >= 0)
+                if (r >= 0 && fname[0] != '.' && is_record_name(fname, pci, sizeof(pci))) {
+                        int k = load_record(dir, fname, &pf, &why);
+                        if (k >= 0)
                                 r = applied_state_take(&s, &pf);
+                        else if (k == -ENOMEM && !why)
+                                r = k;
+                        else /* this PF only: it is frozen, the others go on */
+                                r = add_bad(&s, pci, why ? why : strerror(-k));
                 }
                 free(names[i]);
         }
@@ -90,5 +126,44 @@ int applied_state_load_dir(const char *dir, struct applied_state *ret, char **er
         if (s.n_pfs > 1)
                 qsort(s.pfs, s.n_pfs, sizeof(*s.pfs), cmp_pf);
         *ret = s;
+        return 0;
+}
+
+int plan_freeze_bad_records(struct plan *p, struct applied_state *previous)
+{
+        for (size_t i = 0; i < previous->n_bad; i++) {
+                struct applied_bad_record *bad = &previous->bad[i];
+                size_t kept = 0, held = 0;
+
+                for (size_t j = 0; j < p->n_actions; j++) {
+                        if (strcasecmp(p->actions[j].pf, bad->pci_address) == 0)
+                                held++;
+                        else
+                                p->actions[kept++] = p->actions[j];
+                }
+                p->n_actions = kept;
+                bad->would_change = held > 0;
+                kept = 0;
+                for (size_t j = 0; j < p->applied.n_pfs; j++) {
+                        if (strcasecmp(p->applied.pfs[j].pci_address, bad->pci_address) == 0)
+                                applied_pf_done(&p->applied.pfs[j]);
+                        else
+                                p->applied.pfs[kept++] = p->applied.pfs[j];
+                }
+                p->applied.n_pfs = kept;
+
+                struct plan_problem *arr =
+                    reallocarray(p->problems, p->n_problems + 1, sizeof(*arr));
+                if (!arr)
+                        return -ENOMEM;
+                p->problems = arr;
+                arr[p->n_problems] = (struct plan_problem){ 0 };
+                snprintf(arr[p->n_problems].pf, sizeof(arr->pf), "%s", bad->pci_address);
+                snprintf(arr[p->n_problems].message, sizeof(arr->message),
+                         "state record unusable (%.150s); PF left as it is%s until the file "
+                         "is fixed or removed",
+                         bad->message, held ? ", its changes held back," : "");
+                p->n_problems++;
+        }
         return 0;
 }

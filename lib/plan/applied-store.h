@@ -1,16 +1,24 @@
 /* Loading the persisted applied state from --state-dir: one <pci-address>.json per PF.
  *
  * The only file of lib/plan that does I/O (reading; the agent writes records with
- * write_file_atomic()). A missing directory is an empty state. A record that is not valid JSON,
- * does not parse, or whose file name differs from its pciAddress is an error naming the file:
- * silently ignoring it would make the agent forget a PF it owns. Files not named *.json are
- * ignored (temporary files of an interrupted atomic write). */
+ * write_file_atomic()). A missing directory is an empty state. Only files named
+ * "<pci-address>.json" are records; anything else (notes.json, dot-files, temporary files of
+ * an interrupted write) is ignored. A record that cannot be read, is not valid JSON, does not
+ * parse, or whose pciAddress differs from its file name freezes that one PF (ret->bad, with a
+ * message naming the file): silently dropping it would make the agent forget a PF it owns,
+ * and failing the whole load would take every other PF's pools down with it. */
 #pragma once
 
 #include "plan/applied.h"
+#include "plan/plan.h"
 
-/* 0, -EINVAL with *error (free()), or another negative errno. */
+/* 0, or a negative errno with *error (free()) when the directory itself cannot be listed. */
 int applied_state_load_dir(const char *dir, struct applied_state *ret, char **error);
+
+/* Applies previous->bad to a plan: drops every action and applied record of a frozen PF, notes
+ * in bad[i].would_change whether anything was dropped, and adds a problem naming the file.
+ * 0 or -ENOMEM. */
+int plan_freeze_bad_records(struct plan *p, struct applied_state *previous);
 
 /* File name of a PF's record: "<pci>.json". -EINVAL for a bad PCI address. */
 int applied_record_filename(const char *pci, char *buf, size_t size);

@@ -20,6 +20,7 @@ void applied_state_done(struct applied_state *state)
         for (size_t i = 0; i < state->n_pfs; i++)
                 applied_pf_done(&state->pfs[i]);
         free(state->pfs);
+        free(state->bad);
         *state = (struct applied_state){ 0 };
 }
 
@@ -28,6 +29,15 @@ const struct applied_pf *applied_state_find(const struct applied_state *state, c
         for (size_t i = 0; state && i < state->n_pfs; i++)
                 if (strcasecmp(state->pfs[i].pci_address, pci) == 0)
                         return &state->pfs[i];
+        return NULL;
+}
+
+struct applied_bad_record *applied_state_find_bad(const struct applied_state *state,
+                                                  const char *pci)
+{
+        for (size_t i = 0; state && i < state->n_bad; i++)
+                if (strcasecmp(state->bad[i].pci_address, pci) == 0)
+                        return &state->bad[i];
         return NULL;
 }
 
@@ -63,9 +73,9 @@ int applied_pf_to_json(const struct applied_pf *pf, json_t **ret)
 
         if (desired_interface_to_json(&pf->applied, &iface) < 0)
                 return -ENOMEM;
-        *ret = json_pack("{s:s, s:i, s:s, s:o}", "pciAddress", pf->pci_address, "originalMtu",
-                         pf->original_mtu, "originalESwitchMode", pf->original_eswitch_mode,
-                         "interface", iface);
+        *ret = json_pack("{s:s, s:i, s:i, s:s, s:o}", "pciAddress", pf->pci_address, "originalMtu",
+                         pf->original_mtu, "originalNumVfs", pf->original_num_vfs,
+                         "originalESwitchMode", pf->original_eswitch_mode, "interface", iface);
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -94,6 +104,11 @@ int applied_pf_from_json(const json_t *obj, struct applied_pf *ret, char **error
             (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 65535))
                 return fail(error, "applied state: originalMtu is not an MTU");
         pf.original_mtu = v ? (int)json_integer_value(v) : 0;
+        v = json_object_get(obj, "originalNumVfs");
+        if (v &&
+            (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 65535))
+                return fail(error, "applied state: originalNumVfs is not a VF count");
+        pf.original_num_vfs = v ? (int)json_integer_value(v) : 0;
         v = json_object_get(obj, "originalESwitchMode");
         s = json_string_value(v);
         if (v && (!s || (*s && strcmp(s, "legacy") != 0 && strcmp(s, "switchdev") != 0)))

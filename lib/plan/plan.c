@@ -282,13 +282,20 @@ static int plan_reset_pf(struct builder *b, const struct applied_pf *prev, const
 
         if (prev->applied.externally_managed)
                 return 0; /* its VFs were never ours to remove */
-        if (pf->num_vfs > 0) {
-                a = add_action(b, ACTION_RESET_PF, pf,
-                               "no policy selects this PF any more; removing its %d VFs",
-                               pf->num_vfs);
+        /* Back to the VF count it had before we adopted it: VFs someone else made are theirs. */
+        if (pf->num_vfs != prev->original_num_vfs) {
+                if (prev->original_num_vfs > 0)
+                        a = add_action(b, ACTION_RESET_PF, pf,
+                                       "no policy selects this PF any more; restoring its "
+                                       "original %d VFs (now %d)",
+                                       prev->original_num_vfs, pf->num_vfs);
+                else
+                        a = add_action(b, ACTION_RESET_PF, pf,
+                                       "no policy selects this PF any more; removing its %d VFs",
+                                       pf->num_vfs);
                 if (!a)
                         return -ENOMEM;
-                a->value = 0;
+                a->value = prev->original_num_vfs;
         }
         if (prev->original_eswitch_mode[0] && pf->eswitch_mode[0] &&
             strcmp(prev->original_eswitch_mode, pf->eswitch_mode) != 0) {
@@ -317,6 +324,7 @@ static int record_applied(struct plan *p, const struct desired_interface *d,
 
         snprintf(rec.pci_address, sizeof(rec.pci_address), "%s", d->pci_address);
         rec.original_mtu = prev ? prev->original_mtu : (nd && nd->mtu > 0 ? nd->mtu : 0);
+        rec.original_num_vfs = prev ? prev->original_num_vfs : pf->num_vfs;
         snprintf(rec.original_eswitch_mode, sizeof(rec.original_eswitch_mode), "%s",
                  prev ? prev->original_eswitch_mode : pf->eswitch_mode);
         rec.applied = *d;

@@ -8,9 +8,9 @@
  *   netdevice groups need a kernel driver, not unbound and not a DPDK driver); the VF MTU is set
  *   for netdevice groups when it differs or is unknown (the VF is being created or rebound);
  * - VFs outside every group are untouched;
- * - PFs with an applied record but no longer desired are reset (VFs to 0, original eswitch mode
- *   and MTU restored) unless they were externally managed; PFs without a record are never
- *   touched.
+ * - PFs with an applied record but no longer desired are reset (VF count, eswitch mode and MTU
+ *   back to the recorded originals) unless they were externally managed; PFs without a
+ *   record are never touched.
  * Order: PFs by PCI address; per PF: VF count, eswitch mode, PF MTU, link up, per-VF driver
  * binds, per-VF MTUs. `applied` is the state to persist once every action succeeded.
  * plan_simulate() applies a plan to an inventory in memory so that re-planning on the result
@@ -30,7 +30,7 @@ enum action_kind {
         ACTION_PF_LINK_UP,
         ACTION_BIND_DRIVER,    /* text = "vfio-pci", or "" for the VF's default kernel driver */
         ACTION_SET_VF_MTU,     /* value = MTU */
-        ACTION_RESET_PF,       /* VF count to 0 on a PF no longer desired */
+        ACTION_RESET_PF,       /* value = the PF's original VF count (0 if we made them all) */
         ACTION_RESTORE_PF_MTU, /* value = the PF's original MTU */
         _ACTION_KIND_MAX,
 };

@@ -4,10 +4,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/macro.h"
@@ -200,34 +203,91 @@ int read_link_basename(const char *path, char *buf, size_t size)
         return read_link_basename_at(AT_FDCWD, path, buf, size);
 }
 
-int write_file_atomic(const char *path, const void *data, size_t size, unsigned mode)
+/* ".<base>.<16 hex>.tmp": a dot-file (no reader of the directory takes it for a record or a
+ * device-info file) whose name nobody can guess in advance to plant a symlink there. */
+static int temp_name(const char *base, char *buf, size_t size)
 {
-        char tmp[PATH_MAX];
-        int r = path_printf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-        if (r < 0)
-                return r;
+        uint64_t rnd;
 
-        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-        if (fd < 0)
-                return negative_errno();
+        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
+                /* Only before the entropy pool is seeded; O_EXCL still refuses a planted name. */
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                rnd = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
+                      ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)&ts;
+        }
+        return path_printf(buf, size, ".%.200s.%016llx.tmp", base, (unsigned long long)rnd);
+}
+
+static int write_all_fd(int fd, const void *data, size_t size)
+{
         const char *p = data;
-        size_t left = size;
-        while (left > 0) {
-                ssize_t n = write(fd, p, left);
+
+        while (size > 0) {
+                ssize_t n = write(fd, p, size);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
-                        r = negative_errno();
-                        unlink(tmp);
-                        return r;
+                        return negative_errno();
                 }
                 p += n;
-                left -= (size_t)n;
+                size -= (size_t)n;
         }
-        if (fsync(fd) < 0 || rename(tmp, path) < 0) {
+        return 0;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t size, unsigned mode)
+{
+        char dir[PATH_MAX], tmp[NAME_MAX + 1];
+        const char *base;
+        int r;
+
+        r = path_printf(dir, sizeof(dir), "%s", path);
+        if (r < 0)
+                return r;
+        char *slash = strrchr(dir, '/');
+        if (!slash) {
+                base = path;
+                snprintf(dir, sizeof(dir), ".");
+        } else {
+                base = path + (slash - dir) + 1;
+                if (slash == dir)
+                        slash[1] = '\0'; /* "/name" */
+                else
+                        *slash = '\0';
+        }
+        if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+                return -EINVAL;
+
+        /* O_NOFOLLOW: the directory itself must not be a symlink someone planted (ELOOP);
+         * everything below is relative to this fd, so it cannot be swapped under us. */
+        _cleanup_close_ int dfd =
+            open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        if (dfd < 0)
+                return errno == ENOTDIR ? -ELOOP : negative_errno();
+
+        _cleanup_close_ int fd = -1;
+        for (int attempt = 0; fd < 0; attempt++) {
+                r = temp_name(base, tmp, sizeof(tmp));
+                if (r < 0)
+                        return r;
+                /* O_EXCL|O_NOFOLLOW: never through an existing file or symlink. */
+                fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+                if (fd < 0 && (errno != EEXIST || attempt >= 16))
+                        return negative_errno();
+        }
+        r = write_all_fd(fd, data, size);
+        if (r >= 0 && fsync(fd) < 0)
                 r = negative_errno();
-                unlink(tmp);
+        /* rename(2) replaces a symlink at the target name itself, never what it points to. */
+        if (r >= 0 && renameat(dfd, tmp, dfd, base) < 0)
+                r = negative_errno();
+        if (r < 0) {
+                unlinkat(dfd, tmp, 0);
                 return r;
         }
+        /* The new name must survive a crash too, not only the data. */
+        if (fsync(dfd) < 0)
+                return negative_errno();
         return 0;
 }

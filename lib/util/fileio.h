@@ -33,7 +33,12 @@ int read_link_basename(const char *path, char *buf, size_t size);
 /* The same for a link relative to a directory fd (AT_FDCWD for the working directory). */
 int read_link_basename_at(int dir_fd, const char *name, char *buf, size_t size);
 
-/* Writes data to path atomically: temp file in the same directory, fsync, rename. */
+/* Writes data to path atomically: a new temporary file with an unpredictable name in the same
+ * directory (O_CREAT|O_EXCL|O_NOFOLLOW, relative to the directory's fd), fsync, rename over
+ * path, fsync of the directory. Safe in a directory others can write to (the devinfo dir is
+ * shared with CNI plugins): a planted symlink is never followed, neither as the temporary name
+ * nor as path (rename replaces the link itself). -ELOOP when the directory (path's last
+ * directory component) is a symlink. */
 int write_file_atomic(const char *path, const void *data, size_t size, unsigned mode);
 
 /* Strict integer parsing helpers used by file readers and config parsers alike. */

@@ -79,6 +79,57 @@ int log_level_from_string(const char *s)
         return -EINVAL;
 }
 
+/* Values from policies, files and the API end up in messages and context fields: a "\n" in a
+ * pfNames entry must not start a forged log line ("...PF released by admin"), nor may escape
+ * sequences reach a terminal. Control characters become \n, \r, \t or \xNN; the rest is
+ * kept as is. out has room for 4 bytes per input byte; longer input is cut. */
+static const char *escape_controls(const char *in, char *out, size_t size)
+{
+        static const char hex[] = "0123456789abcdef";
+        size_t o = 0;
+
+        if (!in)
+                return NULL;
+        for (const unsigned char *p = (const unsigned char *)in; *p && o + 5 <= size; p++) {
+                if (*p >= 0x20 && *p != 0x7f) {
+                        out[o++] = (char)*p;
+                        continue;
+                }
+                out[o++] = '\\';
+                switch (*p) {
+                case '\n':
+                        out[o++] = 'n';
+                        break;
+                case '\r':
+                        out[o++] = 'r';
+                        break;
+                case '\t':
+                        out[o++] = 't';
+                        break;
+                default:
+                        out[o++] = 'x';
+                        out[o++] = hex[*p >> 4];
+                        out[o++] = hex[*p & 0xf];
+                }
+        }
+        out[o] = '\0';
+        return out;
+}
+
+#define ESCAPED_MAX 1024 /* per context field */
+
+/* The context with every value escaped, into bufs. */
+static struct log_ctx escape_ctx(const struct log_ctx *ctx, char bufs[5][ESCAPED_MAX])
+{
+        return (struct log_ctx){
+                .pf = escape_controls(ctx->pf, bufs[0], ESCAPED_MAX),
+                .vf = escape_controls(ctx->vf, bufs[1], ESCAPED_MAX),
+                .policy = escape_controls(ctx->policy, bufs[2], ESCAPED_MAX),
+                .resource = escape_controls(ctx->resource, bufs[3], ESCAPED_MAX),
+                .action = escape_controls(ctx->action, bufs[4], ESCAPED_MAX),
+        };
+}
+
 static void log_to_stderr(int level, const struct log_ctx *ctx, const char *msg)
 {
         char prefix[512] = "";
@@ -135,7 +186,7 @@ static void log_to_journal(int level, int error, const struct log_ctx *ctx, cons
         if (ctx && ctx->action)
                 ADD_FIELD("ACTION=%s", ctx->action);
 #undef ADD_FIELD
-        char message[2100];
+        char message[8200];
         int len = snprintf(message, sizeof(message), "MESSAGE=%s", msg);
         iov[n++] = (struct iovec){ .iov_base = message,
                                    .iov_len = (size_t)len < sizeof(message) ? (size_t)len
@@ -163,10 +214,15 @@ int(log_ctx_msg)(int level, int error, const struct log_ctx *ctx, const char *fm
         if (error != 0 && (size_t)n < sizeof(msg))
                 snprintf(msg + n, sizeof(msg) - n, ": %s", strerror(abs(error)));
 
+        char escaped[sizeof(msg) * 4], ctx_bufs[5][ESCAPED_MAX];
+        struct log_ctx safe_ctx;
+        if (ctx)
+                safe_ctx = escape_ctx(ctx, ctx_bufs);
+        escape_controls(msg, escaped, sizeof(escaped));
         if (log_config.journal)
-                log_to_journal(level, abs(error), ctx, msg);
+                log_to_journal(level, abs(error), ctx ? &safe_ctx : NULL, escaped);
         else
-                log_to_stderr(level, ctx, msg);
+                log_to_stderr(level, ctx ? &safe_ctx : NULL, escaped);
         errno = saved_errno;
         return ret;
 }

@@ -6,7 +6,11 @@ What a user would check: the seed policy's pool reaches the kubelet with the nod
 topology, Allocate answers, a new policy file becomes a new resource and its removal removes
 it, a broken policy file is reported and changes nothing, a change that would re-create VFs
 that a pod holds is held back until the pod lets go, SIGTERM reports devices Unhealthy and
-removes the sockets, and a restart with unchanged policies writes nothing to the node.
+removes the sockets, and a restart with unchanged policies writes nothing to the node (a
+stray file and a truncated state record of another PF freeze only that PF). Hardening: a
+released PF gets its original VF count back, the record is written before the first change,
+a second agent on the same state dir refuses to run, and neither SIGTERM nor kill -9 during
+a VF-count change leaves the PF at 0 VFs or an orphaned apply process.
 Expectations come from the generator's manifest. Exit 1 on any failure.
 """
 import argparse
@@ -61,6 +65,21 @@ def tree_digest(root):
 def read_attr(sysfs, pci, name):
     with open(os.path.join(sysfs, "bus/pci/devices", pci, name)) as f:
         return f.read().strip()
+
+
+def remove_virtfn_links(sysfs, pci):
+    d = os.path.join(sysfs, "bus/pci/devices", pci)
+    for name in os.listdir(d):
+        if name.startswith("virtfn"):
+            os.remove(os.path.join(d, name))
+
+
+def apply_children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
 
 
 def last_devices(kubelet, resource, pred, timeout):
@@ -181,12 +200,19 @@ def main():
                     "metadata: {name: broken, namespace: sriov-network-operator}\n"
                     "spec: {resourceName: x, nodeSelector: {highnet-node: 'true'}, numVfs: "
                     "'many', nicSelector: {pfNames: ['../x']}}\n")
+        write_json(os.path.join(pdir, "forge.json"), policy(
+            "forge", "sriov_forge", ["ens9\nsriov-agent[notice]: PF=0000:3b:00.0 PF released by "
+                                     "admin"], 1))
         check("broken policy reported with its file and field",
               agent.wait_log("broken.yaml", 5) and "numVfs" in agent.text(),
               agent.text()[-800:])
         time.sleep(1.5)
         check("and nothing written to the node", tree_digest(sysfs) == before, "tree changed")
+        check("a newline in a policy value forges no log line",
+              "\nsriov-agent[notice]: PF=0000:3b:00.0 PF released" not in agent.text() and
+              "ens9\\nsriov-agent" in agent.text(), agent.text()[-800:])
         os.remove(os.path.join(pdir, "broken.yaml"))
+        os.remove(os.path.join(pdir, "forge.json"))
 
         # 5. Disruption guard: growing ens2f0 4 -> 6 re-creates its VFs; a pod holds one.
         held_vf = sorted(v["pciAddress"] for v in ice["vfs"])[0]
@@ -226,6 +252,21 @@ def main():
         while time.monotonic() < end and os.path.exists(sock):
             time.sleep(0.1)
         check("policy removed -> resource socket removed", not os.path.exists(sock), sock)
+        # ens2f0 had its 4 VFs before the e810 policy adopted it: released, it gets them back.
+        end = time.monotonic() + 8
+        while time.monotonic() < end and \
+                read_attr(sysfs, ice["pciAddress"], "sriov_numvfs") != str(ice["numVfs"]):
+            time.sleep(0.1)
+        check("adopted then released: the PF's original VF count is restored",
+              read_attr(sysfs, ice["pciAddress"], "sriov_numvfs") == str(ice["numVfs"]),
+              read_attr(sysfs, ice["pciAddress"], "sriov_numvfs"))
+        end = time.monotonic() + 5
+        while time.monotonic() < end and \
+                os.path.exists(os.path.join(state, ice["pciAddress"] + ".json")):
+            time.sleep(0.1)
+        check("and it is no longer ours (its record removed)",
+              not os.path.exists(os.path.join(state, ice["pciAddress"] + ".json")),
+              agent.text()[-800:])
 
         # 7. SIGTERM: devices reported Unhealthy first, sockets removed, VFs kept.
         vfs_before = read_attr(sysfs, cx["pciAddress"], "sriov_numvfs")
@@ -243,15 +284,31 @@ def main():
         check("VFs kept on shutdown",
               read_attr(sysfs, cx["pciAddress"], "sriov_numvfs") == vfs_before, vfs_before)
 
-        # 8. Restart with unchanged policies: the pool comes back, nothing is written.
+        # 8. Restart with unchanged policies: the pool comes back, nothing is written. A stray
+        #    file and a truncated record of another PF (eno1) in the state dir freeze only
+        #    that PF: reported with the file, the seed pool still served.
         snapshot = tree_digest(sysfs)
+        bad_record = os.path.join(state, pfs["eno1"]["pciAddress"] + ".json")
+        with open(os.path.join(state, "notes.json"), "w") as f:
+            f.write("operator notes, not a record {")
+        with open(bad_record, "w") as f:
+            f.write('{"pciAddress": "%s", "originalMtu": 15' % pfs["eno1"]["pciAddress"])
         agent = Agent(args.agent, agent_args, os.path.join(work, "agent2.log"))
         reg = kubelet.wait_for(ev("register", SEED_RESOURCE), 10)
         devs = last_devices(kubelet, SEED_RESOURCE, lambda d: len(d) == len(cx_vfs), 10)
         check("restart: pool back", reg is not None and devs is not None, "not re-advertised")
+        check("a truncated record is reported with its PF and file",
+              agent.wait_log(bad_record, 5) and "PF left as it is" in agent.text(),
+              agent.text()[-800:])
+        check("a stray non-record file is not reported", "notes.json" not in agent.text(),
+              agent.text()[-800:])
         time.sleep(1.5)
         check("restart: zero host writes", tree_digest(sysfs) == snapshot, "tree changed")
+        check("the bad record is left for the operator", open(bad_record).read().endswith("15"),
+              bad_record)
         agent.stop()
+        os.remove(bad_record)
+        os.remove(os.path.join(state, "notes.json"))
 
         # 9. A VF-count change the kernel never completes (a generated tree): the apply waits
         #    in its own process, so the kubelet still gets answers and SIGTERM still works.
@@ -264,16 +321,75 @@ def main():
                    policy("igb", "sriov_igb", ["eno1"], igb["numVfs"] + 1))
         check("apply started (0 written to eno1's sriov_numvfs)", agent.wait_log(
             "PF=%s writing 0 to sriov_numvfs" % igb["pciAddress"], 10), agent.text()[-600:])
+        igb_record = os.path.join(state, igb["pciAddress"] + ".json")
+        try:
+            with open(igb_record) as f:
+                intent = json.load(f)
+        except (OSError, ValueError) as e:
+            intent = {"error": str(e)}
+        check("the record (with the originals) is written before the first change, not after",
+              intent.get("originalNumVfs") == igb["numVfs"], str(intent))
         t0 = time.monotonic()
         kubelet.send({"cmd": "allocate", "resource": SEED_RESOURCE, "containers": [[cx_vfs[1]]]})
         resp = kubelet.wait_for(ev("allocate", SEED_RESOURCE), 30) or {}
         check("Allocate answered while the apply waits on the kernel",
               resp.get("code") == "OK" and time.monotonic() - t0 < 10,
               "%s after %.1f s" % (resp.get("code"), time.monotonic() - t0))
+        # A second agent on the same state dir waits for the lock (--vf-timeout + 2 s), then
+        # gives up with a clear error instead of fighting the first over the PFs.
+        second = Agent(args.agent, agent_args, os.path.join(work, "agent4.log"))
+        try:
+            rc2 = second.p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            rc2 = None
+        second.stop(signal.SIGKILL)
+        check("a second agent on the same state dir refuses to run", rc2 not in (None, 0) and
+              "still locked" in second.text(), "exit %s: %s" % (rc2, second.text()[-400:]))
+
+        # SIGTERM while the apply process is between "write 0" and "write N" (the old VFs do
+        # not go away on a generated tree): Unhealthy at once, and the PF is not left at 0.
+        mark = len(kubelet.seen)
         t0 = time.monotonic()
-        rc = agent.stop()
-        check("SIGTERM during an apply stops the daemon at once", rc == 0 and
-              time.monotonic() - t0 < 10, "exit %s after %.1f s" % (rc, time.monotonic() - t0))
+        agent.p.send_signal(signal.SIGTERM)
+        unhealthy = last_devices(kubelet, SEED_RESOURCE,
+                                 lambda d: d and all(x["health"] == "Unhealthy" for x in d), 3)
+        check("SIGTERM during an apply reports Unhealthy at once",
+              unhealthy is not None and time.monotonic() - t0 < 3 and
+              any(e is unhealthy for e in kubelet.seen[mark:]),
+              "%.1f s" % (time.monotonic() - t0))
+        check("meanwhile eno1 is still between 0 and N",
+              read_attr(sysfs, igb["pciAddress"], "sriov_numvfs") == "0",
+              read_attr(sysfs, igb["pciAddress"], "sriov_numvfs"))
+        remove_virtfn_links(sysfs, igb["pciAddress"])  # the "kernel" removes the old VFs
+        try:
+            rc = agent.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            rc = None
+        check("then the daemon stops, exit 0", rc == 0, "exit %s" % rc)
+        check("SIGTERM never leaves a PF at 0 VFs between 'write 0' and 'write N'",
+              read_attr(sysfs, igb["pciAddress"], "sriov_numvfs") == str(igb["numVfs"] + 1),
+              read_attr(sysfs, igb["pciAddress"], "sriov_numvfs"))
+
+        # 10. kill -9 of the agent during the same window: its apply process gets SIGTERM
+        #     (PR_SET_PDEATHSIG), still writes N first, and does not outlive it any longer.
+        agent = Agent(args.agent, slow_args, os.path.join(work, "agent5.log"))
+        kubelet.wait_for(ev("register", SEED_RESOURCE), 10)
+        write_json(os.path.join(pdir, "e810.json"),
+                   policy("e810", "sriov_e810", ["ens2f0"], ice["numVfs"] + 2))
+        check("apply started on ens2f0", agent.wait_log(
+            "PF=%s writing 0 to sriov_numvfs" % ice["pciAddress"], 10), agent.text()[-600:])
+        children = apply_children(agent.p.pid)
+        agent.p.kill()
+        agent.p.wait()
+        remove_virtfn_links(sysfs, ice["pciAddress"])
+        end = time.monotonic() + 5
+        while time.monotonic() < end and any(os.path.exists("/proc/%d" % c) for c in children):
+            time.sleep(0.1)
+        check("the apply process of a killed agent ends (after writing N)", children and
+              not any(os.path.exists("/proc/%d" % c) for c in children), str(children))
+        check("and ens2f0 is at N, not 0",
+              read_attr(sysfs, ice["pciAddress"], "sriov_numvfs") == str(ice["numVfs"] + 2),
+              read_attr(sysfs, ice["pciAddress"], "sriov_numvfs"))
     finally:
         agent.stop(signal.SIGKILL)
         kubelet.stop()

@@ -6,7 +6,8 @@ What a cluster operator would check: after `kubectl apply` of the CRDs and the s
 `kubectl label node`, the NodeState says Succeeded with the desired spec and the discovered
 status, and the kubelet has the pool; an invalid policy produces an InvalidPolicy Event and
 changes nothing; a second policy adds a pool; deleting it releases the PF it owned (and a PF
-that cannot be reset shows up as Failed with the PF named in lastSyncError); dropping the
+that cannot be reset shows up as Failed with the PF named in lastSyncError; a released PF
+keeps the VFs it had before the agent adopted it); dropping the
 node label releases the rest; the agent survives the API server closing its watches.
 Expectations come from the generator's manifest. Exit 1 on any failure.
 """
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -45,12 +47,21 @@ class Cluster:
         self.env = dict(os.environ, HOME=os.path.join(work, "home"),
                         KUBECONFIG=os.path.join(work, "kubeconfig"))
         os.makedirs(self.env["HOME"])
+        self.agent_kubeconfig = os.path.join(work, "agent.kubeconfig")
         self.api = subprocess.Popen(
             [sys.executable, os.path.join(src, "test/fake-apiserver/fake_apiserver.py"),
-             "--port", "0", "--node", NODE, "--kubeconfig-out", self.env["KUBECONFIG"]],
+             "--port", "0", "--node", NODE, "--kubeconfig-out", self.agent_kubeconfig,
+             # The agent's token is its service account, held to manifests/20-rbac.yaml;
+             # kubectl (no token) is the admin.
+             "--token", "agent-token", "--anonymous", "--rbac", NS + ":sriov-agent"],
             stdout=subprocess.PIPE, stderr=open(os.path.join(work, "api.err"), "w"), text=True)
         line = self.api.stdout.readline()
         self.port = int(line.split()[1])
+        with open(self.env["KUBECONFIG"], "w") as f:
+            f.write("apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
+                    "    server: http://127.0.0.1:%d\nusers:\n- name: admin\n  user: {}\n"
+                    "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: admin\n"
+                    "current-context: fake\n" % self.port)
 
     def run(self, *args, stdin=None):
         p = subprocess.run([self.kubectl] + list(args), env=self.env, input=stdin,
@@ -70,6 +81,11 @@ class Cluster:
         req = urllib.request.Request("http://127.0.0.1:%d/_fake/faults" % self.port,
                                      data=json.dumps(switches).encode(), method="POST")
         urllib.request.urlopen(req, timeout=5).read()
+
+    def stats(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/_fake/stats" % self.port,
+                                    timeout=5) as r:
+            return json.load(r)
 
     def stop(self):
         self.api.kill()
@@ -102,6 +118,9 @@ def main():
     ap.add_argument("--agent", required=True)
     ap.add_argument("--fake-kubelet", required=True)
     ap.add_argument("--kubectl", default=shutil.which("kubectl") or "kubectl")
+    ap.add_argument("--crds", choices=["project", "upstream"], default="project",
+                    help="upstream: apply test/fixtures/crds-upstream over crds/ (a NodeState "
+                         "CRD that prunes unknown status fields) and run the NodeState checks")
     args = ap.parse_args()
     src = os.environ.get("SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -120,7 +139,10 @@ def main():
     agent = None
     try:
         cluster.ok("apply", "-f", os.path.join(src, "crds"))
+        if args.crds == "upstream":
+            cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/crds-upstream"))
         cluster.ok("apply", "-f", os.path.join(src, "test/kube/namespace.yaml"))
+        cluster.ok("apply", "-f", os.path.join(src, "manifests/20-rbac.yaml"))
         cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/policies",
                                                "highnet-sriov-policy.yaml"))
         cluster.ok("label", "node", NODE, "highnet-node=true")
@@ -131,7 +153,7 @@ def main():
 
         log = open(os.path.join(work, "agent.log"), "w")
         agent = subprocess.Popen(
-            [args.agent, "run", "--node-name", NODE, "--kubeconfig", cluster.env["KUBECONFIG"],
+            [args.agent, "run", "--node-name", NODE, "--kubeconfig", cluster.agent_kubeconfig,
              "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--state-dir", state,
              "--devinfo-dir", os.path.join(work, "devinfo"),
              "--pod-resources-socket", "none",  # no kubelet here: no VF in use
@@ -156,6 +178,48 @@ def main():
               "no device list")
         _, printed = cluster.run("get", "sriovnetworknodestates", "-n", NS)
         check("kubectl get shows the sync status column", "Succeeded" in printed, printed)
+        extra = json.loads(((ns or {}).get("metadata", {}).get("annotations") or {}).get(
+            "sriovnetwork.openshift.io/status-extra", "{}"))
+        check("fields upstream's status lacks are in the status-extra annotation",
+              "numaNode" in extra.get(cx["pciAddress"], {}), json.dumps(extra)[:300])
+
+        # RBAC is enforced on the agent's token: inside the rules 200, outside 403.
+        def as_agent(path, method="GET"):
+            req = urllib.request.Request("http://127.0.0.1:%d%s" % (cluster.port, path),
+                                         headers={"Authorization": "Bearer agent-token"},
+                                         method=method)
+            try:
+                return urllib.request.urlopen(req, timeout=5).status
+            except urllib.error.HTTPError as e:
+                return e.code
+        check("the agent's token may list policies",
+              as_agent("/apis/sriovnetwork.openshift.io/v1/namespaces/%s/"
+                       "sriovnetworknodepolicies" % NS) == 200, "")
+        check("the agent's token may not list ConfigMaps cluster-wide, read secrets or delete its NodeState",
+              as_agent("/api/v1/configmaps") == 403 and
+              as_agent("/api/v1/namespaces/%s/secrets" % NS) == 403 and
+              as_agent("/apis/sriovnetwork.openshift.io/v1/namespaces/%s/"
+                       "sriovnetworknodestates/%s" % (NS, NODE), "DELETE") == 403, "")
+
+        # 1b. Idle: several resyncs (every 2 s) write nothing, whatever the CRD prunes.
+        time.sleep(2)
+        patches = cluster.stats()["patches"]
+        time.sleep(8)
+        idle = cluster.stats()["patches"] - patches
+        check("no NodeState write in 8 s idle (4 resyncs)", idle == 0, "%d PATCHes" % idle)
+        # 1c. Someone else edits the status or deletes the NodeState: repaired at once (the
+        # agent watches its NodeState), with no change of the desired state.
+        cluster.ok("patch", "sriovnetworknodestates", "-n", NS, NODE, "--subresource=status",
+                   "--type=merge", "-p", '{"status":{"syncStatus":"InProgress"}}')
+        check("a status edited behind the agent's back is repaired",
+              wait(sync_status(cluster, "Succeeded"), 10) is not None,
+              json.dumps((cluster.nodestate() or {}).get("status", {}))[:200])
+        cluster.ok("delete", "sriovnetworknodestates", "-n", NS, NODE)
+        check("a deleted NodeState is re-created",
+              wait(sync_status(cluster, "Succeeded"), 10) is not None, "still missing")
+        if args.crds == "upstream":
+            # The policy workflow below does not depend on the NodeState schema.
+            raise StopIteration
 
         # 2. An invalid policy: an Event on it, nothing applied.
         numvfs_before = numvfs(sysfs, cx["pciAddress"])
@@ -170,6 +234,40 @@ def main():
               numvfs(sysfs, cx["pciAddress"]))
         cluster.ok("delete", "sriovnetworknodepolicy", "-n", NS, "bad-range")
 
+        # 2b. Poison policies a real API server accepts but that cannot be decoded here: a
+        # free-form spec.bridge nested 2,100 deep, an integer beyond 64 bits. Each is reported
+        # by name as invalid; the list and watch go on for the others (step 3 needs them).
+        deep = "DEEP"  # replaced by the text below: Python's own encoder stops at ~1,000 levels
+        poison = [("deep-bridge", {"resourceName": "deep", "numVfs": 1, "bridge": deep,
+                                   "nodeSelector": {"highnet-node": "true"},
+                                   "nicSelector": {"pfNames": ["ens2f0"]}}),
+                  ("huge-mtu", {"resourceName": "huge", "numVfs": 1, "mtu": 10 ** 20,
+                                "nodeSelector": {"highnet-node": "true"},
+                                "nicSelector": {"pfNames": ["ens2f0"]}})]
+        for name, spec in poison:
+            body = json.dumps({"apiVersion": "sriovnetwork.openshift.io/v1",
+                               "kind": "SriovNetworkNodePolicy",
+                               "metadata": {"name": name, "namespace": NS}, "spec": spec})
+            body = body.replace('"DEEP"', '{"x":' * 2100 + '{}' + '}' * 2100)
+            req = urllib.request.Request(
+                "http://127.0.0.1:%d/apis/sriovnetwork.openshift.io/v1/namespaces/%s/"
+                "sriovnetworknodepolicies" % (cluster.port, NS), data=body.encode(),
+                headers={"Content-Type": "application/json"}, method="POST")
+            urllib.request.urlopen(req, timeout=30).read()
+        def poison_events():
+            rc, out = cluster.run("get", "events", "-n", NS, "-o", "json")
+            names = set()
+            for e in json.loads(out).get("items", []) if rc == 0 else []:
+                if e.get("reason") == "InvalidPolicy" and "cannot be decoded" in \
+                        e.get("message", ""):
+                    names.add(e.get("involvedObject", {}).get("name"))
+            return names if names >= {"deep-bridge", "huge-mtu"} else None
+        check("each undecodable policy -> InvalidPolicy Event naming it",
+              wait(poison_events, 30, step=0.5) is not None,
+              cluster.run("get", "events", "-n", NS)[1][-800:])
+        check("the seed pool is still served", os.path.exists(
+            os.path.join(kdir, "openshift.io_sriov_highnet.sock")), str(os.listdir(kdir)))
+
         # 3. A second policy adds a pool; the NodeState spec grows.
         cluster.ok("apply", "-f", "-", stdin=policy_yaml("e810", "sriov_e810", "ens2f0",
                                                          ice["numVfs"]))
@@ -181,10 +279,23 @@ def main():
               json.dumps((cluster.nodestate() or {}).get("spec")))
 
         # 4. The API server drops every watch: the agent relists and keeps up.
+        # ens2f0 had its VFs before the policy: released, it would keep them. To see a reset
+        # that fails, its record is made to say the agent created them all (originally 0).
+        ice_record = os.path.join(state, ice["pciAddress"] + ".json")
+        rec = wait(lambda: os.path.exists(ice_record) and json.load(open(ice_record)), 30)
+        check("the record keeps the VF count ens2f0 had when adopted",
+              rec and rec.get("originalNumVfs") == ice["numVfs"], str(rec))
+        if rec:
+            rec["originalNumVfs"] = 0
+            tmp = ice_record + ".new"
+            with open(tmp, "w") as f:
+                json.dump(rec, f)
+            os.rename(tmp, ice_record)
         cluster.faults(close_watches=True)
         time.sleep(1)
         cluster.ok("label", "node", NODE, "extra=1")
         cluster.ok("delete", "sriovnetworknodepolicy", "-n", NS, "e810")
+        cluster.ok("delete", "sriovnetworknodepolicy", "-n", NS, "deep-bridge", "huge-mtu")
         # It owned ens2f0: releasing writes 0 first; the generated tree has no kernel to
         # remove the VFs, so the reset times out and must be reported, naming the PF.
         wrote = wait(lambda: numvfs(sysfs, ice["pciAddress"]) == "0", 40)
@@ -206,10 +317,16 @@ def main():
         check("the other PF stays served", os.path.exists(
             os.path.join(kdir, "openshift.io_sriov_highnet.sock")), str(os.listdir(kdir)))
 
-        # 5. The node leaves the policy: the PF it owns is released too.
+        # 5. The node leaves the policy: the PF it owns is released too. ens1f0 had its 8 VFs
+        #    before the agent adopted it: released, it keeps them (upstream would write 0).
+        cx_before = numvfs(sysfs, cx["pciAddress"])
+        cx_record = os.path.join(state, cx["pciAddress"] + ".json")
         cluster.ok("label", "node", NODE, "highnet-node-")
-        check("label removed -> ens1f0 reset", wait(
-            lambda: numvfs(sysfs, cx["pciAddress"]) == "0", 40), numvfs(sysfs, cx["pciAddress"]))
+        check("label removed -> ens1f0 released (its record removed)", wait(
+            lambda: not os.path.exists(cx_record), 40), cx_record)
+        check("and it keeps the VFs it had before adoption",
+              numvfs(sysfs, cx["pciAddress"]) == cx_before == str(cx["numVfs"]),
+              "%s -> %s" % (cx_before, numvfs(sysfs, cx["pciAddress"])))
 
         # 6. A PF whose model only the supported-nic-ids ConfigMap lists is configured.
         cluster.ok("label", "node", NODE, "highnet-node=true")
@@ -238,6 +355,14 @@ def main():
         agent.send_signal(signal.SIGTERM)
         rc = agent.wait(timeout=30)
         check("SIGTERM exits 0", rc == 0, "exit %s" % rc)
+        check("no request of the agent was outside manifests/20-rbac.yaml",
+              cluster.stats().get("forbidden", 0) == 3,  # the 3 refused on purpose above
+              json.dumps(cluster.stats()))
+    except StopIteration:
+        check("no request of the agent was outside manifests/20-rbac.yaml",
+              cluster.stats().get("forbidden", 0) == 3,  # the 3 refused on purpose above
+              json.dumps(cluster.stats()))
+        pass
     finally:
         if agent and agent.poll() is None:
             agent.kill()

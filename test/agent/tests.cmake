@@ -15,6 +15,15 @@ if(KUBECTL)
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-cluster-tests.py
                      --agent $<TARGET_FILE:sriov-agent>
                      --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet --kubectl ${KUBECTL})
+    # The same daemon under a NodeState CRD shaped like upstream's (prunes unknown status
+    # fields): the NodeState checks only, the policy workflow does not depend on it.
+    add_test(NAME integration/agent-cluster-upstream-crds
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-cluster-tests.py
+                     --agent $<TARGET_FILE:sriov-agent>
+                     --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet --kubectl ${KUBECTL}
+                     --crds upstream)
+    set_tests_properties(integration/agent-cluster-upstream-crds PROPERTIES LABELS integration
+        TIMEOUT 120 ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
 else()
     add_test(NAME integration/agent-cluster
              COMMAND sh -c "echo 'kubectl not found on PATH: the cluster-mode test needs it' >&2; exit 1")

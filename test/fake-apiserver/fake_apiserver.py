@@ -6,8 +6,10 @@ replace/wait) and for sriov-agent's informers: discovery, an OpenAPI v3 stub, CR
 routes, list/watch with resourceVersion, bookmarks, timeoutSeconds and selectors, 410 Expired
 for resource versions older than the kept history, merge patches on objects and /status, and
 core/v1 events. Objects of CRDs are validated against the CRD's openAPIV3Schema (types,
-enums, ranges, patterns, required fields, defaults; unknown fields rejected under
-fieldValidation=Strict). The built-in kinds of manifests/ (ServiceAccount, ConfigMap, Pod,
+enums, ranges, patterns, lengths, maxItems/maxProperties, required fields, defaults) as a
+structural schema: unknown fields are pruned with a Warning header (fieldValidation=Warn, the
+default) or refused with 400 under fieldValidation=Strict; strategic-merge patches of custom
+resources are 415. With --rbac the agent's token is held to the stored RBAC objects. The built-in kinds of manifests/ (ServiceAccount, ConfigMap, Pod,
 DaemonSet, Role/ClusterRole and their bindings) are stored as given, without validation.
 
 Fault switches (for tests), POST /_fake/faults with a JSON object, any subset of the list
@@ -28,6 +30,18 @@ agent's), so an anonymous kubectl can drive the test meanwhile:
   conflicts: N               the next N PATCH/PUT requests get 409 Conflict
   refuse_ms: MS              for MS milliseconds hang up on every API request without an
                              answer (a restarting server); combine with close_watches
+  endless_continue: true     every list page carries a continue token (a hostile server)
+  silence_watches: true      the open watch streams go silent (nothing sent, not even
+                             bookmarks) without closing; later watches are served normally
+  prune_unknown: true|false  prune fields a CRD's structural schema does not declare (default
+                             true, like a real server; a Warning header names each)
+  watch_errors: N            the next N watches (-1: every watch) get one ERROR event with
+                             code watch_error_code (default 500) in their 200 stream, then end
+  throttle: N                the next N requests (-1: all) get 429 with Retry-After:
+                             retry_after_s (default 1), as API Priority and Fairness does
+Lists with resourceVersion=0 are served as from the watch cache (whole, limit ignored; stat
+lists_cached), others as consistent reads (paged; stat lists_consistent); continue together
+with resourceVersion is 400, as on a real server.
 GET /_fake/faults shows the switches and counters; GET /_fake/stats shows request counts, and
 writes (POST/PUT/PATCH/DELETE) per resource ("writes") and per client bearer token
 ("writes_by_client").
@@ -37,6 +51,7 @@ deletionTimestamp (once); the update that removes the last finalizer deletes it.
 (coordination.k8s.io/v1) are built in, for leader election.
 
 Start: fake_apiserver.py [--port 0] [--node NAME]... [--token T [--anonymous]]
+                         [--rbac NS:SERVICEACCOUNT]
                          [--kubeconfig-out PATH]
                          [--tls-cert F --tls-key F [--client-ca F]]
 With port 0 the chosen port is printed as "PORT <n>" on stdout.
@@ -65,9 +80,10 @@ def now_rfc3339():
 
 
 class ApiError(Exception):
-    def __init__(self, code, reason, message, details=None):
+    def __init__(self, code, reason, message, details=None, retry_after=None):
         super().__init__(message)
         self.code, self.reason, self.message, self.details = code, reason, message, details
+        self.retry_after = retry_after
 
     def status(self):
         s = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
@@ -126,8 +142,10 @@ BUILTINS = [
 
 # ---------------------------------------------------------------- schema validation
 
-def validate(schema, value, path, errors, strict, apply_defaults=True):
-    """Checks value against a structural OpenAPI v3 schema; fills defaults in place."""
+def validate(schema, value, path, errors, strict, apply_defaults=True, pruned=None):
+    """Checks value against a structural OpenAPI v3 schema; fills defaults in place. With
+    pruned (a list), fields the schema does not declare (and no x-kubernetes-preserve-unknown-
+    fields keeps) are removed and their paths appended, as a real API server prunes."""
     if schema is None:
         return
     t = schema.get("type")
@@ -164,9 +182,16 @@ def validate(schema, value, path, errors, strict, apply_defaults=True):
         if "pattern" in schema and not re.search(schema["pattern"], value):
             errors.append(f"{path}: Invalid value: \"{value}\": {path} in body should match "
                           f"'{schema['pattern']}'")
+    if t == "array" and "maxItems" in schema and len(value) > schema["maxItems"]:
+        errors.append(f"{path}: Too many: {len(value)}: must have at most "
+                      f"{schema['maxItems']} items")
+    if t == "object" and "maxProperties" in schema and len(value) > schema["maxProperties"]:
+        errors.append(f"{path}: Too many: {len(value)}: must have at most "
+                      f"{schema['maxProperties']} items")
     if t == "array" and "items" in schema:
         for i, item in enumerate(value):
-            validate(schema["items"], item, f"{path}[{i}]", errors, strict, apply_defaults)
+            validate(schema["items"], item, f"{path}[{i}]", errors, strict, apply_defaults,
+                     pruned)
     if t == "object":
         props = schema.get("properties", {})
         addl = schema.get("additionalProperties")
@@ -178,16 +203,23 @@ def validate(schema, value, path, errors, strict, apply_defaults=True):
             for k, sub in props.items():
                 if k not in value and "default" in sub:
                     value[k] = copy.deepcopy(sub["default"])
-        for k, v in value.items():
+        for k, v in list(value.items()):
             sub_path = f"{path}.{k}" if path else k
             if k in props:
-                validate(props[k], v, sub_path, errors, strict, apply_defaults)
+                validate(props[k], v, sub_path, errors, strict, apply_defaults, pruned)
             elif isinstance(addl, dict):
-                validate(addl, v, sub_path, errors, strict, apply_defaults)
-            elif not preserve and not props and t == "object" and path.endswith("metadata"):
+                validate(addl, v, sub_path, errors, strict, apply_defaults, pruned)
+            elif preserve or addl is True:
                 pass
-            elif not preserve and props and strict:
+            elif not props and path.endswith("metadata"):
+                pass  # embedded ObjectMeta is kept as it is
+            elif strict:
                 errors.append(f"{sub_path}: unknown field \"{sub_path}\"")
+            elif pruned is not None:
+                # A structural schema prunes what it does not declare, silently but for a
+                # Warning header (fieldValidation=Warn, the server's default).
+                del value[k]
+                pruned.append(sub_path)
 
 
 def merge_patch(target, patch):
@@ -250,6 +282,82 @@ def fields_match(text, obj):
     return True
 
 
+# ---------------------------------------------------------------- RBAC
+
+def request_attributes(method, path, query):
+    """(verb, group, resource, subresource, namespace, name) of a resource request, or None
+    for a non-resource URL (/version, discovery, openapi), as the real authorizer sees it."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:2] == ["api", "v1"]:
+        group, rest = "", parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        group, rest = parts[1], parts[3:]
+    else:
+        return None
+    if not rest:
+        return None
+    ns = None
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        ns, rest = rest[1], rest[2:]
+    resource = rest[0]
+    name = rest[1] if len(rest) > 1 else None
+    sub = rest[2] if len(rest) > 2 else None
+    if resource == "namespaces" and ns is None and len(rest) > 1:
+        name = rest[1]
+    watch = query.get("watch") in ("1", "true")
+    verb = {"GET": "watch" if watch else ("get" if name else "list"), "POST": "create",
+            "PUT": "update", "PATCH": "patch",
+            "DELETE": "delete" if name else "deletecollection"}.get(method, method.lower())
+    return verb, group, resource, sub, ns, name
+
+
+def rule_allows(rule, verb, group, resource, sub, name):
+    res = f"{resource}/{sub}" if sub else resource
+    if not any(g in ("*", group) for g in rule.get("apiGroups", [])):
+        return False
+    if not any(r in ("*", res) for r in rule.get("resources", [])):
+        return False
+    if not any(v in ("*", verb) for v in rule.get("verbs", [])):
+        return False
+    names = rule.get("resourceNames")
+    return not names or name in names
+
+
+def subject_matches(subjects, sa_ns, sa_name):
+    for subj in subjects or []:
+        if subj.get("kind") == "ServiceAccount" and subj.get("name") == sa_name and \
+                subj.get("namespace") == sa_ns:
+            return True
+        if subj.get("kind") == "Group" and subj.get("name") in (
+                "system:serviceaccounts", f"system:serviceaccounts:{sa_ns}"):
+            return True
+    return False
+
+
+def rbac_allows(store, subject, attrs):
+    """Whether the stored Roles/ClusterRoles and their bindings grant attrs to the service
+    account subject ("NS:NAME"): whatever rules were applied (e.g. manifests/20-rbac.yaml)."""
+    verb, group, resource, sub, ns, name = attrs
+    sa_ns, sa_name = subject.split(":", 1)
+    rg = "rbac.authorization.k8s.io"
+    with store.lock:
+        objs = store.objects
+        def role_rules(kind, role_ns, role_name):
+            plural = "roles" if kind == "Role" else "clusterroles"
+            role = objs.get((rg, plural, role_ns if kind == "Role" else None, role_name))
+            return (role or {}).get("rules") or []
+        rules = []
+        for (g, plural, bns, _n), b in objs.items():
+            if g != rg or not subject_matches(b.get("subjects"), sa_ns, sa_name):
+                continue
+            ref = b.get("roleRef") or {}
+            if plural == "clusterrolebindings":
+                rules += role_rules("ClusterRole", None, ref.get("name"))
+            elif plural == "rolebindings" and bns == ns:
+                rules += role_rules(ref.get("kind"), bns, ref.get("name"))
+    return any(rule_allows(r, verb, group, resource, sub, name) for r in rules)
+
+
 # ---------------------------------------------------------------- the store
 
 class Store:
@@ -263,11 +371,16 @@ class Store:
         self.history_floor = 1
         self.faults = {"expire_watches": 0, "errors_500": 0, "slow_ms": 0, "garble_events": 0,
                        "truncate_events": 0, "huge_events": 0, "reject_token": False,
-                       "conflicts": 0}
+                       "conflicts": 0, "prune_unknown": True, "watch_errors": 0,
+                       "watch_error_code": 500, "throttle": 0, "retry_after_s": 1,
+                       "endless_continue": False}
+        self.request_local = threading.local()  # per request: warnings for the reply
         self.refuse_until = 0.0
         self.close_generation = 0
+        self.silence_generation = 0
         self.snapshots = {}   # continue token id -> (resourceVersion, items) of a paged list
-        self.stats = {"requests": 0, "watches": 0, "lists": 0, "patches": 0, "creates": 0}
+        self.stats = {"requests": 0, "watches": 0, "lists": 0, "patches": 0, "creates": 0,
+                      "lists_cached": 0, "lists_consistent": 0, "gets": 0, "throttled": 0}
         for r in BUILTINS:
             self.resources[(r.group, r.version, r.plural)] = r
         ns_res = self.lookup("", "v1", "namespaces")
@@ -318,8 +431,25 @@ class Store:
             return
         errors = []
         body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-        validate(res.schema, body, "", errors, strict)
+        pruned = [] if self.faults.get("prune_unknown", True) else None
+        validate(res.schema, body, "", errors, strict, pruned=pruned)
+        for k in [k for k in obj if k not in ("apiVersion", "kind", "metadata")]:
+            if k not in body:
+                del obj[k]
         obj.update(body)
+        if pruned:
+            self.stats["pruned_fields"] = self.stats.get("pruned_fields", 0) + len(pruned)
+            warnings = getattr(self.request_local, "warnings", None)
+            if warnings is not None:
+                warnings.extend(f'unknown field "{p}"' for p in pruned)
+        unknown = [e for e in errors if ": unknown field " in e]
+        if unknown:
+            # fieldValidation=Strict: the real server fails decoding with 400, before
+            # validation (a 422 would come only after a successful decode).
+            fields = ", ".join(e.split(": ", 1)[1] for e in unknown)
+            raise ApiError(400, "BadRequest",
+                           f'{res.kind} in version "{res.version}" cannot be handled as a '
+                           f"{res.kind}: strict decoding error: {fields}")
         if errors:
             name = obj.get("metadata", {}).get("name", "")
             joined = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
@@ -618,11 +748,15 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- plumbing --------------------------------------------------------------
 
-    def send_json(self, code, body):
+    def send_json(self, code, body, headers=None):
         data = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        for w in (getattr(self.store.request_local, "warnings", None) or [])[:50]:
+            self.send_header("Warning", '299 - "%s"' % w.replace('"', '\\"'))
         self.end_headers()
         self.wfile.write(data)
 
@@ -650,8 +784,29 @@ class Handler(BaseHTTPRequestHandler):
             return True
         return given == f"Bearer {token}"
 
+    def check_rbac(self, method, path, query):
+        """With --rbac, a request with the bearer token is the service account --rbac-subject
+        and gets exactly what the stored RBAC objects grant it; anything else is 403."""
+        if not self.server.rbac or not self.headers.get("Authorization"):
+            return
+        attrs = request_attributes(method, path, query)
+        if attrs is None or rbac_allows(self.store, self.server.rbac, attrs):
+            return
+        verb, group, resource, sub, ns, name = attrs
+        user = "system:serviceaccount:" + self.server.rbac
+        where = f" in the namespace \"{ns}\"" if ns else " at the cluster scope"
+        res = f"{resource}/{sub}" if sub else resource
+        with self.store.lock:
+            self.store.stats["forbidden"] = self.store.stats.get("forbidden", 0) + 1
+        what = resource + ("." + group if group else "") + (' "%s"' % name if name else "")
+        raise ApiError(403, "Forbidden",
+                       '%s is forbidden: User "%s" cannot %s resource "%s" in API group "%s"%s'
+                       % (what, user, verb, res, group, where),
+                       {"name": name or "", "group": group, "kind": resource})
+
     def dispatch(self, method):
         self.body_consumed = False
+        self.store.request_local.warnings = []
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         if method in ("POST", "PUT", "PATCH", "DELETE") and not url.path.startswith("/_fake/"):
@@ -682,18 +837,27 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(slow / 1000.0)
             if not self.authorized():
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            self.check_rbac(method, url.path, query)
             with self.store.lock:
                 if self.store.faults["errors_500"] > 0 and self.headers.get("Authorization"):
                     self.store.faults["errors_500"] -= 1
                     raise ApiError(500, "InternalError",
                                    "Internal error occurred: injected fault")
+                if self.store.faults["throttle"] != 0 and self.headers.get("Authorization"):
+                    # API Priority and Fairness: 429 with Retry-After.
+                    if self.store.faults["throttle"] > 0:
+                        self.store.faults["throttle"] -= 1
+                    self.store.stats["throttled"] += 1
+                    raise ApiError(429, "TooManyRequests", "Too many requests, please try again "
+                                   "later.", retry_after=self.store.faults["retry_after_s"])
             self.route(method, url.path, query)
         except ApiError as e:
             try:
                 self.read_body()  # an unread body would be parsed as the next request
             except ApiError:
                 pass
-            self.send_json(e.code, e.status())
+            self.send_json(e.code, e.status(), {"Retry-After": str(e.retry_after)}
+                           if e.retry_after is not None else None)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
@@ -713,6 +877,8 @@ class Handler(BaseHTTPRequestHandler):
                         self.server.token = v
                     elif k == "close_watches":
                         st.close_generation += 1
+                    elif k == "silence_watches":
+                        st.silence_generation += 1
                     elif k == "refuse_ms":
                         st.refuse_until = time.monotonic() + float(v) / 1000.0
                     elif k == "compact":
@@ -823,11 +989,15 @@ class Handler(BaseHTTPRequestHandler):
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
             if ctype == "application/apply-patch+yaml":
                 return self.server_side_apply(res, ns, name, sub, strict)
+            # Custom resources have no Go struct for strategic merge: the real server
+            # refuses it with 415 (only built-in kinds take it).
             if ctype not in ("application/merge-patch+json",
-                             "application/strategic-merge-patch+json"):
+                             "application/strategic-merge-patch+json") or \
+                    (ctype == "application/strategic-merge-patch+json" and not res.builtin):
                 raise ApiError(415, "UnsupportedMediaType",
                                f"the body of the request was in an unknown format - accepted "
-                               f"media types include: application/merge-patch+json")
+                               f"media types include: application/json-patch+json, "
+                               f"application/merge-patch+json, application/apply-patch+yaml")
             patch = self.read_body()
             with self.store.lock:
                 self.store.stats["patches"] += 1
@@ -951,9 +1121,20 @@ class Handler(BaseHTTPRequestHandler):
     def list(self, res, ns, query):
         limit = int(query.get("limit") or 0)
         cont = query.get("continue")
+        rv_param = query.get("resourceVersion")
+        if cont and rv_param:
+            raise ApiError(400, "BadRequest", "specifying resource version is not allowed when "
+                           "using continue")
         with self.store.lock:
             self.store.stats["lists"] += 1
-            if cont:
+            # resourceVersion=0 is served from the watch cache, which (before KEP-4988) ignores
+            # limit; anything else is a consistent read from etcd, paged by limit.
+            if rv_param == "0" and not cont:
+                self.store.stats["lists_cached"] += 1
+                limit = 0
+            else:
+                self.store.stats["lists_consistent"] += 1
+            if cont and not self.store.faults["endless_continue"]:
                 # Later pages come from the snapshot taken by the first one, like etcd.
                 try:
                     snap_id, offset = json.loads(base64.b64decode(cont))
@@ -970,6 +1151,11 @@ class Handler(BaseHTTPRequestHandler):
                          and self.matching(res, ns, query, o)]
                 rv = str(self.store.rv)
             meta = {"resourceVersion": rv}
+            if self.store.faults["endless_continue"]:
+                # A hostile server: every page says there is more.
+                meta["continue"] = base64.b64encode(json.dumps(["endless", 0]).encode()).decode()
+                return self.send_json(200, {"kind": f"{res.kind}List", "apiVersion": res.gv,
+                                            "metadata": meta, "items": items[:1]})
             if limit and len(items) > offset + limit:
                 snap_id = str(uuid.uuid4())
                 self.store.snapshots[snap_id] = (rv, items)
@@ -1026,6 +1212,7 @@ class Handler(BaseHTTPRequestHandler):
         with st.lock:
             st.stats["watches"] += 1
             gen = st.close_generation
+            silence_gen = st.silence_generation
             expire = False
             if rv_text not in ("", "0"):
                 try:
@@ -1037,9 +1224,19 @@ class Handler(BaseHTTPRequestHandler):
                     expire = True
                 elif rv < st.history_floor - 1 or rv < 0:
                     expire = True
-            if expire:
-                status = ApiError(410, "Expired", f"too old resource version: {rv_text} "
-                                  f"({st.history_floor})").status()
+            injected = None
+            if not expire and st.faults["watch_errors"] != 0 and \
+                    self.headers.get("Authorization"):
+                if st.faults["watch_errors"] > 0:
+                    st.faults["watch_errors"] -= 1
+                code = int(st.faults["watch_error_code"])
+                injected = ApiError(code, {429: "TooManyRequests", 410: "Expired",
+                                           500: "InternalError"}.get(code, "InternalError"),
+                                    f"injected watch error {code}").status()
+            if expire or injected:
+                status = injected or ApiError(410, "Expired", f"too old resource version: "
+                                              f"{rv_text} ({st.history_floor})").status()
+                expire = True
                 pending = [json.dumps({"type": "ERROR", "object": status}).encode() + b"\n"]
             else:
                 pending = []
@@ -1064,6 +1261,12 @@ class Handler(BaseHTTPRequestHandler):
                         return  # abrupt close, no final chunk
                 pending = []
                 with st.lock:
+                    while st.silence_generation != silence_gen:
+                        # A dead path that TCP has not noticed: keep the connection, send
+                        # nothing (no event, no bookmark) until closed.
+                        if st.close_generation != gen:
+                            return
+                        st.changed.wait(0.5)
                     while True:
                         if st.close_generation != gen:
                             return
@@ -1108,10 +1311,11 @@ class Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256  # clients open many connections at once; 5 would drop SYNs
 
-    def __init__(self, addr, store, token, anonymous, verbose):
+    def __init__(self, addr, store, token, anonymous, verbose, rbac=None):
         super().__init__(addr, Handler)
         self.store, self.token, self.verbose = store, token, verbose
         self.anonymous = anonymous
+        self.rbac = rbac  # "NS:NAME" of the service account the token stands for, or None
 
 
 def write_kubeconfig(path, server_url, token, ca_file):
@@ -1129,6 +1333,10 @@ def write_kubeconfig(path, server_url, token, ca_file):
 
 
 def main():
+    # A real API server stores objects nested thousands of levels deep in free-form fields
+    # (preserve-unknown-fields); tests send such objects, so json and deepcopy must cope.
+    sys.setrecursionlimit(50000)
+    threading.stack_size(256 * 1024 * 1024)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--node", action="append", default=[], help="pre-create a Node")
@@ -1143,6 +1351,10 @@ def main():
     ap.add_argument("--tls-key")
     ap.add_argument("--tls-ca", help="CA to put into the written kubeconfig")
     ap.add_argument("--client-ca", help="require client certificates signed by this CA")
+    ap.add_argument("--rbac", metavar="NS:SERVICEACCOUNT",
+                    help="requests with the bearer token act as this service account and get "
+                         "exactly what the stored Roles/ClusterRoles and bindings grant it "
+                         "(apply manifests/20-rbac.yaml); others are 403")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
 
@@ -1150,7 +1362,8 @@ def main():
     ns_res = store.lookup("", "v1", "namespaces")
     for ns in args.namespace:
         store.create(ns_res, None, {"metadata": {"name": ns}, "status": {"phase": "Active"}})
-    srv = Server(("127.0.0.1", args.port), store, args.token, args.anonymous, args.verbose)
+    srv = Server(("127.0.0.1", args.port), store, args.token, args.anonymous, args.verbose,
+                 args.rbac)
     scheme = "http"
     if args.tls_cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -111,6 +111,10 @@ class Env:
 
     def setup_crds(self, policy=False):
         self.kubectl("apply", "-f", os.path.join(SRCDIR, "crds"))
+        if os.environ.get("KUBE_TEST_CRDS") == "upstream":
+            # The second CRD set: a NodeState CRD shaped like upstream's (prunes unknown
+            # status fields).
+            self.kubectl("apply", "-f", os.path.join(SRCDIR, "test/fixtures/crds-upstream"))
         self.kubectl("wait", "--for", "condition=established", "--timeout=20s",
                      "crd/sriovnetworknodepolicies.sriovnetwork.openshift.io")
         self.kubectl("apply", "-f", NAMESPACE_YAML)
@@ -300,6 +304,27 @@ def case_crds_and_policy(env):
         r = env.kubectl("apply", "-f", "-", stdin=text, ok=False)
         check(r.returncode != 0 and field in r.stderr,
               f"policy with {change} is rejected naming {field}")
+    # Size limits (they bound every agent's memory): too many or too long entries are refused.
+    base = {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodePolicy",
+            "metadata": {"name": "huge-policy", "namespace": NS},
+            "spec": {"resourceName": "huge", "numVfs": 1, "nodeSelector": {"a": "b"},
+                     "nicSelector": {"pfNames": ["ens1f0"]}}}
+    for what, path, value, field in (
+            ("300 pfNames", ("nicSelector", "pfNames"), ["p%d" % i for i in range(300)],
+             "spec.nicSelector.pfNames"),
+            ("a 200-character pfName", ("nicSelector", "pfNames"), ["x" * 200],
+             "spec.nicSelector.pfNames[0]"),
+            ("300 rootDevices", ("nicSelector", "rootDevices"), ["0000:00:00.0"] * 300,
+             "spec.nicSelector.rootDevices"),
+            ("65 nodeSelector labels", ("nodeSelector",), {"k%d" % i: "v" for i in range(65)},
+             "spec.nodeSelector")):
+        obj = json.loads(json.dumps(base))
+        target = obj["spec"]
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        r = env.kubectl("apply", "-f", "-", stdin=json.dumps(obj), ok=False)
+        check(r.returncode != 0 and field in r.stderr, f"policy with {what} is rejected")
     for good in ({"resourceName": "sriov-highnet_2"}, {"linkType": "IB"},
                  {"eSwitchMode": "switchdev"}, {"priority": 0}, {"numVfs": 0}):
         text = policy_variant("good-policy", **good)
@@ -328,7 +353,9 @@ def case_crds_and_policy(env):
               f"a policy without {missing} is rejected as required")
     r = env.kubectl("apply", "-f", "-", ok=False, stdin=policy_variant("typo").replace(
         "  numVfs: 8", "  numVFs: 8\n  numVfs: 8"))
-    check(r.returncode != 0 and "numVFs" in r.stderr, "an unknown field is rejected (Strict)")
+    check(r.returncode != 0 and "numVFs" in r.stderr and "BadRequest" in r.stderr and
+          "strict decoding error" in r.stderr,
+          "an unknown field is rejected (Strict): 400 strict decoding error, as the real server")
 
     net = ("apiVersion: sriovnetwork.openshift.io/v1\nkind: SriovNetwork\nmetadata:\n"
            f"  name: highnet\n  namespace: {NS}\nspec:\n  resourceName: sriov_highnet\n"
@@ -471,7 +498,9 @@ def case_faults(env):
     env.fault(expire_watches=1, close_watches=True)
     change("410 on the next watch")
 
-    env.fault(errors_500=4, close_watches=True)
+    # Two in a row: the backoff (0.8 s doubling, as client-go) makes every further one cost
+    # seconds of test time without testing more.
+    env.fault(errors_500=2, close_watches=True)
     change("500 errors")
     w.wait_stderr("500 InternalError")
 
@@ -649,6 +678,61 @@ def make_pki(d):
             "-CAcreateserial", "-out", f"{name}.crt", "-days", "2", *extra)
 
 
+def case_http2_tls(env):
+    """The agent through nghttpx (Debian nghttp2-proxy), as in front of a real API server:
+    TLS with ALPN h2, every request and the watches multiplexed over HTTP/2."""
+    import base64
+    import socket
+    nghttpx = shutil.which("nghttpx") or "/usr/sbin/nghttpx"
+    if not os.path.exists(nghttpx):
+        raise Failure("nghttpx not found: install nghttp2-proxy (scripts/install-deps)")
+    d = env.dir
+    make_pki(d)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    access = os.path.join(d, "access.log")
+    proxy = subprocess.Popen(
+        [nghttpx, "--conf=/dev/null", f"--frontend=127.0.0.1,{port}",
+         f"--backend=127.0.0.1,{env.port}", "--workers=1", "--no-ocsp",
+         f"--accesslog-file={access}", "--accesslog-format=$alpn $method $path $status",
+         f"--errorlog-file={os.path.join(d, 'nghttpx.err')}",
+         "--backend-read-timeout=15m", "--stream-read-timeout=0",
+         os.path.join(d, "server.key"), os.path.join(d, "server.crt")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env.procs.append(proxy)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise Failure("nghttpx did not start")
+            time.sleep(0.1)
+    ca = base64.b64encode(open(os.path.join(d, "ca.crt"), "rb").read()).decode()
+    kc = os.path.join(d, "h2.kubeconfig")
+    with open(kc, "w") as f:
+        f.write(kubeconfig_text(f"https://127.0.0.1:{port}", TOKEN,
+                                extra_cluster=f"    certificate-authority-data: {ca}\n"))
+    env.setup_crds()
+    w = Watcher(env, kubeconfig=kc)
+    w.wait_for(event_is("ADDED", "Node", "node1"), "the agent sees its Node through nghttpx")
+    env.kubectl("apply", "-f", POLICY)
+    w.wait_for(event_is("ADDED", "SriovNetworkNodePolicy", "highnet-sriov-policy"),
+               "a policy applied meanwhile arrives through the watch")
+    env.fault(close_watches=True)
+    env.kubectl("apply", "-f", "-", stdin=policy_variant(numVfs=4))
+    w.wait_for(event_is("MODIFIED", "SriovNetworkNodePolicy", "highnet-sriov-policy",
+                        lambda o: o["spec"]["numVfs"] == 4),
+               "after the backend ended the streams, the watch resumed over HTTP/2")
+    lines = open(access).read().splitlines()
+    watches = [l for l in lines if "watch=1" in l]
+    check(watches and all(l.startswith("h2 ") for l in lines),
+          f"every request went over HTTP/2 with ALPN h2 ({len(lines)} requests, "
+          f"{len(watches)} watches)")
+
+
 def case_kubeconfig(env):
     import base64
     d = env.dir
@@ -814,6 +898,7 @@ CASES = {
     "nodestate": (case_nodestate, ("node1",)),
     "events": (case_events, ("node1",)),
     "kubeconfig": (case_kubeconfig, ("node1",)),
+    "http2_tls": (case_http2_tls, ("node1",)),
 }
 
 

@@ -455,6 +455,9 @@ def case_probe():
 
         listen("kubelet.sock")
         check(probe() == 0, "no PF owned yet: alive")
+        with open(os.path.join(state, "notes.json"), "w") as f:
+            f.write("{}")
+        check(probe() == 0, "a stray notes.json is not a record: still alive")
         with open(os.path.join(state, "0000:3b:00.0.json"), "w") as f:
             f.write("{}")
         check(probe() != 0, "owns a PF, serves no socket: not alive")
@@ -557,7 +560,7 @@ def case_rbac():
     sn = "sriovnetwork.openshift.io"
     check(rules_of("Role", "sriov-agent") == {
         (sn, "sriovnetworknodepolicies"): {"get", "list", "watch"},
-        (sn, "sriovnetworknodestates"): {"create", "get", "patch"},
+        (sn, "sriovnetworknodestates"): {"create", "get", "list", "watch", "patch"},
         (sn, "sriovnetworknodestates/status"): {"get", "patch"},
         ("", "events"): {"create", "patch"},
         (sn, "sriovnetworks"): {"get", "list", "watch", "patch"},
@@ -568,7 +571,7 @@ def case_rbac():
         (sn, "sriovibnetworks/finalizers"): {"update"},
         ("coordination.k8s.io", "leases"): {"get", "create", "update"},
         ("", "configmaps"): {"get", "list", "watch"},
-    }, "Role: read policies and the supported-nic-ids ConfigMap; create/get/patch NodeStates (+status get/patch); create/patch "
+    }, "Role: read policies and the supported-nic-ids ConfigMap; create/get/list/watch/patch NodeStates (+status get/patch); create/patch "
        "Events; watch/patch SriovNetworks and SriovIBNetworks (+status, +finalizers); get/create/update Leases; "
        "nothing more")
     check(rules_of("ClusterRole", "sriov-agent") == {

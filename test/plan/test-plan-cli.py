@@ -138,7 +138,7 @@ with tempfile.TemporaryDirectory(prefix="sriov-plan-") as tmp:
               f"then 8 VF MTUs: {[a['action'] for a in acts]}")
 
     # A PF this agent configured before and no policy wants any more is reset; a garbled
-    # record is an error (exit 1), never silently ignored.
+    # record freezes its PF: reported as a problem (exit 2), never silently ignored.
     state = os.path.join(tmp, "state")
     os.mkdir(state)
     ens2f0 = pf_by_name(manifest, "ens2f0")["pciAddress"]
@@ -156,8 +156,9 @@ with tempfile.TemporaryDirectory(prefix="sriov-plan-") as tmp:
               "no other PF touched")
     with open(os.path.join(state, "0000:3b:00.1.json"), "w") as f:
         f.write("{not json")
-    rc, _, _, err = plan("--policies", SEED, "--sysfs-root", seed_root, "--state-dir", state)
-    check(rc == 1 and "0000:3b:00.1.json: not JSON" in err, f"garbled state: rc {rc} {err}")
+    rc, _, text, err = plan("--policies", SEED, "--sysfs-root", seed_root, "--state-dir", state)
+    check(rc == 2 and "0000:3b:00.1.json: not JSON" in text + err,
+          f"garbled state: rc {rc} {text} {err}")
 
     # Usage errors exit 1.
     rc, _, _, err = plan("--sysfs-root", seed_root)

@@ -15,6 +15,18 @@ After the faults stop and the node settles, what an operator would check:
 - no agent exited on its own (only the kill -9s of this script), SIGTERM exits 0, no apply
   child outlives a killed agent, no sanitizer report in any agent log.
 
+Then two hostile rounds (each behind an environment switch, on by default; 0 turns it off):
+- SOAK_POISON: policies a real API server stores but that cannot be decoded or are huge
+  (`spec.bridge` nested 2,100 deep, an `mtu` beyond 64 bits, five of ~1 MB selecting no
+  node), before and across a kill -9: each is isolated (an InvalidPolicy Event names it), the
+  other policies' pools keep being served and the NodeState converges on them;
+- SOAK_KUBELET_DOWN: a pod holds a VF, the kubelet's PodResources goes away (socket removed,
+  or the process gone with the socket left), and a policy change would re-create that PF's
+  VFs: nothing may be destroyed while the kubelet cannot be asked.
+Figures printed at the end: policies/objects tried, malformed objects isolated, kubelet
+outages with pods holding VFs and VFs destroyed (must be 0), peak RSS (VmHWM over every agent
+process) against the DaemonSet's memory limit (must stay below).
+
 Every random choice comes from one seed (printed; --seed replays it; timing on a busy machine
 still varies). Ends with "N passed, M failed"; exit 1 on any failure.
 """
@@ -24,12 +36,14 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import traceback
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -44,6 +58,57 @@ LABEL = "soak-node"
 # PFs of the seed tree that have VFs and a netdevice; their VF counts come from the manifest.
 CHURN_PFS = ("ens1f0", "ens2f0", "eno1")
 PASSES = []
+POISON_PREFIX = "poison-"
+# Python's json decoder recurses per nesting level; the poison policy nests 2,100 deep.
+sys.setrecursionlimit(20000)
+
+
+def switch(name):
+    """A hostile round's environment switch: on unless set to 0/no/off."""
+    return os.environ.get(name, "1").lower() not in ("0", "no", "off", "false")
+
+
+def manifest_memory_limit_kib(src):
+    """resources.limits.memory of the agent's DaemonSet container, in KiB."""
+    units = {"Ki": 1, "Mi": 1024, "Gi": 1024 * 1024}
+    in_limits = False
+    with open(os.path.join(src, "manifests/30-daemonset.yaml")) as f:
+        for line in f:
+            stripped = line.strip()
+            if stripped.startswith("limits:"):
+                in_limits = True
+            elif in_limits and stripped.startswith("memory:"):
+                value = stripped.split(":", 1)[1].strip().strip("\"'")
+                for suffix, k in units.items():
+                    if value.endswith(suffix):
+                        return int(value[:-len(suffix)]) * k
+                return int(value) // 1024
+    return None
+
+
+def poison_bodies(pf_count):
+    """(name, raw JSON text) of policies that are valid JSON the API server stores but that
+    the agent cannot decode (depth, an integer beyond 64 bits) or that are large."""
+    def doc(name, spec_extra_text, pf_names_text='["ens1f0"]', label=LABEL):
+        return ('{"apiVersion":"sriovnetwork.openshift.io/v1","kind":"SriovNetworkNodePolicy",'
+                '"metadata":{"name":"%s","namespace":"%s"},"spec":{"resourceName":"poison",'
+                '"numVfs":%d,"priority":5,"nodeSelector":{"%s":"true"},'
+                '"nicSelector":{"pfNames":%s}%s}}' % (name, NS, pf_count, label,
+                                                       pf_names_text, spec_extra_text))
+    deep = '{"a":' * 2100 + '1' + '}' * 2100
+    # The free-form spec.bridge is the part of a policy the CRD does not bound.
+    megabyte = json.dumps({"x": ["%06d-%s" % (i, "x" * 44) for i in range(20000)]})
+    return [
+        (POISON_PREFIX + "deep-bridge", doc(POISON_PREFIX + "deep-bridge", ',"bridge":' + deep)),
+        (POISON_PREFIX + "huge-mtu", doc(POISON_PREFIX + "huge-mtu",
+                                         ',"mtu":100000000000000000000')),
+    ] + [
+        # Five of ~1 MB each, selecting no node (issue 12.3 took the agent to 98 MiB with
+        # these): bounded memory, isolated, never the agent down.
+        (POISON_PREFIX + "megabyte-%d" % i,
+         doc(POISON_PREFIX + "megabyte-%d" % i, ',"bridge":' + megabyte, label="no-such-label"))
+        for i in range(5)
+    ]
 
 
 def check(name, ok, detail=""):
@@ -108,7 +173,21 @@ class Cluster:
         rc, out = self.run("get", *args, "-o", "json")
         try:
             return json.loads(out) if rc == 0 else None
-        except ValueError:
+        except (ValueError, RecursionError):
+            return None
+
+    def create_raw(self, plural, body):
+        """POST exactly these bytes (kubectl would re-encode numbers and depth)."""
+        req = urllib.request.Request(
+            "http://127.0.0.1:%d/apis/sriovnetwork.openshift.io/v1/namespaces/%s/%s" % (
+                self.port, NS, plural), data=body.encode(), method="POST",
+            headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            return e.code
+        except OSError:
             return None
 
     def faults(self, **switches):
@@ -175,6 +254,7 @@ class Agent:
     def __init__(self, argv, work):
         self.argv, self.work, self.n, self.p = argv, work, 0, None
         self.unexpected_exits, self.logs, self.orphans = [], [], []
+        self.peak_kib = 0
 
     def start(self):
         self.n += 1
@@ -194,7 +274,18 @@ class Agent:
             pass
         return kids
 
+    def note_peak(self):
+        """VmHWM (peak resident set) of the current process, kept as the soak's maximum."""
+        try:
+            with open("/proc/%d/status" % self.p.pid) as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        self.peak_kib = max(self.peak_kib, int(line.split()[1]))
+        except (OSError, ValueError):
+            pass
+
     def check_alive(self):
+        self.note_peak()
         rc = self.p.poll()
         if rc is not None:
             self.unexpected_exits.append((self.n, rc))
@@ -328,12 +419,21 @@ def main():
 
     cluster = Cluster(src, work, args.kubectl)
     kubelet_proc = Proc([args.fake_kubelet, "--dir", kdir], os.path.join(work, "kubelet.err"))
+    # PodResources (which VFs pods hold) from a second fake kubelet, so that it can go away
+    # on its own while the device-plugin side keeps going (the kubelet-down round).
+    prsock, assign = os.path.join(work, "pod-resources.sock"), os.path.join(work, "assign.json")
+    with open(assign, "w") as f:
+        json.dump([], f)
+    pr_argv = [args.fake_kubelet, "--dir", os.path.join(work, "pr-kubelet"),
+               "--podresources", prsock, "--assignments", assign]
+    os.makedirs(pr_argv[2])
+    pr_kubelet = [Proc(pr_argv, os.path.join(work, "pr-kubelet.err"))]
     kubelet = KubeletView(kubelet_proc)
     agent = Agent([args.agent, "run", "--node-name", NODE,
                    "--kubeconfig", cluster.agent_kubeconfig, "--sysfs-root", sysfs,
                    "--kubelet-dir", kdir, "--state-dir", state,
                    "--devinfo-dir", os.path.join(work, "devinfo"),
-                   "--pod-resources-socket", "none",  # no kubelet here: no VF in use
+                   "--pod-resources-socket", prsock,
                    "--vf-timeout", "2", "--resync-interval", "5", "--log-level", "debug"],
                   work)
     tally = {}
@@ -352,6 +452,9 @@ def main():
         doc = server_policies()
         if doc is None:
             return None
+        # The poison policies are to be isolated: the plan is that of all the others.
+        doc["items"] = [i for i in doc.get("items", [])
+                        if not i["metadata"]["name"].startswith(POISON_PREFIX)]
         path = os.path.join(work, "policies-now.json")
         with open(path, "w") as f:
             json.dump(doc, f)
@@ -537,6 +640,104 @@ def main():
         kubelet_proc.send({"cmd": "restart"})
         wait(lambda: kubelet.drain() or kubelet.restarts > before, 30)
 
+    figures = {"poison objects tried": 0, "poison objects stored": 0,
+               "malformed objects isolated": 0, "kubelet outages with pods holding VFs": 0,
+               "VFs destroyed during outages": 0}
+
+    def invalid_policy_events():
+        doc = cluster.get_json("events", "-n", NS) or {"items": []}
+        return {e.get("involvedObject", {}).get("name") for e in doc["items"]
+                if e.get("reason") == "InvalidPolicy"}
+
+    def poison_round():
+        """Undecodable and huge policies: isolated, the rest served, across a kill -9."""
+        stored = []
+        for name, body in poison_bodies(vf_count["ens1f0"]):
+            figures["poison objects tried"] += 1
+            code = cluster.create_raw("sriovnetworknodepolicies", body)
+            count("poison create HTTP %s" % code)
+            if code in (200, 201):
+                stored.append(name)
+        figures["poison objects stored"] = len(stored)
+        check("the API server stored the poison policies (%d of %d)" % (
+            len(stored), figures["poison objects tried"]), stored, "none stored")
+        for phase in ("live", "after kill -9"):
+            if phase != "live":
+                count("kill -9 + restart")
+                agent.kill9()
+            ok, detail = settle("poison " + phase)
+            check("poison policies present (%s): the other policies converge, their pools are "
+                  "served" % phase, ok, detail)
+            seen = wait(lambda: (lambda ev: ev if all(n in ev for n in stored) else None)(
+                invalid_policy_events()), 30) or invalid_policy_events()
+            isolated = [n for n in stored if n in seen]
+            figures["malformed objects isolated"] = len(isolated)
+            check("each poison policy isolated with an InvalidPolicy Event (%s): %d of %d" % (
+                phase, len(isolated), len(stored)), len(isolated) == len(stored),
+                "no Event for %s" % sorted(set(stored) - set(isolated)))
+            agent.note_peak()
+        for name in stored:
+            cluster.run("delete", "sriovnetworknodepolicy", "-n", NS, name, "--ignore-not-found")
+        ok, detail = settle("poison removed")
+        check("poison policies deleted: converged again", ok, detail)
+
+    def kubelet_down_round(how):
+        """A pod holds a VF of eno1; PodResources goes away; a VF-count change on eno1 must
+        be held back, never applied, while the kubelet cannot be asked."""
+        pf = "eno1"
+        info = next(p for p in manifest["pfs"] if p.get("ifname") == pf)
+        held_vf = sorted(v["pciAddress"] for v in info["vfs"])[0]
+        numvfs_path = os.path.join(sysfs, "bus/pci/devices", info["pciAddress"], "sriov_numvfs")
+        with open(assign + ".tmp", "w") as f:
+            json.dump([{"pod": "soak-pod", "namespace": "default", "container": "c",
+                        "resource": PREFIX + "soak_anchor_" + pf, "ids": [held_vf]}], f)
+        os.rename(assign + ".tmp", assign)
+        if how == "socket removed":  # ENOENT: the kubelet stopped cleanly
+            pr_kubelet[0].stop()
+            try:
+                os.remove(prsock)
+            except OSError:
+                pass
+        else:  # ECONNREFUSED: the kubelet crashed, its socket file is still there
+            pr_kubelet[0].p.kill()
+            pr_kubelet[0].p.wait()
+            pr_kubelet[0].err.close()
+            if not os.path.exists(prsock):
+                dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                dead.bind(prsock)
+                dead.close()
+        figures["kubelet outages with pods holding VFs"] += 1
+        with open(numvfs_path) as f:
+            before = f.read().strip()
+        changed = vf_count[pf] - 1 if vf_count[pf] > 1 else vf_count[pf] + 1
+        cluster.ok("apply", "-f", "-", stdin=policy("anchor-" + pf, "soak_anchor_" + pf, pf,
+                                                    changed, 99))
+        destroyed = False
+        end = time.monotonic() + 12  # two periodic checks and a retry
+        while time.monotonic() < end:
+            agent.check_alive()
+            with open(numvfs_path) as f:
+                if f.read().strip() != before:
+                    destroyed = True
+            time.sleep(0.1)
+        if destroyed:
+            figures["VFs destroyed during outages"] += vf_count[pf]
+        check("kubelet down (%s) with a pod holding %s: %s's VFs not re-created" % (
+            how, held_vf, pf), not destroyed, "sriov_numvfs changed from %s" % before)
+        # Back: the policy as it was, the kubelet up, the pod gone.
+        cluster.ok("apply", "-f", "-", stdin=policy("anchor-" + pf, "soak_anchor_" + pf, pf,
+                                                    vf_count[pf], 99))
+        with open(assign + ".tmp", "w") as f:
+            json.dump([], f)
+        os.rename(assign + ".tmp", assign)
+        try:
+            os.remove(prsock)
+        except OSError:
+            pass
+        pr_kubelet[0] = Proc(pr_argv, os.path.join(work, "pr-kubelet.err"))
+        ok, detail = settle("kubelet back (%s)" % how)
+        check("kubelet back (%s): converged" % how, ok, detail)
+
     sample_early = sample_end = None
     sampled_n = 0
     try:
@@ -612,7 +813,18 @@ def main():
             check("API server connections within the client's cap of 16 (%d -> %d)" % (
                 len(api0), len(api1)), len(api1) <= 16, describe(api1))
 
+        if switch("SOAK_POISON"):
+            poison_round()
+        else:
+            print("poison-policy round skipped (SOAK_POISON=0)", flush=True)
+        if switch("SOAK_KUBELET_DOWN"):
+            for how in ("socket removed", "process gone, socket left"):
+                kubelet_down_round(how)
+        else:
+            print("kubelet-down round skipped (SOAK_KUBELET_DOWN=0)", flush=True)
+
         agent.check_alive()
+        agent.note_peak()
         agent.p.send_signal(signal.SIGTERM)
         try:
             rc = agent.p.wait(timeout=60)
@@ -627,6 +839,7 @@ def main():
             agent.p.kill()
             agent.p.wait()
         kubelet_proc.stop()
+        pr_kubelet[0].stop()
         try:
             stats = cluster.stats()
         except Exception:
@@ -647,6 +860,20 @@ def main():
     check("no sanitizer report in %d agent logs" % len(agent.logs), not reports,
           "\n".join(reports[:10]))
 
+    limit = manifest_memory_limit_kib(src)
+    if sanitized(args.agent):
+        print("peak RSS not checked: an ASan build's shadow memory is not the product's",
+              flush=True)
+    elif limit:
+        check("peak RSS of every agent process (%d KiB) below the DaemonSet limit (%d KiB)" % (
+            agent.peak_kib, limit), 0 < agent.peak_kib < limit, "peak %d KiB" % agent.peak_kib)
+    figures["policies/objects tried"] = figures["poison objects tried"] + sum(
+        n for what, n in tally.items() if what.startswith("kubectl apply"))
+    figures["peak RSS (VmHWM) KiB"] = agent.peak_kib
+    figures["DaemonSet memory limit KiB"] = limit
+    check("VFs destroyed while the kubelet was down: 0",
+          figures["VFs destroyed during outages"] == 0, str(figures))
+    print("soak figures: " + ", ".join("%s %s" % kv for kv in figures.items()), flush=True)
     print("soak actions: " + ", ".join("%s %d" % kv for kv in sorted(tally.items())))
     if stats:
         print("api server stats: " + json.dumps(stats)[:600])

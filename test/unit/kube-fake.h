@@ -156,33 +156,49 @@ static inline long stat_value(struct fake *f, const char *key)
         return v;
 }
 
-/* Creates the CRDs from crds/ (via the project's own YAML reader) and the namespace. */
-static inline void install_crds_and_namespace(struct fake *f, const char *ns)
+static inline void post_crd_file(struct fake *f, const char *path, void (*edit)(json_t *crd))
+{
+        char *text, *err;
+        size_t len;
+        json_t *crd;
+        assert_int_equal(read_full_file(path, 1 << 20, &text, &len), 0);
+        assert_int_equal(yaml_to_json(text, len, YAML_JSON_TYPED, &crd, &err), 0);
+        if (edit)
+                edit(crd);
+        char *body = json_dumps(crd, JSON_COMPACT);
+        assert_int_equal(request(f, f->admin, "POST",
+                                 "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                 "application/json", body, NULL, 0),
+                         201);
+        free(body);
+        json_decref(crd);
+        free(text);
+}
+
+/* Creates the policy CRD from crds/, the NodeState CRD from crds/ or (upstream) from
+ * test/fixtures/crds-upstream/ passed through edit (may be NULL), and the namespace. */
+static inline void install_crds_variant(struct fake *f, const char *ns, bool upstream,
+                                        void (*edit)(json_t *crd))
 {
         const char *srcdir = getenv("SRCDIR") ? getenv("SRCDIR") : ".";
-        const char *files[] = { "sriovnetwork.openshift.io_sriovnetworknodepolicies.yaml",
-                                "sriovnetwork.openshift.io_sriovnetworknodestates.yaml" };
-        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-                char path[512], *text, *err;
-                size_t len;
-                json_t *crd;
-                snprintf(path, sizeof(path), "%s/crds/%s", srcdir, files[i]);
-                assert_int_equal(read_full_file(path, 1 << 20, &text, &len), 0);
-                assert_int_equal(yaml_to_json(text, len, YAML_JSON_TYPED, &crd, &err), 0);
-                char *body = json_dumps(crd, JSON_COMPACT);
-                assert_int_equal(request(f, f->admin, "POST",
-                                         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                                         "application/json", body, NULL, 0),
-                                 201);
-                free(body);
-                json_decref(crd);
-                free(text);
-        }
+        char path[512];
+        snprintf(path, sizeof(path),
+                 "%s/crds/sriovnetwork.openshift.io_sriovnetworknodepolicies.yaml", srcdir);
+        post_crd_file(f, path, NULL);
+        snprintf(path, sizeof(path), "%s/%s/sriovnetwork.openshift.io_sriovnetworknodestates.yaml",
+                 srcdir, upstream ? "test/fixtures/crds-upstream" : "crds");
+        post_crd_file(f, path, edit);
         char body[256];
         snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"%s\"}}", ns);
         assert_int_equal(
             request(f, f->admin, "POST", "/api/v1/namespaces", "application/json", body, NULL, 0),
             201);
+}
+
+/* Creates the CRDs from crds/ (via the project's own YAML reader) and the namespace. */
+static inline void install_crds_and_namespace(struct fake *f, const char *ns)
+{
+        install_crds_variant(f, ns, false, NULL);
 }
 
 /* GET path as JSON (new reference), asserting status 200. */

@@ -124,7 +124,13 @@ static void test_cluster_scoped_and_failures(void **state)
         assert_int_equal(json_array_size(list), 0);
         json_decref(list);
 
-        /* The failed report was forgotten, so the same report is tried again. */
+        /* The failed report is retried, but only after a backoff (1 s), not at every call. */
+        assert_int_equal(kube_events_post(ev, &node, "Normal", "Test", "hello"), 0);
+        drain(f, ev);
+        list = events_with_reason(f, "default", "Test");
+        assert_int_equal(json_array_size(list), 0);
+        json_decref(list);
+        run_until(f, NULL, 0, 1100 * 1000);
         assert_int_equal(kube_events_post(ev, &node, "Normal", "Test", "hello"), 0);
         drain(f, ev);
         list = events_with_reason(f, "default", "Test");
@@ -133,7 +139,7 @@ static void test_cluster_scoped_and_failures(void **state)
         assert_null(json_object_get(inv, "namespace"));
         json_decref(list);
 
-        /* More distinct reports than are remembered: still one Event each, no crash. */
+        /* Many distinct messages for one object and reason: 10 Events, then one combined. */
         char msg[32];
         for (int i = 0; i < 140; i++) {
                 snprintf(msg, sizeof(msg), "message %d", i);
@@ -141,7 +147,16 @@ static void test_cluster_scoped_and_failures(void **state)
         }
         drain(f, ev);
         list = events_with_reason(f, "default", "Many");
-        assert_int_equal(json_array_size(list), 140);
+        assert_int_equal(json_array_size(list), 11);
+        size_t i;
+        json_t *e;
+        bool combined = false;
+        json_array_foreach(list, i, e)
+        {
+                combined |= strstr(json_string_value(json_object_get(e, "message")),
+                                   "(combined from similar events): message 10") != NULL;
+        }
+        assert_true(combined);
         json_decref(list);
 
         const struct kube_object_ref nameless = { .kind = "Node" };
@@ -161,6 +176,38 @@ static void test_cluster_scoped_and_failures(void **state)
         json_decref(empty);
 }
 
+/* 300 invalid policies reported at every reconcile: the total is bounded (a burst of 50, then
+ * one per second), nothing is posted twice, and suppressed reports go out later. */
+static void test_flood_bounded(void **state)
+{
+        struct fake *f = *state;
+        struct kube_events *ev;
+        const struct kube_events_opts o = { .host = "n1" };
+        assert_int_equal(kube_events_new(f->agent, &o, &ev), 0);
+        long creates = stat_value(f, "creates");
+        char name[32];
+        for (int round = 0; round < 3; round++) {
+                for (int i = 0; i < 300; i++) {
+                        snprintf(name, sizeof(name), "p%d", i);
+                        const struct kube_object_ref ref = {
+                                .api_version = "sriovnetwork.openshift.io/v1",
+                                .kind = "SriovNetworkNodePolicy",
+                                .namespace_ = "default",
+                                .name = name,
+                        };
+                        kube_events_post(ev, &ref, "Warning", "InvalidPolicy", "bad");
+                }
+                drain(f, ev);
+                run_until(f, NULL, 0, 500 * 1000);
+        }
+        long posted = stat_value(f, "creates") - creates;
+        /* 50 at once, then about one per second over the ~2 s of this test. */
+        if (posted < 50 || posted > 56)
+                fail_msg("%ld Events posted for 3 rounds of 300 reports", posted);
+        assert_true(kube_events_suppressed(ev) > 0);
+        kube_events_free(ev);
+}
+
 int main(void)
 {
         log_setup(LOG_TARGET_STDERR, LOG_NOTICE);
@@ -168,6 +215,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_dedup, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_repeat_interval, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_flood_bounded, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_cluster_scoped_and_failures, start_fake,
                                                 stop_fake),
         };

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "kube/http.h"
+#include "kube/json-split.h"
 #include "kube/kubeconfig.h"
 #include "kube/watch.h"
 #include "util/log.h"
@@ -83,7 +84,18 @@ static void test_paged_list_and_updates(void **state)
         assert_string_equal(s.lines[0], "added n1");
         assert_string_equal(s.lines[2], "added n3");
         assert_int_equal(kube_cache_size(kube_informer_cache(inf)), 3);
-        assert_int_equal(stat_value(f, "lists") - lists, 2); /* 3 nodes in pages of 2 */
+        /* The first list comes from the watch cache (resourceVersion=0), which ignores limit. */
+        assert_int_equal(stat_value(f, "lists") - lists, 1);
+        assert_int_equal(stat_value(f, "lists_cached"), 1);
+        assert_int_equal(stat_value(f, "lists_consistent"), 0);
+
+        /* After a 410 the list is a consistent read, paged: 3 nodes in pages of 2. */
+        fault(f, "{\"expire_watches\":1}");
+        fault(f, "{\"close_watches\":true}");
+        assert_true(run_until(f, &s.synced, 2, 10 * 1000 * 1000));
+        assert_int_equal(stat_value(f, "lists_consistent"), 2);
+        assert_int_equal(stat_value(f, "lists_cached"), 1);
+        int after_relist = s.n;
         assert_true(kube_informer_has_synced(inf));
         assert_true(strlen(kube_informer_resource_version(inf)) > 0);
 
@@ -91,8 +103,8 @@ static void test_paged_list_and_updates(void **state)
             request(f, f->admin, "PATCH", "/api/v1/nodes/n2", "application/merge-patch+json",
                     "{\"metadata\":{\"labels\":{\"highnet-node\":\"true\"}}}", NULL, 0),
             200);
-        assert_true(run_until(f, &s.n, 4, 10 * 1000 * 1000));
-        assert_string_equal(s.lines[3], "updated n2");
+        assert_true(run_until(f, &s.n, after_relist + 1, 10 * 1000 * 1000));
+        assert_string_equal(s.lines[after_relist], "updated n2");
         json_t *n2 = kube_cache_get(kube_informer_cache(inf), NULL, "n2");
         assert_string_equal(
             json_string_value(json_object_get(
@@ -167,6 +179,240 @@ static void test_backoff(void **state)
                 fail_msg("%ld list attempts in 3.5 s", attempts);
 }
 
+/* An ERROR 500 in every watch stream: no relist at all (the resourceVersion is still good),
+ * and the watches back off (0.8 s doubling) instead of spinning. */
+static void test_watch_error_backs_off(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        fault(f, "{\"watch_errors\":-1,\"watch_error_code\":500}");
+        struct kube_informer *inf = node_informer(f, &s, NULL, 0);
+        run_until(f, NULL, 0, 5 * 1000 * 1000);
+        long lists = stat_value(f, "lists"), watches = stat_value(f, "watches");
+        kube_informer_free(inf);
+        assert_int_equal(s.synced, 1);
+        if (lists != 1 || watches < 2 || watches > 5)
+                fail_msg("%ld lists, %ld watches in 5 s with an ERROR 500 in every watch", lists,
+                         watches);
+}
+
+/* A 410 storm (every watch expired): one relist at once, then the backoff. */
+static void test_expired_storm_bounded(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        struct kube_informer *inf = node_informer(f, &s, NULL, 0);
+        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
+        fault(f, "{\"watch_errors\":-1,\"watch_error_code\":410}");
+        fault(f, "{\"close_watches\":true}");
+        run_until(f, NULL, 0, 4 * 1000 * 1000);
+        long lists = stat_value(f, "lists");
+        kube_informer_free(inf);
+        if (lists < 2 || lists > 5)
+                fail_msg("%ld lists in 4 s of 410 on every watch", lists);
+}
+
+/* A watch stream that goes silent without closing (a dead path TCP has not noticed) is
+ * dropped after the idle limit and resumed from the last resourceVersion: nothing is missed. */
+static void test_silent_watch_resumed(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        const struct kube_informer_opts o = {
+                .kind = "Node",
+                .path = "/api/v1/nodes",
+                .callbacks = { on_added, on_updated, on_deleted, &s },
+                .on_synced = on_synced,
+                .synced_userdata = &s,
+                .watch_timeout_s = 30,
+                .watch_idle_timeout_s = 3,
+        };
+        struct kube_informer *inf;
+        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
+        assert_int_equal(kube_informer_start(inf), 0);
+        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
+        run_until(f, NULL, 0, 300 * 1000);
+        fault(f, "{\"silence_watches\":true}");
+        uint64_t start = now_usec();
+        assert_int_equal(request(f, f->admin, "PATCH", "/api/v1/nodes/n2",
+                                 "application/merge-patch+json",
+                                 "{\"metadata\":{\"labels\":{\"after\":\"silence\"}}}", NULL, 0),
+                         200);
+        assert_true(run_until(f, &s.n, 4, 10 * 1000 * 1000));
+        assert_string_equal(s.lines[3], "updated n2");
+        assert_true(now_usec() - start < 6 * 1000 * 1000);
+        assert_int_equal(s.synced, 1); /* resumed, not relisted */
+        kube_informer_free(inf);
+}
+
+/* A namespace whose whole list exceeds the 16 MiB body limit (the watch cache answers it in
+ * one piece): the informer says so and lists again from etcd in small pages. */
+static void test_oversized_list_paged(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        size_t pad = 400 * 1024;
+        char *body = malloc(pad + 256);
+        for (int i = 0; i < 45; i++) {
+                int n = snprintf(
+                    body, 256, "{\"metadata\":{\"name\":\"big%02d\",\"annotations\":{\"p\":\"", i);
+                memset(body + n, 'x', pad);
+                strcpy(body + n + pad, "\"}}}");
+                assert_int_equal(request(f, f->admin, "POST", "/api/v1/nodes", "application/json",
+                                         body, NULL, 0),
+                                 201);
+        }
+        free(body);
+        struct kube_informer *inf = node_informer(f, &s, NULL, 0);
+        assert_true(run_until(f, &s.synced, 1, 20 * 1000 * 1000));
+        assert_int_equal(kube_cache_size(kube_informer_cache(inf)), 48);
+        assert_int_equal(stat_value(f, "lists_cached"), 1);  /* refused: too big */
+        assert_true(stat_value(f, "lists_consistent") >= 3); /* 48 in pages of 20 */
+        kube_informer_free(inf);
+}
+
+/* Objects beyond the informer's memory budget are kept as named stubs (reported as invalid),
+ * never decoded in full: memory is bounded whatever the collection holds. */
+static void test_memory_budget(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        json_t *n1 = get_json(f, "/api/v1/nodes/n1");
+        size_t one = json_dumpb(n1, NULL, 0, JSON_COMPACT);
+        json_decref(n1);
+        const struct kube_informer_opts o = {
+                .kind = "Node",
+                .path = "/api/v1/nodes",
+                .callbacks = { on_added, on_updated, on_deleted, &s },
+                .on_synced = on_synced,
+                .synced_userdata = &s,
+                .max_total_size = one * 2 + one / 2, /* two nodes fit, not three */
+        };
+        struct kube_informer *inf;
+        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
+        assert_int_equal(kube_informer_start(inf), 0);
+        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
+        struct kube_cache *c = kube_informer_cache(inf);
+        assert_int_equal(kube_cache_size(c), 3);
+        assert_null(kube_object_undecodable(kube_cache_get(c, NULL, "n1")));
+        assert_null(kube_object_undecodable(kube_cache_get(c, NULL, "n2")));
+        const char *why = kube_object_undecodable(kube_cache_get(c, NULL, "n3"));
+        assert_non_null(why);
+        assert_non_null(strstr(why, "memory budget"));
+        /* The stub keeps the labels (all the agent reads from a Node). */
+        assert_string_equal(
+            json_string_value(json_object_get(
+                json_object_get(json_object_get(kube_cache_get(c, NULL, "n3"), "metadata"),
+                                "labels"),
+                "kubernetes.io/hostname")),
+            "n3");
+        kube_informer_free(inf);
+}
+
+/* Objects the server holds but jansson cannot decode (nesting beyond 2,048, an integer beyond
+ * 64 bits) fail neither the list (restart) nor the watch: each becomes a named stub. */
+static void test_undecodable_isolated(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        assert_int_equal(request(f, f->admin, "POST", "/api/v1/namespaces", "application/json",
+                                 "{\"metadata\":{\"name\":\"x\"}}", NULL, 0),
+                         201);
+        size_t depth = 2100, n = depth * 6 + 256;
+        char *deep = malloc(n);
+        int off = snprintf(deep, n, "{\"metadata\":{\"name\":\"deep\"},\"data\":");
+        for (size_t i = 0; i < depth; i++)
+                off += snprintf(deep + off, n - off, "{\"x\":");
+        off += snprintf(deep + off, n - off, "{}");
+        for (size_t i = 0; i < depth; i++)
+                deep[off++] = '}';
+        snprintf(deep + off, n - off, "}");
+        const char *path = "/api/v1/namespaces/x/configmaps";
+        assert_int_equal(request(f, f->admin, "POST", path, "application/json", deep, NULL, 0),
+                         201);
+        assert_int_equal(request(f, f->admin, "POST", path, "application/json",
+                                 "{\"metadata\":{\"name\":\"big\"},\"data\":{\"n\":"
+                                 "100000000000000000000}}",
+                                 NULL, 0),
+                         201);
+        assert_int_equal(request(f, f->admin, "POST", path, "application/json",
+                                 "{\"metadata\":{\"name\":\"good\"},\"data\":{\"a\":\"b\"}}", NULL,
+                                 0),
+                         201);
+        const struct kube_informer_opts o = {
+                .kind = "ConfigMap",
+                .path = path,
+                .callbacks = { on_added, on_updated, on_deleted, &s },
+                .on_synced = on_synced,
+                .synced_userdata = &s,
+        };
+        struct kube_informer *inf;
+        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
+        assert_int_equal(kube_informer_start(inf), 0);
+        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
+        struct kube_cache *c = kube_informer_cache(inf);
+        assert_int_equal(kube_cache_size(c), 3);
+        assert_non_null(kube_object_undecodable(kube_cache_get(c, "x", "deep")));
+        assert_non_null(kube_object_undecodable(kube_cache_get(c, "x", "big")));
+        assert_null(kube_object_undecodable(kube_cache_get(c, "x", "good")));
+        /* Through the watch: a new undecodable object arrives as a stub, the stream goes on. */
+        strstr(deep, "deep")[3] = '2'; /* a second one, named dee2 */
+        assert_int_equal(request(f, f->admin, "POST", path, "application/json", deep, NULL, 0),
+                         201);
+        assert_int_equal(request(f, f->admin, "POST", path, "application/json",
+                                 "{\"metadata\":{\"name\":\"after\"}}", NULL, 0),
+                         201);
+        assert_true(run_until(f, &s.n, 5, 10 * 1000 * 1000));
+        assert_non_null(kube_object_undecodable(kube_cache_get(c, "x", "dee2")));
+        assert_non_null(kube_cache_get(c, "x", "after"));
+        assert_int_equal(s.synced, 1); /* no relist */
+        free(deep);
+        kube_informer_free(inf);
+}
+
+/* A hostile server whose continue tokens never end: the list is abandoned after the page
+ * limit and retried after a backoff, not paged forever. */
+static void test_endless_continue_bounded(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        fault(f, "{\"endless_continue\":true}");
+        const struct kube_informer_opts o = {
+                .kind = "Node",
+                .path = "/api/v1/nodes",
+                .callbacks = { on_added, on_updated, on_deleted, &s },
+                .on_synced = on_synced,
+                .synced_userdata = &s,
+                .max_list_pages = 20,
+        };
+        struct kube_informer *inf;
+        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
+        assert_int_equal(kube_informer_start(inf), 0);
+        run_until(f, NULL, 0, 3 * 1000 * 1000);
+        long lists = stat_value(f, "lists");
+        assert_false(kube_informer_has_synced(inf));
+        kube_informer_free(inf);
+        /* 20 pages per attempt; the backoff (0.4 s, 0.8 s, ...) allows 2 or 3 attempts. */
+        if (lists < 20 || lists > 80)
+                fail_msg("%ld list pages in 3 s", lists);
+}
+
+/* 429 with Retry-After: 2 (API Priority and Fairness): the list waits 2 s, no sooner. */
+static void test_retry_after(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        fault(f, "{\"throttle\":1,\"retry_after_s\":2}");
+        uint64_t start = now_usec();
+        struct kube_informer *inf = node_informer(f, &s, NULL, 0);
+        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
+        uint64_t took = now_usec() - start;
+        kube_informer_free(inf);
+        assert_int_equal(stat_value(f, "throttled"), 1);
+        if (took < 1900 * 1000 || took > 3500 * 1000)
+                fail_msg("synced after %.2f s with Retry-After: 2", (double)took / 1e6);
+}
+
 int main(void)
 {
         log_setup(LOG_TARGET_STDERR, LOG_NOTICE);
@@ -176,6 +422,15 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_field_selector, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_deleted_while_away, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_backoff, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_watch_error_backs_off, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_expired_storm_bounded, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_retry_after, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_silent_watch_resumed, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_oversized_list_paged, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_memory_budget, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_undecodable_isolated, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_endless_continue_bounded, start_fake,
+                                                stop_fake),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

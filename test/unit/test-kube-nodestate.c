@@ -36,7 +36,7 @@ struct ctx {
         struct kube_nodestate *st;
 };
 
-static void make_state(struct ctx *c, struct fake *f)
+static void make_state_paced(struct ctx *c, struct fake *f, uint64_t write_interval_usec)
 {
         *c = (struct ctx){ .f = f };
         const struct kube_events_opts eo = { .component = "sriov-agent", .host = "n1" };
@@ -44,8 +44,15 @@ static void make_state(struct ctx *c, struct fake *f)
         const struct kube_nodestate_opts so = { .node_name = "n1",
                                                 .events = c->events,
                                                 .on_result = on_result,
-                                                .userdata = &c->results };
+                                                .userdata = &c->results,
+                                                .write_interval_usec = write_interval_usec };
         assert_int_equal(kube_nodestate_new(f->agent, &so, &c->st), 0);
+}
+
+/* Most tests are about what is written, not when: a short write interval keeps them quick. */
+static void make_state(struct ctx *c, struct fake *f)
+{
+        make_state_paced(c, f, 20 * 1000);
 }
 
 static void free_state(struct ctx *c)
@@ -227,6 +234,196 @@ static void test_server_errors_retry(void **state)
         free_state(&c);
 }
 
+static const char *const discovered =
+    "[{\"name\":\"ens1f0\",\"pciAddress\":\"0000:01:00.0\",\"numVfs\":1,"
+    "\"altNames\":[\"enp1s0f0\"],\"numaNode\":1,\"iommuGroup\":7,\"error\":\"no link\","
+    "\"Vfs\":[{\"pciAddress\":\"0000:01:00.2\",\"vfID\":0,\"numaNode\":1,"
+    "\"rdmaDevices\":[{\"name\":\"mlx5_2\"}]}]}]";
+
+/* An older upstream chart: no altNames in status either (pruned like numaNode). */
+static void drop_alt_names(json_t *crd)
+{
+        json_t *props = json_object_get(
+            json_object_get(
+                json_object_get(
+                    json_object_get(
+                        json_object_get(
+                            json_object_get(
+                                json_object_get(
+                                    json_object_get(
+                                        json_array_get(json_object_get(json_object_get(crd, "spec"),
+                                                                       "versions"),
+                                                       0),
+                                        "schema"),
+                                    "openAPIV3Schema"),
+                                "properties"),
+                            "status"),
+                        "properties"),
+                    "interfaces"),
+                "items"),
+            "properties");
+        assert_int_equal(json_object_del(props, "altNames"), 0);
+}
+
+/* Under upstream's NodeState CRD the server prunes status fields it does not declare. The
+ * writer must converge: fields upstream lacks go to the annotation, status keeps upstream's
+ * field set, and what is still pruned (altNames under an older chart) causes no second write:
+ * the decision is made against the last acknowledged write, not against the server's echo. */
+static void test_upstream_crd_converges(void **state)
+{
+        struct fake *f = *state;
+        install_crds_variant(f, NS, true, drop_alt_names);
+        struct ctx c;
+        make_state(&c, f);
+        set_spec(&c, "{\"interfaces\":[{\"pciAddress\":\"0000:01:00.0\",\"numVfs\":1}]}");
+        set_status(&c, discovered, KUBE_SYNC_SUCCEEDED, NULL);
+        settle(&c);
+        assert_int_equal(kube_nodestate_writes(c.st), 2); /* POST, PATCH /status */
+
+        json_t *obj = get_json(f, PATH);
+        json_t *iface =
+            json_array_get(json_object_get(json_object_get(obj, "status"), "interfaces"), 0);
+        assert_string_equal(json_string_value(json_object_get(iface, "name")), "ens1f0");
+        assert_null(json_object_get(iface, "numaNode"));
+        assert_null(json_object_get(iface, "altNames")); /* pruned by this older schema */
+        const char *extra = json_string_value(
+            json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"),
+                            KUBE_NODESTATE_EXTRA_ANNOTATION));
+        assert_non_null(extra);
+        json_t *ej = json_loads(extra, 0, NULL);
+        json_t *pf = json_object_get(ej, "0000:01:00.0");
+        assert_int_equal(json_integer_value(json_object_get(pf, "numaNode")), 1);
+        assert_int_equal(json_integer_value(json_object_get(pf, "iommuGroup")), 7);
+        assert_string_equal(json_string_value(json_object_get(pf, "error")), "no link");
+        assert_string_equal(
+            json_string_value(json_object_get(
+                json_array_get(
+                    json_object_get(json_object_get(json_object_get(pf, "Vfs"), "0000:01:00.2"),
+                                    "rdmaDevices"),
+                    0),
+                "name")),
+            "mlx5_2");
+        json_decref(ej);
+        char *rv = strdup(json_string_value(
+            json_object_get(json_object_get(obj, "metadata"), "resourceVersion")));
+        json_decref(obj);
+
+        /* The agent reports the same state every reconcile: no write, no new version. */
+        for (int i = 0; i < 10; i++) {
+                set_spec(&c, "{\"interfaces\":[{\"pciAddress\":\"0000:01:00.0\",\"numVfs\":1}]}");
+                set_status(&c, discovered, KUBE_SYNC_SUCCEEDED, NULL);
+                settle(&c);
+                run_until(f, NULL, 0, 100 * 1000);
+        }
+        assert_int_equal(kube_nodestate_writes(c.st), 2);
+        obj = get_json(f, PATH);
+        assert_string_equal(
+            json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion")),
+            rv);
+        json_decref(obj);
+        free(rv);
+
+        /* A real change is one write. */
+        set_status(&c, discovered, KUBE_SYNC_FAILED, "ens1f0: no link");
+        settle(&c);
+        assert_int_equal(kube_nodestate_writes(c.st), 3);
+        free_state(&c);
+}
+
+/* Under churn the writer sends at most one write per second, and the last state wins. */
+static void test_writes_paced(void **state)
+{
+        struct fake *f = *state;
+        install_crds_and_namespace(f, NS);
+        struct ctx c;
+        make_state_paced(&c, f, 0 /* the default: 1 s */);
+        set_status(&c, "[]", KUBE_SYNC_IN_PROGRESS, NULL);
+        settle(&c);
+        unsigned before = kube_nodestate_writes(c.st);
+        uint64_t start = now_usec();
+        char err[32];
+        for (int i = 1; i <= 10; i++) {
+                snprintf(err, sizeof(err), "e%d", i);
+                set_status(&c, "[]", KUBE_SYNC_FAILED, err);
+                run_until(f, NULL, 0, 150 * 1000);
+        }
+        settle(&c);
+        double secs = (double)(now_usec() - start) / 1e6;
+        unsigned writes = kube_nodestate_writes(c.st) - before;
+        assert_true(writes >= 1);
+        assert_true(writes <= (unsigned)secs + 1);
+        json_t *obj = get_json(f, PATH);
+        assert_string_equal(status_field(obj, "lastSyncError"), "e10");
+        json_decref(obj);
+        free_state(&c);
+}
+
+/* A refused body (422) is logged once and not retried at full speed; a new body goes out. */
+static void test_invalid_not_retried(void **state)
+{
+        struct fake *f = *state;
+        install_crds_and_namespace(f, NS);
+        struct ctx c;
+        make_state(&c, f);
+        set_status(&c, "[]", KUBE_SYNC_SUCCEEDED, NULL);
+        settle(&c);
+        unsigned before = kube_nodestate_writes(c.st);
+        /* numVfs is an integer in the schema: a string is refused with 422. */
+        set_status(&c, "[{\"pciAddress\":\"0000:01:00.0\",\"numVfs\":\"many\"}]", KUBE_SYNC_FAILED,
+                   "x");
+        run_until(f, NULL, 0, 2 * 1000 * 1000);
+        assert_int_equal(kube_nodestate_writes(c.st) - before, 1);
+        assert_true(c.results.failed >= 1);
+        /* The same body again (every reconcile): still nothing sent. */
+        set_status(&c, "[{\"pciAddress\":\"0000:01:00.0\",\"numVfs\":\"many\"}]", KUBE_SYNC_FAILED,
+                   "x");
+        run_until(f, NULL, 0, 500 * 1000);
+        assert_int_equal(kube_nodestate_writes(c.st) - before, 1);
+        /* A valid one is written at once. */
+        set_status(&c, "[]", KUBE_SYNC_FAILED, "y");
+        settle(&c);
+        json_t *obj = get_json(f, PATH);
+        assert_string_equal(status_field(obj, "lastSyncError"), "y");
+        json_decref(obj);
+        free_state(&c);
+}
+
+/* 429 with Retry-After (API Priority and Fairness): the write waits that long, no sooner. */
+static void test_retry_after(void **state)
+{
+        struct fake *f = *state;
+        install_crds_and_namespace(f, NS);
+        struct ctx c;
+        make_state(&c, f);
+        fault(f, "{\"throttle\":1,\"retry_after_s\":2}");
+        uint64_t start = now_usec();
+        set_status(&c, "[]", KUBE_SYNC_SUCCEEDED, NULL);
+        settle(&c);
+        uint64_t took = now_usec() - start;
+        assert_int_equal(stat_value(f, "throttled"), 1);
+        if (took < 1900 * 1000 || took > 4000 * 1000)
+                fail_msg("written after %.2f s with Retry-After: 2", (double)took / 1e6);
+        free_state(&c);
+}
+
+/* A 404 without the object's name (no such resource or subresource) is not "object missing":
+ * no create loop. */
+static void test_missing_resource_not_created(void **state)
+{
+        struct fake *f = *state;
+        /* Namespace but no CRDs at all. */
+        assert_int_equal(request(f, f->admin, "POST", "/api/v1/namespaces", "application/json",
+                                 "{\"metadata\":{\"name\":\"" NS "\"}}", NULL, 0),
+                         201);
+        struct ctx c;
+        make_state(&c, f);
+        set_status(&c, "[]", KUBE_SYNC_SUCCEEDED, NULL);
+        run_until(f, NULL, 0, 2 * 1000 * 1000);
+        assert_int_equal(kube_nodestate_writes(c.st), 0); /* GETs only, no POST */
+        assert_true(c.results.failed >= 1);
+        free_state(&c);
+}
+
 static void test_bad_arguments(void **state)
 {
         struct fake *f = *state;
@@ -262,6 +459,12 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_lifecycle, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_server_errors_retry, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_bad_arguments, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_upstream_crd_converges, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_writes_paced, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_invalid_not_retried, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_retry_after, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_missing_resource_not_created, start_fake,
+                                                stop_fake),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

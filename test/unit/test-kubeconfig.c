@@ -217,6 +217,49 @@ static void test_token(void **state)
         free(text);
 }
 
+/* A token over plain http is allowed to a loopback server only; a KUBECONFIG list of several
+ * files is refused (not merged, not half read). */
+static void test_plain_http_and_lists(void **state)
+{
+        struct fixture *f = *state;
+        struct kube_config *c = NULL;
+        char msg[1024];
+        char *text = kubeconfig("", "    token: abc\n");
+        char *local = replace_first(text, "https://10.0.0.1:6443/", "http://127.0.0.1:8080");
+        assert_int_equal(load(f, local, &c, msg, sizeof(msg)), 0);
+        kube_config_free(c);
+        c = NULL;
+        char *v6 = replace_first(text, "https://10.0.0.1:6443/", "http://[::1]:8080");
+        assert_int_equal(load(f, v6, &c, msg, sizeof(msg)), 0);
+        kube_config_free(c);
+        c = NULL;
+        char *lookalike =
+            replace_first(text, "https://10.0.0.1:6443/", "http://127.0.0.1.evil.example:80");
+        assert_int_not_equal(load(f, lookalike, &c, msg, sizeof(msg)), 0);
+        assert_non_null(strstr(msg, "refusing to send a bearer token"));
+        setenv("SRIOV_AGENT_INSECURE_HTTP_TOKEN", "1", 1); /* the user says so */
+        assert_int_equal(load(f, lookalike, &c, msg, sizeof(msg)), 0);
+        unsetenv("SRIOV_AGENT_INSECURE_HTTP_TOKEN");
+        kube_config_free(c);
+        c = NULL;
+        write_file(f->dir, "kc", local);
+        free(text);
+        free(local);
+        free(v6);
+        free(lookalike);
+
+        char kc[256], env[600];
+        snprintf(kc, sizeof(kc), "%s/kc", f->dir);
+        snprintf(env, sizeof(env), "%s:%s/other", kc, f->dir);
+        setenv("KUBECONFIG", env, 1);
+        assert_int_equal(kube_config_load(NULL, &c), -EOPNOTSUPP);
+        snprintf(env, sizeof(env), ":%s::", kc); /* empty entries do not count */
+        setenv("KUBECONFIG", env, 1);
+        assert_int_equal(kube_config_load(NULL, &c), 0);
+        kube_config_free(c);
+        unsetenv("KUBECONFIG");
+}
+
 static void test_client_cert_files_relative(void **state)
 {
         struct fixture *f = *state;
@@ -360,6 +403,21 @@ static void test_broken(void **state)
                 { "", "    token: [1, 2]\n", NULL, NULL,
                   "users[admin].user.token: must be a string" },
                 { "", "    exec:\n      command: x\n", NULL, NULL, "exec and auth-provider" },
+                { "    proxy-url: http://proxy:3128\n", "    token: x\n", NULL, NULL,
+                  "clusters[lab].cluster.proxy-url: not supported" },
+                { "    tls-server-name: api.lab\n", "    token: x\n", NULL, NULL,
+                  "clusters[lab].cluster.tls-server-name: not supported" },
+                { "", "    token: x\n    as: admin\n", NULL, NULL,
+                  "users[admin].user.as: impersonation and basic authentication" },
+                { "", "    token: x\n    as-groups: [system:masters]\n", NULL, NULL,
+                  "users[admin].user.as-groups: impersonation" },
+                { "", "    username: u\n    password: p\n", NULL, NULL,
+                  "users[admin].user.username: impersonation and basic authentication" },
+                { "    insecure-skip-tls-verify: true\n    certificate-authority: ca.crt\n",
+                  "    token: x\n", NULL, NULL,
+                  "insecure-skip-tls-verify cannot be combined with a certificate-authority" },
+                { "", "    token: x\n", "https://10.0.0.1:6443/", "http://10.0.0.1:8080",
+                  "refusing to send a bearer token over plain http://" },
                 { "", "    token: x\n", "clusters:\n", "clusters: 5\nignored:\n",
                   "clusters: must be a list" },
                 { "", "    token: x\n", "apiVersion: v1\n", "apiVersion: [v1\n",
@@ -438,6 +496,7 @@ int main(void)
                 cmocka_unit_test(test_base64),
                 cmocka_unit_test(test_yaml_to_json),
                 cmocka_unit_test_setup_teardown(test_token, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_plain_http_and_lists, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_client_cert_files_relative, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_ca_and_cert_data, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_insecure, setup, teardown),

@@ -546,22 +546,120 @@ static void test_state_dir(void **state)
         assert_int_equal(s.pfs[0].applied.num_vfs, 8);
         applied_state_done(&s);
 
+        /* Not records: ignored, whatever they hold. */
+        write_file(dir, "notes.json", "{truncated");
+        write_file(dir, "0000:zz:00.0.json", "{truncated");
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 write_file(dir, bad[i].name, bad[i].text);
-                assert_int_equal(applied_state_load_dir(dir, &s, &error), -EINVAL);
-                if (!error || !strstr(error, bad[i].expect))
-                        fail_msg("case %zu: \"%s\" lacks \"%s\"", i, error ? error : "(null)",
+                /* One bad record freezes its PF only: the good one is still loaded. */
+                assert_int_equal(applied_state_load_dir(dir, &s, &error), 0);
+                assert_null(error);
+                assert_int_equal(s.n_pfs, 1);
+                assert_string_equal(s.pfs[0].pci_address, "0000:3b:00.0");
+                assert_int_equal(s.n_bad, 1);
+                assert_string_equal(s.bad[0].pci_address, "0000:3b:00.1");
+                if (!strstr(s.bad[0].message, bad[i].expect))
+                        fail_msg("case %zu: \"%s\" lacks \"%s\"", i, s.bad[0].message,
                                  bad[i].expect);
-                free(error);
-                error = NULL;
+                assert_non_null(applied_state_find_bad(&s, "0000:3b:00.1"));
+                assert_null(applied_state_find_bad(&s, "0000:3b:00.0"));
+                applied_state_done(&s);
                 snprintf(path, sizeof(path), "%s/%s", dir, bad[i].name);
                 unlink(path);
         }
+        snprintf(path, sizeof(path), "%s/notes.json", dir);
+        unlink(path);
+        snprintf(path, sizeof(path), "%s/0000:zz:00.0.json", dir);
+        unlink(path);
         snprintf(path, sizeof(path), "%s/0000:3b:00.0.json", dir);
         unlink(path);
         snprintf(path, sizeof(path), "%s/.0000:3b:00.0.json.tmp", dir);
         unlink(path);
         rmdir(dir);
+}
+
+/* Adopt then release: a PF that already had 4 VFs when a policy selected it goes back to 4
+ * VFs (not 0) and its original MTU when the policy goes. */
+static void test_adopt_then_release(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 }, none = { 0 };
+        struct vf_group g = make_group("r", 0, 7, DEVICE_TYPE_NETDEVICE, 0);
+        struct plan p1, p2, p3;
+        struct applied_pf back;
+        char *error = NULL;
+        json_t *o;
+
+        fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 4, 1500, "mlx5_core");
+        want(&d, PF_A, "ens1f0", 8, 9000, 1, &g);
+        assert_int_equal(plan_build(&d, &inv, NULL, &p1), 0);
+        assert_int_equal(p1.applied.n_pfs, 1);
+        assert_int_equal(p1.applied.pfs[0].original_num_vfs, 4);
+        assert_int_equal(p1.applied.pfs[0].original_mtu, 1500);
+        /* The original count survives the record file. */
+        assert_int_equal(applied_pf_to_json(&p1.applied.pfs[0], &o), 0);
+        assert_int_equal(applied_pf_from_json(o, &back, &error), 0);
+        assert_int_equal(back.original_num_vfs, 4);
+        applied_pf_done(&back);
+        json_decref(o);
+        assert_int_equal(plan_simulate(&p1, &inv), 0);
+        assert_int_equal(inv.pfs[0].num_vfs, 8);
+
+        assert_int_equal(plan_build(&none, &inv, &p1.applied, &p2), 0);
+        dump(&p2);
+        assert_int_equal(count_kind(&p2, ACTION_RESET_PF), 1);
+        assert_int_equal(p2.actions[0].kind, ACTION_RESET_PF);
+        assert_int_equal(p2.actions[0].value, 4);
+        assert_int_equal(count_kind(&p2, ACTION_RESTORE_PF_MTU), 1);
+        assert_int_equal(p2.applied.n_pfs, 0);
+        assert_int_equal(plan_simulate(&p2, &inv), 0);
+        assert_int_equal(inv.pfs[0].num_vfs, 4);
+        assert_int_equal(inv.pfs[0].netdevs[0].mtu, 1500);
+        /* Released and back as found: nothing more to do, and never touched again. */
+        assert_int_equal(plan_build(&none, &inv, &p2.applied, &p3), 0);
+        assert_int_equal(p3.n_actions, 0);
+        plan_done(&p1);
+        plan_done(&p2);
+        plan_done(&p3);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+/* A PF whose record is unusable gets no action and no new record; the others are planned as
+ * usual; the problem names the file. */
+static void test_freeze_bad_record(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct applied_state prev = { 0 };
+        struct vf_group g = make_group("r", 0, 3, DEVICE_TYPE_NETDEVICE, 0);
+        struct plan p;
+
+        fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 0, 1500, "mlx5_core");
+        fake_add_pf(&inv, PF_B, "ens1f1", 0x15b3, 0x101b, 16, 0, 1500, "mlx5_core");
+        want(&d, PF_A, "ens1f0", 4, 0, 1, &g);
+        want(&d, PF_B, "ens1f1", 4, 0, 1, &g);
+        prev.bad = calloc(1, sizeof(*prev.bad));
+        assert_non_null(prev.bad);
+        prev.n_bad = 1;
+        snprintf(prev.bad[0].pci_address, sizeof(prev.bad[0].pci_address), PF_B);
+        snprintf(prev.bad[0].message, sizeof(prev.bad[0].message), "/s/%s.json: not JSON", PF_B);
+
+        assert_int_equal(plan_build(&d, &inv, &prev, &p), 0);
+        assert_int_equal(plan_freeze_bad_records(&p, &prev), 0);
+        for (size_t i = 0; i < p.n_actions; i++)
+                assert_string_equal(p.actions[i].pf, PF_A);
+        assert_int_equal(count_kind(&p, ACTION_SET_NUM_VFS), 1);
+        assert_int_equal(p.applied.n_pfs, 1);
+        assert_string_equal(p.applied.pfs[0].pci_address, PF_A);
+        assert_true(prev.bad[0].would_change);
+        assert_int_equal(p.n_problems, 1);
+        assert_string_equal(p.problems[0].pf, PF_B);
+        assert_non_null(strstr(p.problems[0].message, "not JSON"));
+        plan_done(&p);
+        desired_state_done(&d);
+        applied_state_done(&prev);
+        inventory_done(&inv);
 }
 
 int main(void)
@@ -583,6 +681,8 @@ int main(void)
                 cmocka_unit_test(test_action_json),
                 cmocka_unit_test(test_applied_json_roundtrip),
                 cmocka_unit_test(test_state_dir),
+                cmocka_unit_test(test_freeze_bad_record),
+                cmocka_unit_test(test_adopt_then_release),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -131,6 +131,24 @@ static void test_garbage(void **state)
         }
 }
 
+/* An event whose object cannot be decoded (an integer beyond 64 bits) is delivered as a named
+ * stub and the stream goes on; the events after it arrive. */
+static void test_undecodable_object_isolated(void **state)
+{
+        struct kube_watch_stream ws;
+        struct seen s = {};
+        kube_watch_stream_init(&ws, 0);
+        const char *text = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"huge\"},"
+                           "\"spec\":{\"mtu\":100000000000000000000}}}\n"
+                           "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"next\"}}}\n";
+        assert_int_equal(kube_watch_stream_feed(&ws, text, strlen(text), on_event, &s), 0);
+        assert_int_equal(s.n, 2);
+        assert_int_equal(s.types[0], KUBE_WATCH_MODIFIED);
+        assert_string_equal(s.names[0], "huge");
+        assert_string_equal(s.names[1], "next");
+        kube_watch_stream_done(&ws);
+}
+
 static void test_callback_error_stops(void **state)
 {
         struct kube_watch_stream ws;
@@ -250,6 +268,7 @@ int main(void)
                 cmocka_unit_test(test_every_split_point),
                 cmocka_unit_test(test_partial_line_pending),
                 cmocka_unit_test(test_garbage),
+                cmocka_unit_test(test_undecodable_object_isolated),
                 cmocka_unit_test(test_callback_error_stops),
                 cmocka_unit_test(test_oversized_event),
                 cmocka_unit_test(test_small_cap),

@@ -2,6 +2,9 @@
 #   qemu/      a QEMU >= 8 (igb NIC model) tree, run through its own dynamic loader
 #   kernel/    vmlinux (PVH entry), vmlinuz, and the needed modules, decompressed
 #   userland/  busybox-static, iproute2, jq, rdma-core tools: the guest's userland tree
+#   cni-plugins/  containernetworking-plugins (host-local IPAM), only for scenarios that say
+#              "# vm-needs: cni"; kept apart from userland/ so the base initramfs (and the
+#              other scenarios' boots) do not grow by its binaries
 # Everything comes from Debian's archive through a PRIVATE apt configuration whose mirror is
 # read at run time from this machine's own apt sources; the host's package state is untouched.
 # Each part is done once and marked with a stamp file, so a rerun does not touch the network.
@@ -18,6 +21,9 @@ VM_MODULES_DEFAULT="igb igbvf vfio_pci vfio_iommu_type1 ib_uverbs rdma_rxe crc32
 # Debian packages of the guest userland (same suite as the host, so its libraries agree with
 # the ones the agent binary was linked against).
 VM_USERLAND_PACKAGES="busybox-static iproute2 jq ibverbs-providers ibverbs-utils"
+
+# The CNI plugins' package (host-local IPAM for the sriov CNI plugin's scenario).
+VM_CNI_PACKAGES="containernetworking-plugins"
 
 # Prints the first mirror URI that the host's apt configuration uses for suite $1.
 host_mirror_uri() {
@@ -268,6 +274,24 @@ fetch_userland() {
         unpack_debs "$dir/debs" "$dir/root"
         rm -rf "$dir/debs"
         echo "$VM_USERLAND_PACKAGES" >"$dir/stamp"
+    fi
+}
+
+fetch_cni_plugins() {
+    local dir=$VM_CACHE/cni-plugins
+    if [ ! -e "$dir/stamp" ] || [ "$(cat "$dir/stamp")" != "$VM_CNI_PACKAGES" ]; then
+        apt_private_setup
+        note "downloading guest CNI plugins: $VM_CNI_PACKAGES"
+        rm -rf "$dir"
+        # only the package itself: its binaries need nothing but libc, which the guest has
+        mkdir -p "$dir/debs"
+        # shellcheck disable=SC2086
+        (cd "$dir/debs" && apt-get "${APT_OPTS[@]}" -q download $VM_CNI_PACKAGES) \
+            >"$dir/debs.log" 2>&1 || die "download of $VM_CNI_PACKAGES failed:$(echo; tail -5 "$dir/debs.log")"
+        unpack_debs "$dir/debs" "$dir/root"
+        rm -rf "$dir/debs"
+        [ -x "$dir/root/usr/lib/cni/host-local" ] || die "$VM_CNI_PACKAGES has no /usr/lib/cni/host-local"
+        echo "$VM_CNI_PACKAGES" >"$dir/stamp"
     fi
 }
 

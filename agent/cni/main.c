@@ -1,0 +1,836 @@
+/* `sriov`: the CNI plugin that hands a VF to a pod (CNI type "sriov", compatible with
+ * upstream k8snetworkplumbingwg/sriov-cni: same configuration, same records on the node).
+ *
+ * A separate small executable (libnl + jansson only) because the runtime starts it for every
+ * pod network attachment. Commands: ADD, DEL, CHECK, VERSION, and STATUS/GC (1.1.0) accepted.
+ * Everything ADD changes is undone when a later step fails; DEL restores what ADD changed.
+ *
+ * Environment besides the CNI_* variables: SRIOV_CNI_STATE_DIR (default /var/lib/cni/sriov)
+ * and SRIOV_CNI_SYSFS_ROOT (default /sys) for tests; SRIOV_CNI_TIMINGS=1 prints a line with
+ * the wall time spent in total, in the IPAM plugin and in netlink requests, and the plugin's
+ * peak RSS (the IPAM child not included) to stderr. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/if_ether.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cni/conf.h"
+#include "cni/ipam.h"
+#include "cni/result.h"
+#include "cni/state.h"
+#include "host/netlink-netns.h"
+#include "host/vf-lookup.h"
+#include "util/macro.h"
+#include "util/names.h"
+
+#define LOCK_TIMEOUT_MS (60 * 1000)
+#define STDIN_MAX       (1024 * 1024)
+
+struct timings {
+        bool enabled;
+        double start, ipam, netlink;
+};
+
+struct plugin {
+        const char *command, *container_id, *netns, *ifname, *args, *cni_path;
+        const char *state_dir, *sysfs_root;
+        char *stdin_data;
+        size_t stdin_len;
+        struct cni_conf conf;
+        struct cni_error err;
+        int host_ns; /* the plugin's own (host) network namespace */
+        struct timings t;
+};
+
+static double now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Wraps a netlink call to account its time. */
+#define NL(p, call)                                                                                \
+        ({                                                                                         \
+                double t0_ = now_ms();                                                             \
+                int r_ = (call);                                                                   \
+                (p)->t.netlink += now_ms() - t0_;                                                  \
+                r_;                                                                                \
+        })
+
+static int fail(struct plugin *p, int code, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(struct plugin *p, int code, int err, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(p->err.msg, sizeof(p->err.msg), fmt, ap);
+        va_end(ap);
+        p->err.code = code;
+        return err < 0 ? err : -EINVAL;
+}
+
+static int read_stdin(struct plugin *p)
+{
+        size_t cap = 4096;
+        p->stdin_data = malloc(cap);
+        if (!p->stdin_data)
+                return -ENOMEM;
+        for (;;) {
+                if (p->stdin_len + 1 >= cap) {
+                        if (cap >= STDIN_MAX)
+                                return fail(p, CNI_ERR_DECODE, -EFBIG,
+                                            "network configuration larger than %d bytes",
+                                            STDIN_MAX);
+                        char *n = realloc(p->stdin_data, cap * 2);
+                        if (!n)
+                                return -ENOMEM;
+                        p->stdin_data = n;
+                        cap *= 2;
+                }
+                ssize_t n =
+                    read(STDIN_FILENO, p->stdin_data + p->stdin_len, cap - p->stdin_len - 1);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return fail(p, CNI_ERR_DECODE, negative_errno(), "cannot read stdin: %m");
+                if (n == 0)
+                        break;
+                p->stdin_len += (size_t)n;
+        }
+        p->stdin_data[p->stdin_len] = '\0';
+        return 0;
+}
+
+static int enter_ns(struct plugin *p, int fd, const char *what)
+{
+        int r = host_netns_enter(fd);
+        if (r < 0)
+                return fail(p, CNI_ERR_GENERIC, r, "cannot enter the %s network namespace: %s",
+                            what, strerror(-r));
+        return 0;
+}
+
+/* Best effort: with these the kernel announces address changes itself (as upstream). */
+static void enable_notify(const char *ifname)
+{
+        char path[128];
+        snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/arp_notify", ifname);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+                (void)!write(fd, "1", 1);
+                close(fd);
+        }
+        snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/ndisc_notify", ifname);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+                (void)!write(fd, "1", 1);
+                close(fd);
+        }
+}
+
+/* ---- restoring (DEL, and ADD's undo) ---- */
+
+/* Puts back on the PF what the configuration set, the admin MAC always, as upstream's
+ * ResetVFConfig. With best_effort every step is tried; else the first error stops. */
+static int reset_pf_side(struct plugin *p, const struct cni_cache *c, bool best_effort)
+{
+        const struct cni_vf_orig *o = &c->orig;
+        const char *pf = c->master;
+        int first = 0, r;
+#define STEP(call, ...)                                                                            \
+        do {                                                                                       \
+                r = NL(p, call);                                                                   \
+                if (r < 0 && first == 0) {                                                         \
+                        first = fail(p, CNI_ERR_GENERIC, r, __VA_ARGS__);                          \
+                        if (!best_effort)                                                          \
+                                return first;                                                      \
+                }                                                                                  \
+        } while (0)
+        if (c->has_vlan)
+                STEP(
+                    host_vf_set_vlan_proto(pf, c->vfid, o->vlan, o->qos,
+                                           (uint16_t)(o->vlan_proto ? o->vlan_proto : ETH_P_8021Q)),
+                    "%s VF %d: cannot restore vlan %d qos %d: %s", pf, c->vfid, o->vlan, o->qos,
+                    strerror(-r));
+        if (c->spoofchk >= 0)
+                STEP(host_vf_set_spoofchk(pf, c->vfid, o->spoofchk),
+                     "%s VF %d: cannot restore spoofchk: %s", pf, c->vfid, strerror(-r));
+        /* Only when it differs: rewriting an unchanged one is not harmless (igb clears the VF's
+         * MAC filter when given the all-zero "no administrative MAC") */
+        uint8_t mac[6];
+        struct host_vf_state now;
+        bool mac_differs = host_vf_get_state(pf, c->vfid, &now) < 0 ||
+                           cni_parse_mac(o->admin_mac, mac) < 0 || memcmp(now.mac, mac, 6) != 0;
+        if (o->admin_mac[0] && mac_differs && cni_parse_mac(o->admin_mac, mac) == 0)
+                STEP(host_vf_set_mac(pf, c->vfid, mac),
+                     "%s VF %d: cannot restore the administrative MAC %s: %s", pf, c->vfid,
+                     o->admin_mac, strerror(-r));
+        if (c->trust >= 0)
+                STEP(host_vf_set_trust(pf, c->vfid, o->trust), "%s VF %d: cannot restore trust: %s",
+                     pf, c->vfid, strerror(-r));
+        if (c->has_rate)
+                STEP(host_vf_set_rate(pf, c->vfid, (uint32_t)o->min_tx_rate,
+                                      (uint32_t)o->max_tx_rate),
+                     "%s VF %d: cannot restore tx rates %d/%d: %s", pf, c->vfid, o->min_tx_rate,
+                     o->max_tx_rate, strerror(-r));
+        if (c->link_state >= 0)
+                STEP(host_vf_set_link_state(pf, c->vfid, (int)o->link_state),
+                     "%s VF %d: cannot restore link state: %s", pf, c->vfid, strerror(-r));
+#undef STEP
+        return first;
+}
+
+/* The netdev as ADD found it: down, its MAC and MTU back, moved back to the host under its
+ * old name. Called from the host namespace; pod_ns is the pod's. */
+static int release_netdev(struct plugin *p, int pod_ns, const char *ifname,
+                          const struct cni_cache *c)
+{
+        int r = enter_ns(p, pod_ns, "pod's");
+        if (r < 0)
+                return r;
+        struct host_link l;
+        r = NL(p, host_link_get(ifname, &l));
+        if (r == -ENODEV && c->orig.host_ifname[0]) {
+                /* an ADD that moved it but failed to rename it */
+                r = NL(p, host_link_get(c->orig.host_ifname, &l));
+                if (r >= 0)
+                        ifname = c->orig.host_ifname;
+        }
+        if (r < 0) {
+                (void)host_netns_enter(p->host_ns);
+                if (r == -ENODEV && host_vf_has_netdev(p->sysfs_root, c->device_id))
+                        return 0; /* already back in the host (an earlier, interrupted DEL) */
+                return fail(p, CNI_ERR_GENERIC, r, "VF %s: interface %s not found in %s: %s",
+                            c->device_id, ifname, p->netns, strerror(-r));
+        }
+        uint8_t mac[6];
+        const char *step = "take it down";
+        r = NL(p, host_link_set_updown(l.ifindex, false));
+        /* read again: a VF driver may have taken the restored administrative MAC on down */
+        if (r >= 0)
+                r = NL(p, host_link_get(ifname, &l));
+        if (r >= 0 && c->orig.effective_mac[0] && cni_parse_mac(c->orig.effective_mac, mac) == 0 &&
+            memcmp(mac, l.mac, 6) != 0) {
+                step = "restore its MAC";
+                r = NL(p, host_link_set_mac(l.ifindex, mac));
+        }
+        if (r >= 0 && c->orig.mtu > 0 && c->orig.mtu != l.mtu) {
+                step = "restore its MTU";
+                r = NL(p, host_link_set_mtu_index(l.ifindex, c->orig.mtu));
+        }
+        /* back to the host even when MAC or MTU could not be restored: a VF stuck in a pod's
+         * namespace is lost to every other pod; the first error is still reported */
+        int rm = NL(p, host_link_move(l.ifindex, p->host_ns, c->orig.host_ifname));
+        if (r >= 0 && rm < 0) {
+                step = "move it back to the host";
+                r = rm;
+        }
+        int r2 = enter_ns(p, p->host_ns, "host");
+        if (r < 0)
+                return fail(p, CNI_ERR_GENERIC, r, "VF %s: %s in %s: cannot %s (as %s): %s",
+                            c->device_id, ifname, p->netns, step, c->orig.host_ifname,
+                            strerror(-r));
+        return r2;
+}
+
+/* After the pod's namespace vanished the kernel returned the netdev to the host under its pod
+ * name: give it back its own name, MAC and MTU. Best effort (the pod is gone either way). */
+static void rename_returned_netdev(struct plugin *p, const struct cni_cache *c)
+{
+        struct vf_location loc;
+        struct host_link l;
+        uint8_t mac[6];
+        if (!c->orig.host_ifname[0] || host_vf_locate(p->sysfs_root, c->device_id, &loc) < 0 ||
+            !loc.vf_ifname[0] || host_link_get(loc.vf_ifname, &l) < 0)
+                return;
+        (void)host_link_set_updown(l.ifindex, false);
+        if (c->orig.effective_mac[0] && cni_parse_mac(c->orig.effective_mac, mac) == 0)
+                (void)host_link_set_mac(l.ifindex, mac);
+        if (c->orig.mtu > 0)
+                (void)host_link_set_mtu_index(l.ifindex, c->orig.mtu);
+        if (strcmp(l.name, c->orig.host_ifname) != 0)
+                (void)host_link_rename(l.ifindex, c->orig.host_ifname);
+}
+
+/* ---- ADD ---- */
+
+static int ipam_run(struct plugin *p, const char *command, const char *type, char **out,
+                    size_t *out_len)
+{
+        double t0 = now_ms();
+        char *dummy = NULL;
+        size_t dummy_len;
+        int r = cni_ipam_exec(type, command, p->cni_path, p->stdin_data, p->stdin_len,
+                              out ? out : &dummy, out_len ? out_len : &dummy_len, &p->err);
+        free(dummy);
+        p->t.ipam += now_ms() - t0;
+        return r;
+}
+
+static int apply_ipam(struct plugin *p, int pod_ns, const char *ifname,
+                      const struct cni_ipam_result *res, const uint8_t mac[6])
+{
+        int r = enter_ns(p, pod_ns, "pod's");
+        if (r < 0)
+                return r;
+        struct host_link l;
+        r = NL(p, host_link_get(ifname, &l));
+        const struct cni_ip *gw4 = NULL, *gw6 = NULL;
+        for (size_t i = 0; r >= 0 && i < res->n_ips; i++) {
+                const struct cni_ip *ip = &res->ips[i];
+                r = NL(p, host_addr_add(l.ifindex, ip->family, ip->addr, ip->prefix));
+                if (r < 0)
+                        fail(p, CNI_ERR_GENERIC, r, "%s: cannot add IPAM address %zu: %s", ifname,
+                             i, strerror(-r));
+                if (ip->has_gw && ip->family == AF_INET && !gw4)
+                        gw4 = ip;
+                if (ip->has_gw && ip->family == AF_INET6 && !gw6)
+                        gw6 = ip;
+        }
+        /* routes without a gateway go through the IP's gateway of their family, as upstream's
+         * ipam.ConfigureIface does */
+        for (size_t i = 0; r >= 0 && i < res->n_routes; i++) {
+                const struct cni_route *rt = &res->routes[i];
+                const struct cni_ip *dgw = rt->family == AF_INET ? gw4 : gw6;
+                const void *gw = rt->has_gw ? rt->gw : dgw ? dgw->gw : NULL;
+                r = NL(p, host_route_add(l.ifindex, rt->family, rt->dst, rt->dst_len, gw));
+                if (r < 0)
+                        fail(p, CNI_ERR_GENERIC, r, "%s: cannot add IPAM route %zu: %s", ifname, i,
+                             strerror(-r));
+        }
+        if (r >= 0) {
+                /* wait briefly for carrier (upstream waits 200 ms), then announce */
+                for (int i = 0; i < 20 && !(l.flags & IFF_RUNNING); i++) {
+                        nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+                        if (host_link_get(ifname, &l) < 0)
+                                break;
+                }
+                for (size_t i = 0; i < res->n_ips; i++) {
+                        const struct cni_ip *ip = &res->ips[i];
+                        if (ip->family == AF_INET)
+                                (void)host_send_gratuitous_arp(l.ifindex, mac, ip->addr);
+                        else
+                                (void)host_send_unsolicited_na(l.ifindex, mac, ip->addr);
+                }
+        }
+        int r2 = enter_ns(p, p->host_ns, "host");
+        return r < 0 ? r : r2;
+}
+
+static int check_allocation(struct plugin *p, const char *pci)
+{
+        char holder[4096];
+        int r = cni_pci_holder(p->state_dir, pci, holder, sizeof(holder));
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return fail(p, CNI_ERR_GENERIC, r, "VF %s: cannot read its allocation record: %s",
+                            pci, strerror(-r));
+        int fd = host_netns_open(holder);
+        if (fd >= 0) {
+                close(fd);
+                return fail(p, CNI_ERR_GENERIC, -EBUSY,
+                            "pci address %s is already allocated (to the pod network namespace "
+                            "%s)",
+                            pci, holder);
+        }
+        /* the holder's namespace is gone: its DEL never came; the VF is free (as upstream) */
+        return cni_pci_release(p->state_dir, pci);
+}
+
+static int cmd_add(struct plugin *p)
+{
+        struct cni_conf *conf = &p->conf;
+        char name[NAME_MAX + 1];
+        int r = cni_cache_name(p->container_id, p->ifname, name, sizeof(name));
+        if (r < 0)
+                return fail(p, CNI_ERR_INVALID_ENV, r,
+                            "CNI_CONTAINERID \"%s\" / CNI_IFNAME \"%s\" are not usable names",
+                            p->container_id, p->ifname);
+
+        struct vf_location loc;
+        r = host_vf_locate(p->sysfs_root, conf->device_id, &loc);
+        switch (r) {
+        case 0:
+                break;
+        case -ENODEV:
+                return fail(p, CNI_ERR_INVALID_CONFIG, r, "deviceID %s: no such PCI device",
+                            conf->device_id);
+        case -ENOTTY:
+                return fail(p, CNI_ERR_INVALID_CONFIG, r,
+                            "deviceID %s is not a VF (no physfn link): give a VF's PCI address",
+                            conf->device_id);
+        case -ENOLINK:
+                return fail(p, CNI_ERR_GENERIC, r, "deviceID %s: its PF %s has no netdev",
+                            conf->device_id, loc.pf_pci);
+        default:
+                return fail(p, CNI_ERR_GENERIC, r,
+                            "deviceID %s: cannot find its PF and VF index: %s", conf->device_id,
+                            strerror(-r));
+        }
+        _cleanup_close_ int lock = cni_pci_lock(p->state_dir, conf->device_id, LOCK_TIMEOUT_MS);
+        if (lock < 0)
+                return fail(p, CNI_ERR_TRY_LATER, lock, "VF %s: cannot take its lock in %s: %s",
+                            conf->device_id, p->state_dir, strerror(-lock));
+        if ((r = check_allocation(p, conf->device_id)) < 0)
+                return r;
+        /* after the allocation check: a VF a pod holds has no netdev in the host either */
+        bool dpdk = !loc.vf_ifname[0];
+        if (dpdk && !host_driver_is_userspace(loc.driver))
+                return fail(p, CNI_ERR_GENERIC, -ENODEV,
+                            "VF %s has no netdev and its driver \"%s\" is not a DPDK one "
+                            "(vfio-pci, uio_pci_generic, igb_uio)",
+                            conf->device_id, loc.driver);
+
+        _cleanup_close_ int pod_ns = host_netns_open(p->netns);
+        if (pod_ns < 0)
+                return fail(p, CNI_ERR_GENERIC, pod_ns, "failed to open netns \"%s\": %s", p->netns,
+                            strerror(-pod_ns));
+
+        if (!dpdk) {
+                /* the kernel would move the netdev first and fail the rename after */
+                struct host_link taken;
+                if ((r = enter_ns(p, pod_ns, "pod's")) < 0)
+                        return r;
+                int t = host_link_get(p->ifname, &taken);
+                if ((r = enter_ns(p, p->host_ns, "host")) < 0)
+                        return r;
+                if (t == 0)
+                        return fail(p, CNI_ERR_GENERIC, -EEXIST,
+                                    "interface %s already exists in %s: cannot give VF %s that "
+                                    "name",
+                                    p->ifname, p->netns, conf->device_id);
+        }
+
+        /* the VF as it is now: what DEL puts back */
+        struct cni_cache rec = {
+                .vfid = loc.vf_index,
+                .has_vlan = conf->has_vlan,
+                .spoofchk = conf->spoofchk,
+                .trust = conf->trust,
+                .has_rate = conf->has_min_tx || conf->has_max_tx,
+                .link_state = conf->link_state,
+        };
+        snprintf(rec.device_id, sizeof(rec.device_id), "%s", conf->device_id);
+        snprintf(rec.master, sizeof(rec.master), "%s", loc.pf_ifname);
+        snprintf(rec.ipam_type, sizeof(rec.ipam_type), "%s", conf->ipam_type);
+        snprintf(rec.orig.host_ifname, sizeof(rec.orig.host_ifname), "%s", loc.vf_ifname);
+        if (conf->has_mac)
+                snprintf(rec.mac, sizeof(rec.mac), "%s", conf->mac_str);
+        struct host_vf_state vs;
+        r = NL(p, host_vf_get_state(loc.pf_ifname, loc.vf_index, &vs));
+        if (r < 0)
+                return fail(p, CNI_ERR_GENERIC, r, "%s VF %d (%s): cannot read its state: %s",
+                            loc.pf_ifname, loc.vf_index, conf->device_id, strerror(-r));
+        cni_format_mac(vs.mac, rec.orig.admin_mac);
+        rec.orig.spoofchk = vs.spoofchk == 1;
+        rec.orig.trust = vs.trust == 1;
+        rec.orig.vlan = vs.vlan;
+        rec.orig.qos = vs.qos;
+        rec.orig.vlan_proto = vs.vlan_proto;
+        rec.orig.min_tx_rate = (int)vs.min_tx_rate;
+        rec.orig.max_tx_rate = (int)vs.max_tx_rate;
+        rec.orig.link_state = vs.link_state >= 0 ? (uint32_t)vs.link_state : 0;
+        struct host_link vf_link = { .ifindex = 0 };
+        if (!dpdk) {
+                r = NL(p, host_link_get(loc.vf_ifname, &vf_link));
+                if (r < 0)
+                        return fail(p, CNI_ERR_GENERIC, r, "VF %s: cannot read its netdev %s: %s",
+                                    conf->device_id, loc.vf_ifname, strerror(-r));
+                rec.orig.mtu = vf_link.mtu;
+                cni_format_mac(vf_link.mac, rec.orig.effective_mac);
+        }
+
+        /* from here on, every failure undoes what was done */
+        bool moved = false, ipam_added = false;
+        struct cni_ipam_result ipam = { .n_ips = 0 };
+        bool have_ipam = false;
+        const char *pf = loc.pf_ifname;
+        int vf = loc.vf_index;
+        if (conf->has_vlan && (r = NL(p, host_vf_set_vlan_proto(pf, vf, conf->vlan, conf->qos,
+                                                                conf->vlan_proto))) < 0) {
+                fail(p, CNI_ERR_GENERIC, r, "%s VF %d: failed to set vlan %d qos %d proto %s: %s",
+                     pf, vf, conf->vlan, conf->qos,
+                     conf->vlan_proto == ETH_P_8021AD ? "802.1ad" : "802.1q", strerror(-r));
+                goto undo;
+        }
+        if (conf->has_mac && (r = NL(p, host_vf_set_mac(pf, vf, conf->mac))) < 0) {
+                fail(p, CNI_ERR_GENERIC, r, "%s VF %d: failed to set MAC address %s: %s", pf, vf,
+                     conf->mac_str, strerror(-r));
+                goto undo;
+        }
+        if (rec.has_rate &&
+            (r = NL(p, host_vf_set_rate(pf, vf, conf->min_tx_rate, conf->max_tx_rate))) < 0) {
+                fail(p, CNI_ERR_GENERIC, r,
+                     "%s VF %d: failed to set min_tx_rate %u / max_tx_rate %u Mbps: %s", pf, vf,
+                     conf->min_tx_rate, conf->max_tx_rate, strerror(-r));
+                goto undo;
+        }
+        if (conf->spoofchk >= 0 &&
+            (r = NL(p, host_vf_set_spoofchk(pf, vf, conf->spoofchk == 1))) < 0) {
+                fail(p, CNI_ERR_GENERIC, r, "%s VF %d: failed to set spoofchk %s: %s", pf, vf,
+                     conf->spoofchk ? "on" : "off", strerror(-r));
+                goto undo;
+        }
+        if (conf->trust >= 0 && (r = NL(p, host_vf_set_trust(pf, vf, conf->trust == 1))) < 0) {
+                fail(p, CNI_ERR_GENERIC, r, "%s VF %d: failed to set trust %s: %s", pf, vf,
+                     conf->trust ? "on" : "off", strerror(-r));
+                goto undo;
+        }
+        if (conf->link_state >= 0 &&
+            (r = NL(p, host_vf_set_link_state(pf, vf, conf->link_state))) < 0) {
+                fail(p, CNI_ERR_GENERIC, r, "%s VF %d: failed to set link_state %d: %s", pf, vf,
+                     conf->link_state, strerror(-r));
+                goto undo;
+        }
+
+        uint8_t result_mac[6] = { 0 };
+        char mac_str[18] = "";
+        if (!dpdk) {
+                r = NL(p, host_link_move(vf_link.ifindex, pod_ns, p->ifname));
+                if (r < 0) {
+                        /* moved, but not renamed (the name appeared meanwhile): undo finds it
+                         * under its old name */
+                        struct host_link still;
+                        moved = host_link_get(loc.vf_ifname, &still) == -ENODEV;
+                        fail(p, CNI_ERR_GENERIC, r, "failed to move %s into %s as %s: %s",
+                             loc.vf_ifname, p->netns, p->ifname,
+                             r == -EEXIST ? "that name is taken there" : strerror(-r));
+                        goto undo;
+                }
+                moved = true;
+                if ((r = enter_ns(p, pod_ns, "pod's")) < 0)
+                        goto undo;
+                struct host_link l;
+                const char *step = "find it";
+                r = NL(p, host_link_get(p->ifname, &l));
+                if (r >= 0) {
+                        enable_notify(p->ifname);
+                        step = "bring it up";
+                        r = NL(p, host_link_set_updown(l.ifindex, true));
+                }
+                if (r >= 0)
+                        r = NL(p, host_link_get(p->ifname, &l));
+                if (r >= 0 && conf->has_mac && memcmp(l.mac, conf->mac, 6) != 0) {
+                        /* Up first, then the MAC: some VF drivers take the administrative MAC
+                         * only when reset (igbvf, on down), and refuse setting it themselves
+                         * while it is administratively set and trust is off; for those a
+                         * down/up cycle brings it in. */
+                        step = "set its MAC";
+                        r = NL(p, host_link_set_mac(l.ifindex, conf->mac));
+                        if (r >= 0)
+                                r = NL(p, host_link_get(p->ifname, &l));
+                        if (r < 0 && NL(p, host_link_set_updown(l.ifindex, false)) >= 0 &&
+                            NL(p, host_link_set_updown(l.ifindex, true)) >= 0 &&
+                            NL(p, host_link_get(p->ifname, &l)) >= 0 &&
+                            memcmp(l.mac, conf->mac, 6) == 0)
+                                r = 0;
+                }
+                if (r >= 0)
+                        memcpy(result_mac, l.mac, 6);
+                int r2 = enter_ns(p, p->host_ns, "host");
+                if (r < 0) {
+                        fail(p, CNI_ERR_GENERIC, r, "%s in %s: cannot %s: %s", p->ifname, p->netns,
+                             step, strerror(-r));
+                        goto undo;
+                }
+                if ((r = r2) < 0)
+                        goto undo;
+                rec.mtu = vf_link.mtu;
+                rec.has_mtu = true;
+                cni_format_mac(result_mac, mac_str);
+        } else if (conf->has_mac) {
+                snprintf(mac_str, sizeof(mac_str), "%s", conf->mac_str);
+        } else if (memcmp(vs.mac, (uint8_t[6]){ 0 }, 6) != 0) {
+                cni_format_mac(vs.mac, mac_str);
+        }
+
+        if (conf->ipam_type[0]) {
+                _cleanup_free_ char *out = NULL;
+                size_t out_len = 0;
+                r = ipam_run(p, "ADD", conf->ipam_type, &out, &out_len);
+                if (r < 0)
+                        goto undo;
+                ipam_added = true;
+                r = cni_ipam_result_parse(out, out_len, &ipam, &p->err);
+                if (r < 0)
+                        goto undo;
+                have_ipam = true;
+                if (!dpdk && (r = apply_ipam(p, pod_ns, p->ifname, &ipam, result_mac)) < 0)
+                        goto undo;
+        }
+
+        r = cni_cache_write(p->state_dir, name, conf, &rec);
+        if (r < 0) {
+                fail(p, CNI_ERR_GENERIC, r, "cannot save the attachment record %s/%s: %s",
+                     p->state_dir, name, strerror(-r));
+                goto undo;
+        }
+        r = cni_pci_save(p->state_dir, conf->device_id, p->netns);
+        if (r < 0) {
+                fail(p, CNI_ERR_GENERIC, r, "cannot save the allocation record of VF %s: %s",
+                     conf->device_id, strerror(-r));
+                (void)cni_cache_remove(p->state_dir, name);
+                goto undo;
+        }
+
+        {
+                /* own scope: no goto crosses this cleanup variable */
+                const struct cni_iface iface = {
+                        .name = p->ifname,
+                        .mac = mac_str,
+                        .mtu = rec.has_mtu ? rec.mtu : 0,
+                        .sandbox = p->netns,
+                };
+                _cleanup_free_ char *text =
+                    cni_result_format(conf->cni_version, &iface, have_ipam ? &ipam : NULL);
+                cni_ipam_result_done(&ipam);
+                if (!text)
+                        return fail(p, CNI_ERR_GENERIC, -ENOMEM, "out of memory");
+                puts(text);
+                return 0;
+        }
+
+undo:;
+        /* keep the first error's message: undo steps may fail too */
+        struct cni_error first = p->err;
+        cni_ipam_result_done(&ipam);
+        if (ipam_added)
+                (void)ipam_run(p, "DEL", conf->ipam_type, NULL, NULL);
+        (void)host_netns_enter(p->host_ns);
+        /* the PF side first, as DEL does: a VF driver may refuse to take its old MAC back
+         * while an administrative one is still set (igbvf with trust off) */
+        (void)reset_pf_side(p, &rec, true);
+        if (moved)
+                (void)release_netdev(p, pod_ns, p->ifname, &rec);
+        p->err = first;
+        return r < 0 ? r : -EIO;
+}
+
+/* ---- DEL ---- */
+
+static int cmd_del(struct plugin *p)
+{
+        char name[NAME_MAX + 1];
+        int r = cni_cache_name(p->container_id, p->ifname, name, sizeof(name));
+        if (r < 0)
+                return fail(p, CNI_ERR_INVALID_ENV, r,
+                            "CNI_CONTAINERID \"%s\" / CNI_IFNAME \"%s\" are not usable names",
+                            p->container_id, p->ifname);
+        struct cni_cache c;
+        r = cni_cache_read(p->state_dir, name, &c, &p->err);
+        if (r == -ENOENT)
+                return 0; /* never added, or already deleted */
+        if (r < 0)
+                return p->err.msg[0] ? r
+                                     : fail(p, CNI_ERR_GENERIC, r, "cannot read %s/%s: %s",
+                                            p->state_dir, name, strerror(-r));
+
+        _cleanup_close_ int lock = cni_pci_lock(p->state_dir, c.device_id, LOCK_TIMEOUT_MS);
+        if (lock < 0)
+                return fail(p, CNI_ERR_TRY_LATER, lock, "VF %s: cannot take its lock in %s: %s",
+                            c.device_id, p->state_dir, strerror(-lock));
+
+        if (c.ipam_type[0] && (r = ipam_run(p, "DEL", c.ipam_type, NULL, NULL)) < 0)
+                return r;
+
+        bool vf_gone = false;
+        struct vf_location loc;
+        if (host_vf_locate(p->sysfs_root, c.device_id, &loc) < 0 || loc.vf_index != c.vfid)
+                vf_gone = true; /* VFs destroyed while the pod ran: nothing left to restore */
+
+        if (p->netns && *p->netns && !vf_gone) {
+                if ((r = reset_pf_side(p, &c, false)) < 0)
+                        return r;
+                if (c.orig.host_ifname[0]) {
+                        _cleanup_close_ int pod_ns = host_netns_open(p->netns);
+                        if (pod_ns == -ENOENT || pod_ns == -EINVAL)
+                                rename_returned_netdev(p, &c);
+                        else if (pod_ns < 0)
+                                return fail(p, CNI_ERR_GENERIC, pod_ns,
+                                            "failed to open netns \"%s\": %s", p->netns,
+                                            strerror(-pod_ns));
+                        else if ((r = release_netdev(p, pod_ns, p->ifname, &c)) < 0)
+                                return r;
+                }
+        }
+        if ((r = cni_pci_release(p->state_dir, c.device_id)) < 0 ||
+            (r = cni_cache_remove(p->state_dir, name)) < 0)
+                return fail(p, CNI_ERR_GENERIC, r, "cannot remove the records of VF %s in %s: %s",
+                            c.device_id, p->state_dir, strerror(-r));
+        return 0;
+}
+
+/* ---- CHECK ---- */
+
+static int cmd_check(struct plugin *p)
+{
+        char name[NAME_MAX + 1], holder[4096];
+        int r = cni_cache_name(p->container_id, p->ifname, name, sizeof(name));
+        if (r < 0)
+                return fail(p, CNI_ERR_INVALID_ENV, r, "CNI_CONTAINERID / CNI_IFNAME unusable");
+        struct cni_cache c;
+        r = cni_cache_read(p->state_dir, name, &c, &p->err);
+        if (r < 0)
+                return p->err.msg[0] ? r
+                                     : fail(p, CNI_ERR_GENERIC, r, "no attachment %s: %s/%s: %s",
+                                            name, p->state_dir, name, strerror(-r));
+        if (cni_pci_holder(p->state_dir, c.device_id, holder, sizeof(holder)) < 0 ||
+            strcmp(holder, p->netns) != 0)
+                return fail(p, CNI_ERR_GENERIC, -ESTALE, "VF %s is not recorded as allocated to %s",
+                            c.device_id, p->netns);
+        if (!c.orig.host_ifname[0])
+                return 0; /* DPDK: nothing in the pod's namespace */
+        _cleanup_close_ int pod_ns = host_netns_open(p->netns);
+        if (pod_ns < 0)
+                return fail(p, CNI_ERR_GENERIC, pod_ns, "failed to open netns \"%s\": %s", p->netns,
+                            strerror(-pod_ns));
+        if ((r = enter_ns(p, pod_ns, "pod's")) < 0)
+                return r;
+        struct host_link l;
+        r = host_link_get(p->ifname, &l);
+        (void)host_netns_enter(p->host_ns);
+        if (r < 0)
+                return fail(p, CNI_ERR_GENERIC, r, "VF %s: no interface %s in %s", c.device_id,
+                            p->ifname, p->netns);
+        char mac[18];
+        cni_format_mac(l.mac, mac);
+        if (c.mac[0] && strcasecmp(mac, c.mac) != 0)
+                return fail(p, CNI_ERR_GENERIC, -ESTALE, "%s in %s has MAC %s, expected %s",
+                            p->ifname, p->netns, mac, c.mac);
+        if (!(l.flags & IFF_UP))
+                return fail(p, CNI_ERR_GENERIC, -ENETDOWN, "%s in %s is down", p->ifname, p->netns);
+        return 0;
+}
+
+/* ---- dispatch ---- */
+
+static const char *env(const char *name)
+{
+        const char *v = getenv(name);
+        return v && *v ? v : NULL;
+}
+
+static int require_env(struct plugin *p, bool netns_required)
+{
+        char missing[128] = "";
+        if (!p->container_id)
+                strcat(missing, " CNI_CONTAINERID");
+        if (netns_required && !p->netns)
+                strcat(missing, " CNI_NETNS");
+        if (!p->ifname)
+                strcat(missing, " CNI_IFNAME");
+        if (missing[0])
+                return fail(p, CNI_ERR_INVALID_ENV, -EINVAL, "required env variables [%s ] missing",
+                            missing);
+        if (!ifname_is_valid(p->ifname))
+                return fail(p, CNI_ERR_INVALID_ENV, -EINVAL,
+                            "CNI_IFNAME \"%s\" is not a valid "
+                            "interface name",
+                            p->ifname);
+        return 0;
+}
+
+static int run(struct plugin *p)
+{
+        if (!p->command) {
+                fprintf(stderr, "CNI sriov plugin %s (sriov-agent)\n", SRIOV_AGENT_VERSION);
+                return 0;
+        }
+        int r = read_stdin(p);
+        if (r < 0)
+                return r;
+        if (strcmp(p->command, "VERSION") == 0) {
+                _cleanup_free_ char *v = cni_version_format(NULL);
+                if (!v)
+                        return -ENOMEM;
+                puts(v);
+                return 0;
+        }
+        bool add = strcmp(p->command, "ADD") == 0, del = strcmp(p->command, "DEL") == 0,
+             check = strcmp(p->command, "CHECK") == 0;
+        bool status = strcmp(p->command, "STATUS") == 0, gc = strcmp(p->command, "GC") == 0;
+        if (!add && !del && !check && !status && !gc)
+                return fail(p, CNI_ERR_INVALID_ENV, -EINVAL, "unknown CNI_COMMAND \"%s\"",
+                            p->command);
+        if (status || gc) {
+                /* 1.1.0: nothing to report (ready whenever the binary runs); GC: records are
+                 * released by DEL and by ADD finding the holder's namespace gone */
+                return 0;
+        }
+        if (del && p->stdin_len == 0) {
+                /* DEL needs nothing from stdin but the IPAM config, which it takes from the
+                 * cache record's type; an empty stdin is still passed along */
+        } else if ((r = cni_conf_parse(p->stdin_data, p->stdin_len, p->args, &p->conf, &p->err)) <
+                   0) {
+                /* DEL restores from the record: a configuration ADD would refuse (a field
+                 * changed since, no deviceID) must not keep the runtime retrying forever */
+                if (!del || p->err.code == CNI_ERR_DECODE)
+                        return r;
+                p->err = (struct cni_error){ .code = 0 };
+        }
+        if (p->conf.root && !cni_version_supported(p->conf.cni_version))
+                return fail(p, CNI_ERR_INCOMPATIBLE_VERSION, -EPROTONOSUPPORT,
+                            "incompatible CNI versions: config is \"%s\", plugin supports "
+                            "0.1.0 to 1.1.0",
+                            p->conf.cni_version);
+        if (check && cni_version_compare(p->conf.cni_version, "0.4.0") < 0)
+                return fail(p, CNI_ERR_INCOMPATIBLE_VERSION, -EPROTONOSUPPORT,
+                            "config version \"%s\" does not allow CHECK", p->conf.cni_version);
+        if ((r = require_env(p, add || check)) < 0)
+                return r;
+        p->host_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        if (p->host_ns < 0)
+                return fail(p, CNI_ERR_GENERIC, negative_errno(),
+                            "cannot open the host network namespace: %m");
+        return add ? cmd_add(p) : del ? cmd_del(p) : cmd_check(p);
+}
+
+int main(int argc, char **argv)
+{
+        struct plugin p = {
+                .command = env("CNI_COMMAND"),
+                .container_id = env("CNI_CONTAINERID"),
+                .netns = env("CNI_NETNS"),
+                .ifname = env("CNI_IFNAME"),
+                .args = env("CNI_ARGS"),
+                .cni_path = env("CNI_PATH"),
+                .state_dir = env("SRIOV_CNI_STATE_DIR") ?: CNI_STATE_DIR_DEFAULT,
+                .sysfs_root = env("SRIOV_CNI_SYSFS_ROOT"),
+                .host_ns = -1,
+                .t = { .enabled = env("SRIOV_CNI_TIMINGS") != NULL, .start = now_ms() },
+        };
+        int r = run(&p);
+        if (r < 0) {
+                if (!p.err.msg[0])
+                        fail(&p, CNI_ERR_GENERIC, r, "%s", strerror(-r));
+                _cleanup_free_ char *e = cni_error_format(p.conf.cni_version, &p.err);
+                if (e)
+                        puts(e);
+        }
+        if (p.t.enabled) {
+                struct rusage ru = { .ru_maxrss = 0 };
+                (void)getrusage(RUSAGE_SELF, &ru);
+                fprintf(stderr,
+                        "sriov-cni timings: command=%s total_ms=%.2f ipam_ms=%.2f "
+                        "netlink_ms=%.2f maxrss_kb=%ld\n",
+                        p.command ? p.command : "-", now_ms() - p.t.start, p.t.ipam, p.t.netlink,
+                        ru.ru_maxrss);
+        }
+        cni_conf_done(&p.conf);
+        free(p.stdin_data);
+        if (p.host_ns >= 0)
+                close(p.host_ns);
+        fflush(stdout);
+        return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,331 @@
+#include "cni/conf.h"
+
+#include <errno.h>
+#include <linux/if_ether.h>
+#include <linux/if_link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util/names.h"
+
+const char *const cni_supported_versions[] = { "0.1.0", "0.2.0", "0.3.0", "0.3.1",
+                                               "0.4.0", "1.0.0", "1.1.0", NULL };
+
+bool cni_version_supported(const char *v)
+{
+        for (size_t i = 0; v && cni_supported_versions[i]; i++)
+                if (strcmp(v, cni_supported_versions[i]) == 0)
+                        return true;
+        return false;
+}
+
+static bool parse_version(const char *s, int out[3])
+{
+        for (int i = 0; s && i < 3; i++) {
+                char *end;
+                if (*s < '0' || *s > '9')
+                        return false;
+                long v = strtol(s, &end, 10);
+                if (v > 9999 || *end != (i < 2 ? '.' : '\0'))
+                        return false;
+                out[i] = (int)v;
+                s = end + (i < 2);
+        }
+        return s != NULL;
+}
+
+int cni_version_compare(const char *a, const char *b)
+{
+        int x[3], y[3];
+        bool pa = parse_version(a, x), pb = parse_version(b, y);
+        if (!pa || !pb)
+                return (int)pa - (int)pb;
+        for (int i = 0; i < 3; i++)
+                if (x[i] != y[i])
+                        return x[i] < y[i] ? -1 : 1;
+        return 0;
+}
+
+static int hexval(char c)
+{
+        return c >= '0' && c <= '9'   ? c - '0'
+               : c >= 'a' && c <= 'f' ? c - 'a' + 10
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                      : -1;
+}
+
+int cni_parse_mac(const char *s, uint8_t mac[6])
+{
+        if (!s || strlen(s) != 17)
+                return -EINVAL;
+        uint8_t m[6];
+        for (int i = 0; i < 6; i++) {
+                int hi = hexval(s[i * 3]), lo = hexval(s[i * 3 + 1]);
+                if (hi < 0 || lo < 0 || (i < 5 && s[i * 3 + 2] != ':'))
+                        return -EINVAL;
+                m[i] = (uint8_t)(hi << 4 | lo);
+        }
+        memcpy(mac, m, 6);
+        return 0;
+}
+
+void cni_format_mac(const uint8_t mac[6], char out[18])
+{
+        snprintf(out, 18, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4],
+                 mac[5]);
+}
+
+void cni_conf_done(struct cni_conf *c)
+{
+        if (c && c->root) {
+                json_decref(c->root);
+                c->root = NULL;
+        }
+}
+
+/* A present, non-null member; type-checked by the caller. */
+static json_t *member(json_t *o, const char *key)
+{
+        json_t *v = json_object_get(o, key);
+        return v && !json_is_null(v) ? v : NULL;
+}
+
+static int get_string(json_t *o, const char *key, char *buf, size_t size, struct cni_error *e)
+{
+        json_t *v = member(o, key);
+        if (!v) {
+                buf[0] = '\0';
+                return 0;
+        }
+        if (!json_is_string(v))
+                return cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL, "field \"%s\" must be a string",
+                                key);
+        if (json_string_length(v) >= size)
+                return cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL, "field \"%s\" is too long",
+                                key);
+        strcpy(buf, json_string_value(v));
+        return 0;
+}
+
+/* An integer field in [lo, hi]; *present tells whether it was there. */
+static int get_int(json_t *o, const char *key, long lo, long hi, bool *present, long *ret,
+                   struct cni_error *e)
+{
+        json_t *v = member(o, key);
+        *present = v != NULL;
+        if (!v)
+                return 0;
+        if (!json_is_integer(v))
+                return cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
+                                "field \"%s\" must be an integer", key);
+        json_int_t n = json_integer_value(v);
+        if (n < lo || n > hi)
+                return cni_fail(e, CNI_ERR_INVALID_CONFIG, -ERANGE,
+                                "field \"%s\" is %lld: value must be in the range %ld-%ld", key,
+                                (long long)n, lo, hi);
+        *ret = (long)n;
+        return 0;
+}
+
+static int get_onoff(json_t *o, const char *key, int *ret, struct cni_error *e)
+{
+        char buf[8] = "";
+        int r = get_string(o, key, buf, sizeof(buf), e);
+        if (r < 0)
+                return cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
+                                "field \"%s\" must be \"on\" or \"off\"", key);
+        *ret = buf[0] == '\0' ? -1 : strcmp(buf, "on") == 0 ? 1 : strcmp(buf, "off") == 0 ? 0 : -2;
+        if (*ret == -2)
+                return cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
+                                "field \"%s\" is \"%s\": must be \"on\" or \"off\"", key, buf);
+        return 0;
+}
+
+/* CNI_ARGS: "K=V;K=V". Upstream reads MAC and IgnoreUnknown; runtimes add K8S_POD_* etc.,
+ * which are ignored here whatever IgnoreUnknown says (nothing else is read from them). */
+static int parse_cni_args(const char *args, char *mac, size_t size, struct cni_error *e)
+{
+        mac[0] = '\0';
+        if (!args || !*args)
+                return 0;
+        const char *p = args;
+        while (*p) {
+                const char *end = strchr(p, ';');
+                size_t len = end ? (size_t)(end - p) : strlen(p);
+                const char *eq = memchr(p, '=', len);
+                if (!eq || eq == p)
+                        return cni_fail(e, CNI_ERR_INVALID_ENV, -EINVAL,
+                                        "CNI_ARGS: invalid pair \"%.*s\"", (int)len, p);
+                if ((size_t)(eq - p) == 3 && strncmp(p, "MAC", 3) == 0) {
+                        size_t vlen = len - 4;
+                        if (vlen >= size)
+                                return cni_fail(e, CNI_ERR_INVALID_ENV, -EINVAL,
+                                                "CNI_ARGS: MAC value is too long");
+                        memcpy(mac, eq + 1, vlen);
+                        mac[vlen] = '\0';
+                }
+                if (!end)
+                        break;
+                p = end + 1;
+        }
+        return 0;
+}
+
+int cni_conf_parse(const char *data, size_t len, const char *args, struct cni_conf *ret,
+                   struct cni_error *e)
+{
+        struct cni_conf c = { .spoofchk = -1, .trust = -1, .link_state = -1 };
+        json_error_t jerr;
+        c.root = json_loadb(data ? data : "", data ? len : 0, JSON_REJECT_DUPLICATES, &jerr);
+        if (!c.root)
+                return cni_fail(e, CNI_ERR_DECODE, -EBADMSG,
+                                "network configuration is not JSON: %s (line %d)", jerr.text,
+                                jerr.line);
+        int r;
+        if (!json_is_object(c.root)) {
+                r = cni_fail(e, CNI_ERR_DECODE, -EBADMSG,
+                             "network configuration is not a JSON object");
+                goto fail;
+        }
+        char type[64] = "";
+        if ((r = get_string(c.root, "cniVersion", c.cni_version, sizeof(c.cni_version), e)) < 0 ||
+            (r = get_string(c.root, "name", c.name, sizeof(c.name), e)) < 0 ||
+            (r = get_string(c.root, "type", type, sizeof(type), e)) < 0 ||
+            (r = get_string(c.root, "deviceID", c.device_id, sizeof(c.device_id), e)) < 0)
+                goto fail;
+        if (!c.device_id[0]) {
+                r = cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
+                             "field \"deviceID\" (the VF's PCI address) is required");
+                goto fail;
+        }
+        if (!pci_address_is_valid(c.device_id)) {
+                r = cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
+                             "field \"deviceID\" is \"%s\": not a PCI address like 0000:3b:02.1",
+                             c.device_id);
+                goto fail;
+        }
+
+        bool has_qos = false, has_min = false, has_max = false;
+        long vlan = 0, qos = 0, min = 0, max = 0;
+        char proto[16] = "";
+        if ((r = get_int(c.root, "vlan", 0, 4094, &c.has_vlan, &vlan, e)) < 0 ||
+            (r = get_int(c.root, "vlanQoS", 0, 7, &has_qos, &qos, e)) < 0 ||
+            (r = get_string(c.root, "vlanProto", proto, sizeof(proto), e)) < 0 ||
+            (r = get_int(c.root, "min_tx_rate", 0, UINT32_MAX, &has_min, &min, e)) < 0 ||
+            (r = get_int(c.root, "max_tx_rate", 0, UINT32_MAX, &has_max, &max, e)) < 0)
+                goto fail;
+        if (!c.has_vlan && (has_qos || proto[0])) {
+                r = cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
+                             "field \"%s\" needs \"vlan\" to be set",
+                             has_qos ? "vlanQoS" : "vlanProto");
+                goto fail;
+        }
+        if (c.has_vlan) {
+                if (qos != 0 && vlan == 0) {
+                        r = cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
+                                     "field \"vlanQoS\" is %ld: a non-zero QoS needs a non-zero "
+                                     "vlan",
+                                     qos);
+                        goto fail;
+                }
+                if (!proto[0] || strcasecmp(proto, "802.1q") == 0)
+                        c.vlan_proto = ETH_P_8021Q;
+                else if (strcasecmp(proto, "802.1ad") == 0)
+                        c.vlan_proto = ETH_P_8021AD;
+                else {
+                        r = cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
+                                     "field \"vlanProto\" is \"%s\": must be \"802.1q\" or "
+                                     "\"802.1ad\"",
+                                     proto);
+                        goto fail;
+                }
+                if (c.vlan_proto == ETH_P_8021AD && vlan == 0) {
+                        r = cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
+                                     "field \"vlanProto\" 802.1ad needs a non-zero vlan");
+                        goto fail;
+                }
+                c.vlan = (int)vlan;
+                c.qos = (int)qos;
+        }
+        c.has_min_tx = has_min;
+        c.has_max_tx = has_max;
+        c.min_tx_rate = (uint32_t)min;
+        c.max_tx_rate = (uint32_t)max;
+
+        if ((r = get_onoff(c.root, "spoofchk", &c.spoofchk, e)) < 0 ||
+            (r = get_onoff(c.root, "trust", &c.trust, e)) < 0)
+                goto fail;
+        char ls[16] = "";
+        if ((r = get_string(c.root, "link_state", ls, sizeof(ls), e)) < 0)
+                goto fail;
+        if (ls[0]) {
+                c.link_state = strcmp(ls, "auto") == 0      ? IFLA_VF_LINK_STATE_AUTO
+                               : strcmp(ls, "enable") == 0  ? IFLA_VF_LINK_STATE_ENABLE
+                               : strcmp(ls, "disable") == 0 ? IFLA_VF_LINK_STATE_DISABLE
+                                                            : -1;
+                if (c.link_state < 0) {
+                        r = cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
+                                     "field \"link_state\" is \"%s\": must be auto, enable or "
+                                     "disable",
+                                     ls);
+                        goto fail;
+                }
+        }
+
+        /* MAC precedence as upstream's cmdAdd: runtimeConfig.mac > CNI_ARGS MAC= > mac */
+        char mac_conf[32] = "", mac_args[32] = "", mac_rt[32] = "";
+        if ((r = get_string(c.root, "mac", mac_conf, sizeof(mac_conf), e)) < 0 ||
+            (r = parse_cni_args(args, mac_args, sizeof(mac_args), e)) < 0)
+                goto fail;
+        json_t *rt = member(c.root, "runtimeConfig");
+        if (rt && !json_is_object(rt)) {
+                r = cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
+                             "field \"runtimeConfig\" must be an object");
+                goto fail;
+        }
+        if (rt && (r = get_string(rt, "mac", mac_rt, sizeof(mac_rt), e)) < 0) {
+                snprintf(e->msg, sizeof(e->msg), "field \"runtimeConfig.mac\" must be a string");
+                goto fail;
+        }
+        const char *mac = mac_rt[0] ? mac_rt : mac_args[0] ? mac_args : mac_conf;
+        const char *mac_field = mac_rt[0]     ? "runtimeConfig.mac"
+                                : mac_args[0] ? "CNI_ARGS MAC"
+                                              : "mac";
+        if (mac[0]) {
+                if (cni_parse_mac(mac, c.mac) < 0) {
+                        r = cni_fail(e,
+                                     mac_args[0] && !mac_rt[0] ? CNI_ERR_INVALID_ENV
+                                                               : CNI_ERR_INVALID_CONFIG,
+                                     -EINVAL,
+                                     "%s is \"%s\": not a MAC address like "
+                                     "aa:bb:cc:dd:ee:ff",
+                                     mac_field, mac);
+                        goto fail;
+                }
+                c.has_mac = true;
+                cni_format_mac(c.mac, c.mac_str);
+        }
+
+        json_t *ipam = member(c.root, "ipam");
+        if (ipam && !json_is_object(ipam)) {
+                r = cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
+                             "field \"ipam\" must be an object");
+                goto fail;
+        }
+        if (ipam && (r = get_string(ipam, "type", c.ipam_type, sizeof(c.ipam_type), e)) < 0)
+                goto fail;
+        if (c.ipam_type[0] && !filename_is_valid(c.ipam_type)) {
+                r = cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
+                             "field \"ipam.type\" is \"%s\": not a plugin name", c.ipam_type);
+                goto fail;
+        }
+        /* accepted and not used here: logLevel, logFile, dns, capabilities, args */
+        *ret = c;
+        return 0;
+fail:
+        cni_conf_done(&c);
+        return r;
+}

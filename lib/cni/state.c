@@ -1,0 +1,323 @@
+#include "cni/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/fileio.h"
+#include "util/macro.h"
+#include "util/names.h"
+
+#define CACHE_MAX (1024 * 1024)
+
+static int mkdir_one(const char *path)
+{
+        if (mkdir(path, 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+        return 0;
+}
+
+/* dir itself may be several levels deep (/var/lib/cni/sriov). */
+static int mkdir_parents(const char *dir)
+{
+        char buf[PATH_MAX];
+        int r = path_printf(buf, sizeof(buf), "%s", dir);
+        if (r < 0)
+                return r;
+        for (char *p = buf + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                r = mkdir_one(buf);
+                *p = '/';
+                if (r < 0)
+                        return r;
+        }
+        return mkdir_one(buf);
+}
+
+int cni_cache_name(const char *container_id, const char *ifname, char *buf, size_t size)
+{
+        if (!container_id || !*container_id || !ifname || !ifname_is_valid(ifname))
+                return -EINVAL;
+        int r = path_printf(buf, size, "%s-%s", container_id, ifname);
+        if (r < 0)
+                return r;
+        return filename_is_valid(buf) ? 0 : -EINVAL;
+}
+
+static json_t *int_or_null(bool set, long v)
+{
+        return set ? json_integer(v) : json_null();
+}
+
+int cni_cache_write(const char *dir, const char *name, const struct cni_conf *conf,
+                    const struct cni_cache *rec)
+{
+        char path[PATH_MAX];
+        int r = path_printf(path, sizeof(path), "%s/%s", dir, name);
+        if (r < 0)
+                return r;
+        r = mkdir_parents(dir);
+        if (r < 0)
+                return r;
+
+        /* upstream marshals its NetConf: the standard fields and its own, with nil pointers as
+         * null; the stdin object is the base so nothing the runtime sent is lost */
+        _cleanup_(json_decrefp) json_t *o = json_deep_copy(conf->root);
+        const struct cni_vf_orig *s = &rec->orig;
+        json_t *orig =
+            json_pack("{s:s, s:b, s:b, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:I, s:i}", "HostIFName",
+                      s->host_ifname, "SpoofChk", s->spoofchk, "Trust", s->trust, "AdminMAC",
+                      s->admin_mac, "EffectiveMAC", s->effective_mac, "Vlan", s->vlan, "VlanQoS",
+                      s->qos, "VlanProto", s->vlan_proto, "MinTxRate", s->min_tx_rate, "MaxTxRate",
+                      s->max_tx_rate, "LinkState", (json_int_t)s->link_state, "MTU", s->mtu);
+        if (!o || !orig) {
+                json_decref(orig);
+                return -ENOMEM;
+        }
+        json_t *rt = json_object_get(o, "runtimeConfig");
+        if (!json_is_object(rt))
+                json_object_set_new(o, "runtimeConfig", json_object());
+        json_object_set_new(o, "OrigVfState", orig);
+        json_object_set_new(o, "Master", json_string(rec->master));
+        json_object_set_new(o, "MAC", json_string(rec->mac));
+        json_object_set_new(o, "MTU", int_or_null(rec->has_mtu, rec->mtu));
+        json_object_set_new(o, "VFID", json_integer(rec->vfid));
+        json_object_set_new(o, "deviceID", json_string(rec->device_id));
+        json_object_set_new(o, "vlan", int_or_null(conf->has_vlan, conf->vlan));
+        json_object_set_new(o, "vlanQoS", int_or_null(conf->has_vlan, conf->qos));
+        json_object_set_new(o, "vlanProto",
+                            conf->has_vlan
+                                ? json_string(conf->vlan_proto == 0x88a8 ? "802.1ad" : "802.1q")
+                                : json_null());
+        json_object_set_new(o, "min_tx_rate", int_or_null(conf->has_min_tx, conf->min_tx_rate));
+        json_object_set_new(o, "max_tx_rate", int_or_null(conf->has_max_tx, conf->max_tx_rate));
+
+        _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT);
+        if (!text)
+                return -ENOMEM;
+        return write_file_atomic(path, text, strlen(text), 0600);
+}
+
+static int read_str(json_t *o, const char *key, char *buf, size_t size, struct cni_error *e)
+{
+        json_t *v = json_object_get(o, key);
+        buf[0] = '\0';
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_string(v) || json_string_length(v) >= size)
+                return cni_fail(e, CNI_ERR_GENERIC, -EBADMSG, "cached field \"%s\" is invalid",
+                                key);
+        strcpy(buf, json_string_value(v));
+        return 0;
+}
+
+/* *set = whether present and not null */
+static int read_int(json_t *o, const char *key, bool *set, long *ret, struct cni_error *e)
+{
+        json_t *v = json_object_get(o, key);
+        bool present = v && !json_is_null(v);
+        if (set)
+                *set = present;
+        *ret = 0;
+        if (!present)
+                return 0;
+        if (!json_is_integer(v))
+                return cni_fail(e, CNI_ERR_GENERIC, -EBADMSG, "cached field \"%s\" is invalid",
+                                key);
+        *ret = (long)json_integer_value(v);
+        return 0;
+}
+
+static int read_bool(json_t *o, const char *key, bool *ret, struct cni_error *e)
+{
+        json_t *v = json_object_get(o, key);
+        *ret = false;
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_boolean(v))
+                return cni_fail(e, CNI_ERR_GENERIC, -EBADMSG, "cached field \"%s\" is invalid",
+                                key);
+        *ret = json_is_true(v);
+        return 0;
+}
+
+static int onoff(const char *s)
+{
+        return strcmp(s, "on") == 0 ? 1 : s[0] ? 0 : -1;
+}
+
+int cni_cache_read(const char *dir, const char *name, struct cni_cache *ret, struct cni_error *e)
+{
+        char path[PATH_MAX];
+        int r = path_printf(path, sizeof(path), "%s/%s", dir, name);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        r = read_full_file(path, CACHE_MAX, &text, &size);
+        if (r < 0)
+                return r;
+        json_error_t jerr;
+        _cleanup_(json_decrefp) json_t *o = json_loadb(text, size, 0, &jerr);
+        if (!json_is_object(o))
+                return cni_fail(e, CNI_ERR_GENERIC, -EBADMSG, "cached record %s is not JSON: %s",
+                                path, jerr.text);
+
+        struct cni_cache c = { .spoofchk = -1, .trust = -1, .link_state = -1 };
+        long v, w;
+        bool set, set2;
+        char buf[32];
+        if ((r = read_str(o, "deviceID", c.device_id, sizeof(c.device_id), e)) < 0 ||
+            (r = read_str(o, "Master", c.master, sizeof(c.master), e)) < 0 ||
+            (r = read_str(o, "MAC", c.mac, sizeof(c.mac), e)) < 0 ||
+            (r = read_int(o, "VFID", NULL, &v, e)) < 0)
+                return r;
+        c.vfid = (int)v;
+        if ((r = read_int(o, "MTU", &c.has_mtu, &v, e)) < 0)
+                return r;
+        c.mtu = (int)v;
+        if ((r = read_int(o, "vlan", &c.has_vlan, &v, e)) < 0 ||
+            (r = read_int(o, "min_tx_rate", &set, &v, e)) < 0 ||
+            (r = read_int(o, "max_tx_rate", &set2, &w, e)) < 0)
+                return r;
+        c.has_rate = set || set2;
+        if ((r = read_str(o, "spoofchk", buf, sizeof(buf), e)) < 0)
+                return r;
+        c.spoofchk = onoff(buf);
+        if ((r = read_str(o, "trust", buf, sizeof(buf), e)) < 0)
+                return r;
+        c.trust = onoff(buf);
+        if ((r = read_str(o, "link_state", buf, sizeof(buf), e)) < 0)
+                return r;
+        c.link_state = strcmp(buf, "auto") == 0      ? 0
+                       : strcmp(buf, "enable") == 0  ? 1
+                       : strcmp(buf, "disable") == 0 ? 2
+                                                     : -1;
+        json_t *ipam = json_object_get(o, "ipam");
+        if (json_is_object(ipam) &&
+            (r = read_str(ipam, "type", c.ipam_type, sizeof(c.ipam_type), e)) < 0)
+                return r;
+
+        json_t *s = json_object_get(o, "OrigVfState");
+        if (s && !json_is_null(s)) {
+                if (!json_is_object(s))
+                        return cni_fail(e, CNI_ERR_GENERIC, -EBADMSG,
+                                        "cached field \"OrigVfState\" is invalid");
+                struct cni_vf_orig *g = &c.orig;
+                if ((r = read_str(s, "HostIFName", g->host_ifname, sizeof(g->host_ifname), e)) <
+                        0 ||
+                    (r = read_bool(s, "SpoofChk", &g->spoofchk, e)) < 0 ||
+                    (r = read_bool(s, "Trust", &g->trust, e)) < 0 ||
+                    (r = read_str(s, "AdminMAC", g->admin_mac, sizeof(g->admin_mac), e)) < 0 ||
+                    (r = read_str(s, "EffectiveMAC", g->effective_mac, sizeof(g->effective_mac),
+                                  e)) < 0)
+                        return r;
+                static const char *const ints[] = { "Vlan",      "VlanQoS",   "VlanProto",
+                                                    "MinTxRate", "MaxTxRate", "LinkState",
+                                                    "MTU" };
+                long vals[ELEMENTSOF(ints)];
+                for (size_t i = 0; i < ELEMENTSOF(ints); i++)
+                        if ((r = read_int(s, ints[i], NULL, &vals[i], e)) < 0)
+                                return r;
+                g->vlan = (int)vals[0];
+                g->qos = (int)vals[1];
+                g->vlan_proto = (int)vals[2];
+                g->min_tx_rate = (int)vals[3];
+                g->max_tx_rate = (int)vals[4];
+                g->link_state = (uint32_t)vals[5];
+                g->mtu = (int)vals[6];
+        }
+        if (!pci_address_is_valid(c.device_id) || (c.master[0] && !ifname_is_valid(c.master)) ||
+            (c.orig.host_ifname[0] && !ifname_is_valid(c.orig.host_ifname)))
+                return cni_fail(e, CNI_ERR_GENERIC, -EBADMSG,
+                                "cached record %s names an invalid device or interface", path);
+        *ret = c;
+        return 0;
+}
+
+int cni_cache_remove(const char *dir, const char *name)
+{
+        char path[PATH_MAX];
+        int r = path_printf(path, sizeof(path), "%s/%s", dir, name);
+        if (r < 0)
+                return r;
+        return unlink(path) < 0 && errno != ENOENT ? negative_errno() : 0;
+}
+
+static int pci_path(const char *dir, const char *pci, char *buf, size_t size)
+{
+        if (!pci_address_is_valid(pci))
+                return -EINVAL;
+        return path_printf(buf, size, "%s/pci/%s", dir, pci);
+}
+
+int cni_pci_lock(const char *dir, const char *pci, int timeout_ms)
+{
+        char path[PATH_MAX];
+        int r = path_printf(path, sizeof(path), "%s/pci/vf_lock", dir);
+        if (r < 0 || !pci_address_is_valid(pci))
+                return r < 0 ? r : -EINVAL;
+        if ((r = mkdir_parents(path)) < 0)
+                return r;
+        if ((r = path_printf(path, sizeof(path), "%s/pci/vf_lock/%s.lock", dir, pci)) < 0)
+                return r;
+        int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return negative_errno();
+        /* poll rather than block: the wait is bounded as upstream's (60 s) */
+        for (int waited = 0;; waited += 10) {
+                if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+                        return fd;
+                if ((errno != EWOULDBLOCK && errno != EINTR) || waited >= timeout_ms) {
+                        r = errno == EWOULDBLOCK || errno == EINTR ? -ETIMEDOUT : negative_errno();
+                        close(fd);
+                        return r;
+                }
+                nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+        }
+}
+
+int cni_pci_holder(const char *dir, const char *pci, char *buf, size_t size)
+{
+        char path[PATH_MAX];
+        int r = pci_path(dir, pci, path, sizeof(path));
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *text = NULL;
+        size_t n;
+        r = read_full_file(path, 4096, &text, &n);
+        if (r < 0)
+                return r;
+        if (n >= size)
+                return -ENOBUFS;
+        memcpy(buf, text, n);
+        buf[n] = '\0';
+        return 0;
+}
+
+int cni_pci_save(const char *dir, const char *pci, const char *netns)
+{
+        char path[PATH_MAX];
+        int r = path_printf(path, sizeof(path), "%s/pci", dir);
+        if (r < 0 || (r = mkdir_parents(path)) < 0 ||
+            (r = pci_path(dir, pci, path, sizeof(path))) < 0)
+                return r;
+        return write_file_atomic(path, netns, strlen(netns), 0600);
+}
+
+int cni_pci_release(const char *dir, const char *pci)
+{
+        char path[PATH_MAX];
+        int r = pci_path(dir, pci, path, sizeof(path));
+        if (r < 0)
+                return r;
+        return unlink(path) < 0 && errno != ENOENT ? negative_errno() : 0;
+}

@@ -1,0 +1,68 @@
+/* The `sriov` CNI plugin's records on the node, in upstream sriov-cni's formats so that a node
+ * can switch between the two plugins with pods running (k8snetworkplumbingwg/sriov-cni
+ * pkg/utils/utils.go SaveNetConf, pkg/utils/pci_allocator.go):
+ *
+ *   <dir>/<containerid>-<ifname>   0600  the network configuration as given on stdin, plus
+ *                                        OrigVfState (the VF as it was before ADD), Master (PF
+ *                                        netdev), MAC, MTU, VFID — what DEL needs to restore
+ *   <dir>/pci/<pci>                0600  the network namespace path of the attachment holding
+ *                                        the VF
+ *   <dir>/pci/vf_lock/<pci>.lock         flock(2)ed while a VF is being set up or released
+ *
+ * <dir> is /var/lib/cni/sriov on a node. */
+#pragma once
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cni/conf.h"
+
+#define CNI_STATE_DIR_DEFAULT "/var/lib/cni/sriov"
+
+/* upstream's VfState */
+struct cni_vf_orig {
+        char host_ifname[IFNAMSIZ]; /* "" for a VF without netdev (DPDK mode) */
+        bool spoofchk, trust;
+        char admin_mac[18], effective_mac[18];
+        int vlan, qos;
+        int vlan_proto; /* 0x8100 / 0x88a8; 0 in records that lack it */
+        int min_tx_rate, max_tx_rate;
+        uint32_t link_state;
+        int mtu; /* 0 when unknown */
+};
+
+struct cni_cache {
+        char device_id[32];
+        char master[IFNAMSIZ];
+        int vfid;
+        char mac[18]; /* the MAC ADD applied ("" none) */
+        bool has_mtu;
+        int mtu;
+        struct cni_vf_orig orig;
+        /* what the configuration set, i.e. what DEL restores besides the admin MAC */
+        bool has_vlan;
+        int spoofchk, trust; /* -1 unset */
+        bool has_rate;
+        int link_state; /* -1 unset */
+        char ipam_type[256];
+};
+
+/* "<containerid>-<ifname>"; -EINVAL when that is not a safe file name. */
+int cni_cache_name(const char *container_id, const char *ifname, char *buf, size_t size);
+
+/* Writes the record atomically (0600), creating dir (0700). */
+int cni_cache_write(const char *dir, const char *name, const struct cni_conf *conf,
+                    const struct cni_cache *rec);
+/* -ENOENT when there is none; -EBADMSG when it cannot be parsed (field named in e). */
+int cni_cache_read(const char *dir, const char *name, struct cni_cache *ret, struct cni_error *e);
+int cni_cache_remove(const char *dir, const char *name); /* a missing record is 0 */
+
+/* Takes the VF's lock, waiting up to timeout_ms; returns the locked fd (close to unlock),
+ * -ETIMEDOUT, or another negative errno. */
+int cni_pci_lock(const char *dir, const char *pci, int timeout_ms);
+/* The holder's netns path; -ENOENT when the VF is not allocated. */
+int cni_pci_holder(const char *dir, const char *pci, char *buf, size_t size);
+int cni_pci_save(const char *dir, const char *pci, const char *netns);
+int cni_pci_release(const char *dir, const char *pci); /* a missing record is 0 */

@@ -1,0 +1,67 @@
+/* Link, address and route operations the CNI plugin needs, in the calling thread's network
+ * namespace, plus the full state of one VF as its PF reports it (rates and VLAN protocol
+ * included) and the two VF settings netlink-link.h does not cover (VLAN with protocol, rates).
+ *
+ * A pod's namespace is entered with host_netns_enter() (setns on the calling thread; the
+ * plugin is single-threaded); every function opens its rtnetlink socket in the namespace the
+ * thread is in at that moment. Functions return 0 or the kernel's negative errno and do not
+ * log: the plugin reports one error naming the VF, interface and step. */
+#pragma once
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct host_link {
+        int ifindex;
+        char name[IFNAMSIZ];
+        uint8_t mac[6];
+        int mtu;
+        unsigned flags; /* IFF_* */
+};
+
+/* -ENODEV when there is no such interface. */
+int host_link_get(const char *ifname, struct host_link *ret);
+int host_link_set_updown(int ifindex, bool up);
+int host_link_set_mac(int ifindex, const uint8_t mac[6]);
+int host_link_set_mtu_index(int ifindex, int mtu);
+int host_link_rename(int ifindex, const char *new_name);
+/* Moves the link into the namespace netns_fd and renames it there to new_name, in one request.
+ * The kernel moves first and renames after: when new_name is taken in the target the answer is
+ * -EEXIST with the link already moved under its old name (callers check the target first). */
+int host_link_move(int ifindex, int netns_fd, const char *new_name);
+/* family AF_INET / AF_INET6, addr 4 or 16 bytes. */
+int host_addr_add(int ifindex, int family, const void *addr, int prefixlen);
+/* dst NULL with dst_len 0 = default route; gw NULL = on-link. */
+int host_route_add(int ifindex, int family, const void *dst, int dst_len, const void *gw);
+
+/* setns(fd, CLONE_NEWNET) for the calling thread. */
+int host_netns_enter(int netns_fd);
+/* Opens a network namespace file (a bind mount under /var/run/netns or /proc/PID/ns/net) and
+ * checks it is one: -ENOENT when the path is gone, -EINVAL when it is not a namespace. */
+int host_netns_open(const char *path);
+
+struct host_vf_state {
+        uint8_t mac[6]; /* administrative MAC (zero when none) */
+        int vlan, qos;
+        uint16_t vlan_proto; /* ETH_P_8021Q / ETH_P_8021AD host order; 0 when not reported */
+        uint32_t min_tx_rate, max_tx_rate;
+        int spoofchk, trust; /* 0/1, -1 not reported */
+        int link_state;      /* IFLA_VF_LINK_STATE_*, -1 not reported */
+};
+
+/* -ENOENT when the PF reports no VF vf_index. */
+int host_vf_get_state(const char *pf_ifname, int vf_index, struct host_vf_state *ret);
+int host_vf_set_vlan_proto(const char *pf_ifname, int vf_index, int vlan, int qos, uint16_t proto);
+int host_vf_set_rate(const char *pf_ifname, int vf_index, uint32_t min_tx, uint32_t max_tx);
+/* The administrative MAC (all zero clears it on drivers that allow that), retried while the
+ * driver answers EBUSY (as upstream does: a VF being reset refuses it for a moment). */
+int host_vf_set_mac(const char *pf_ifname, int vf_index, const uint8_t mac[6]);
+int host_vf_set_spoofchk(const char *pf_ifname, int vf_index, bool on);
+int host_vf_set_trust(const char *pf_ifname, int vf_index, bool on);
+int host_vf_set_link_state(const char *pf_ifname, int vf_index, int state);
+
+/* Gratuitous ARP (a broadcast ARP request for addr from addr) on ifindex. */
+int host_send_gratuitous_arp(int ifindex, const uint8_t mac[6], const void *ipv4);
+/* Unsolicited neighbour advertisement for addr to all-nodes on ifindex. */
+int host_send_unsolicited_na(int ifindex, const uint8_t mac[6], const void *ipv6);

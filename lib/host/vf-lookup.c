@@ -1,0 +1,99 @@
+#include "host/vf-lookup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "host/sysfs-at.h"
+#include "util/fileio.h"
+#include "util/macro.h"
+#include "util/names.h"
+
+static int first_entry(int dir_fd, const char *path, char *buf, size_t size)
+{
+        struct sysfs_dir d;
+        int r = sysfs_dir_open_at(&d, dir_fd, path);
+        if (r < 0)
+                return r;
+        const char *name = sysfs_dir_next(&d);
+        r = -ENOENT;
+        if (name) {
+                r = strlen(name) < size ? 0 : -ENOBUFS;
+                if (r == 0)
+                        strcpy(buf, name);
+        }
+        sysfs_dir_close(&d);
+        return r;
+}
+
+static int open_device(const char *sysfs_root, const char *pci)
+{
+        char path[PATH_MAX];
+        int r = path_printf(path, sizeof(path), "%s/bus/pci/devices/%s",
+                            sysfs_root ? sysfs_root : "/sys", pci);
+        if (r < 0)
+                return r;
+        return sysfs_open_dir_at(AT_FDCWD, path);
+}
+
+int host_vf_locate(const char *sysfs_root, const char *vf_pci, struct vf_location *ret)
+{
+        struct vf_location loc = { .vf_index = -1 };
+        if (!vf_pci || !pci_address_is_valid(vf_pci))
+                return -EINVAL;
+        _cleanup_close_ int vf_fd = open_device(sysfs_root, vf_pci);
+        if (vf_fd < 0)
+                return -ENODEV;
+        bool dangling = false;
+        int r = sysfs_read_link_at(vf_fd, "physfn", loc.pf_pci, sizeof(loc.pf_pci), &dangling);
+        if (r < 0 || dangling)
+                return -ENOTTY;
+        _cleanup_close_ int pf_fd = sysfs_open_dir_at(vf_fd, "physfn");
+        if (pf_fd < 0)
+                return -ENOTTY;
+        if (first_entry(pf_fd, "net", loc.pf_ifname, sizeof(loc.pf_ifname)) < 0)
+                return -ENOLINK;
+
+        struct sysfs_dir d;
+        r = sysfs_dir_open_at(&d, pf_fd, ".");
+        if (r < 0)
+                return r;
+        for (const char *name; (name = sysfs_dir_next(&d));) {
+                int idx;
+                char target[32];
+                if (strncmp(name, "virtfn", 6) != 0 || parse_int(name + 6, &idx) < 0)
+                        continue;
+                if (sysfs_read_link_at(pf_fd, name, target, sizeof(target), &dangling) == 0 &&
+                    strcasecmp(target, vf_pci) == 0) {
+                        loc.vf_index = idx;
+                        break;
+                }
+        }
+        sysfs_dir_close(&d);
+        if (loc.vf_index < 0)
+                return -ENOENT;
+
+        (void)first_entry(vf_fd, "net", loc.vf_ifname, sizeof(loc.vf_ifname));
+        (void)sysfs_read_link_at(vf_fd, "driver", loc.driver, sizeof(loc.driver), &dangling);
+        *ret = loc;
+        return 0;
+}
+
+bool host_driver_is_userspace(const char *driver)
+{
+        static const char *const drivers[] = { "vfio-pci", "uio_pci_generic", "igb_uio" };
+        for (size_t i = 0; driver && i < ELEMENTSOF(drivers); i++)
+                if (strcmp(driver, drivers[i]) == 0)
+                        return true;
+        return false;
+}
+
+bool host_vf_has_netdev(const char *sysfs_root, const char *vf_pci)
+{
+        char name[IFNAMSIZ];
+        _cleanup_close_ int fd =
+            pci_address_is_valid(vf_pci) ? open_device(sysfs_root, vf_pci) : -1;
+        return fd >= 0 && first_entry(fd, "net", name, sizeof(name)) == 0;
+}

@@ -1,0 +1,29 @@
+/* Where a VF is, from its PCI address: its PF, its index on that PF, its netdev or driver.
+ *
+ * Used by the CNI plugin, which gets only the VF's PCI address (deviceID). Reads sysfs under
+ * sysfs_root (NULL = "/sys") so tests run on generated trees. No logging: every failure is a
+ * distinct errno the caller turns into a message naming the device. */
+#pragma once
+
+#include <net/if.h>
+#include <stdbool.h>
+
+struct vf_location {
+        char pf_pci[32];
+        char pf_ifname[IFNAMSIZ]; /* first entry of the PF's net/ */
+        int vf_index;             /* N of the PF's virtfnN link pointing at the VF */
+        char vf_ifname[IFNAMSIZ]; /* first entry of the VF's net/; "" when it has none */
+        char driver[64];          /* the VF's driver; "" when unbound */
+};
+
+/* 0, or -ENODEV (no such PCI device), -ENOTTY (the device is not a VF: no physfn link),
+ * -ENOLINK (the PF has no netdev), -ENOENT (no virtfnN of the PF points at the VF),
+ * -EINVAL (not a PCI address). */
+int host_vf_locate(const char *sysfs_root, const char *vf_pci, struct vf_location *ret);
+
+/* Drivers under which a VF is used from user space (no netdev): vfio-pci, uio_pci_generic,
+ * igb_uio, as upstream sriov-cni lists them. */
+bool host_driver_is_userspace(const char *driver);
+
+/* Whether the VF's net/ directory currently names a netdev (in the host's namespace). */
+bool host_vf_has_netdev(const char *sysfs_root, const char *vf_pci);

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""The sriov CNI plugin binary on this host (no SR-IOV here): everything that is decided before
+the first netlink request, on a generated sysfs tree (test/sysfs-gen). Bad input gets a CNI
+error JSON and exit 1 and leaves the records directory as it was; DEL without a record and DEL
+of an upstream-written record without a namespace succeed; VERSION/STATUS/GC; the binary links
+only libnl-3 and jansson. The real-kernel half is the lab scenario test/vm/scenarios/07-cni.sh.
+
+    check-cni.py PLUGIN"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GEN = os.path.join(HERE, "..", "sysfs-gen", "gen-sysfs.py")
+FAILURES = []
+
+
+def check(desc, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + desc + ("" if cond else f"\n     {detail}"))
+    if not cond:
+        FAILURES.append(desc)
+
+
+def snapshot(d):
+    out = {}
+    for root, _, files in os.walk(d):
+        for f in files:
+            p = os.path.join(root, f)
+            if not f.endswith(".lock"):
+                with open(p, "rb") as fh:
+                    out[os.path.relpath(p, d)] = fh.read()
+    return out
+
+
+class Plugin:
+    def __init__(self, binary, sysfs, state):
+        self.binary, self.sysfs, self.state = binary, sysfs, state
+
+    def run(self, command, stdin="", netns="/proc/self/ns/net", ifname="net1", cid="ctr1",
+            args=None, extra_env=None):
+        env = {"PATH": "/usr/bin:/bin", "CNI_COMMAND": command, "CNI_CONTAINERID": cid,
+               "CNI_IFNAME": ifname, "CNI_PATH": "/nonexistent",
+               "SRIOV_CNI_STATE_DIR": self.state, "SRIOV_CNI_SYSFS_ROOT": self.sysfs}
+        if netns is not None:
+            env["CNI_NETNS"] = netns
+        if args:
+            env["CNI_ARGS"] = args
+        env.update(extra_env or {})
+        p = subprocess.run([self.binary], input=stdin.encode(), env=env, capture_output=True,
+                           timeout=30)
+        try:
+            out = json.loads(p.stdout) if p.stdout.strip() else None
+        except ValueError:
+            out = {"unparsable": p.stdout.decode(errors="replace")}
+        return p.returncode, out, p.stderr.decode(errors="replace")
+
+
+def conf(device, **extra):
+    c = {"cniVersion": "1.0.0", "name": "highnet", "type": "sriov", "deviceID": device}
+    c.update(extra)
+    return json.dumps(c)
+
+
+def refused(plugin, desc, stdin, code, want, **kw):
+    before = snapshot(plugin.state)
+    rc, out, err = plugin.run("ADD", stdin, **kw)
+    ok = rc == 1 and isinstance(out, dict) and out.get("code") == code and want in out.get("msg", "")
+    check(f"{desc}: exit 1, code {code}, message names it", ok, f"rc={rc} out={out} err={err}")
+    check(f"{desc}: records unchanged", snapshot(plugin.state) == before)
+
+
+def main():
+    binary = os.path.abspath(sys.argv[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        sysfs, state = os.path.join(tmp, "sys"), os.path.join(tmp, "state")
+        man = json.loads(subprocess.run([sys.executable, GEN, "--out", sysfs, "--manifest"],
+                                        check=True, capture_output=True).stdout)
+        pf = man["pfs"][0]
+        vf, vf2, vf3 = (pf["vfs"][i]["pciAddress"] for i in range(3))
+        plugin = Plugin(binary, sysfs, state)
+        os.makedirs(os.path.join(state, "pci"))
+
+        rc, out, _ = plugin.run("VERSION")
+        check("VERSION: 0.1.0 .. 1.1.0", rc == 0 and out["supportedVersions"] ==
+              ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"], str(out))
+        for cmd in ("STATUS", "GC"):
+            rc, out, _ = plugin.run(cmd, conf(vf, cniVersion="1.1.0"))
+            check(f"{cmd} (1.1.0) accepted", rc == 0 and out is None, f"rc={rc} out={out}")
+
+        refused(plugin, "not JSON", "{nope", 6, "not JSON")
+        refused(plugin, "vlan 4095", conf(vf, vlan=4095), 7, "\"vlan\" is 4095")
+        refused(plugin, "vlanQoS without vlan", conf(vf, vlanQoS=1), 7, "needs \"vlan\"")
+        refused(plugin, "deviceID that does not exist", conf("0000:99:00.0"), 7,
+                "0000:99:00.0: no such PCI device")
+        refused(plugin, "a PF as deviceID", conf(pf["pciAddress"]), 7, "is not a VF")
+        refused(plugin, "unsupported cniVersion", conf(vf, cniVersion="9.9.9"), 1,
+                "incompatible CNI versions")
+        refused(plugin, "no CNI_NETNS", conf(vf), 4, "CNI_NETNS", netns=None)
+        refused(plugin, "bad CNI_ARGS MAC", conf(vf), 4, "CNI_ARGS MAC", args="MAC=nope")
+
+        # a VF held by a pod whose namespace is alive (our own namespace stands in for it); its
+        # netdev is in the pod, so the host's net/ is empty: still "allocated", not "no netdev"
+        netdir = os.path.join(sysfs, "bus", "pci", "devices", vf, "net")
+        for name in os.listdir(netdir):
+            subprocess.run(["rm", "-rf", os.path.join(os.path.realpath(netdir), name)], check=True)
+        holder = os.path.join(state, "pci", vf)
+        with open(holder, "w") as f:
+            f.write("/proc/self/ns/net")
+        refused(plugin, "a VF another live pod holds", conf(vf), 999, "is already allocated")
+        check("the holder's record is kept", open(holder).read() == "/proc/self/ns/net")
+        # a holder whose namespace is gone does not count (upstream's IsAllocated); the ADD
+        # then fails later here (this host has no such PF), but the stale record is gone
+        with open(holder, "w") as f:
+            f.write(os.path.join(tmp, "gone-netns"))
+        rc, out, _ = plugin.run("ADD", conf(vf))
+        check("a stale holder's record is dropped", rc == 1 and not os.path.exists(holder),
+              f"rc={rc} out={out}")
+        check("nothing recorded for a failed ADD", not os.path.exists(os.path.join(state, "ctr1-net1")))
+        os.makedirs(os.path.join(tmp, "nsdir"))
+        rc, out, _ = plugin.run("ADD", conf(vf3), netns=os.path.join(tmp, "nsdir"))
+        check("a CNI_NETNS that is not a namespace is refused", rc == 1 and
+              "failed to open netns" in out.get("msg", ""), str(out))
+
+        # the pod's namespace (ours stands in) already has an interface of that name: refused
+        # before anything is changed (the kernel would move the netdev and fail the rename)
+        refused(plugin, "CNI_IFNAME taken in the pod's namespace", conf(vf3), 999,
+                "interface lo already exists", ifname="lo")
+
+        # DEL: no record -> success, silently
+        rc, out, _ = plugin.run("DEL", conf(vf), cid="never-added")
+        check("DEL without a record: success", rc == 0 and out is None, f"rc={rc} out={out}")
+        # DEL of a record upstream's plugin wrote, runtime without netns: records released
+        upstream = {"cniVersion": "0.4.0", "name": "sriov-net", "type": "sriov",
+                    "OrigVfState": {"HostIFName": pf["vfs"][1]["ifname"], "SpoofChk": True,
+                                    "Trust": False, "AdminMAC": "00:00:00:00:00:00",
+                                    "EffectiveMAC": "4a:0e:5c:c3:b9:1e", "Vlan": 0,
+                                    "VlanQoS": 0, "VlanProto": 33024, "MinTxRate": 0,
+                                    "MaxTxRate": 0, "LinkState": 0, "MTU": 1500},
+                    "Master": pf["ifname"], "MAC": "", "MTU": 1500, "vlan": None,
+                    "vlanQoS": None, "vlanProto": None, "deviceID": vf2, "VFID": 1,
+                    "min_tx_rate": None, "max_tx_rate": None, "runtimeConfig": {}}
+        rec = os.path.join(state, "up-net1")
+        with open(rec, "w") as f:
+            json.dump(upstream, f)
+        with open(os.path.join(state, "pci", vf2), "w") as f:
+            f.write("/var/run/netns/gone")
+        rc, out, err = plugin.run("DEL", conf(vf2), cid="up", netns="")
+        check("DEL of an upstream record without CNI_NETNS: success, records removed",
+              rc == 0 and not os.path.exists(rec) and not os.path.exists(os.path.join(state, "pci", vf2)),
+              f"rc={rc} out={out} err={err}")
+        rc, out, _ = plugin.run("DEL", conf(vf2), cid="up", netns="")
+        check("a second DEL: success", rc == 0 and out is None)
+        # DEL works from the record: a configuration ADD would refuse does not block it
+        with open(rec, "w") as f:
+            json.dump(upstream, f)
+        rc, out, err = plugin.run("DEL", json.dumps({"cniVersion": "1.0.0", "name": "x",
+                                                     "type": "sriov", "vlan": 5000}),
+                                  cid="up", netns="")
+        check("DEL with a config ADD would refuse (no deviceID, vlan 5000): success",
+              rc == 0 and not os.path.exists(rec), f"rc={rc} out={out} err={err}")
+        rc, out, _ = plugin.run("DEL", "{nope", cid="up", netns="")
+        check("DEL with stdin that is not JSON: decode error", rc == 1 and out["code"] == 6, str(out))
+
+        rc, out, _ = plugin.run("CHECK", conf(vf, cniVersion="0.3.1"))
+        check("CHECK refused for cniVersion 0.3.1", rc == 1 and out["code"] == 1, str(out))
+        rc, out, _ = plugin.run("CHECK", conf(vf), cid="never-added")
+        check("CHECK of an attachment that does not exist fails", rc == 1 and
+              "no attachment" in out.get("msg", ""), str(out))
+
+        needed = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True).stdout
+        libs = sorted(l.split("[")[1].split("]")[0] for l in needed.splitlines() if "NEEDED" in l)
+        check("links libnl-3, jansson and libc only", libs ==
+              ["libc.so.6", "libjansson.so.4", "libnl-3.so.200"], str(libs))
+
+    print(f"check-cni: {len(FAILURES)} failure(s)")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

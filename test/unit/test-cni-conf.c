@@ -1,0 +1,282 @@
+/* Unit tests for lib/cni/conf (the sriov CNI plugin's configuration) and lib/cni/result.
+ *
+ * Validation cases follow upstream sriov-cni's pkg/config/config_test.go (LoadConf: vlan,
+ * vlanQoS, vlanProto and link_state checks) and pkg/cnicommands (MAC precedence:
+ * runtimeConfig.mac, then CNI_ARGS MAC=, then the config's mac). */
+#include <errno.h>
+#include <linux/if_ether.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cni/conf.h"
+#include "cni/result.h"
+
+#define BASE                                                                                       \
+        "\"cniVersion\":\"1.0.0\",\"name\":\"net\",\"type\":\"sriov\",\"deviceID\":\"0000:01:10."  \
+        "0\""
+
+static int parse(const char *json, const char *args, struct cni_conf *c, struct cni_error *e)
+{
+        memset(e, 0, sizeof(*e));
+        return cni_conf_parse(json, strlen(json), args, c, e);
+}
+
+/* the config is refused with code and a message containing want */
+static void refused(const char *json, const char *args, int code, const char *want)
+{
+        struct cni_conf c;
+        struct cni_error e;
+        int r = parse(json, args, &c, &e);
+        if (r >= 0) {
+                cni_conf_done(&c);
+                fail_msg("accepted: %s", json);
+        }
+        assert_int_equal(e.code, code);
+        if (!strstr(e.msg, want))
+                fail_msg("message \"%s\" lacks \"%s\"", e.msg, want);
+}
+
+static void test_minimal_and_defaults(void **state)
+{
+        struct cni_conf c;
+        struct cni_error e;
+        assert_int_equal(parse("{" BASE ",\"unknownField\":{\"x\":1},\"logLevel\":\"debug\","
+                               "\"logFile\":\"/tmp/x\"}",
+                               NULL, &c, &e),
+                         0);
+        assert_string_equal(c.cni_version, "1.0.0");
+        assert_string_equal(c.device_id, "0000:01:10.0");
+        assert_false(c.has_vlan);
+        assert_int_equal(c.spoofchk, -1);
+        assert_int_equal(c.trust, -1);
+        assert_int_equal(c.link_state, -1);
+        assert_false(c.has_min_tx);
+        assert_false(c.has_max_tx);
+        assert_false(c.has_mac);
+        assert_string_equal(c.ipam_type, "");
+        cni_conf_done(&c);
+}
+
+static void test_all_fields(void **state)
+{
+        struct cni_conf c;
+        struct cni_error e;
+        assert_int_equal(parse("{" BASE ",\"vlan\":100,\"vlanQoS\":3,\"vlanProto\":\"802.1AD\","
+                               "\"spoofchk\":\"off\",\"trust\":\"on\",\"link_state\":\"enable\","
+                               "\"min_tx_rate\":10,\"max_tx_rate\":200,"
+                               "\"ipam\":{\"type\":\"host-local\"}}",
+                               NULL, &c, &e),
+                         0);
+        assert_true(c.has_vlan);
+        assert_int_equal(c.vlan, 100);
+        assert_int_equal(c.qos, 3);
+        assert_int_equal(c.vlan_proto, ETH_P_8021AD);
+        assert_int_equal(c.spoofchk, 0);
+        assert_int_equal(c.trust, 1);
+        assert_int_equal(c.link_state, 1);
+        assert_true(c.has_min_tx && c.has_max_tx);
+        assert_int_equal(c.min_tx_rate, 10);
+        assert_int_equal(c.max_tx_rate, 200);
+        assert_string_equal(c.ipam_type, "host-local");
+        cni_conf_done(&c);
+
+        /* vlan alone: QoS 0, 802.1q (upstream fills both) */
+        assert_int_equal(parse("{" BASE ",\"vlan\":0}", NULL, &c, &e), 0);
+        assert_true(c.has_vlan);
+        assert_int_equal(c.qos, 0);
+        assert_int_equal(c.vlan_proto, ETH_P_8021Q);
+        cni_conf_done(&c);
+}
+
+static void test_mac_precedence(void **state)
+{
+        struct cni_conf c;
+        struct cni_error e;
+        const char *all = "{" BASE ",\"mac\":\"02:00:00:00:00:0C\","
+                          "\"runtimeConfig\":{\"mac\":\"02:00:00:00:00:0A\"}}";
+        const char *conf_args = "{" BASE ",\"mac\":\"02:00:00:00:00:0C\"}";
+
+        /* runtimeConfig wins over CNI_ARGS and config */
+        assert_int_equal(parse(all, "IgnoreUnknown=1;MAC=02:00:00:00:00:0b", &c, &e), 0);
+        assert_true(c.has_mac);
+        assert_string_equal(c.mac_str, "02:00:00:00:00:0a");
+        cni_conf_done(&c);
+        /* CNI_ARGS wins over config */
+        assert_int_equal(parse(conf_args, "K8S_POD_NAME=p;MAC=02:00:00:00:00:0B", &c, &e), 0);
+        assert_string_equal(c.mac_str, "02:00:00:00:00:0b");
+        cni_conf_done(&c);
+        /* config alone, lower-cased */
+        assert_int_equal(parse(conf_args, "K8S_POD_NAME=p", &c, &e), 0);
+        assert_string_equal(c.mac_str, "02:00:00:00:00:0c");
+        assert_int_equal(c.mac[5], 0x0c);
+        cni_conf_done(&c);
+        /* an empty runtimeConfig.mac does not hide CNI_ARGS */
+        assert_int_equal(
+            parse("{" BASE ",\"runtimeConfig\":{\"mac\":\"\"}}", "MAC=02:00:00:00:00:0b", &c, &e),
+            0);
+        assert_string_equal(c.mac_str, "02:00:00:00:00:0b");
+        cni_conf_done(&c);
+
+        refused("{" BASE ",\"mac\":\"02:00:00:00:00\"}", NULL, CNI_ERR_INVALID_CONFIG,
+                "mac is \"02:00:00:00:00\"");
+        refused("{" BASE "}", "MAC=zz:00:00:00:00:00", CNI_ERR_INVALID_ENV, "CNI_ARGS MAC");
+        refused("{" BASE ",\"runtimeConfig\":{\"mac\":\"x\"}}", NULL, CNI_ERR_INVALID_CONFIG,
+                "runtimeConfig.mac");
+        refused("{" BASE "}", "MAC", CNI_ERR_INVALID_ENV, "CNI_ARGS: invalid pair");
+}
+
+static void test_vlan_validation(void **state)
+{
+        refused("{" BASE ",\"vlan\":4095}", NULL, CNI_ERR_INVALID_CONFIG, "range 0-4094");
+        refused("{" BASE ",\"vlan\":-1}", NULL, CNI_ERR_INVALID_CONFIG, "range 0-4094");
+        refused("{" BASE ",\"vlan\":\"100\"}", NULL, CNI_ERR_INVALID_CONFIG, "integer");
+        refused("{" BASE ",\"vlanQoS\":1}", NULL, CNI_ERR_INVALID_CONFIG, "needs \"vlan\"");
+        refused("{" BASE ",\"vlanProto\":\"802.1q\"}", NULL, CNI_ERR_INVALID_CONFIG,
+                "needs \"vlan\"");
+        refused("{" BASE ",\"vlan\":1,\"vlanQoS\":8}", NULL, CNI_ERR_INVALID_CONFIG, "range 0-7");
+        refused("{" BASE ",\"vlan\":0,\"vlanQoS\":2}", NULL, CNI_ERR_INVALID_CONFIG,
+                "non-zero vlan");
+        refused("{" BASE ",\"vlan\":0,\"vlanProto\":\"802.1ad\"}", NULL, CNI_ERR_INVALID_CONFIG,
+                "802.1ad needs a non-zero vlan");
+        refused("{" BASE ",\"vlan\":5,\"vlanProto\":\"802.1x\"}", NULL, CNI_ERR_INVALID_CONFIG,
+                "must be \"802.1q\" or \"802.1ad\"");
+
+        struct cni_conf c;
+        struct cni_error e;
+        assert_int_equal(
+            parse("{" BASE ",\"vlan\":4094,\"vlanQoS\":7,\"vlanProto\":\"802.1Q\"}", NULL, &c, &e),
+            0);
+        assert_int_equal(c.vlan, 4094);
+        assert_int_equal(c.vlan_proto, ETH_P_8021Q);
+        cni_conf_done(&c);
+}
+
+static void test_other_validation(void **state)
+{
+        refused("not json", NULL, CNI_ERR_DECODE, "not JSON");
+        refused("[1,2]", NULL, CNI_ERR_DECODE, "not a JSON object");
+        refused("", NULL, CNI_ERR_DECODE, "not JSON");
+        refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"sriov\"}", NULL,
+                CNI_ERR_INVALID_CONFIG, "\"deviceID\" (the VF's PCI address) is required");
+        refused("{\"cniVersion\":\"1.0.0\",\"deviceID\":\"../../etc\"}", NULL,
+                CNI_ERR_INVALID_CONFIG, "not a PCI address");
+        refused("{" BASE ",\"link_state\":\"up\"}", NULL, CNI_ERR_INVALID_CONFIG,
+                "auto, enable or disable");
+        refused("{" BASE ",\"spoofchk\":\"yes\"}", NULL, CNI_ERR_INVALID_CONFIG,
+                "\"spoofchk\" is \"yes\"");
+        refused("{" BASE ",\"trust\":true}", NULL, CNI_ERR_INVALID_CONFIG, "\"trust\"");
+        refused("{" BASE ",\"min_tx_rate\":-5}", NULL, CNI_ERR_INVALID_CONFIG, "min_tx_rate");
+        refused("{" BASE ",\"ipam\":\"host-local\"}", NULL, CNI_ERR_INVALID_CONFIG,
+                "\"ipam\" must be an object");
+        refused("{" BASE ",\"ipam\":{\"type\":\"../bin/sh\"}}", NULL, CNI_ERR_INVALID_CONFIG,
+                "not a plugin name");
+        refused("{" BASE ",\"vlan\":1,\"vlan\":2}", NULL, CNI_ERR_DECODE, "duplicate");
+}
+
+static void test_versions(void **state)
+{
+        assert_true(cni_version_supported("0.4.0"));
+        assert_true(cni_version_supported("1.0.0"));
+        assert_true(cni_version_supported("1.1.0"));
+        assert_false(cni_version_supported("2.0.0"));
+        assert_false(cni_version_supported(""));
+        assert_true(cni_version_compare("0.10.0", "0.4.0") > 0);
+        assert_true(cni_version_compare("0.3.1", "0.4.0") < 0);
+        assert_int_equal(cni_version_compare("1.0.0", "1.0.0"), 0);
+}
+
+static json_t *load(char *text)
+{
+        assert_non_null(text);
+        json_error_t err;
+        json_t *o = json_loads(text, 0, &err);
+        free(text);
+        assert_non_null(o);
+        return o;
+}
+
+static void test_results(void **state)
+{
+        const char *ipam_out = "{\"cniVersion\":\"1.0.0\",\"ips\":[{\"address\":\"10.56.0.2/24\","
+                               "\"gateway\":\"10.56.0.1\"},{\"address\":\"fd00::2/64\"}],"
+                               "\"routes\":[{\"dst\":\"0.0.0.0/0\"}],\"dns\":{}}";
+        struct cni_ipam_result r;
+        struct cni_error e = { 0 };
+        assert_int_equal(cni_ipam_result_parse(ipam_out, strlen(ipam_out), &r, &e), 0);
+        assert_int_equal(r.n_ips, 2);
+        assert_int_equal(r.ips[0].prefix, 24);
+        assert_true(r.ips[0].has_gw);
+        assert_false(r.ips[1].has_gw);
+        assert_int_equal(r.n_routes, 1);
+        assert_int_equal(r.routes[0].dst_len, 0);
+
+        const struct cni_iface ifc = { .name = "net1",
+                                       .mac = "02:00:00:00:00:01",
+                                       .mtu = 1500,
+                                       .sandbox = "/var/run/netns/a" };
+        json_t *o = load(cni_result_format("1.0.0", &ifc, &r));
+        json_t *ip0 = json_array_get(json_object_get(o, "ips"), 0);
+        assert_string_equal(json_string_value(json_object_get(ip0, "address")), "10.56.0.2/24");
+        assert_int_equal(json_integer_value(json_object_get(ip0, "interface")), 0);
+        assert_null(json_object_get(ip0, "version"));
+        json_t *if0 = json_array_get(json_object_get(o, "interfaces"), 0);
+        assert_string_equal(json_string_value(json_object_get(if0, "sandbox")), "/var/run/netns/a");
+        assert_int_equal(json_integer_value(json_object_get(if0, "mtu")), 1500);
+        json_decref(o);
+
+        o = load(cni_result_format("0.4.0", &ifc, &r));
+        ip0 = json_array_get(json_object_get(o, "ips"), 0);
+        assert_string_equal(json_string_value(json_object_get(ip0, "version")), "4");
+        json_decref(o);
+
+        o = load(cni_result_format("0.2.0", &ifc, &r));
+        assert_string_equal(json_string_value(json_object_get(json_object_get(o, "ip4"), "ip")),
+                            "10.56.0.2/24");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(o, "ip6"), "ip")),
+                            "fd00::2/64");
+        assert_null(json_object_get(o, "interfaces"));
+        json_decref(o);
+        cni_ipam_result_done(&r);
+
+        /* an old-style IPAM answer */
+        const char *legacy = "{\"ip4\":{\"ip\":\"10.1.0.5/16\",\"gateway\":\"10.1.0.1\"}}";
+        assert_int_equal(cni_ipam_result_parse(legacy, strlen(legacy), &r, &e), 0);
+        assert_int_equal(r.n_ips, 1);
+        cni_ipam_result_done(&r);
+
+        const char *empty = "{\"cniVersion\":\"1.0.0\",\"ips\":[]}";
+        assert_int_equal(cni_ipam_result_parse(empty, strlen(empty), &r, &e), -ENODATA);
+        assert_non_null(strstr(e.msg, "missing IP config"));
+        const char *bad = "{\"ips\":[{\"address\":\"10.0.0.1\"}]}";
+        assert_true(cni_ipam_result_parse(bad, strlen(bad), &r, &e) < 0);
+        assert_non_null(strstr(e.msg, "not an address/prefix"));
+
+        const struct cni_error err = { .code = 7, .msg = "field \"vlan\" is 5000" };
+        o = load(cni_error_format("1.0.0", &err));
+        assert_int_equal(json_integer_value(json_object_get(o, "code")), 7);
+        assert_string_equal(json_string_value(json_object_get(o, "msg")), "field \"vlan\" is 5000");
+        json_decref(o);
+        o = load(cni_version_format(NULL));
+        assert_int_equal(json_array_size(json_object_get(o, "supportedVersions")), 7);
+        json_decref(o);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_minimal_and_defaults),
+                cmocka_unit_test(test_all_fields),
+                cmocka_unit_test(test_mac_precedence),
+                cmocka_unit_test(test_vlan_validation),
+                cmocka_unit_test(test_other_validation),
+                cmocka_unit_test(test_versions),
+                cmocka_unit_test(test_results),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

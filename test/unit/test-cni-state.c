@@ -1,0 +1,223 @@
+/* Unit tests for lib/cni/state: the sriov CNI plugin's records in upstream sriov-cni's formats
+ * (pkg/utils/utils.go SaveNetConf/ReadScratchNetConf, pkg/utils/pci_allocator.go and its
+ * pci_allocator_test.go: save, IsAllocated, delete; lock under pci/vf_lock/<pci>.lock). */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cni/conf.h"
+#include "cni/state.h"
+#include "util/fileio.h"
+
+static int setup(void **state)
+{
+        char *dir = strdup("/tmp/sriov-test-cni-XXXXXX");
+        assert_non_null(mkdtemp(dir));
+        *state = dir;
+        return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        return remove(path);
+}
+
+static int teardown(void **state)
+{
+        assert_int_equal(nftw(*state, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+        free(*state);
+        return 0;
+}
+
+static void test_cache_name(void **state)
+{
+        char buf[64];
+        assert_int_equal(cni_cache_name("ctr1", "net1", buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "ctr1-net1");
+        assert_int_equal(cni_cache_name("../x", "net1", buf, sizeof(buf)), -EINVAL);
+        assert_int_equal(cni_cache_name("ctr1", "a/b", buf, sizeof(buf)), -EINVAL);
+        assert_int_equal(cni_cache_name("", "net1", buf, sizeof(buf)), -EINVAL);
+}
+
+static void test_cache_round_trip(void **state)
+{
+        char dir[256], path[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%.200s/var/lib/cni/sriov", (char *)*state);
+        const char *json = "{\"cniVersion\":\"1.0.0\",\"name\":\"highnet\",\"type\":\"sriov\","
+                           "\"deviceID\":\"0000:01:10.0\",\"vlan\":100,\"spoofchk\":\"on\","
+                           "\"max_tx_rate\":100,\"ipam\":{\"type\":\"host-local\"},"
+                           "\"runtimeConfig\":{\"mac\":\"02:00:00:00:00:01\"}}";
+        struct cni_conf conf;
+        struct cni_error e = { 0 };
+        assert_int_equal(cni_conf_parse(json, strlen(json), NULL, &conf, &e), 0);
+        struct cni_cache rec = {
+                .device_id = "0000:01:10.0",
+                .master = "eth0",
+                .vfid = 2,
+                .mac = "02:00:00:00:00:01",
+                .has_mtu = true,
+                .mtu = 1500,
+                .orig = { .host_ifname = "eth1",
+                          .spoofchk = true,
+                          .admin_mac = "00:00:00:00:00:00",
+                          .effective_mac = "52:54:00:12:34:56",
+                          .vlan_proto = 0x8100,
+                          .mtu = 1500 },
+        };
+        assert_int_equal(cni_cache_write(dir, "ctr1-net1", &conf, &rec), 0);
+        cni_conf_done(&conf);
+
+        snprintf(path, sizeof(path), "%s/ctr1-net1", dir);
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0600);
+        assert_int_equal(stat(dir, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0700);
+
+        /* upstream's field names and shapes: nil pointers as null, OrigVfState by Go names */
+        json_error_t jerr;
+        json_t *o = json_load_file(path, 0, &jerr);
+        assert_non_null(o);
+        json_t *orig = json_object_get(o, "OrigVfState");
+        assert_string_equal(json_string_value(json_object_get(orig, "HostIFName")), "eth1");
+        assert_true(json_is_true(json_object_get(orig, "SpoofChk")));
+        assert_string_equal(json_string_value(json_object_get(orig, "EffectiveMAC")),
+                            "52:54:00:12:34:56");
+        assert_int_equal(json_integer_value(json_object_get(orig, "VlanProto")), 0x8100);
+        assert_string_equal(json_string_value(json_object_get(o, "Master")), "eth0");
+        assert_int_equal(json_integer_value(json_object_get(o, "VFID")), 2);
+        assert_int_equal(json_integer_value(json_object_get(o, "vlan")), 100);
+        assert_int_equal(json_integer_value(json_object_get(o, "vlanQoS")), 0);
+        assert_string_equal(json_string_value(json_object_get(o, "vlanProto")), "802.1q");
+        assert_true(json_is_null(json_object_get(o, "min_tx_rate")));
+        assert_int_equal(json_integer_value(json_object_get(o, "max_tx_rate")), 100);
+        assert_string_equal(json_string_value(json_object_get(o, "name")), "highnet");
+        json_decref(o);
+
+        struct cni_cache back;
+        assert_int_equal(cni_cache_read(dir, "ctr1-net1", &back, &e), 0);
+        assert_string_equal(back.device_id, "0000:01:10.0");
+        assert_string_equal(back.master, "eth0");
+        assert_int_equal(back.vfid, 2);
+        assert_string_equal(back.orig.host_ifname, "eth1");
+        assert_string_equal(back.orig.effective_mac, "52:54:00:12:34:56");
+        assert_int_equal(back.orig.mtu, 1500);
+        assert_true(back.has_vlan);
+        assert_int_equal(back.spoofchk, 1);
+        assert_int_equal(back.trust, -1);
+        assert_true(back.has_rate);
+        assert_int_equal(back.link_state, -1);
+        assert_string_equal(back.ipam_type, "host-local");
+
+        assert_int_equal(cni_cache_remove(dir, "ctr1-net1"), 0);
+        assert_int_equal(cni_cache_read(dir, "ctr1-net1", &back, &e), -ENOENT);
+        assert_int_equal(cni_cache_remove(dir, "ctr1-net1"), 0);
+}
+
+/* A record as upstream sriov-cni writes it (json.Marshal of its NetConf), so DEL restores
+ * VFs of pods that were set up by upstream's plugin. */
+static void test_cache_reads_upstream_record(void **state)
+{
+        const char *dir = *state;
+        char path[PATH_MAX];
+        const char *upstream =
+            "{\"cniVersion\":\"0.4.0\",\"name\":\"sriov-net\",\"type\":\"sriov\","
+            "\"ipam\":{\"type\":\"host-local\",\"subnet\":\"10.56.217.0/24\"},\"dns\":{},"
+            "\"OrigVfState\":{\"HostIFName\":\"enp175s0f1v3\",\"SpoofChk\":true,\"Trust\":false,"
+            "\"AdminMAC\":\"00:00:00:00:00:00\",\"EffectiveMAC\":\"4a:0e:5c:c3:b9:1e\",\"Vlan\":0,"
+            "\"VlanQoS\":0,\"VlanProto\":33024,\"MinTxRate\":0,\"MaxTxRate\":0,\"LinkState\":0,"
+            "\"MTU\":1500},\"Master\":\"enp175s0f1\",\"MAC\":\"\",\"MTU\":1500,\"vlan\":null,"
+            "\"vlanQoS\":null,\"vlanProto\":null,\"deviceID\":\"0000:af:06.3\",\"VFID\":3,"
+            "\"min_tx_rate\":null,\"max_tx_rate\":null,\"trust\":\"on\",\"link_state\":\"enable\","
+            "\"runtimeConfig\":{}}";
+        snprintf(path, sizeof(path), "%s/abc-net1", dir);
+        assert_int_equal(write_file_atomic(path, upstream, strlen(upstream), 0600), 0);
+        struct cni_cache c;
+        struct cni_error e = { 0 };
+        assert_int_equal(cni_cache_read(dir, "abc-net1", &c, &e), 0);
+        assert_string_equal(c.device_id, "0000:af:06.3");
+        assert_string_equal(c.master, "enp175s0f1");
+        assert_int_equal(c.vfid, 3);
+        assert_string_equal(c.orig.host_ifname, "enp175s0f1v3");
+        assert_string_equal(c.orig.admin_mac, "00:00:00:00:00:00");
+        assert_int_equal(c.orig.vlan_proto, 0x8100);
+        assert_true(c.orig.spoofchk);
+        assert_false(c.orig.trust);
+        assert_false(c.has_vlan);
+        assert_false(c.has_rate);
+        assert_int_equal(c.spoofchk, -1);
+        assert_int_equal(c.trust, 1);
+        assert_int_equal(c.link_state, 1);
+        assert_string_equal(c.ipam_type, "host-local");
+        assert_string_equal(c.mac, "");
+
+        /* a record naming a path as its device is refused, not used */
+        const char *evil = "{\"deviceID\":\"../../x\",\"Master\":\"eth0\"}";
+        assert_int_equal(write_file_atomic(path, evil, strlen(evil), 0600), 0);
+        assert_int_equal(cni_cache_read(dir, "abc-net1", &c, &e), -EBADMSG);
+        assert_non_null(strstr(e.msg, "invalid device"));
+        assert_int_equal(write_file_atomic(path, "{", 1, 0600), 0);
+        assert_int_equal(cni_cache_read(dir, "abc-net1", &c, &e), -EBADMSG);
+}
+
+static void test_pci_allocation(void **state)
+{
+        const char *dir = *state;
+        const char *pci = "0000:01:10.2";
+        char buf[256], path[PATH_MAX];
+        assert_int_equal(cni_pci_holder(dir, pci, buf, sizeof(buf)), -ENOENT);
+        assert_int_equal(cni_pci_save(dir, pci, "/var/run/netns/podA"), 0);
+        assert_int_equal(cni_pci_holder(dir, pci, buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "/var/run/netns/podA"); /* no newline, as upstream */
+        snprintf(path, sizeof(path), "%s/pci/%s", dir, pci);
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0600);
+        assert_int_equal(cni_pci_release(dir, pci), 0);
+        assert_int_equal(cni_pci_holder(dir, pci, buf, sizeof(buf)), -ENOENT);
+        assert_int_equal(cni_pci_release(dir, pci), 0);
+        assert_int_equal(cni_pci_save(dir, "../../etc/x", "/x"), -EINVAL);
+}
+
+static void test_pci_lock(void **state)
+{
+        const char *dir = *state;
+        const char *pci = "0000:01:10.4";
+        char path[PATH_MAX];
+        int fd = cni_pci_lock(dir, pci, 1000);
+        assert_true(fd >= 0);
+        snprintf(path, sizeof(path), "%s/pci/vf_lock/%s.lock", dir, pci);
+        assert_int_equal(access(path, F_OK), 0);
+        /* held: a second taker times out */
+        assert_int_equal(cni_pci_lock(dir, pci, 50), -ETIMEDOUT);
+        /* another VF's lock is independent */
+        int other = cni_pci_lock(dir, "0000:01:10.6", 50);
+        assert_true(other >= 0);
+        close(other);
+        close(fd);
+        fd = cni_pci_lock(dir, pci, 50);
+        assert_true(fd >= 0);
+        close(fd);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_cache_name),
+                cmocka_unit_test_setup_teardown(test_cache_round_trip, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cache_reads_upstream_record, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pci_allocation, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pci_lock, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,282 @@
+# vm-profile: no-iommu
+# vm-needs: cni nic-traffic
+# The `sriov` CNI plugin (build/sriov, installed as /opt/cni/bin/sriov) on the real kernel:
+# the agent makes the VFs from a seed-like policy (standalone mode, the fake kubelet takes the
+# pools); two "pods" (network namespaces) get a VF each with host-local IPAM and ping each
+# other through igb's internal switch; CHECK; DEL restores the VF (name, MAC, MTU, namespace,
+# the PF's view of it) and the records; bad input changes nothing; the agent's pool keeps all
+# VFs while their netdevs are in pods. Then ADD/DEL timings. (DPDK mode, which needs vfio-pci
+# and so the IOMMU boot, is 11-cni-dpdk.) The no-iommu boot: with the emulated IOMMU igb's VFs
+# lost carrier for good after the agent's changes here; without it they pass traffic.
+
+CNI=/opt/cni/bin/sriov
+STATE=/var/lib/cni/sriov
+IPAM_DIR=/run/cni-ipam
+KDIR=/var/lib/kubelet/device-plugins
+PRSOCK=/var/lib/kubelet/pod-resources/kubelet.sock
+KL_OUT=/tmp/kubelet.out
+R_NET=openshift.io/sriov_highnet
+PF=$(netdev_of "$IGB_PF")
+
+# cni CMD NETNS IFNAME CONTAINERID CONFFILE [CNI_ARGS]: one plugin call as a runtime makes it
+cat >/tmp/cni.sh <<'SH'
+#!/bin/sh
+CNI_COMMAND=$1 CNI_NETNS=$2 CNI_IFNAME=$3 CNI_CONTAINERID=$4 CNI_ARGS=${6:-} \
+    CNI_PATH=/usr/lib/cni:/opt/cni/bin exec /opt/cni/bin/sriov <"$5"
+SH
+chmod +x /tmp/cni.sh
+
+# netconf FILE DEVICEID EXTRA: the NetworkAttachmentDefinition's config as Multus passes it
+netconf() {
+    printf '{"cniVersion":"1.0.0","name":"highnet-rdma-network","type":"sriov","deviceID":"%s"%s,"ipam":{"type":"host-local","ranges":[[{"subnet":"10.56.0.0/24"}]],"dataDir":"%s"}}\n' \
+        "$2" "$3" "$IPAM_DIR" >"$1"
+}
+
+kl_last_devices() { grep '"event":"devices"' "$KL_OUT" | grep -F "\"resource\":\"$1\"" | tail -1; }
+kl_ids() { kl_last_devices "$1" | grep -o '"id":"[^"]*"' | cut -d'"' -f4 | sort | tr '\n' ' '; }
+kl_healthy() { kl_last_devices "$1" | grep -o '"health":"Healthy"' | wc -l; }
+pool_is() {
+    [ "$(kl_ids "$1")" = "$(printf '%s\n' $2 | sort | tr '\n' ' ')" ] &&
+        [ "$(kl_healthy "$1")" -eq "$(printf '%s\n' $2 | grep -c .)" ]
+}
+driver_is() { [ "$(driver_of "$1")" = "$2" ]; }
+has_carrier() { [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]; }
+vfs_are() { [ "$(count_virtfn "$IGB_PF")" = "$1" ]; }
+# the PF's line for VF N (`ip link show PF`: "vf N link/ether ..., vlan ..., spoofchk ...")
+pf_vf_line() { $IPR link show dev "$PF" | grep -E "^ +vf $1 " | tr -s ' '; }
+# what must not change when the plugin refuses: the PF's VF lines, the host's links, records
+host_state() {
+    $IPR link show dev "$PF" | grep -E '^ +vf ' | tr -s ' '
+    for i in 0 1 2 3; do
+        vf=$(vf_pci "$IGB_PF" $i)
+        n=$(netdev_of "$vf")
+        echo "vf$i $(driver_of "$vf") ${n:-none} $([ -n "$n" ] && cat "/sys/class/net/$n/address" "/sys/class/net/$n/mtu" "/sys/class/net/$n/ifindex" | tr '\n' ' ')"
+    done
+    find "$STATE" "$IPAM_DIR" -type f ! -name '*.lock' 2>/dev/null | sort
+    for ns in $($IPR netns list | cut -d' ' -f1); do
+        echo "netns $ns: $($IPR -n "$ns" -o link show | grep -v ' lo:' | cut -d' ' -f2 | tr '\n' ' ')"
+    done
+}
+# refused DESC CONFFILE NETNS CID [CNI_ARGS] [MSG-ERE]: exit 1, CNI error JSON, nothing changed
+refused() {
+    host_state >/tmp/before
+    run_fails "$1" /tmp/cni.sh ADD "$3" net1 "$4" "$2" "${5:-}"
+    jq_ok "$1: CNI error JSON with code and msg" '(.code | type) == "number" and (.msg | length) > 0'
+    [ -z "${6:-}" ] || out_has "$1: the message says why" "$6"
+    host_state >/tmp/after
+    cmp -s /tmp/before /tmp/after || { echo "    --- what changed"; diff /tmp/before /tmp/after | sed 's/^/    | /'; }
+    check "$1: nothing changed (PF's VF settings, VF netdevs, records, namespaces)" cmp -s /tmp/before /tmp/after
+}
+
+# what an operator would see (scripts/demo prints it): "======== step" headers, "$ cmd" + output
+T=/tmp/transcript
+: >"$T"
+say() { printf '%s\n' "$*" >>"$T"; }
+said() { say "\$ $1"; cat "$OUT" >>"$T"; }
+
+# on a failure: what the agent and the fake kubelet said (fail() exits the scenario's shell)
+trap 'rc=$?; if [ $rc -ne 0 ]; then echo "    --- agent log tail"; tail -n 25 /tmp/agent.log | sed "s/^/    | /"; echo "    --- fake kubelet (last events)"; tail -n 4 "$KL_OUT" | cut -c1-300 | sed "s/^/    | /"; fi' EXIT
+
+# --- the agent makes the VFs; the fake kubelet takes the pools -----------------------------
+setup_link_up "$PF"
+mkdir -p /tmp/policies "$KDIR" "$(dirname "$PRSOCK")" /tmp/agent-state
+cat >/tmp/policies/highnet.yaml <<EOF2
+apiVersion: sriovnetwork.openshift.io/v1
+kind: SriovNetworkNodePolicy
+metadata: {name: highnet-sriov-policy, namespace: sriov-network-operator}
+spec:
+  resourceName: sriov_highnet
+  nodeSelector: {highnet-node: "true"}
+  priority: 90
+  mtu: 1500
+  numVfs: 4
+  nicSelector: {vendor: "8086", pfNames: ["$PF"]}
+  deviceType: netdevice
+EOF2
+echo '[]' >/tmp/assignments.json
+mkfifo /tmp/kubelet.in
+fake-kubelet --dir "$KDIR" --podresources "$PRSOCK" --assignments /tmp/assignments.json \
+    </tmp/kubelet.in >"$KL_OUT" 2>/tmp/kubelet.err &
+exec 7>/tmp/kubelet.in
+wait_for "fake kubelet listens" 30 test -S "$KDIR/kubelet.sock"
+"$AGENT" run --policy-dir /tmp/policies --node-labels highnet-node=true --node-name lab-node \
+    --state-dir /tmp/agent-state --kubelet-dir "$KDIR" --pod-resources-socket "$PRSOCK" \
+    --devinfo-dir /run/devinfo --resync-interval 3 >/tmp/agent.log 2>&1 &
+AGENT_PID=$!
+wait_for "the agent made 4 VFs" 120 vfs_are 4
+VF0=$(vf_pci "$IGB_PF" 0)
+VF1=$(vf_pci "$IGB_PF" 1)
+VF2=$(vf_pci "$IGB_PF" 2)
+VF3=$(vf_pci "$IGB_PF" 3)
+wait_for "kubelet: $R_NET = VFs 0-3, healthy" 90 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
+wait_for "PF $PF has carrier (VF rates need the link speed)" 30 has_carrier "$PF"
+
+# igbvf may probe a VF while the PF is still resetting from the VF-count change ("PF still in
+# reset state"): such a VF has no carrier until the driver resets it, which it does when taken
+# down. Setup (a real NIC's VFs come up after the PF): up and down once, the PF now up.
+for vf in "$VF0" "$VF1" "$VF2" "$VF3"; do
+    n=$(netdev_of "$vf")
+    $IPR link set dev "$n" up && $IPR link set dev "$n" down || fail "setup: reset VF netdev $n"
+done
+HOST0=$(netdev_of "$VF0")
+HOST1=$(netdev_of "$VF1")
+HOST2=$(netdev_of "$VF2")
+MAC0=$(cat "/sys/class/net/$HOST0/address")
+MAC1=$(cat "/sys/class/net/$HOST1/address")
+MTU0=$(cat "/sys/class/net/$HOST0/mtu")
+PFVF0_BEFORE=$(pf_vf_line 0)
+PFVF1_BEFORE=$(pf_vf_line 1)
+
+run_ok "VERSION" sh -c "CNI_COMMAND=VERSION $CNI </dev/null"
+jq_ok "VERSION lists 0.4.0 and 1.0.0" '.supportedVersions | index("0.4.0") and index("1.0.0")'
+
+# --- two pods -----------------------------------------------------------------------------
+$IPR netns add podA || fail "setup: netns podA"
+$IPR netns add podB || fail "setup: netns podB"
+# iproute2 keeps named namespaces in /run/netns (Debian's build)
+NSA=/run/netns/podA
+NSB=/run/netns/podB
+check "netns files for pods A and B" test -e "$NSA" -a -e "$NSB"
+# pod A: MAC from the config, CNI_ARGS and runtimeConfig (runtimeConfig wins), flags, rate;
+# pod B: trust. (VLANs are checked on VFs 2 and 3 below.)
+netconf /tmp/a.json "$VF0" ',"mac":"02:00:00:00:0a:0c","runtimeConfig":{"mac":"02:00:00:00:0a:01"},"spoofchk":"on","trust":"off","max_tx_rate":100'
+netconf /tmp/b.json "$VF1" ',"trust":"on"'
+run_ok "ADD pod A (VF 0)" /tmp/cni.sh ADD "$NSA" net1 ctr-a /tmp/a.json "IgnoreUnknown=1;K8S_POD_NAME=a;MAC=02:00:00:00:0a:02"
+say "======== the training pod's network attachment: two pods (netns) get a VF each from the sriov CNI plugin"
+say "(Multus would call it with the device plugin's VF as deviceID; here: pod A gets VF 0 $VF0, pod B VF 1 $VF1)"
+say "\$ cat a.json"
+cat /tmp/a.json >>"$T"
+said "CNI_COMMAND=ADD CNI_NETNS=$NSA CNI_IFNAME=net1 CNI_CONTAINERID=ctr-a /opt/cni/bin/sriov < a.json"
+jq_checks \
+    "ADD pod A: interfaces[0]: net1, runtimeConfig MAC, sandbox, mtu" \
+    ".interfaces[0] | .name == \"net1\" and .mac == \"02:00:00:00:0a:01\" and .sandbox == \"$NSA\" and .mtu == $MTU0" \
+    "ADD pod A: ips[0] = 10.56.0.2/24 on interface 0" '.ips[0].address == "10.56.0.2/24" and .ips[0].interface == 0' \
+    "ADD pod A: cniVersion 1.0.0" '.cniVersion == "1.0.0"'
+run_ok "ADD pod B (VF 1)" /tmp/cni.sh ADD "$NSB" net1 ctr-b /tmp/b.json
+jq_ok "ADD pod B: 10.56.0.3/24, its own MAC kept" ".ips[0].address == \"10.56.0.3/24\" and .interfaces[0].mac == \"$MAC1\""
+
+check "VF 0's netdev left the host (its net/ is empty)" test -z "$(netdev_of "$VF0")"
+run_ok "pod A: net1 is there" $IPR -n podA -o addr show dev net1
+said "ip -n podA -o addr show dev net1"
+out_has "pod A: net1 has 10.56.0.2/24" 'inet 10\.56\.0\.2/24'
+run_ok "pod A: net1's link" $IPR -n podA link show dev net1
+out_has "pod A: net1 is UP with the runtimeConfig MAC" 'state UP|,UP'
+out_has "pod A: net1's MAC" 'link/ether 02:00:00:00:0a:01'
+run_ok "PF view of VF 0" $IPR link show dev "$PF"
+out_has "PF: VF 0 MAC, spoofchk on, trust off" 'vf 0 .*link/ether 02:00:00:00:0a:01.*spoof checking on.*trust off'
+out_has "PF: VF 1 trust on" 'vf 1 .*trust on'
+out_has "PF: VF 0 max_tx_rate 100" 'vf 0 .*max_tx_rate 100'
+check "cache record ctr-a-net1 is 0600" test "$(stat -c %a "$STATE/ctr-a-net1")" = 600
+run_ok "cache record: upstream's fields" cat "$STATE/ctr-a-net1"
+jq_checks \
+    "cache record: deviceID, Master, VFID, MAC" ".deviceID == \"$VF0\" and .Master == \"$PF\" and .VFID == 0 and .MAC == \"02:00:00:00:0a:01\"" \
+    "cache record: OrigVfState: host name, MAC, MTU" ".OrigVfState.HostIFName == \"$HOST0\" and .OrigVfState.EffectiveMAC == \"$MAC0\" and .OrigVfState.MTU == $MTU0" \
+    "cache record: the config kept (unset vlan as null, ipam)" '.vlan == null and .max_tx_rate == 100 and .spoofchk == "on" and .ipam.type == "host-local" and .name == "highnet-rdma-network"'
+check "allocation record pci/$VF0 names pod A's netns" test "$(cat "$STATE/pci/$VF0")" = "$NSA"
+
+if ! $IPR netns exec podA ping -c 2 -W 3 10.56.0.3 >/dev/null 2>&1; then
+    echo "    --- debug: the pods' links, neighbours and the PF's VF lines"
+    { $IPR -n podA -s link show dev net1; $IPR -n podB -s link show dev net1; $IPR -n podA neigh
+        $IPR link show dev "$PF"; } 2>&1 | sed 's/^/    | /'
+fi
+run_ok "pod A pings pod B over the VFs" $IPR netns exec podA ping -c 3 -W 5 10.56.0.3
+out_has "pod A: 3 replies" '3 packets received'
+said "ip netns exec podA ping -c 3 10.56.0.3     # pod B, over igb's internal switch"
+run_ok "CHECK pod A" /tmp/cni.sh CHECK "$NSA" net1 ctr-a /tmp/a.json
+run_ok "CHECK pod B" /tmp/cni.sh CHECK "$NSB" net1 ctr-b /tmp/b.json
+$IPR -n podB link set net1 down
+run_fails "CHECK pod B with its interface down fails" /tmp/cni.sh CHECK "$NSB" net1 ctr-b /tmp/b.json
+out_has "CHECK names the problem" 'is down'
+$IPR -n podB link set net1 up
+
+# the agent keeps both VFs in its pool while their netdevs are in pods, and leaves the VF
+# settings the plugin made alone through its periodic drift checks (--resync-interval 3)
+# (checked here, asserted at the end so that a pool bug does not hide the plugin's own steps)
+sleep 4
+POOL_IN_PODS="$(kl_ids "$R_NET")/$(kl_healthy "$R_NET") healthy"
+check "agent did not touch VF 0's settings (MAC, rate, spoofchk) after resyncs" \
+    sh -c "$IPR link show dev $PF | grep -Eq 'vf 0 .*02:00:00:00:0a:01.*max_tx_rate 100.*spoof checking on'"
+
+# --- bad input changes nothing ------------------------------------------------------------
+$IPR netns add podC || fail "setup: netns podC"
+NSC=/run/netns/podC
+netconf /tmp/bad-dev.json 0000:99:00.0 ''
+refused "a deviceID that does not exist" /tmp/bad-dev.json "$NSC" ctr-c '' 'no such PCI device'
+netconf /tmp/bad-pf.json "$IGB_PF" ''
+refused "a PF as deviceID" /tmp/bad-pf.json "$NSC" ctr-c '' 'not a VF'
+refused "VF 0, which pod A holds" /tmp/a.json "$NSC" ctr-c '' 'already allocated'
+netconf /tmp/bad-vlan.json "$VF2" ',"vlan":4095'
+refused "vlan 4095" /tmp/bad-vlan.json "$NSC" ctr-c '' 'vlan.*0-4094'
+netconf /tmp/bad-vf.json "$VF2" ',"link_state":"enable"'
+refused "link_state on igb (EOPNOTSUPP): VF 2 moved nowhere, nothing left set" /tmp/bad-vf.json "$NSC" ctr-c '' 'link_state'
+
+netconf /tmp/taken.json "$VF2" ',"vlan":9'
+refused "CNI_IFNAME net1 already taken in pod A" /tmp/taken.json "$NSA" ctr-x '' 'net1 already exists'
+echo 'this is not json' >/tmp/bad-json.json
+refused "a config that is not JSON" /tmp/bad-json.json "$NSC" ctr-c '' 'not JSON'
+# IPAM fails after the VF was configured and moved: everything undone
+printf '{"cniVersion":"1.0.0","name":"n","type":"sriov","deviceID":"%s","mac":"02:00:00:00:0c:01","vlan":7,"ipam":{"type":"host-local"}}\n' "$VF2" >/tmp/bad-ipam.json
+refused "IPAM that fails (host-local without ranges): VF 2 set up, then undone" /tmp/bad-ipam.json "$NSC" ctr-c '' 'IPAM plugin host-local'
+check "VF 2's netdev is back in the host as $HOST2" test "$(netdev_of "$VF2")" = "$HOST2"
+
+# --- DEL restores -------------------------------------------------------------------------
+run_ok "DEL pod A" /tmp/cni.sh DEL "$NSA" net1 ctr-a /tmp/a.json
+say "\$ CNI_COMMAND=DEL ... /opt/cni/bin/sriov < a.json     # exit 0; VF 0 back in the host:"
+say "$($IPR -o link show dev "$HOST0" | cut -c1-120)"
+check "VF 0's netdev back in the host as $HOST0" test "$(netdev_of "$VF0")" = "$HOST0"
+check "VF 0: MAC $MAC0 again" test "$(cat "/sys/class/net/$HOST0/address")" = "$MAC0"
+check "VF 0: MTU $MTU0 again, down" sh -c "test \$(cat /sys/class/net/$HOST0/mtu) = $MTU0 && test \$((\$(cat /sys/class/net/$HOST0/flags) & 1)) = 0"
+expect_eq "PF: VF 0's settings as before ADD" "$(pf_vf_line 0)" "$PFVF0_BEFORE"
+check "pod A has no net1" sh -c "! $IPR -n podA link show dev net1 2>/dev/null"
+check "records of pod A gone" sh -c "test ! -e $STATE/ctr-a-net1 && test ! -e $STATE/pci/$VF0"
+check "host-local released 10.56.0.2" test ! -e "$IPAM_DIR/highnet-rdma-network/10.56.0.2"
+host_state >/tmp/before
+run_ok "DEL pod A again: success" /tmp/cni.sh DEL "$NSA" net1 ctr-a /tmp/a.json
+host_state >/tmp/after
+check "the second DEL changed nothing" cmp -s /tmp/before /tmp/after
+# pod B's namespace disappears before its DEL (node restart, runtime crash): the kernel hands
+# the VF back as "net1"; DEL succeeds and gives it its name back
+$IPR netns del podB
+wait_for "VF 1's netdev back in the host after its netns went" 10 has_netdev "$VF1"
+run_ok "DEL pod B after its netns is gone: success" /tmp/cni.sh DEL "$NSB" net1 ctr-b /tmp/b.json
+check "VF 1 named $HOST1 again with MAC $MAC1" sh -c "test \"$(netdev_of "$VF1")\" = $HOST1 && test \$(cat /sys/class/net/$HOST1/address) = $MAC1"
+expect_eq "PF: VF 1's settings as before ADD" "$(pf_vf_line 1)" "$PFVF1_BEFORE"
+check "no records left" test -z "$(find "$STATE" -type f ! -name '*.lock')"
+
+# --- figures: ADD and DEL wall time, median of 10, next to IPAM and netlink time -----------
+netconf /tmp/t.json "$VF2" ''
+: >/tmp/timings
+i=0
+while [ $i -lt 10 ]; do
+    SRIOV_CNI_TIMINGS=1 /tmp/cni.sh ADD "$NSC" net1 ctr-t /tmp/t.json >/dev/null 2>>/tmp/timings ||
+        fail "timing run $i: ADD" "$(tail -3 /tmp/timings)"
+    SRIOV_CNI_TIMINGS=1 /tmp/cni.sh DEL "$NSC" net1 ctr-t /tmp/t.json >/dev/null 2>>/tmp/timings ||
+        fail "timing run $i: DEL" "$(tail -3 /tmp/timings)"
+    i=$((i + 1))
+done
+ok "10 ADD/DEL rounds on VF 2"
+median() { # median COMMAND FIELD
+    grep "command=$1 " /tmp/timings | tr ' ' '\n' | grep "^$2=" | cut -d= -f2 | sort -n | sed -n 5,6p |
+        awk '{ s += $1 } END { printf "%.1f", s / 2 }'
+}
+# the plugin's own time: total minus the IPAM plugin and the netlink requests, per call
+own() {
+    grep "command=$1 " /tmp/timings | tr ' ' '\n' | awk -F= '
+        $1 == "total_ms" { t = $2 } $1 == "ipam_ms" { i = $2 }
+        $1 == "netlink_ms" { print t - i - $2 }' | sort -n | sed -n 5,6p |
+        awk '{ s += $1 } END { printf "%.1f", s / 2 }'
+}
+for c in ADD DEL; do
+    echo "@@vm figure cni-$c-median-ms total $(median $c total_ms) ms = IPAM plugin $(median $c ipam_ms) + netlink $(median $c netlink_ms) + own $(own $c) ms; plugin max RSS $(median $c maxrss_kb) KiB"
+done
+check "VF 2 back as $HOST2 after the rounds" test "$(netdev_of "$VF2")" = "$HOST2"
+wait_for "kubelet: $R_NET = VFs 0-3, healthy, after everything" 20 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
+echo "@@vm transcript-begin"
+cat "$T"
+echo "@@vm transcript-end"
+expect_eq "kubelet: $R_NET kept VFs 0-3 healthy while VFs 0-1 were in pods" "$POOL_IN_PODS" \
+    "$(printf '%s\n' $VF0 $VF1 $VF2 $VF3 | sort | tr '\n' ' ')/4 healthy"
+
+kill "$AGENT_PID" 2>/dev/null
+wait "$AGENT_PID" 2>/dev/null
+exec 7>&-

@@ -1,0 +1,109 @@
+# vm-profile: iommu
+# vm-needs: cni
+# The `sriov` CNI plugin with a VF on vfio-pci (DPDK mode), which needs the IOMMU boot: the agent
+# makes 4 VFs, VFs 0-2 netdevice and VF 3 vfio-pci (a second, higher-priority policy); ADD of
+# VF 3 sets its MAC and VLAN on the PF, runs IPAM, moves nothing and answers with the admin MAC;
+# CHECK; DEL restores the PF's view of VF 3; both pools stay whole throughout.
+
+STATE=/var/lib/cni/sriov
+IPAM_DIR=/run/cni-ipam
+KDIR=/var/lib/kubelet/device-plugins
+PRSOCK=/var/lib/kubelet/pod-resources/kubelet.sock
+KL_OUT=/tmp/kubelet.out
+R_NET=openshift.io/sriov_highnet
+R_VFIO=openshift.io/sriov_highnet_vfio
+PF=$(netdev_of "$IGB_PF")
+
+cat >/tmp/cni.sh <<'SH'
+#!/bin/sh
+CNI_COMMAND=$1 CNI_NETNS=$2 CNI_IFNAME=$3 CNI_CONTAINERID=$4 CNI_ARGS=${6:-} \
+    CNI_PATH=/usr/lib/cni:/opt/cni/bin exec /opt/cni/bin/sriov <"$5"
+SH
+chmod +x /tmp/cni.sh
+kl_last_devices() { grep '"event":"devices"' "$KL_OUT" | grep -F "\"resource\":\"$1\"" | tail -1; }
+kl_ids() { kl_last_devices "$1" | grep -o '"id":"[^"]*"' | cut -d'"' -f4 | sort | tr '\n' ' '; }
+kl_healthy() { kl_last_devices "$1" | grep -o '"health":"Healthy"' | wc -l; }
+pool_is() {
+    [ "$(kl_ids "$1")" = "$(printf '%s\n' $2 | sort | tr '\n' ' ')" ] &&
+        [ "$(kl_healthy "$1")" -eq "$(printf '%s\n' $2 | grep -c .)" ]
+}
+driver_is() { [ "$(driver_of "$1")" = "$2" ]; }
+vfs_are() { [ "$(count_virtfn "$IGB_PF")" = "$1" ]; }
+pf_vf_line() { $IPR link show dev "$PF" | grep -E "^ +vf $1 " | tr -s ' '; }
+trap 'rc=$?; if [ $rc -ne 0 ]; then echo "    --- agent log tail"; tail -n 20 /tmp/agent.log | sed "s/^/    | /"; fi' EXIT
+
+setup_link_up "$PF"
+mkdir -p /tmp/policies "$KDIR" "$(dirname "$PRSOCK")" /tmp/agent-state
+cat >/tmp/policies/highnet.yaml <<EOF2
+apiVersion: sriovnetwork.openshift.io/v1
+kind: SriovNetworkNodePolicy
+metadata: {name: highnet-sriov-policy, namespace: sriov-network-operator}
+spec:
+  resourceName: sriov_highnet
+  nodeSelector: {highnet-node: "true"}
+  priority: 90
+  mtu: 1500
+  numVfs: 4
+  nicSelector: {vendor: "8086", pfNames: ["$PF#0-2"]}
+  deviceType: netdevice
+---
+apiVersion: sriovnetwork.openshift.io/v1
+kind: SriovNetworkNodePolicy
+metadata: {name: highnet-vfio-policy, namespace: sriov-network-operator}
+spec:
+  resourceName: sriov_highnet_vfio
+  nodeSelector: {highnet-node: "true"}
+  priority: 10
+  numVfs: 4
+  nicSelector: {vendor: "8086", pfNames: ["$PF#3-3"]}
+  deviceType: vfio-pci
+EOF2
+echo '[]' >/tmp/assignments.json
+mkfifo /tmp/kubelet.in
+fake-kubelet --dir "$KDIR" --podresources "$PRSOCK" --assignments /tmp/assignments.json \
+    </tmp/kubelet.in >"$KL_OUT" 2>/tmp/kubelet.err &
+exec 7>/tmp/kubelet.in
+wait_for "fake kubelet listens" 30 test -S "$KDIR/kubelet.sock"
+"$AGENT" run --policy-dir /tmp/policies --node-labels highnet-node=true --node-name lab-node \
+    --state-dir /tmp/agent-state --kubelet-dir "$KDIR" --pod-resources-socket "$PRSOCK" \
+    --devinfo-dir /run/devinfo --resync-interval 3 >/tmp/agent.log 2>&1 &
+AGENT_PID=$!
+wait_for "the agent made 4 VFs" 120 vfs_are 4
+VF0=$(vf_pci "$IGB_PF" 0)
+VF1=$(vf_pci "$IGB_PF" 1)
+VF2=$(vf_pci "$IGB_PF" 2)
+VF3=$(vf_pci "$IGB_PF" 3)
+export VF3
+wait_for "VF 3 on vfio-pci (DPDK policy)" 90 driver_is "$VF3" vfio-pci
+wait_for "kubelet: $R_NET = VFs 0-2, healthy" 90 pool_is "$R_NET" "$VF0 $VF1 $VF2"
+wait_for "kubelet: $R_VFIO = VF 3, healthy" 60 pool_is "$R_VFIO" "$VF3"
+
+$IPR netns add podD || fail "setup: netns podD"
+NSD=/run/netns/podD
+PFVF3_BEFORE=$(pf_vf_line 3)
+printf '{"cniVersion":"1.0.0","name":"highnet-dpdk","type":"sriov","deviceID":"%s","mac":"02:00:00:00:0d:01","vlan":200,"ipam":{"type":"host-local","ranges":[[{"subnet":"10.57.0.0/24"}]],"dataDir":"%s"}}\n' \
+    "$VF3" "$IPAM_DIR" >/tmp/d.json
+run_ok "ADD pod D with VF 3 (vfio-pci: DPDK mode)" /tmp/cni.sh ADD "$NSD" net1 ctr-d /tmp/d.json
+jq_checks \
+    "DPDK result: interface net1 with the admin MAC, sandbox" '.interfaces[0] | .name == "net1" and .mac == "02:00:00:00:0d:01" and .sandbox == "/run/netns/podD"' \
+    "DPDK result: the IPAM address" '.ips[0].address == "10.57.0.2/24"'
+check "VF 3 still on vfio-pci, nothing moved into pod D" sh -c "test \"$(driver_of "$VF3")\" = vfio-pci && ! $IPR -n podD link show dev net1 2>/dev/null"
+run_ok "PF view of VF 3" $IPR link show dev "$PF"
+out_has "PF: VF 3 has the MAC and vlan 200" 'vf 3 .*link/ether 02:00:00:00:0d:01.*vlan 200'
+run_ok "cache record of the DPDK attachment" cat "$STATE/ctr-d-net1"
+jq_ok "cache record: no host interface name (DPDK), VFID 3" '.OrigVfState.HostIFName == "" and .VFID == 3 and .deviceID == $ENV.VF3'
+run_ok "CHECK pod D (DPDK)" /tmp/cni.sh CHECK "$NSD" net1 ctr-d /tmp/d.json
+printf '{"cniVersion":"1.0.0","name":"n","type":"sriov","deviceID":"%s"}\n' "$VF3" >/tmp/d2.json
+run_fails "VF 3 again for another pod: refused" /tmp/cni.sh ADD /proc/1/ns/net net1 ctr-e /tmp/d2.json
+out_has "refusal names the holder" 'already allocated.*podD'
+run_ok "DEL pod D (DPDK)" /tmp/cni.sh DEL "$NSD" net1 ctr-d /tmp/d.json
+expect_eq "PF: VF 3's settings as before ADD" "$(pf_vf_line 3)" "$PFVF3_BEFORE"
+check "records of pod D gone, IP released" sh -c "test ! -e $STATE/ctr-d-net1 && test ! -e $STATE/pci/$VF3 && test ! -e $IPAM_DIR/highnet-dpdk/10.57.0.2"
+check "VF 3 still on vfio-pci" driver_is "$VF3" vfio-pci
+sleep 4
+check "kubelet: $R_VFIO still VF 3, healthy (after resyncs)" pool_is "$R_VFIO" "$VF3"
+check "kubelet: $R_NET still VFs 0-2, healthy" pool_is "$R_NET" "$VF0 $VF1 $VF2"
+
+kill "$AGENT_PID" 2>/dev/null
+wait "$AGENT_PID" 2>/dev/null
+exec 7>&-
