@@ -24,6 +24,9 @@ struct agent {
         struct agent_config config;
         sd_event *event;
         sd_event_source *debounce; /* one-shot: starts a reconcile */
+        uint64_t debounce_last;    /* CLOCK_MONOTONIC of the last start by it (util/debounce.h) */
+        bool converged;            /* the last reconcile left nothing to do, held or failed */
+        unsigned quick_checks;     /* periodic checks answered by host_quick_check() in a row */
         sd_event_source *resync;   /* periodic drift check */
         sd_event_source *retry;    /* backoff after a failed PF */
         sd_event_source *policy_watch;

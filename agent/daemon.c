@@ -16,12 +16,16 @@
 #include "agent.h"
 #include "deviceplugin/manager.h"
 #include "host/link-monitor.h"
+#include "host/quick-check.h"
 #include "kube/cluster.h"
 #include "policy/node-labels.h"
+#include "util/debounce.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
 
+/* A full periodic check (rediscovery + planning) at least every this many intervals. */
+#define FULL_CHECK_EVERY  10
 #define RETRY_MIN_USEC    (1 * 1000000ULL)
 #define RETRY_MAX_USEC    (300 * 1000000ULL)
 #define POLICY_DIR_EVENTS (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE)
@@ -43,33 +47,76 @@ void schedule_retry(struct agent *a, size_t n_failed)
 
 static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata)
 {
-        reconcile_start(userdata);
+        struct agent *a = userdata;
+
+        if (sd_event_now(a->event, CLOCK_MONOTONIC, &a->debounce_last) < 0 || !a->debounce_last)
+                a->debounce_last = usec ? usec : 1;
+        a->converged = false; /* until this reconcile says otherwise */
+        reconcile_start(a);
         return 0;
 }
 
-int schedule_reconcile(struct agent *a, const char *why)
+/* leading_edge: a change that should show at once (a VF's link, SIGHUP) starts the reconcile
+ * now unless one started within the debounce window (util/debounce.h); other triggers wait the
+ * whole window, which collapses bursts such as several policy files written in a row. */
+static int schedule(struct agent *a, const char *why, bool leading_edge)
 {
         int enabled = SD_EVENT_OFF;
+        uint64_t now, due;
 
         if (a->running) {
                 a->reconcile_requested = true;
                 return 0;
         }
+        int r = sd_event_now(a->event, CLOCK_MONOTONIC, &now);
+        if (r < 0)
+                return r;
+        due = now + (leading_edge ? debounce_delay(now, a->debounce_last, a->config.debounce_usec)
+                                  : a->config.debounce_usec);
         sd_event_source_get_enabled(a->debounce, &enabled);
-        if (enabled != SD_EVENT_OFF)
-                return 0; /* already pending: the debounce collapses bursts */
-        log_debug("reconcile scheduled: %s", why);
-        int r = sd_event_source_set_time_relative(a->debounce, a->config.debounce_usec);
+        if (enabled != SD_EVENT_OFF) {
+                uint64_t pending;
+                /* already pending: the debounce collapses bursts, but never delays a change
+                 * that would run sooner on its own */
+                if (sd_event_source_get_time(a->debounce, &pending) < 0 || pending <= due)
+                        return 0;
+        }
+        log_debug("reconcile scheduled: %s%s", why, due == now ? " (now)" : "");
+        r = sd_event_source_set_time(a->debounce, due);
         if (r < 0)
                 return r;
         return sd_event_source_set_enabled(a->debounce, SD_EVENT_ONESHOT);
+}
+
+int schedule_reconcile(struct agent *a, const char *why)
+{
+        return schedule(a, why, false);
 }
 
 static int on_resync(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct agent *a = userdata;
 
-        schedule_reconcile(a, "periodic check");
+        /* A converged node is first compared with the last observation on the facts that
+         * change when VFs are created, bound or reconfigured (~7 system calls per VF instead
+         * of a full discovery's 30-55, and no planning); every FULL_CHECK_EVERY-th check, and
+         * after any difference, it is rediscovered and planned in full. */
+        if (a->converged && !a->running && ++a->quick_checks < FULL_CHECK_EVERY) {
+                int r = host_quick_check(a->config.sysfs_root, &a->observed);
+                if (r > 0)
+                        log_debug("periodic check: nothing changed (quick check)");
+                else {
+                        a->quick_checks = 0;
+                        schedule(a,
+                                 r < 0 ? "periodic check (quick check failed)"
+                                       : "periodic check found a change",
+                                 true);
+                }
+        } else {
+                a->quick_checks = 0;
+                /* nothing to collapse: no separate debounce wake-up after a quiet period */
+                schedule(a, "periodic check", true);
+        }
         sd_event_source_set_time_relative(s, a->config.resync_usec);
         return sd_event_source_set_enabled(s, SD_EVENT_ON);
 }
@@ -93,7 +140,7 @@ static void on_link_event(const struct link_event *ev, void *userdata)
                 return;
         log_debug("link %s %s (mtu %d, %s)", ev->ifname, link_event_kind_to_string(ev->kind),
                   ev->mtu, ev->up ? "up" : "down");
-        schedule_reconcile(a, ev->resync ? "link events lost" : "link change");
+        schedule(a, ev->resync ? "link events lost" : "link change", true);
 }
 
 static void on_cluster_change(const char *why, void *userdata)
@@ -196,7 +243,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         free(a->rdma_shared_error);
         a->rdma_shared_error = NULL;
         (void)load_rdma_shared(a);
-        return schedule_reconcile(a, "SIGHUP");
+        return schedule(a, "SIGHUP", true);
 }
 
 static void released(void *userdata)

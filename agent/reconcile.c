@@ -9,6 +9,7 @@
  * Everything is recomputed from the sources each time, so a reconcile never depends on what
  * an earlier one believed. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,6 +402,9 @@ static void reconcile_end(struct agent *a)
         schedule_retry(a, rc ? rc->n_failed : 0);
         a->running = NULL;
         reconcile_free(rc);
+        /* A reconcile's inventory, desired state and plan are freed now; without this glibc
+         * keeps their high-water mark (~0.5 MB with 512 VFs) resident between reconciles. */
+        malloc_trim(0);
         if (a->reconcile_requested)
                 schedule_reconcile(a, "changes during the last reconcile");
 }
@@ -451,6 +455,8 @@ static void reconcile_finish(struct agent *a)
                                   &rc->guarded);
         }
         desired_state_done(&advertised);
+        /* Periodic checks may then look only for changes (agent/daemon.c on_resync). */
+        a->converged = r >= 0 && rc->n_failed == 0 && n_held == 0 && rc->plan.n_actions == 0;
         /* Keep what was seen, so link events can be told apart from pod veth churn. */
         inventory_done(&a->observed);
         a->observed = rc->inv;

@@ -7,7 +7,7 @@
  * set_pools() diffs by resource name: new resources get a plugin (socket + Register), gone ones
  * are stopped (socket and device-info files removed), changed ones push the new list to
  * ListAndWatch at once. Kubelet restarts are noticed with inotify on the kubelet directory
- * (our socket removed, kubelet.sock created) plus a 5 s safety check, and answered by serving
+ * (our socket removed, kubelet.sock created) plus a 30 s safety check, and answered by serving
  * the socket anew and registering again. Everything runs on the caller's sd-event loop. */
 #pragma once
 

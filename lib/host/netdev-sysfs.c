@@ -44,7 +44,7 @@ static int read_attr(int fn_dir_fd, const char *ifname, const char *attr, char *
         return r < 0 ? r : sysfs_read_line_at(fn_dir_fd, rel, buf, size);
 }
 
-static int read_netdev(int fn_dir_fd, const char *ifname, bool with_speed, struct netdev_info *n,
+static int read_netdev(int fn_dir_fd, const char *ifname, bool pf_attributes, struct netdev_info *n,
                        char **error)
 {
         char buf[64];
@@ -87,10 +87,10 @@ static int read_netdev(int fn_dir_fd, const char *ifname, bool with_speed, struc
 
         /* The kernel answers EINVAL for the speed of a down link and has no operstate for some
          * virtual devices: both just mean "unknown". */
-        if (!with_speed || read_attr(fn_dir_fd, ifname, "speed", buf, sizeof(buf)) < 0 ||
+        if (!pf_attributes || read_attr(fn_dir_fd, ifname, "speed", buf, sizeof(buf)) < 0 ||
             parse_int(buf, &n->speed_mbps) < 0 || n->speed_mbps < 0)
                 n->speed_mbps = -1;
-        if (read_attr(fn_dir_fd, ifname, "operstate", buf, sizeof(buf)) >= 0 &&
+        if (pf_attributes && read_attr(fn_dir_fd, ifname, "operstate", buf, sizeof(buf)) >= 0 &&
             strlen(buf) < sizeof(n->operstate))
                 strcpy(n->operstate, buf);
         return 0;
@@ -101,7 +101,7 @@ static int compare_netdev(const void *a, const void *b)
         return strcmp(((const struct netdev_info *)a)->name, ((const struct netdev_info *)b)->name);
 }
 
-int netdev_sysfs_read_function(int fn_dir_fd, bool with_speed, struct netdev_info **ret,
+int netdev_sysfs_read_function(int fn_dir_fd, bool pf_attributes, struct netdev_info **ret,
                                size_t *ret_n, char **error)
 {
         struct netdev_info *list = NULL;
@@ -135,7 +135,7 @@ int netdev_sysfs_read_function(int fn_dir_fd, bool with_speed, struct netdev_inf
                         break;
                 }
                 list = p;
-                r = read_netdev(fn_dir_fd, name, with_speed, &list[n++], error);
+                r = read_netdev(fn_dir_fd, name, pf_attributes, &list[n++], error);
                 if (r < 0)
                         break;
         }

@@ -4,8 +4,9 @@
  * (`type`: 1 ether, 32 infiniband) of every netdev under fn_dir_fd/net. Entries whose names are
  * not valid interface names are skipped and reported in *error; unreadable attributes stay
  * unknown and are reported too. A function without `net/` has no netdevs and no error.
- * with_speed false leaves speed_mbps -1: a VF's netdev only mirrors its PF's link speed, and
- * skipping it saves a file read per VF. */
+ * pf_attributes false (a VF's netdevs) leaves speed_mbps -1 and operstate "": nothing uses them
+ * for VFs (a VF's netdev only mirrors its PF's link speed; pools look at the PF's operstate),
+ * and skipping them saves six system calls per VF. */
 #pragma once
 
 #include <stdbool.h>
@@ -13,5 +14,5 @@
 
 #include "model/inventory.h"
 
-int netdev_sysfs_read_function(int fn_dir_fd, bool with_speed, struct netdev_info **ret,
+int netdev_sysfs_read_function(int fn_dir_fd, bool pf_attributes, struct netdev_info **ret,
                                size_t *ret_n, char **error);

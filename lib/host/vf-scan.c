@@ -75,18 +75,19 @@ static int list_virtfn_links(int pf_fd, struct pf_info *pf)
 static int check_physfn(int vf_fd, const struct pf_info *pf, struct vf_info *vf)
 {
         char target[PCI_ADDR_MAX + 1];
-        bool dangling = false;
 
-        int r = sysfs_read_link_at(vf_fd, "physfn", target, sizeof(target), &dangling);
+        /* The link's name is checked first: naming the PF being scanned, it points at the
+         * directory we are reading from; only another name needs the (rarer) dangling check. */
+        int r = sysfs_read_link_at(vf_fd, "physfn", target, sizeof(target), NULL);
         if (r < 0)
                 return device_error_append(&vf->error, "physfn: %s", strerror(-r));
-        if (dangling)
+        if (strcasecmp(target, pf->pci_address) == 0)
+                return 0;
+        if (!sysfs_exists_at(vf_fd, "physfn"))
                 return device_error_append(&vf->error,
                                            "physfn: link to '%s' dangles (PF vanished?)", target);
-        if (strcasecmp(target, pf->pci_address) != 0)
-                return device_error_append(&vf->error, "physfn: names '%s', not PF %s", target,
-                                           pf->pci_address);
-        return 0;
+        return device_error_append(&vf->error, "physfn: names '%s', not PF %s", target,
+                                   pf->pci_address);
 }
 
 static int read_vf(const struct discover_scan *scan, int pf_fd, const struct pf_info *pf,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube/curl-loader.h"
 #include "util/log.h"
 #include "util/macro.h"
 
@@ -337,8 +338,11 @@ static int deferred_adds_cb(sd_event_source *s, void *userdata)
 
 int kube_http_new(sd_event *event, struct kube_config *config, struct kube_http **ret)
 {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-                return log_error_errno(-EIO, "cannot initialise libcurl");
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+                const char *why = curl_loader_error(); /* libcurl is dlopen()ed, may be absent */
+                return log_error_errno(-EIO, "cannot initialise libcurl%s%s", why ? ": " : "",
+                                       why ? why : "");
+        }
 
         struct kube_http *h = calloc(1, sizeof(*h));
         if (!h) {

@@ -38,9 +38,9 @@ struct netdev_info {
         char name[IFNAME_MAX];
         char mac[MAC_MAX];
         int mtu;                   /* -1 unknown */
-        char operstate[16];        /* "up", "down", ... */
+        char operstate[16];        /* "up", "down", ...; PF netdevs only ("" on VFs) */
         bool admin_up;             /* IFF_UP in `flags` */
-        int speed_mbps;            /* -1 unknown */
+        int speed_mbps;            /* -1 unknown; PF netdevs only (-1 on VFs) */
         enum link_type link_type;  /* from `type`: 1 ether, 32 infiniband */
 };
 

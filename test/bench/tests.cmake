@@ -35,3 +35,22 @@ if(TARGET bench-grpc-go-plugin AND Python3_Interpreter_FOUND)
                      --build-dir ${CMAKE_BINARY_DIR} --same-answers)
     set_tests_properties(integration/bench-peer PROPERTIES LABELS integration TIMEOUT 120)
 endif()
+
+# Not timed either: discovery's system calls per PCI function (what its time is made of) within
+# a budget, counted with strace on generated trees.
+if(Python3_Interpreter_FOUND)
+    add_test(NAME integration/discovery-syscalls
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/bench/syscall-budget.py
+                     --agent $<TARGET_FILE:sriov-agent>
+                     --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
+    set_tests_properties(integration/discovery-syscalls PROPERTIES LABELS integration TIMEOUT 60)
+endif()
+
+# Counted, not timed: an idle agent's event loop does not wake up between periodic checks.
+if(Python3_Interpreter_FOUND)
+    add_test(NAME integration/idle-wakeups
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/bench/idle-wakeups.py
+                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
+                     --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
+    set_tests_properties(integration/idle-wakeups PROPERTIES LABELS integration TIMEOUT 60)
+endif()

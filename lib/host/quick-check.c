@@ -1,0 +1,217 @@
+#include "host/quick-check.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host/sysfs-at.h"
+#include "util/fileio.h"
+#include "util/macro.h"
+
+#define IFF_UP_FLAG 0x1
+
+/* fn_fd/<prefix>net/: the same names as nd[], each with the same MTU and admin state. A
+ * function that had netdevs is not listed: reading each one's attributes already fails when it
+ * went or was renamed (a VF has one netdev; a second one appearing beside it is left to the
+ * full check). One that had none is listed, to see one appear. */
+static int netdevs_unchanged(int fn_fd, const char *prefix, const struct netdev_info *nd, size_t n)
+{
+        char rel[128], buf[64];
+
+        if (n == 0) {
+                struct sysfs_dir d;
+                bool empty = true;
+                snprintf(rel, sizeof(rel), "%snet", prefix);
+                int r = sysfs_dir_open_at(&d, fn_fd, rel);
+                if (r == -ENOENT)
+                        return 1;
+                if (r < 0)
+                        return r;
+                for (const char *name; empty && (name = sysfs_dir_next(&d));)
+                        empty = name[0] == '.';
+                sysfs_dir_close(&d);
+                return empty && d.error >= 0;
+        }
+        for (size_t i = 0; i < n; i++) {
+                int mtu;
+                uint32_t flags;
+                if (path_printf(rel, sizeof(rel), "%snet/%s/mtu", prefix, nd[i].name) < 0 ||
+                    sysfs_read_line_at(fn_fd, rel, buf, sizeof(buf)) < 0 ||
+                    parse_int(buf, &mtu) < 0 || mtu != nd[i].mtu)
+                        return 0;
+                if (path_printf(rel, sizeof(rel), "%snet/%s/flags", prefix, nd[i].name) < 0 ||
+                    sysfs_read_line_at(fn_fd, rel, buf, sizeof(buf)) < 0 ||
+                    parse_hex_u32(buf, &flags) < 0 || !!(flags & IFF_UP_FLAG) != nd[i].admin_up)
+                        return 0;
+        }
+        return 1;
+}
+
+/* fn_fd/<prefix>driver names `driver` ("" = unbound). */
+static bool driver_unchanged(int fn_fd, const char *prefix, const char *driver)
+{
+        char rel[64], name[DRIVER_MAX];
+
+        snprintf(rel, sizeof(rel), "%sdriver", prefix);
+        int r = read_link_basename_at(fn_fd, rel, name, sizeof(name));
+        if (r == -ENOENT)
+                return driver[0] == '\0';
+        return r >= 0 && strcmp(name, driver) == 0;
+}
+
+static int pf_unchanged(int devices_fd, const struct pf_info *pf)
+{
+        char buf[32];
+        int num_vfs;
+
+        if (pf->error || pf->num_vfs < 0 || (size_t)pf->num_vfs != pf->n_vfs)
+                return 0; /* what was wrong may have been fixed: let discovery look */
+        _cleanup_close_ int fd = sysfs_open_dir_at(devices_fd, pf->pci_address);
+        if (fd < 0)
+                return 0;
+        if (sysfs_read_line_at(fd, "sriov_numvfs", buf, sizeof(buf)) < 0 ||
+            parse_int(buf, &num_vfs) < 0 || num_vfs != pf->num_vfs)
+                return 0;
+        if (!driver_unchanged(fd, "", pf->driver))
+                return 0;
+        int r = netdevs_unchanged(fd, "", pf->netdevs, pf->n_netdevs);
+        /* A PF's operstate decides its VFs' health (no netlink event on a generated tree). */
+        for (size_t i = 0; r > 0 && i < pf->n_netdevs; i++) {
+                char rel[64];
+                if (path_printf(rel, sizeof(rel), "net/%s/operstate", pf->netdevs[i].name) < 0 ||
+                    sysfs_read_line_at(fd, rel, buf, sizeof(buf)) < 0 ||
+                    strcmp(buf, pf->netdevs[i].operstate) != 0)
+                        r = 0;
+        }
+        for (size_t i = 0; r > 0 && i < pf->n_vfs; i++) {
+                const struct vf_info *vf = &pf->vfs[i];
+                char prefix[32];
+                if (vf->error)
+                        return 0;
+                snprintf(prefix, sizeof(prefix), "virtfn%d/", vf->vf_index);
+                if (!driver_unchanged(fd, prefix, vf->driver))
+                        return 0;
+                r = netdevs_unchanged(fd, prefix, vf->netdevs, vf->n_netdevs);
+        }
+        return r;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static bool is_our_netdev(const struct inventory *inv, const char *name)
+{
+        for (size_t p = 0; p < inv->n_pfs; p++) {
+                const struct pf_info *pf = &inv->pfs[p];
+                for (size_t i = 0; i < pf->n_netdevs; i++)
+                        if (strcmp(pf->netdevs[i].name, name) == 0)
+                                return true;
+                for (size_t v = 0; v < pf->n_vfs; v++)
+                        for (size_t i = 0; i < pf->vfs[v].n_netdevs; i++)
+                                if (strcmp(pf->vfs[v].netdevs[i].name, name) == 0)
+                                        return true;
+        }
+        return false;
+}
+
+static bool is_our_function(const struct inventory *inv, const char *link_target)
+{
+        char needle[PCI_ADDR_MAX + 16];
+        for (size_t p = 0; p < inv->n_pfs; p++) {
+                const struct pf_info *pf = &inv->pfs[p];
+                snprintf(needle, sizeof(needle), "/%s/", pf->pci_address);
+                if (strstr(link_target, needle))
+                        return true;
+                for (size_t v = 0; v < pf->n_vfs; v++) {
+                        snprintf(needle, sizeof(needle), "/%s/", pf->vfs[v].pci_address);
+                        if (strstr(link_target, needle))
+                                return true;
+                }
+        }
+        return false;
+}
+
+/* RDMA devices: class/infiniband holds every one, PCI-backed or virtual (rxe). Those the last
+ * discovery attributed must all still be there; any other must belong to none of our
+ * functions or netdevs (an rxe device added on a VF's netdev makes an isRdma VF ready). */
+static int rdma_unchanged(int root_fd, const struct inventory *last)
+{
+        size_t n = 0, seen = 0;
+        for (size_t p = 0; p < last->n_pfs; p++) {
+                n += last->pfs[p].n_rdma;
+                for (size_t v = 0; v < last->pfs[p].n_vfs; v++)
+                        n += last->pfs[p].vfs[v].n_rdma;
+        }
+        const char **known = calloc(n ? n : 1, sizeof(*known));
+        if (!known)
+                return -ENOMEM;
+        n = 0;
+        for (size_t p = 0; p < last->n_pfs; p++) {
+                const struct pf_info *pf = &last->pfs[p];
+                for (size_t i = 0; i < pf->n_rdma; i++)
+                        known[n++] = pf->rdma[i].name;
+                for (size_t v = 0; v < pf->n_vfs; v++)
+                        for (size_t i = 0; i < pf->vfs[v].n_rdma; i++)
+                                known[n++] = pf->vfs[v].rdma[i].name;
+        }
+        if (n > 1)
+                qsort(known, n, sizeof(*known), compare_names);
+
+        struct sysfs_dir d;
+        int r = sysfs_dir_open_at(&d, root_fd, "class/infiniband");
+        if (r < 0) {
+                free(known);
+                return r == -ENOENT ? n == 0 : r;
+        }
+        bool same = true;
+        for (const char *name; same && (name = sysfs_dir_next(&d));) {
+                char rel[300], buf[4096];
+                if (name[0] == '.')
+                        continue;
+                if (n && bsearch(&name, known, n, sizeof(*known), compare_names)) {
+                        seen++;
+                        continue;
+                }
+                if (path_printf(rel, sizeof(rel), "class/infiniband/%s/parent", name) >= 0 &&
+                    sysfs_read_line_at(root_fd, rel, buf, sizeof(buf)) >= 0) {
+                        same = !is_our_netdev(last, buf);
+                        continue;
+                }
+                if (path_printf(rel, sizeof(rel), "class/infiniband/%s", name) < 0)
+                        continue;
+                ssize_t len = readlinkat(root_fd, rel, buf, sizeof(buf) - 1);
+                if (len > 0) {
+                        buf[len] = '\0';
+                        same = !is_our_function(last, buf);
+                }
+        }
+        sysfs_dir_close(&d);
+        free(known);
+        return same && d.error >= 0 && seen == n;
+}
+
+int host_quick_check(const char *sysfs_root, const struct inventory *last)
+{
+        char path[4096];
+
+        if (path_printf(path, sizeof(path), "%s/bus/pci/devices",
+                        sysfs_root ? sysfs_root : "/sys") < 0)
+                return -ENAMETOOLONG;
+        _cleanup_close_ int devices_fd = sysfs_open_dir_at(AT_FDCWD, path);
+        if (devices_fd < 0)
+                return devices_fd;
+        int r = 1;
+        for (size_t i = 0; r > 0 && i < last->n_pfs; i++)
+                r = pf_unchanged(devices_fd, &last->pfs[i]);
+        if (r > 0) {
+                _cleanup_close_ int root_fd =
+                    sysfs_open_dir_at(AT_FDCWD, sysfs_root ? sysfs_root : "/sys");
+                r = root_fd < 0 ? root_fd : rdma_unchanged(root_fd, last);
+        }
+        return r;
+}

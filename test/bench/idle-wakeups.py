@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""An idle agent does not wake up between its periodic checks.
+
+`sriov-agent run` on a generated node with one policy and the fake kubelet, --resync-interval
+30: once the pool is listed, its main thread (the event loop) must not wake up more than once in
+the next 16 s (voluntary context switches from /proc/PID/status; counted, not timed). Before,
+the device-plugin manager's 5 s safety check woke it 3 times in such a window. Exit 1 on failure.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from testlib import FAILURES, Proc, check, ev  # noqa: E402
+
+WINDOW_S = 16
+
+
+def switches(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    return -1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--agent", required=True)
+    ap.add_argument("--fake-kubelet", required=True)
+    ap.add_argument("--gen-sysfs", required=True)
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="idle-wakeups-")
+    sysfs, kdir, pdir = (os.path.join(work, d) for d in ("sys", "kubelet", "policies"))
+    os.makedirs(kdir)
+    os.makedirs(pdir)
+    manifest = json.loads(subprocess.check_output(
+        [sys.executable, args.gen_sysfs, "--out", sysfs, "--profile", "seed", "--manifest"]))
+    pf = next(p for p in manifest["pfs"] if p.get("ifname") == "ens1f0")
+    with open(os.path.join(pdir, "p.json"), "w") as f:
+        json.dump({"apiVersion": "sriovnetwork.openshift.io/v1",
+                   "kind": "SriovNetworkNodePolicy",
+                   "metadata": {"name": "p", "namespace": "sriov-network-operator"},
+                   "spec": {"resourceName": "idle", "numVfs": pf["numVfs"], "priority": 50,
+                            "nodeSelector": {"idle": "true"},
+                            "nicSelector": {"pfNames": ["ens1f0"]}}}, f)
+    kubelet = Proc([args.fake_kubelet, "--dir", kdir], os.path.join(work, "kubelet.err"))
+    agent = None
+    try:
+        kubelet.wait_for(ev("ready"), 10)
+        agent = subprocess.Popen(
+            [args.agent, "run", "--policy-dir", pdir, "--node-labels", "idle=true",
+             "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--state-dir",
+             os.path.join(work, "state"), "--devinfo-dir", os.path.join(work, "devinfo"),
+             "--pod-resources-socket", os.path.join(work, "none.sock"), "--resync-interval", "30"],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "agent.log"), "w"))
+        listed = kubelet.wait_for(lambda e: ev("devices", "openshift.io/idle")(e) and
+                                  len(e["devices"] or []) == pf["numVfs"], 20)
+        check("pool listed", listed is not None, "no device list")
+        time.sleep(1)
+        before = switches(agent.pid)
+        time.sleep(WINDOW_S)
+        woke = switches(agent.pid) - before
+        check("idle agent woke up at most once in %d s (--resync-interval 30)" % WINDOW_S,
+              woke <= 1, "%d wake-ups" % woke)
+    finally:
+        if agent:
+            agent.terminate()
+            agent.wait(timeout=10)
+        kubelet.send({"cmd": "quit"})
+        kubelet.stop()
+        if not FAILURES:
+            shutil.rmtree(work, ignore_errors=True)
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
