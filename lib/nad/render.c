@@ -370,7 +370,7 @@ int nad_render(enum nad_network_kind kind, json_t *network, const char *resource
 
         struct spec_values v = { 0 };
         int k = parse_spec(kind, spec, &v, error);
-        _cleanup_free_ char *ipam = v.ipam;
+        _cleanup_free_ _unused_ char *ipam = v.ipam;
         if (k < 0)
                 return k;
         const char *target = nad_target_namespace(network);

@@ -10,6 +10,8 @@
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
+/* For a variable that exists only to be cleaned up (clang warns it is unused). */
+#define _unused_ __attribute__((unused))
 
 static inline void freep(void *p)
 {
