@@ -212,7 +212,7 @@ static int parse_resource(struct parse *p, json_t *obj, size_t item,
         json_t *max = json_object_get(obj, "rdmaHcaMax");
         if (max && !json_is_null(max) && !json_is_integer(max))
                 return fail(p, "configList[%zu].rdmaHcaMax: not an integer", item);
-        json_int_t m = max && json_is_integer(max) ? json_integer_value(max) : 0;
+        json_int_t m = json_is_integer(max) ? json_integer_value(max) : 0;
         if (m < 0)
                 return fail(p, "configList[%zu].rdmaHcaMax: %lld is negative", item, (long long)m);
         if (m > RDMA_SHARED_HCA_MAX_LIMIT)

@@ -282,7 +282,7 @@ static int raw_on_header(nghttp2_session *session, const nghttp2_frame *frame, c
 {
         struct raw_result *r = user_data;
         if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0)
-                r->grpc_status = atoi((const char *)value);
+                r->grpc_status = (int)strtol((const char *)value, NULL, 10);
         return 0;
 }
 
@@ -298,7 +298,8 @@ static int raw_on_close(nghttp2_session *session, int32_t stream_id, uint32_t er
 static ssize_t raw_body(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
                         uint32_t *data_flags, nghttp2_data_source *source, void *user_data)
 {
-        memcpy(buf, "\0\0\0\0\0", 5); /* one empty gRPC message */
+        static const uint8_t empty_message[5] = { 0 }; /* one empty gRPC message */
+        memcpy(buf, empty_message, sizeof(empty_message));
         *data_flags |= NGHTTP2_DATA_FLAG_EOF;
         return 5;
 }
@@ -471,7 +472,8 @@ static ssize_t budget_body(nghttp2_session *session, int32_t stream_id, uint8_t 
         size_t n = b->left < length ? b->left : length;
         memset(buf, 'x', n);
         if (!b->prefix_sent) { /* a message of 3.5 MiB: within the per-message cap */
-                memcpy(buf, "\0\x00\x38\x00\x00", 5);
+                static const uint8_t prefix[5] = { 0, 0x00, 0x38, 0x00, 0x00 };
+                memcpy(buf, prefix, sizeof(prefix));
                 b->prefix_sent = true;
         }
         b->left -= n;
@@ -490,7 +492,7 @@ static int budget_on_header(nghttp2_session *session, const nghttp2_frame *frame
         struct budget_result *r = user_data;
         int i = (frame->hd.stream_id - 1) / 2;
         if (i < 8 && namelen == 11 && memcmp(name, "grpc-status", 11) == 0)
-                r->grpc_status[i] = atoi((const char *)value);
+                r->grpc_status[i] = (int)strtol((const char *)value, NULL, 10);
         return 0;
 }
 
