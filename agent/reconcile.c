@@ -451,8 +451,7 @@ static void reconcile_finish(struct agent *a)
         }
         if (a->cluster) {
                 report_frozen(&rc->previous, &rc->applied);
-                report_node_state(a, &rc->desired, &rc->inv, &rc->applied, &rc->plan,
-                                  &rc->guarded);
+                report_node_state(a, &rc->desired, &rc->inv, &rc->applied, &rc->plan, &rc->guarded);
         }
         desired_state_done(&advertised);
         /* Periodic checks may then look only for changes (agent/daemon.c on_resync). */
