@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "deviceplugin/grpc-status.h"
+#include "grpc/grpc-status.h"
 #include "deviceplugin/pool.h"
 
 #define DP_DEVINFO_DIR_DEFAULT "/var/run/k8s.cni.cncf.io/devinfo/dp"

@@ -9,8 +9,8 @@
 
 #include "deviceplugin.pb-c.h"
 #include "deviceplugin/allocate.h"
-#include "deviceplugin/grpc-client.h"
-#include "deviceplugin/grpc-server.h"
+#include "grpc/grpc-client.h"
+#include "grpc/grpc-server.h"
 #include "deviceplugin/preferred.h"
 #include "util/fileio.h"
 #include "util/log.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "deviceplugin/grpc-client.h"
+#include "grpc/grpc-client.h"
 #include "deviceplugin/pool.h"
 #include "podresources.pb-c.h"
 #include "util/log.h"

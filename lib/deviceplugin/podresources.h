@@ -10,7 +10,7 @@
 
 #include <systemd/sd-event.h>
 
-#include "deviceplugin/grpc-status.h"
+#include "grpc/grpc-status.h"
 
 #define DP_PODRESOURCES_SOCKET_DEFAULT "/var/lib/kubelet/pod-resources/kubelet.sock"
 

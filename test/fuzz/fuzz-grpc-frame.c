@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "deviceplugin/grpc-frame.h"
-#include "deviceplugin/grpc-status.h"
+#include "grpc/grpc-frame.h"
+#include "grpc/grpc-status.h"
 #include "fuzz-common.h"
 
 static void drain(struct grpc_frame_reader *r)

@@ -18,8 +18,8 @@
 #include <systemd/sd-event.h>
 
 #include "deviceplugin.pb-c.h"
-#include "deviceplugin/grpc-client.h"
-#include "deviceplugin/grpc-server.h"
+#include "grpc/grpc-client.h"
+#include "grpc/grpc-server.h"
 #include "deviceplugin/manager.h"
 #include "dp-fixture.h"
 

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 #include <systemd/sd-event.h>
 
-#include "deviceplugin/grpc-server.h"
+#include "grpc/grpc-server.h"
 #include "deviceplugin/podresources.h"
 #include "podresources.pb-c.h"
 

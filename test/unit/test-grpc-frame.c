@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "deviceplugin/grpc-frame.h"
-#include "deviceplugin/grpc-status.h"
+#include "grpc/grpc-frame.h"
+#include "grpc/grpc-status.h"
 
 static void test_encode_prefix(void **state)
 {

@@ -22,8 +22,8 @@
 #include <nghttp2/nghttp2.h>
 #include <systemd/sd-event.h>
 
-#include "deviceplugin/grpc-client.h"
-#include "deviceplugin/grpc-server.h"
+#include "grpc/grpc-client.h"
+#include "grpc/grpc-server.h"
 #include "util/macro.h"
 
 struct fixture {

@@ -16,7 +16,7 @@
 
 #include <systemd/sd-event.h>
 
-#include "deviceplugin/grpc-status.h"
+#include "grpc/grpc-status.h"
 
 struct grpc_server;
 struct grpc_call;

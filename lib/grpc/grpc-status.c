@@ -1,4 +1,4 @@
-#include "deviceplugin/grpc-status.h"
+#include "grpc/grpc-status.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "deviceplugin/grpc-client.h"
+#include "grpc/grpc-client.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -13,8 +13,8 @@
 
 #include <nghttp2/nghttp2.h>
 
-#include "deviceplugin/grpc-conn.h"
-#include "deviceplugin/grpc-frame.h"
+#include "grpc/grpc-conn.h"
+#include "grpc/grpc-frame.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"

@@ -14,7 +14,7 @@
 
 #include <systemd/sd-event.h>
 
-#include "deviceplugin/grpc-status.h"
+#include "grpc/grpc-status.h"
 
 struct grpc_client_call;
 

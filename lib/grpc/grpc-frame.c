@@ -1,4 +1,4 @@
-#include "deviceplugin/grpc-frame.h"
+#include "grpc/grpc-frame.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "deviceplugin/grpc-conn.h"
+#include "grpc/grpc-conn.h"
 
 #include <errno.h>
 #include <stdlib.h>
