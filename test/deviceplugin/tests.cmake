@@ -44,7 +44,7 @@ else()
 endif()
 
 add_executable(dp-harness ${DP_TEST_DIR}/dp-harness.c)
-target_link_libraries(dp-harness PRIVATE sriov)
+sriov_link_layers(dp-harness ${DP_TEST_DIR}/dp-harness.c)
 # Every real way of filling :authority is covered (see test/fake-kubelet/main.go, dialModes):
 # kubelets <= 1.25 send the socket path, >= 1.26 "localhost", gRPC C-core >= 1.57 the path
 # percent-encoded.

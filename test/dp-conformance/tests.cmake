@@ -5,7 +5,8 @@
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 add_executable(test-dp-conformance ${CMAKE_SOURCE_DIR}/test/dp-conformance/test-dp-conformance.c)
 target_include_directories(test-dp-conformance PRIVATE ${CMAKE_SOURCE_DIR}/test/unit)
-target_link_libraries(test-dp-conformance PRIVATE sriov PkgConfig::CMOCKA)
+sriov_link_layers(test-dp-conformance ${CMAKE_SOURCE_DIR}/test/dp-conformance/test-dp-conformance.c)
+target_link_libraries(test-dp-conformance PRIVATE PkgConfig::CMOCKA)
 add_test(NAME conformance/deviceplugin COMMAND test-dp-conformance)
 set_tests_properties(conformance/deviceplugin PROPERTIES
     LABELS "conformance;deviceplugin" TIMEOUT 120

@@ -1,6 +1,6 @@
 # Kubernetes client tests against the fake API server with the real kubectl.
 add_executable(kube-harness ${CMAKE_CURRENT_LIST_DIR}/kube-harness.c)
-target_link_libraries(kube-harness PRIVATE sriov)
+sriov_link_layers(kube-harness ${CMAKE_CURRENT_LIST_DIR}/kube-harness.c)
 
 find_program(KUBECTL kubectl)
 find_package(Python3 COMPONENTS Interpreter)
