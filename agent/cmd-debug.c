@@ -27,8 +27,8 @@
 #include "host/driver-bind.h"
 #include "host/netlink-link.h"
 #include "host/sriov-numvfs.h"
-#include "util/fileio.h"
 #include "util/macro.h"
+#include "util/parse.h"
 
 struct debug_args {
         const char *sysfs_root;

@@ -10,7 +10,7 @@
 #include "host/discover.h"
 #include "model/inventory-json.h"
 #include "model/inventory.h"
-#include "policy/policy-files.h"
+#include "policy-files.h"
 #include "policy/supported-nics.h"
 #include "util/macro.h"
 

@@ -10,19 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "applied-store.h"
 #include "commands.h"
 #include "host/discover.h"
 #include "kube/cluster.h"
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
 #include "model/desired-json.h"
-#include "plan/applied-store.h"
 #include "plan/plan.h"
+#include "policy-files.h"
 #include "policy/node-labels.h"
-#include "policy/policy-files.h"
 #include "policy/policy-merge.h"
 #include "policy/policy.h"
-#include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
 

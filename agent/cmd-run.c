@@ -6,8 +6,8 @@
 
 #include "commands.h"
 #include "daemon.h"
-#include "util/fileio.h"
 #include "util/log.h"
+#include "util/parse.h"
 
 #define USEC_PER_SEC 1000000ULL
 

@@ -13,9 +13,9 @@
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
 #include "kube/watch.h"
-#include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/parse.h"
 
 #define DEFAULT_NAMESPACE "sriov-network-operator"
 

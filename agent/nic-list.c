@@ -17,7 +17,7 @@
 #include "agent.h"
 #include "kube/cluster.h"
 #include "kube/http.h"
-#include "policy/policy-files.h"
+#include "policy-files.h"
 #include "util/log.h"
 #include "util/macro.h"
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "applied-store.h"
 #include "apply.h"
 #include "deviceplugin/manager.h"
 #include "deviceplugin/podresources.h"
@@ -26,13 +27,13 @@
 #include "host/discover.h"
 #include "kube/cluster.h"
 #include "kube/json-split.h"
-#include "plan/applied-store.h"
 #include "plan/plan.h"
+#include "policy-files.h"
 #include "policy/node-labels.h"
-#include "policy/policy-files.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/parse.h"
 
 #define MAX_APPLY_ROUNDS 3
 
@@ -143,34 +144,6 @@ static int discover(const struct agent *a, struct inventory *ret)
         return 0;
 }
 
-/* Writes one PF's record, unless the file already says exactly that. */
-static int write_record(const struct agent *a, const struct applied_pf *pf)
-{
-        char name[64], path[4096];
-        _cleanup_free_ char *text = NULL;
-        json_t *obj = NULL;
-        int r = applied_record_filename(pf->pci_address, name, sizeof(name));
-        if (r >= 0)
-                r = path_printf(path, sizeof(path), "%s/%s", a->config.state_dir, name);
-        if (r >= 0)
-                r = applied_pf_to_json(pf, &obj);
-        if (r < 0)
-                return log_pf(LOG_ERR, r, pf->pci_address, "cannot record applied state");
-        text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS);
-        json_decref(obj);
-        if (!text)
-                return -ENOMEM;
-        /* Every converged reconcile re-states ownership; only a change is written. */
-        _cleanup_free_ char *old_text = NULL;
-        if (read_full_file(path, 1024 * 1024, &old_text, NULL) >= 0 && strcmp(old_text, text) == 0)
-                return 0;
-        r = write_file_atomic(path, text, strlen(text), 0644);
-        if (r < 0)
-                return log_pf(LOG_ERR, r, pf->pci_address, "cannot write %s", path);
-        log_pf(LOG_DEBUG, 0, pf->pci_address, "recorded the applied state in %s", path);
-        return 0;
-}
-
 static int ensure_state_dir(const struct agent *a)
 {
         if (mkdir(a->config.state_dir, 0755) < 0 && errno != EEXIST)
@@ -196,7 +169,7 @@ static int record_intent(const struct agent *a, const struct plan *plan,
                 for (size_t j = 0; j < plan->n_actions && !acts; j++)
                         acts = strcasecmp(plan->actions[j].pf, pf->pci_address) == 0;
                 if (acts && !applied_state_find(previous, pf->pci_address))
-                        r = write_record(a, pf);
+                        r = applied_record_save(a->config.state_dir, pf);
         }
         return r;
 }
@@ -217,7 +190,7 @@ static int persist_applied(const struct agent *a, const struct plan *plan,
                 const struct apply_pf_result *res = apply_report_find(rep, pf->pci_address);
                 if (res && res->error != 0 && res->n_done == 0)
                         continue;
-                r = write_record(a, pf);
+                r = applied_record_save(a->config.state_dir, pf);
                 if (r < 0)
                         return r;
         }
@@ -227,15 +200,7 @@ static int persist_applied(const struct agent *a, const struct plan *plan,
                 const struct apply_pf_result *res = apply_report_find(rep, pci);
                 if (applied_state_find(&plan->applied, pci) || (res && res->error != 0))
                         continue;
-                char name[64], path[4096];
-                if (applied_record_filename(pci, name, sizeof(name)) < 0 ||
-                    path_printf(path, sizeof(path), "%s/%s", a->config.state_dir, name) < 0)
-                        continue;
-                if (unlink(path) < 0) {
-                        if (errno != ENOENT)
-                                log_pf(LOG_WARNING, errno, pci, "cannot remove %s", path);
-                } else
-                        log_pf(LOG_INFO, 0, pci, "PF released: no policy selects it any more");
+                applied_record_remove(a->config.state_dir, pci);
         }
         return 0;
 }

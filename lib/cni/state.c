@@ -13,6 +13,7 @@
 #include "util/fileio.h"
 #include "util/macro.h"
 #include "util/names.h"
+#include "util/parse.h"
 
 #define CACHE_MAX (1024 * 1024)
 

@@ -13,6 +13,7 @@
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/parse.h"
 
 void dp_container_allocation_done(struct dp_container_allocation *a)
 {

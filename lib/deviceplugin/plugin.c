@@ -9,12 +9,12 @@
 
 #include "deviceplugin.pb-c.h"
 #include "deviceplugin/allocate.h"
+#include "deviceplugin/preferred.h"
 #include "grpc/grpc-client.h"
 #include "grpc/grpc-server.h"
-#include "deviceplugin/preferred.h"
-#include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/parse.h"
 
 #define REGISTER_TIMEOUT_USEC (5 * 1000000ULL)
 #define BACKOFF_MIN_USEC      (100 * 1000ULL)

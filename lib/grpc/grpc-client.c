@@ -15,9 +15,9 @@
 
 #include "grpc/grpc-conn.h"
 #include "grpc/grpc-frame.h"
-#include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/parse.h"
 
 struct grpc_client_call {
         struct grpc_conn conn;

@@ -12,6 +12,7 @@
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/names.h"
+#include "util/parse.h"
 
 #define VFIO_DRIVER "vfio-pci"
 #define IOMMU_HINT  "enable the IOMMU (intel_iommu=on / amd_iommu=on on the kernel command line)"

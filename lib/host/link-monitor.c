@@ -17,10 +17,10 @@
 #include <netlink/socket.h>
 
 #include "host/netlink-request.h"
-#include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/names.h"
+#include "util/parse.h"
 
 /* Datagrams read per wake-up: a flood of events must not starve the rest of the loop (the io
  * source is level-triggered and fires again). */

@@ -10,9 +10,9 @@
 #include "host/device-error.h"
 #include "host/printable.h"
 #include "host/sysfs-at.h"
-#include "util/fileio.h"
 #include "util/macro.h"
 #include "util/names.h"
+#include "util/parse.h"
 
 #define ARPHRD_ETHER_TYPE      1
 #define ARPHRD_INFINIBAND_TYPE 32

@@ -8,7 +8,7 @@
 #include "host/netdev-sysfs.h"
 #include "host/printable.h"
 #include "host/sysfs-at.h"
-#include "util/fileio.h"
+#include "util/parse.h"
 
 /* Appends "<attr>: <why>" where r is a read or parse failure. */
 static int note(char **error, const char *attr, int r)

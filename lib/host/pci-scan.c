@@ -19,10 +19,10 @@
 #include "host/pci-function.h"
 #include "host/printable.h"
 #include "host/sysfs-at.h"
-#include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/names.h"
+#include "util/parse.h"
 
 #define PCI_CLASS_NETWORK 0x02
 

@@ -10,6 +10,7 @@
 #include "host/sysfs-at.h"
 #include "util/fileio.h"
 #include "util/macro.h"
+#include "util/parse.h"
 
 #define IFF_UP_FLAG 0x1
 

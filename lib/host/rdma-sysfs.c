@@ -10,10 +10,10 @@
 #include "host/device-error.h"
 #include "host/printable.h"
 #include "host/sysfs-at.h"
-#include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/names.h"
+#include "util/parse.h"
 
 #define DEV_INFINIBAND "/dev/infiniband/"
 

@@ -13,6 +13,7 @@
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/names.h"
+#include "util/parse.h"
 
 #define POLL_FIRST_MS 10
 #define POLL_MAX_MS   200

@@ -9,6 +9,7 @@
 
 #include "util/fileio.h"
 #include "util/macro.h"
+#include "util/parse.h"
 
 int sysfs_open_dir_at(int dir_fd, const char *path)
 {

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "host/sysfs-at.h"
-#include "util/fileio.h"
 #include "util/macro.h"
 #include "util/names.h"
+#include "util/parse.h"
 
 static int first_entry(int dir_fd, const char *path, char *buf, size_t size)
 {

@@ -13,9 +13,9 @@
 #include "host/pci-function.h"
 #include "host/printable.h"
 #include "host/sysfs-at.h"
-#include "util/fileio.h"
 #include "util/macro.h"
 #include "util/names.h"
+#include "util/parse.h"
 
 static int compare_vf_index(const void *a, const void *b)
 {

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "util/fileio.h"
 #include "util/macro.h"
 #include "util/names.h"
+#include "util/parse.h"
 
 static int set_opt_int(json_t *obj, const char *key, int v)
 {

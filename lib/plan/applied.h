@@ -2,7 +2,7 @@
  *
  * The planner needs it to reset PFs that no policy wants any more (VFs to 0, original MTU and
  * eswitch mode restored) and to never touch PFs it did not configure. The agent persists one
- * record per PF as JSON in <state-dir>/<pci-address>.json (see applied-store.h):
+ * record per PF as JSON in <state-dir>/<pci-address>.json (see agent/applied-store.h):
  *   {"pciAddress", "originalMtu", "originalNumVfs", "originalESwitchMode",
  *    "interface": {desired interface}}
  * Records written before originalNumVfs existed read as 0 (released PFs go to 0 VFs, as then).

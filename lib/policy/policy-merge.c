@@ -9,8 +9,8 @@
 
 #include "policy/policy-select.h"
 #include "policy/policy-validate.h"
-#include "util/fileio.h"
 #include "util/macro.h"
+#include "util/parse.h"
 
 static const char *const policy_status_names[_POLICY_STATUS_MAX] = {
         [POLICY_STATUS_APPLIED] = "applied",

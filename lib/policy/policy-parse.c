@@ -8,8 +8,8 @@
 
 #include "policy/field-errors.h"
 #include "policy/policy.h"
-#include "util/fileio.h"
 #include "util/macro.h"
+#include "util/parse.h"
 #include "util/yaml-json.h"
 
 /* Collects every shape/type problem of one object so the user sees them all at once. */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "util/fileio.h"
+#include "util/parse.h"
 
 bool policy_matches_node(const struct policy *p, const struct string_pair *labels, size_t n_labels,
                          const struct string_pair **ret_missing)

@@ -8,7 +8,6 @@
 #include <strings.h>
 
 #include "policy/field-errors.h"
-#include "util/fileio.h"
 #include "util/macro.h"
 #include "util/names.h"
 

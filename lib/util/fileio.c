@@ -1,4 +1,5 @@
 #include "util/fileio.h"
+#include "util/parse.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,20 +15,6 @@
 #include <unistd.h>
 
 #include "util/macro.h"
-
-int path_printf(char *buf, size_t size, const char *fmt, ...)
-{
-        va_list ap;
-        va_start(ap, fmt);
-        /* va_start is right above: clang-14's analyzer loses it on some inlined paths. */
-        int n = vsnprintf(buf, size, fmt, ap); // NOLINT(clang-analyzer-valist.Uninitialized)
-        va_end(ap);
-        if (n < 0)
-                return -EINVAL;
-        if ((size_t)n >= size)
-                return -ENAMETOOLONG;
-        return 0;
-}
 
 int read_line_fd(int fd, char *buf, size_t size)
 {
@@ -93,48 +80,6 @@ int read_full_file(const char *path, size_t max_size, char **ret, size_t *ret_si
         if (ret_size)
                 *ret_size = len;
         *ret = TAKE_PTR(data);
-        return 0;
-}
-
-int parse_int(const char *s, int *ret)
-{
-        char *end;
-        long v;
-
-        if (!s || !*s)
-                return -EINVAL;
-        errno = 0;
-        v = strtol(s, &end, 10);
-        if (errno == ERANGE || v < INT_MIN || v > INT_MAX)
-                return -ERANGE;
-        while (*end == ' ' || *end == '\t' || *end == '\n')
-                end++;
-        if (end == s || *end != '\0')
-                return -EINVAL;
-        *ret = (int)v;
-        return 0;
-}
-
-int parse_hex_u32(const char *s, uint32_t *ret)
-{
-        char *end;
-        unsigned long v;
-
-        if (!s || !*s)
-                return -EINVAL;
-        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-                s += 2;
-        if (!*s || *s == '-' || *s == '+' || *s == ' ')
-                return -EINVAL;
-        errno = 0;
-        v = strtoul(s, &end, 16);
-        if (errno == ERANGE || v > UINT32_MAX)
-                return -ERANGE;
-        while (*end == '\n')
-                end++;
-        if (*end != '\0')
-                return -EINVAL;
-        *ret = (uint32_t)v;
         return 0;
 }
 

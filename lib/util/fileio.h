@@ -2,14 +2,12 @@
  *
  * Paths are built as root + "/" + relative path, so every caller can run against a generated
  * tree. Reads return the first line without its newline. All functions return 0 or a negative
- * errno; none logs (the caller knows which device and field it was reading). */
+ * errno; none logs (the caller knows which device and field it was reading). The pure parsers
+ * (numbers, path building) are in util/parse.h, usable by layers that do no I/O. */
 #pragma once
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* snprintf into buf; -ENAMETOOLONG instead of a silently truncated path. */
-int path_printf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* First line of a file, without the trailing newline. -ENOBUFS if it does not fit. */
 int read_line_file(const char *path, char *buf, size_t size);
@@ -40,7 +38,3 @@ int read_link_basename_at(int dir_fd, const char *name, char *buf, size_t size);
  * nor as path (rename replaces the link itself). -ELOOP when the directory (path's last
  * directory component) is a symlink. */
 int write_file_atomic(const char *path, const void *data, size_t size, unsigned mode);
-
-/* Strict integer parsing helpers used by file readers and config parsers alike. */
-int parse_int(const char *s, int *ret);
-int parse_hex_u32(const char *s, uint32_t *ret);

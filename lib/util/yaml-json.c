@@ -4,10 +4,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <yaml.h>
 
-#include "util/fileio.h"
 #include "util/macro.h"
 
 static bool str_in(const char *s, const char *const *list)

@@ -24,6 +24,7 @@
 #include <jansson.h>
 #include <systemd/sd-event.h>
 
+#include "agent/policy-files.h"
 #include "deviceplugin/manager.h"
 #include "deviceplugin/podresources.h"
 #include "deviceplugin/pool-set.h"
@@ -31,7 +32,6 @@
 #include "host/discover.h"
 #include "model/desired-json.h"
 #include "policy/node-labels.h"
-#include "policy/policy-files.h"
 #include "policy/policy-merge.h"
 #include "util/log.h"
 #include "util/macro.h"

@@ -9,6 +9,7 @@
 #include "fuzz-common.h"
 #include "host/sysfs-at.h"
 #include "util/fileio.h"
+#include "util/parse.h"
 #include "util/macro.h"
 
 static char dir_path[64];

@@ -18,6 +18,7 @@
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
 #include "util/fileio.h"
+#include "util/parse.h"
 #include "util/yaml-json.h"
 
 #define TOKEN "unit-token"

@@ -12,6 +12,7 @@
 #include "deviceplugin/preferred.h"
 #include "dp-fixture.h"
 #include "util/fileio.h"
+#include "util/parse.h"
 
 /* Pool over PF A (bus 0x3b, NUMA 0, 4 VFs), PF B (0x5e, NUMA 0, 4 VFs), PF C (0x86, NUMA 1). */
 static void build(struct dp_pool *p)

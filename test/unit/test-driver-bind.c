@@ -25,6 +25,7 @@
 
 #include "host/driver-bind.h"
 #include "util/fileio.h"
+#include "util/parse.h"
 #include "util/log.h"
 
 #define PF "0000:01:00.0"

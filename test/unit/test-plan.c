@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
+#include "agent/applied-store.h"
 #include "fake-inventory.h"
-#include "plan/applied-store.h"
 #include "plan/plan.h"
 #include "util/fileio.h"
 

@@ -25,6 +25,7 @@
 
 #include "host/sriov-numvfs.h"
 #include "util/fileio.h"
+#include "util/parse.h"
 
 #define PF "0000:01:00.0"
 

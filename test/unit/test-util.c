@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "util/fileio.h"
+#include "util/parse.h"
 #include "util/log.h"
 #include "util/names.h"
 #include "util/yaml-json.h"

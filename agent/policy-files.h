@@ -1,6 +1,6 @@
 /* Reading policies from the file system: a file, or every *.yaml / *.yml / *.json file of a
  * directory (in name order; dot-files are skipped, so editors' temporaries are not read).
- * The only part of lib/policy that reads files; what it reads goes through
+ * Lives in agent/ so that lib/policy stays pure (no I/O); what it reads goes through
  * policy_list_add_buffer(). Errors name the path and are logged. */
 #pragma once
 

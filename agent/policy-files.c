@@ -1,4 +1,4 @@
-#include "policy/policy-files.h"
+#include "policy-files.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,6 +10,7 @@
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/parse.h"
 #include "util/yaml-json.h"
 
 static int load_file(struct policy_list *list, const char *path)

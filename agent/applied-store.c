@@ -1,4 +1,4 @@
-#include "plan/applied-store.h"
+#include "applied-store.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -6,10 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "util/fileio.h"
+#include "util/log.h"
 #include "util/macro.h"
 #include "util/names.h"
+#include "util/parse.h"
 
 #define APPLIED_RECORD_MAX_SIZE (1024 * 1024)
 
@@ -166,4 +169,45 @@ int plan_freeze_bad_records(struct plan *p, struct applied_state *previous)
                 p->n_problems++;
         }
         return 0;
+}
+
+/* Writes one PF's record, unless the file already says exactly that. */
+int applied_record_save(const char *state_dir, const struct applied_pf *pf)
+{
+        char name[64], path[4096];
+        _cleanup_free_ char *text = NULL;
+        json_t *obj = NULL;
+        int r = applied_record_filename(pf->pci_address, name, sizeof(name));
+        if (r >= 0)
+                r = path_printf(path, sizeof(path), "%s/%s", state_dir, name);
+        if (r >= 0)
+                r = applied_pf_to_json(pf, &obj);
+        if (r < 0)
+                return log_pf(LOG_ERR, r, pf->pci_address, "cannot record applied state");
+        text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS);
+        json_decref(obj);
+        if (!text)
+                return -ENOMEM;
+        /* Every converged reconcile re-states ownership; only a change is written. */
+        _cleanup_free_ char *old_text = NULL;
+        if (read_full_file(path, 1024 * 1024, &old_text, NULL) >= 0 && strcmp(old_text, text) == 0)
+                return 0;
+        r = write_file_atomic(path, text, strlen(text), 0644);
+        if (r < 0)
+                return log_pf(LOG_ERR, r, pf->pci_address, "cannot write %s", path);
+        log_pf(LOG_DEBUG, 0, pf->pci_address, "recorded the applied state in %s", path);
+        return 0;
+}
+
+void applied_record_remove(const char *state_dir, const char *pci)
+{
+        char name[64], path[4096];
+        if (applied_record_filename(pci, name, sizeof(name)) < 0 ||
+            path_printf(path, sizeof(path), "%s/%s", state_dir, name) < 0)
+                return;
+        if (unlink(path) < 0) {
+                if (errno != ENOENT)
+                        log_pf(LOG_WARNING, errno, pci, "cannot remove %s", path);
+        } else
+                log_pf(LOG_INFO, 0, pci, "PF released: no policy selects it any more");
 }
