@@ -34,6 +34,7 @@
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/parse.h"
+#include "util/strv.h"
 
 #define MAX_APPLY_ROUNDS 3
 

@@ -7,16 +7,15 @@
  * VF's char devices + /dev/infiniband/rdma_cm, needVhostNet /dev/vhost-net + /dev/net/tun.
  * Whole-card RDMA pools: the shared char devices of every selected card, permissions "rwm"
  * (mknod too, as the upstream plugin grants), no env.
- * Unknown IDs are INVALID_ARGUMENT, unhealthy ones FAILED_PRECONDITION. Also the device-info
- * files (device-info-spec 1.1.0) written per allocated device. */
+ * Unknown IDs are INVALID_ARGUMENT, unhealthy ones FAILED_PRECONDITION. The device-info files
+ * written per allocated device are in deviceplugin/devinfo.h. */
 #pragma once
 
 #include <stddef.h>
 
-#include "grpc/grpc-status.h"
+#include "deviceplugin/devinfo.h"
 #include "deviceplugin/pool.h"
-
-#define DP_DEVINFO_DIR_DEFAULT "/var/run/k8s.cni.cncf.io/devinfo/dp"
+#include "grpc/grpc-status.h"
 
 struct dp_device_spec {
         char container_path[128];
@@ -42,13 +41,3 @@ char *dp_info_json(const struct dp_pool *pool, const struct dp_device *const *de
 /* Returns a gRPC status code; st->message names the bad ID. */
 int dp_allocate_container(const struct dp_pool *pool, char *const *ids, size_t n_ids,
                           struct dp_container_allocation *ret, struct grpc_status *st);
-
-/* <dir>/<resource with '/' → '-'>-<id>-device.json */
-int dp_devinfo_path(const char *dir, const char *resource, const char *id, char *buf, size_t size);
-/* The device-info file content for an SR-IOV device ({"type":"pci","version":"1.1.0",...}). */
-char *dp_devinfo_json(const struct dp_pool *pool, const struct dp_device *dev);
-int dp_devinfo_write(const char *dir, const struct dp_pool *pool, const struct dp_device *dev);
-/* Removes the file of one device; a missing file is fine. */
-int dp_devinfo_remove(const char *dir, const char *resource, const char *id);
-/* Removes every device-info file of a resource (stale ones from an earlier run). */
-int dp_devinfo_remove_all(const char *dir, const char *resource);

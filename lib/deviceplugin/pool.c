@@ -6,36 +6,7 @@
 #include <string.h>
 
 #include "util/names.h"
-
-int strv_push_dup(char ***list, size_t *n, const char *s)
-{
-        char *d = strdup(s);
-        if (!d)
-                return -ENOMEM;
-        char **l = realloc(*list, (*n + 1) * sizeof(char *));
-        if (!l) {
-                free(d);
-                return -ENOMEM;
-        }
-        l[(*n)++] = d;
-        *list = l;
-        return 0;
-}
-
-void strv_free_n(char **list, size_t n)
-{
-        for (size_t i = 0; i < n; i++)
-                free(list[i]);
-        free(list);
-}
-
-bool strv_contains(char *const *list, size_t n, const char *s)
-{
-        for (size_t i = 0; i < n; i++)
-                if (strcmp(list[i], s) == 0)
-                        return true;
-        return false;
-}
+#include "util/strv.h"
 
 void dp_device_done(struct dp_device *d)
 {

@@ -12,6 +12,7 @@
 
 #include "model/desired.h"
 #include "model/inventory.h"
+#include "util/strv.h" /* the pools' ID and path lists */
 
 #define DP_PREFIX_MAX              254
 #define DP_RESOURCE_MAX            (DP_PREFIX_MAX + 1 + RESOURCE_NAME_MAX)
@@ -68,10 +69,6 @@ const struct dp_pool *dp_pool_set_find(const struct dp_pool_set *s, const char *
 const struct dp_device *dp_pool_find_device(const struct dp_pool *p, const char *id);
 /* Sets prefix, name and resource; -EINVAL when either is not a valid name. */
 int dp_pool_set_names(struct dp_pool *p, const char *prefix, const char *name);
-/* Appends a string copy to a list. */
-int strv_push_dup(char ***list, size_t *n, const char *s);
-void strv_free_n(char **list, size_t n);
-bool strv_contains(char *const *list, size_t n, const char *s);
 
 /* SR-IOV pools from the desired state's VF groups: one pool per distinct resourceName (groups
  * on several PFs sharing a name form one pool). A VF is a device when it is ready: bound to
