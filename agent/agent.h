@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The daemon's state and what its parts share (agent/ only).
  *
  * daemon.c owns the loop: event sources, signals, scheduling. reconcile.c runs one reconcile

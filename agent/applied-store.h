@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Loading the persisted applied state from --state-dir: one <pci-address>.json per PF.
  *
  * Every read and write of a record is here (agent/, not lib/plan: lib/plan stays pure). A missing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* apply_plan() in a forked child; the report comes back through a memfd (no size limit and
  * no pipe to drain while the child runs). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Applying a plan to the host: each action of lib/plan through the matching lib/host call.
  *
  * PFs are independent: the first failing action of a PF stops that PF's remaining actions and

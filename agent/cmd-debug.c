@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sriov-agent debug ...`: hidden entry points to the host layer, one kernel operation per
  * call, for the VM-lab scenarios and for diagnosing a node by hand. Not in --help.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sriov-agent discover: prints what discovery finds on this node (or under a sysfs root). */
 #include <errno.h>
 #include <getopt.h>

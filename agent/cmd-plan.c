@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sriov-agent plan`: what would the agent do on this node with these policies?
  *
  * Reads policy files, discovers the node (read-only), loads the applied-state records, builds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sriov-agent run: the node daemon. */
 #include <getopt.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sriov-agent watch: prints every change the agent's informers see, one JSON line each.
  * A debugging aid for users: it shows exactly what the daemon would react to. */
 #include <errno.h>

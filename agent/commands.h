@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The sriov-agent subcommands. Each lives in its own agent/cmd-*.c, parses its own options
  * (getopt_long, argv[0] is the subcommand name) and returns the process exit code. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The daemon's loop: event sources, signals and the scheduling of reconciles. */
 #include "daemon.h"
 

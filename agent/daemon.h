@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The daemon: one sd-event loop that owns every piece of mutable state.
  *
  * Inputs (policy files or API watches, node labels, link events, a periodic timer) only mark

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sriov-agent: entry point and subcommand dispatch. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Which NIC models the daemon may configure: the built-in supported-NIC table, plus files given
  * with --supported-nics, plus (cluster mode) the `supported-nic-ids` ConfigMap of the agent's
  * namespace, or every model with --all-nics.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading policies from the file system: a file, or every *.yaml / *.yml / *.json file of a
  * directory (in name order; dot-files are skipped, so editors' temporaries are not read).
  * Lives in agent/ so that lib/policy stays pure (no I/O); what it reads goes through

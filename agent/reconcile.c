@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One reconcile, as a state machine so the loop never waits on the kernel:
  *
  *   prepare   policies (files or API) + node labels + discovery → desired state and a report

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Saying what happened: journal lines with PF=/POLICY= context, and in cluster mode the
  * SriovNetworkNodeState (spec, status, syncStatus, lastSyncError) and Events. */
 #include <stdio.h>

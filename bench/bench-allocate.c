@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-allocate: Allocate latency seen by a grpc-go client, and the plugin's memory.
  *
  *   bench-allocate [FAKE_KUBELET] [CALLS]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Discovery benchmark: 8 PFs x 128 VFs.
  *
  *   bench-discover [SYSFS_ROOT...]

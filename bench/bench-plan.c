@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Policy engine + planner benchmark: 200 policies over 64 PFs x 128 VFs, built in memory.
  *
  *   bench-plan

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sriov`: the CNI plugin that hands a VF to a pod (CNI type "sriov", compatible with
  * upstream k8snetworkplumbingwg/sriov-cni: same configuration, same records on the node).
  *

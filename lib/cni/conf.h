@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The `sriov` CNI plugin's network configuration: parsing and validation (pure).
  *
  * Accepts every field upstream sriov-cni accepts (k8snetworkplumbingwg/sriov-cni

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cni_fail(): the CNI error to report, for `return cni_fail(...)`. */
 #include <errno.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Delegating to an IPAM plugin as the CNI spec says: the executable named by ipam.type,
  * searched in CNI_PATH, run with the same environment but CNI_COMMAND, and the same stdin. */
 #pragma once

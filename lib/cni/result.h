@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* IPAM results in, CNI results out (pure).
  *
  * An IPAM plugin answers in the cniVersion of the configuration it was given: 0.3.0 and later

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The `sriov` CNI plugin's records on the node, in upstream sriov-cni's formats so that a node
  * can switch between the two plugins with pods running (k8snetworkplumbingwg/sriov-cni
  * pkg/utils/utils.go SaveNetConf, pkg/utils/pci_allocator.go):

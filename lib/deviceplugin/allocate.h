@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a container gets for a set of device IDs of one pool (the Allocate answer), in plain C.
  *
  * SR-IOV pools: env PCIDEVICE_<PREFIX>_<NAME> = comma-joined PCI addresses and

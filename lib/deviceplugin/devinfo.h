@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The device-info files (device-info-spec 1.1.0) written per allocated device, for the CNI
  * plugins that read <dir>/<resource>-<id>-device.json. All functions return 0 or a negative
  * errno and do not log. */

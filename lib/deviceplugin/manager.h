@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The embedded device plugin as the agent uses it: every pool served by its own plugin.
  *
  *   dp_manager_new(event, &opts, &m);          // watches the kubelet directory

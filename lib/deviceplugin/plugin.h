@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One device-plugin server: serves one pool as a kubelet resource and registers it.
  *
  * Socket <kubelet_dir>/<prefix>_<name>.sock; Register (v1beta1, endpoint = socket file name,

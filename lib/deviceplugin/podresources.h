@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PodResources API v1 client: which device IDs the kubelet has given to running pods.
  *
  * List() on the kubelet's pod-resources socket (default

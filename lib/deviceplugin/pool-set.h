@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every pool the agent serves, in one call: SR-IOV pools from the desired state plus the
  * whole-card RDMA pools of an optional k8s-rdma-shared-dev-plugin config. A resource name that
  * both produce is an error (-EEXIST, logged) and nothing is returned. */

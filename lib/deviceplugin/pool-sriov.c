@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SR-IOV pools from the desired state and the observed inventory (see pool.h). */
 #include <errno.h>
 #include <stdio.h>

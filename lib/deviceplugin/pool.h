@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device pools: what one device-plugin resource advertises and hands out.
  *
  * A pool is a kubelet extended resource "<prefix>/<name>" with its devices. SR-IOV pools

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "deviceplugin/preferred.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GetPreferredAllocation: which `size` devices of `available` to give a container.
  *
  * The rule (also in README, "Device plugin"):

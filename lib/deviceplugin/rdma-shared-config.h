@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Whole-card RDMA pools configured in the k8s-rdma-shared-dev-plugin format.
  *
  *   {"periodicUpdateInterval": 300,

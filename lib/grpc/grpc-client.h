@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unary gRPC calls over a unix socket, as a client (Register to kubelet.sock, PodResources List).
  *
  * Each call opens its own connection (these calls are rare), sends the HTTP/2 preface, the

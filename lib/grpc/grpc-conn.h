@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One HTTP/2 connection on a non-blocking socket, pumped by an sd-event I/O source.
  *
  * Owns the fd and the nghttp2 session (created by the caller with its own callbacks and

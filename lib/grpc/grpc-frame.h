@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gRPC length-prefixed message framing.
  *
  * Every gRPC message on an HTTP/2 stream is a 5-byte prefix (1 byte "compressed" flag, 4 bytes

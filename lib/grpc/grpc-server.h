@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A gRPC server on a unix socket, driven by the caller's sd-event loop (no threads).
  *
  * Methods are a table of full paths ("/v1beta1.DevicePlugin/Allocate") with either a unary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gRPC status codes and the percent-encoding of `grpc-message`.
  *
  * The status travels in the `grpc-status` trailer as a decimal number, the human-readable text

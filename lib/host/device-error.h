@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-device error text collected during discovery.
  *
  * A PF or VF whose sysfs data is garbled keeps what could be read plus one human-readable

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Devlink (generic netlink family "devlink") for a PCI device: eswitch mode and the
  * `enable_rdma` parameter.
  *

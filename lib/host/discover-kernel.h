@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What discovery asks the kernel itself on a live node (discover_options.query_kernel).
  *
  * sysfs has no VF VLANs and no eswitch mode, and its RDMA port files can lag what verbs see:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Discovery: builds the observed inventory of SR-IOV network PFs and their VFs.
  *
  * Reads only under sysfs_root (default "/sys"), so tests run on generated trees. Every PCI

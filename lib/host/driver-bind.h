@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Driver binding of a VF: to vfio-pci (for VMs / DPDK) or back to its default kernel driver.
  *
  * The kernel sequence is: write the target to the VF's `driver_override`, write the VF address

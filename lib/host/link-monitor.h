@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Network link change notifications (rtnetlink RTNLGRP_LINK) delivered through an sd-event loop.
  *
  * The daemon uses them only to trigger a debounced re-plan (drift repair): a VF netdev that

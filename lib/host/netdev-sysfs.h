@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Network interfaces of one PCI function, read from its `net/` directory.
  *
  * Reads name, MAC (address), MTU, operstate, admin state (IFF_UP in flags), speed and link type

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Link configuration over rtnetlink: MTU, admin state, and a PF's VF attributes.
  *
  * Interface names are checked with ifname_is_valid() before use. Every function returns 0 or

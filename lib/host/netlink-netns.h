@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Link, address and route operations the CNI plugin needs, in the calling thread's network
  * namespace, plus the full state of one VF as its PF reports it (rates and VLAN protocol
  * included) and the two VF settings netlink-link.h does not cover (VLAN with protocol, rates).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One netlink request and its answer, with the kernel's own errno and extended-ack text.
  *
  * libnl turns kernel errors into its NLE_* codes, which merges EOPNOTSUPP-vs-EINVAL style

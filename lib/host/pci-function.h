@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Attributes every PCI function has, PF or VF, read from its sysfs directory.
  *
  * Internal to discovery. Each reader fills its field or leaves the "unknown" value documented

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vendor and device names from the pci.ids database, through libpci.
  *
  * One pci_names handle per discovery run (libpci loads pci.ids on the first lookup). Lookups

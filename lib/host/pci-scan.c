@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* host_discover(): finds SR-IOV network PFs under bus/pci/devices and reads each with its VFs.
  *
  * A PF is a function with `sriov_totalvfs` whose class is 0x02xxxx (network). The cheap

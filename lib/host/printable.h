@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Quoting untrusted names (addresses, interface and driver names from the command line or a
  * policy) for log messages: control and non-ASCII bytes become '?', long input is cut. The
  * validation happens elsewhere; this only keeps a rejected name from garbling the log. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The periodic check's cheap first look: has the node changed since the last discovery?
  *
  * A full discovery reads ~30-55 sysfs files per VF; this reads what changes when VFs are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RDMA devices of PCI functions, read from sysfs.
  *
  * Two ways an RDMA device belongs to a function: it sits under the function's PCI directory

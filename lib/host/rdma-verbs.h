@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Port attributes of RDMA devices from libibverbs, for discovery on a live node.
  *
  * Only used when discovery may query the kernel (the real /sys): each RDMA device of the

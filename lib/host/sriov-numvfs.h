@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* VF lifecycle: changing a PF's VF count through sysfs `sriov_numvfs`.
  *
  * host_set_num_vfs() reads `sriov_totalvfs` and `sriov_numvfs` under

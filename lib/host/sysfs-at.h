@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading sysfs attributes relative to an open directory.
  *
  * Discovery opens each PCI function directory once (O_PATH) and reads its attributes with

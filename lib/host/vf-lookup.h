@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Where a VF is, from its PCI address: its PF, its index on that PF, its netdev or driver.
  *
  * Used by the CNI plugin, which gets only the VF's PCI address (deviceID). Reads sysfs under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* VFs of a PF: the PF's virtfnN links give index and address; each VF directory is then read
  * like any PCI function, and its physfn back-link is checked, which is how a VF whose PF
  * vanished mid-scan is told apart from a healthy one. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Standard base64 (RFC 4648, with padding) decoding for kubeconfig *-data fields.
  *
  * Whitespace inside the input is skipped (PEM blobs are sometimes wrapped); anything else

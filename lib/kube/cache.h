@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The local copy of one kind of object, keyed "namespace/name" ("name" when cluster-scoped).
  *
  * Changes come from watch events (kube_cache_apply) or a full list (kube_cache_replace, which

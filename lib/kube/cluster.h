@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Everything the node daemon needs from the API server, behind one object.
  *
  * kube_cluster_new() loads the credentials (kubeconfig or in-cluster), binds HTTP to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libcurl, loaded on first use.
  *
  * Only cluster mode talks HTTP, yet linking libcurl maps its TLS/Kerberos/LDAP dependency chain

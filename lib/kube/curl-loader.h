@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libcurl is loaded on first use (see curl-loader.c): a standalone agent never maps it. */
 #pragma once
 

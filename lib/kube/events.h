@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kubernetes Events (core/v1) about our objects, deduplicated.
  *
  * The agent reports an invalid or conflicting policy (reasons InvalidPolicy /

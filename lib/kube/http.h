@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* HTTP requests to the API server through libcurl's multi interface, driven by sd-event.
  *
  * One struct kube_http per process binds a curl multi handle to the daemon's sd_event loop:

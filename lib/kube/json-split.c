@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "kube/json-split.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Decoding API objects one at a time, so one object that cannot be decoded never fails the
  * others.
  *

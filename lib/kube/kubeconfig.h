@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Where the API server is and how to authenticate to it.
  *
  * Sources: a kubeconfig file (YAML: current-context → context → cluster + user; fields server,

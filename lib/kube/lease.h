@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Leader election over a coordination.k8s.io/v1 Lease, as client-go's leaderelection does, but
  * cheap for the candidates.
  *

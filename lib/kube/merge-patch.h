@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Computing JSON merge patches (RFC 7386) between what the server has and what we want.
  *
  * kube_merge_patch_diff(old, new) returns the smallest merge patch that turns old into new:

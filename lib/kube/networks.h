@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SriovNetwork → NetworkAttachmentDefinition controller (cluster mode), one writer per cluster.
  *
  * Every agent runs one; only the holder of the Lease "sriov-agent-networks" in the agent's

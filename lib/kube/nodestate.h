@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* This node's SriovNetworkNodeState: the desired state (spec) and what was found and done
  * (status), written to the API server.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading the API server's error replies (metav1.Status) for log lines.
  *
  * kube_status_describe() turns a failed response into one readable phrase:

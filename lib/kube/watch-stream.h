@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Splits a Kubernetes watch stream into events and decodes them.
  *
  * The body of a watch is newline-delimited JSON: {"type":"ADDED","object":{...}} per line

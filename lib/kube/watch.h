@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* List-then-watch informer for one kind of Kubernetes object.
  *
  * kube_informer_start() lists the collection with resourceVersion=0 (served from the API

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The desired state as JSON, in SriovNetworkNodeState *spec* names.
  *
  * {"interfaces":[{"pciAddress","name","numVfs","mtu","linkType","eSwitchMode",

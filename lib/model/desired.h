@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The desired node state: what the policies say each PF should look like.
  *
  * Produced by lib/policy (select + merge), consumed by lib/plan, lib/deviceplugin and lib/kube

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The observed inventory as JSON, in SriovNetworkNodeState status form.
  *
  * {"interfaces":[{name, mac, driver, pciAddress, vendor, deviceID, mtu, numVfs, totalvfs,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The observed node: what discovery (lib/host) found under the sysfs root.
  *
  * Pure data shared by every layer: host fills it, policy/plan/deviceplugin/kube read it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SriovNetwork / SriovIBNetwork → NetworkAttachmentDefinition, as upstream's operator renders it.
  *
  * Pure: a network object as the API returns it in, the NAD object out, no I/O. The CNI config

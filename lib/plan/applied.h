@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What this agent applied to each PF before, and what the PF looked like before we touched it.
  *
  * The planner needs it to reset PFs that no policy wants any more (VFs to 0, original MTU and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The disruption guard: which PFs' planned actions would disturb VFs that pods are using.
  *
  * Pure. Input: a plan, the observed inventory it was built from, and the device IDs the kubelet

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Actions as JSON and as one-line text, for `sriov-agent plan` and the journal. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* plan_simulate(): the effect of a plan on an inventory, in memory, for tests and benchmarks. */
 #include <errno.h>
 #include <stdio.h>

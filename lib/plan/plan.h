@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The planner: desired state + observed node + previously applied state -> ordered actions.
  *
  * Pure and deterministic. It changes as little as possible:

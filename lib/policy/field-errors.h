@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The problems of one object, accumulated as "field X: reason; field Y: reason" so a user sees
  * every mistake of a policy at once. Allocation failure is remembered (oom) rather than
  * returned, so callers can report many fields without checking each call. */

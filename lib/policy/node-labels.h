@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The node's labels as key/value pairs, for nodeSelector matching.
  * Parses the command-line form "k=v,k2=v2" (standalone mode and `sriov-agent plan`); a later
  * key replaces an earlier one. Keys must be non-empty; values may be empty ("k="). */

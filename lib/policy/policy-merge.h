@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* From policies to the node's desired state, with a status for every policy.
  *
  * policy_build_desired_state() validates each policy, selects those whose nodeSelector matches

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SriovNetworkNodePolicy objects (jansson) and files (YAML/JSON) to struct policy. */
 #include <errno.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Selection: does a policy apply to this node, and which of its PFs does it select?
  *
  * nodeSelector is matched against the node's labels (every key present with exactly that

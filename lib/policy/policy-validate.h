@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Node-independent validation of a parsed SriovNetworkNodePolicy.
  *
  * Upstream's CRD schema and admission-webhook rules plus ours (names that end up in sysfs paths

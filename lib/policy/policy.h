@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SriovNetworkNodePolicy (sriovnetwork.openshift.io/v1): the parsed object and its parsers.
  *
  * Parsing turns API objects (jansson) or files (YAML or JSON, several documents separated by

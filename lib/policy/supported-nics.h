@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The supported-NIC list: which PF models policies may configure.
  *
  * Upstream's operator only discovers and admits the models of its `supported-nic-ids`

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Leading-edge rate limit for reconciles.
  *
  * A change after a quiet period (one VF's link coming up, an operator's SIGHUP) is handled at

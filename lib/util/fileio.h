@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading and writing small files the way sysfs wants them.
  *
  * Paths are built as root + "/" + relative path, so every caller can run against a generated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Logging with structured context.
  *
  * Every message can carry the PF, VF, policy, resource and action it concerns. Under systemd

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small shared macros: array sizes, cleanup attributes, errno helpers.
  * Header-only; nothing here allocates or logs. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Validation of names that end up in sysfs paths, netlink requests or file names.
  * A name from a policy, a config file or the API is never used in a path until it passed one of
  * these checks: no '/', no "..", no whitespace or control characters, bounded length. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pure parsers: text in, value out, no I/O and no logging, so the pure layers (model, policy,
  * plan) can use them. Functions return 0 or a negative errno. The file readers built on them
  * are in util/fileio.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Counted string lists (char **list, size_t n): the device plugin's ID and path lists. */
 #pragma once
 

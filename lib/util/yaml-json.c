@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "util/yaml-json.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* YAML text to jansson values, so YAML and JSON inputs share one object parser (policy files,
  * kubeconfig files).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dp-harness: serves the device-plugin pools of a (generated) node for the integration tests.
  *
  *   dp-harness --sysfs-root DIR (--policy-dir DIR --node-labels k=v,... | --desired FILE.json)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Conformance of the device plugin's answers with the plugins it replaces (`ctest -L
  * conformance`). Each case is derived from a unit test (or, where upstream has none, the code)
  * of k8snetworkplumbingwg/sriov-network-device-plugin (SNDP, @40b6f507) or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One applied record (<state-dir>/<pci>.json) as the agent reads it back after a restart. */
 #include <stdlib.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared set-up of the libFuzzer targets: the product's own logging stays quiet (a fuzzer prints
  * millions of rejected inputs) and inputs become NUL-terminated copies where the code under test
  * takes C strings. Every target frees all it allocated: LeakSanitizer reports are findings. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The persisted/received desired state (SriovNetworkNodeState spec names), read back strictly,
  * and re-serialised when it parsed: what was accepted must be printable again. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every request the device plugin accepts from the kubelet, through the real handlers.
  *
  * The handlers are file-local to plugin.c, so this target compiles plugin.c into itself (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gRPC message framing as an HTTP/2 stream delivers it: arbitrary DATA chunk boundaries.
  *
  * Input layout: byte 0 picks the reader's message cap (small caps reach the -EMSGSIZE path);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A kubeconfig file (YAML: current-context -> context -> cluster + user), loaded from disk as the
  * daemon does, then the bearer token asked for as before every request. */
 #include <fcntl.h>

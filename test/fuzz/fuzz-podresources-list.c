@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The kubelet's PodResources List() response, reduced to the device IDs pods hold. */
 #include "deviceplugin/podresources.h"
 #include "fuzz-common.h"

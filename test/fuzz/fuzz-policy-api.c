@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One SriovNetworkNodePolicy object as the API server sends it (JSON), and a List of them. */
 #include <stdlib.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A policy file as the policy directory holds it: YAML or JSON, multi-document, List objects.
  * Every parsed policy then goes through validation, as the agent does before using it. */
 #include <stdlib.h>

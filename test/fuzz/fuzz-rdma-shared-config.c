@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The k8s-rdma-shared-dev-plugin configuration file. */
 #include <stdlib.h>
 

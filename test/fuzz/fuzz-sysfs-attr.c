@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sysfs attribute readers on a garbled attribute: the input is written to a temp file (and used
  * as a symlink target) and read back with every reader discovery uses, so the strict integer
  * parsers see exactly what a hostile or broken driver could put in sysfs. Byte 0 picks the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A watch response body as libcurl hands it over: arbitrary chunk boundaries through the line
  * splitter, each complete line through the event decoder.
  *

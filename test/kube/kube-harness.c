@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test driver for lib/kube pieces that have no CLI of their own (NodeState writer, events,
  * kubeconfig parsing). Used by test/kube/test_kube.py against the fake API server.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Builders for small in-memory inventories and pools, shared by the device-plugin unit tests. */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Inventories built in code for policy/plan unit tests (no sysfs needed).
  * Header-only helpers; abort on allocation failure (tests only). */
 #pragma once

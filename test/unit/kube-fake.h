@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the lib/kube tests: starts test/fake-apiserver on 127.0.0.1 (ephemeral port,
  * bearer token TOKEN, anonymous requests allowed, nodes n1..n3) and drives an sd-event loop
  * with two HTTP clients: `agent` (with the token) and `admin` (anonymous, like kubectl).

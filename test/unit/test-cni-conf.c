@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/cni/conf (the sriov CNI plugin's configuration) and lib/cni/result.
  *
  * Validation cases follow upstream sriov-cni's pkg/config/config_test.go (LoadConf: vlan,

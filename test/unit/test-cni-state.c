@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/cni/state: the sriov CNI plugin's records in upstream sriov-cni's formats
  * (pkg/utils/utils.go SaveNetConf/ReadScratchNetConf, pkg/utils/pci_allocator.go and its
  * pci_allocator_test.go: save, IsAllocated, delete; lock under pci/vf_lock/<pci>.lock). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/kube/curl-loader: libcurl is mapped only once cluster code calls it (a standalone agent
  * never pays for its TLS/Kerberos/LDAP chain), and calls reach libcurl with their arguments
  * intact, whatever their type. */

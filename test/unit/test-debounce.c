@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* util/debounce.h: an isolated change is handled without waiting; a burst costs at most one
  * start per window. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/model/desired-json: SriovNetworkNodeState spec names, round trip, and
  * strict parsing of persisted/received state. */
 #include <errno.h>

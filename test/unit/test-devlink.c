@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/host/devlink: input validation, and "not supported" as a clean, non-fatal
  * answer for a PCI address no devlink device has (whether or not this kernel has the devlink
  * family at all). Real devlink devices are exercised in the VM lab. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/host discovery on trees written by test/sysfs-gen/gen-sysfs.py.
  *
  * Each test generates a tree into a temp dir ($SRCDIR locates the generator), runs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the disruption guard. Plans come from the real planner (a policy change on a
  * fake inventory), then the guard decides with a set of VFs "allocated to pods": which PFs are
  * held, what the operator is told (PF, VF, pod), which actions still run, and which applied

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for Allocate answers: env-name mangling, the _INFO JSON, device specs, errors and
  * device-info files (lib/deviceplugin/allocate.c). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the plugin manager and plugins (lib/deviceplugin/{manager,plugin}.c) against an
  * in-process Registration server on one sd-event loop: registration contents, the unary RPCs,
  * re-registration after the socket is deleted and after a new kubelet.sock, pool removal and

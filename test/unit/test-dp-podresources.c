@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the PodResources client: decoding List answers into in-use device sets, and a
  * List call against a small in-process PodResources server (lib/deviceplugin/podresources.c). */
 #include <errno.h>

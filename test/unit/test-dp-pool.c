@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for SR-IOV pools built from desired state + inventory (lib/deviceplugin/pool*.c). */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the GetPreferredAllocation rule (lib/deviceplugin/preferred.c). */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/host/driver-bind: VF driver changes on a temp sysfs-like tree.
  *
  * A "fake kernel" thread watches driver_override, the drivers' unbind files and drivers_probe

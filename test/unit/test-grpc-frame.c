@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for gRPC message framing and grpc-status/grpc-message encoding. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the gRPC server and client together on a unix socket in a temp dir, on one
  * sd-event loop: unary calls, errors with percent-encoded messages, trailers-only errors,
  * unknown methods, oversized requests, a held server stream answered later (deferred data),

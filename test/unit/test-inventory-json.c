@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for model/inventory-json: the SriovNetworkNodeState status shape of an inventory.
  *
  * Builds inventories by hand (the model is plain data) and checks key names, value forms

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/kube/cache: callbacks on real changes only, and relist reconciliation
  * that reports deletions which happened while the watch was away. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for lib/kube/cluster against the fake API server: one "initial sync" after both lists,
  * then change notifications only for what selects or shapes VFs (policy add/delete/spec, node
  * labels), none for status or annotation churn. */

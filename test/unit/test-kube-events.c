@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for lib/kube/events against the fake API server: one Event per object+reason+message,
  * repeats folded into count/lastTimestamp at most once per interval, cluster-scoped objects,
  * failures logged and retried on the next report, argument checks. */

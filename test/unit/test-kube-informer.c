@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for lib/kube/watch (the informer) and lib/kube/http against the fake API server
  * (test/fake-apiserver, started here on 127.0.0.1 with an ephemeral port): paged lists,
  * callbacks, field selectors, relist-and-reconcile after 410 while away, and backoff. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/kube/json-split: objects a real API server accepts but jansson cannot
  * decode (nesting beyond its depth, integers beyond 64 bits) or that are over the size cap
  * become named stubs; well-formed ones decode as they are; the scanner walks any depth. */

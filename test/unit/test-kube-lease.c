@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Leader election over a coordination.k8s.io/v1 Lease (lib/kube/lease.c) against the fake API
  * server, with short timings (2 s lease, 1.5 s renew deadline, 0.25 s retry) so the
  * client-go rules can be timed: one holder; a crashed holder is replaced only after the lease

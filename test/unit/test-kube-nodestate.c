@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for lib/kube/nodestate against the fake API server: create-if-missing, merge patches
  * of spec and /status, no write when unchanged, 409 retry, re-creation after deletion, leaving
  * others' status fields alone, SyncStatusChanged events, and argument checks. */

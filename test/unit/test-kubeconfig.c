@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/kube kubeconfig parsing (with its base64 and YAML helpers): every auth
  * variant, in-cluster config, token file rotation, and clear errors for broken files. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/host/link-monitor.
  *
  * Kernel-facing cases run in a child process with its own network namespace (fork +

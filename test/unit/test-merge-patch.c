@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/kube/merge-patch: the smallest RFC 7386 patch between two documents,
  * empty when nothing changed (which is how the NodeState writer skips writes). */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/nad/render: SriovNetwork → NetworkAttachmentDefinition, byte for byte as
  * upstream's operator renders it. Expected configs are upstream's own: the golden files
  * api/v1/testdata/TestRendering/{simple,chained}.golden after formatJSON, and the cases of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/host/netlink-link.
  *
  * Kernel-facing cases run in a private network namespace (the test process unshares its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/host/netlink-netns (what the sriov CNI plugin does to a VF's netdev),
  * on a veth pair in private network namespaces (needs root; skipped otherwise): move into a
  * "pod" namespace renamed in one request, MAC/MTU/up there, addresses and routes, and back

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the planner: minimal actions, order, resets of previously owned PFs, never
  * touching foreign PFs, externally managed PFs, idempotence (plan, simulate, re-plan = nothing)
  * and the applied-state records (JSON and state directory). */

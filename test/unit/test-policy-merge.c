@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for selection and merging (policy_build_desired_state): nodeSelector, nicSelector
  * on in-memory inventories, upstream merge rules, node-side conflict resolution, node-dependent
  * checks and the per-policy statuses. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/policy parsing: every spec field, webhook defaults, YAML typing,
  * multi-document files, List objects, skipped kinds, wrong types and hostile input. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for policy_validate(): one row per upstream CRD/webhook rule and per rule of ours.
  * Every error must name the origin, the policy, the field and the reason. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/host/quick-check: the periodic check's first look says "unchanged" only while the facts
  * the plan acts on are as discovery last saw them, and "changed" after each kind of change an
  * operator, a driver or the kernel makes (on a tree written by test/sysfs-gen/gen-sysfs.py). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the k8s-rdma-shared-dev-plugin config format and whole-card pools
  * (lib/deviceplugin/rdma-shared-config.c), including bad input. */
 #include <errno.h>

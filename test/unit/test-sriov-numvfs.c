@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/host/sriov-numvfs: VF count changes on a temp sysfs-like tree.
  *
  * A "fake kernel" thread watches the PF's sriov_numvfs with inotify, records every value

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the supported-NIC list: the built-in table (upstream's supported-nic-ids
  * chart ConfigMap), the "<vendor> <pf-device> <vf-device>" value format, and additions from
  * ConfigMap-shaped JSON. */

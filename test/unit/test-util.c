@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/util: strict number parsing, sysfs-style file reads and name checks. */
 #include <dirent.h>
 #include <errno.h>

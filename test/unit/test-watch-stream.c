@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for lib/kube/watch-stream: splitting a watch body into events at any chunk
  * boundary, the 16 MiB per-event cap, and garbage handling. */
 #include <errno.h>
