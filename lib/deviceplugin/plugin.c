@@ -17,37 +17,7 @@
 #include "util/macro.h"
 #include "util/parse.h"
 
-#define REGISTER_TIMEOUT_USEC (5 * 1000000ULL)
-#define BACKOFF_MIN_USEC      (100 * 1000ULL)
-#define BACKOFF_MAX_USEC      (5 * 1000000ULL)
-
-struct watcher {
-        struct grpc_call *call;
-        struct dp_plugin *plugin;
-        struct watcher *next;
-};
-
-struct dp_plugin {
-        sd_event *event;
-        const char *kubelet_dir, *devinfo_dir;
-        struct dp_pool pool;
-        char socket_name[DP_RESOURCE_MAX + 8];
-        char socket_path[4096];
-        char kubelet_socket[4096];
-        struct grpc_server *server;
-        struct watcher *watchers;
-        uint8_t *last_list; /* packed ListAndWatchResponse last sent */
-        size_t last_list_len;
-        struct grpc_client_call *register_call;
-        sd_event_source *retry_timer;
-        uint64_t backoff_usec;
-        bool registered;
-        struct stat kubelet_st; /* kubelet.sock we registered with (zero: none) */
-        char **devinfo_ids;     /* device-info files we wrote */
-        size_t n_devinfo_ids;
-};
-
-#define LOG_RES(p) (&(const struct log_ctx){ .resource = (p)->pool.resource })
+#include "deviceplugin/plugin-internal.h"
 
 /* ---- ListAndWatch ---- */
 
@@ -397,85 +367,6 @@ static const struct grpc_method plugin_methods[] = {
         { .path = "/v1beta1.DevicePlugin/PreStartContainer", .unary = on_prestart },
 };
 
-/* ---- registration ---- */
-
-static void register_now(struct dp_plugin *p);
-
-static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
-{
-        struct dp_plugin *p = userdata;
-        p->retry_timer = sd_event_source_disable_unref(p->retry_timer);
-        register_now(p);
-        return 0;
-}
-
-static void schedule_retry(struct dp_plugin *p)
-{
-        if (p->retry_timer)
-                return;
-        p->backoff_usec = p->backoff_usec ? p->backoff_usec * 2 : BACKOFF_MIN_USEC;
-        if (p->backoff_usec > BACKOFF_MAX_USEC)
-                p->backoff_usec = BACKOFF_MAX_USEC;
-        if (sd_event_add_time_relative(p->event, &p->retry_timer, CLOCK_MONOTONIC, p->backoff_usec,
-                                       10000, on_retry, p) < 0)
-                log_ctx_msg(LOG_ERR, 0, LOG_RES(p), "cannot arm the registration retry timer");
-}
-
-static void on_registered(void *userdata, const struct grpc_status *st, const uint8_t *resp,
-                          size_t len)
-{
-        struct dp_plugin *p = userdata;
-        p->register_call = NULL;
-        if (st->code != GRPC_STATUS_OK) {
-                log_ctx_msg(LOG_WARNING, 0, LOG_RES(p), "kubelet refused registration: %s: %s",
-                            grpc_status_to_string(st->code), st->message);
-                schedule_retry(p);
-                return;
-        }
-        p->registered = true;
-        p->backoff_usec = 0;
-        log_ctx_msg(LOG_INFO, 0, LOG_RES(p), "registered with the kubelet (endpoint %s)",
-                    p->socket_name);
-}
-
-static void register_now(struct dp_plugin *p)
-{
-        struct stat st;
-        grpc_client_call_cancel(p->register_call);
-        p->register_call = NULL;
-        p->registered = false;
-        p->retry_timer = sd_event_source_disable_unref(p->retry_timer);
-        if (stat(p->kubelet_socket, &st) < 0) {
-                p->kubelet_st = (struct stat){ 0 };
-                schedule_retry(p);
-                return;
-        }
-        p->kubelet_st = st;
-
-        V1beta1__DevicePluginOptions opts = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
-        opts.get_preferred_allocation_available = true;
-        V1beta1__RegisterRequest req = V1BETA1__REGISTER_REQUEST__INIT;
-        req.version = (char *)"v1beta1";
-        req.endpoint = p->socket_name;
-        req.resource_name = p->pool.resource;
-        req.options = &opts;
-        uint8_t buf[1024];
-        size_t len = v1beta1__register_request__get_packed_size(&req);
-        if (len > sizeof(buf)) { /* names are bounded far below this; never silently stuck */
-                log_ctx_msg(LOG_ERR, EMSGSIZE, LOG_RES(p), "RegisterRequest too large: %zu bytes",
-                            len);
-                return;
-        }
-        v1beta1__register_request__pack(&req, buf);
-        int r = grpc_unary_call(p->event, p->kubelet_socket, "/v1beta1.Registration/Register", buf,
-                                len, REGISTER_TIMEOUT_USEC, on_registered, p, &p->register_call);
-        if (r < 0) {
-                log_ctx_msg(LOG_DEBUG, r, LOG_RES(p), "kubelet not reachable at %s",
-                            p->kubelet_socket);
-                schedule_retry(p);
-        }
-}
-
 static int serve(struct dp_plugin *p)
 {
         p->server = grpc_server_free(p->server);
@@ -506,14 +397,14 @@ bool dp_plugin_check(struct dp_plugin *p)
                 if (serve(p) < 0)
                         return false;
                 p->backoff_usec = 0;
-                register_now(p);
+                dp_plugin_register_now(p);
                 return true;
         }
         struct stat st;
         if (stat(p->kubelet_socket, &st) == 0 && !same_file(&st, &p->kubelet_st)) {
                 log_ctx_msg(LOG_NOTICE, 0, LOG_RES(p), "new kubelet socket: registering again");
                 p->backoff_usec = 0;
-                register_now(p);
+                dp_plugin_register_now(p);
                 return true;
         }
         return false;
@@ -550,7 +441,7 @@ int dp_plugin_new(sd_event *event, const struct dp_plugin_options *opts, const s
                 return r;
         }
         (void)pack_list(&p->pool, false, &p->last_list, &p->last_list_len);
-        register_now(p);
+        dp_plugin_register_now(p);
         *ret = p;
         return 0;
 }
