@@ -316,9 +316,6 @@ static void call_done(struct kube_request *req, int error, long status, const ch
 static int send_call(struct kube_events *ev, struct event_record *r, const char *method,
                      const char *path, const char *content_type, json_t *body)
 {
-        _cleanup_free_ char *text = json_dumps(body, JSON_COMPACT);
-        if (!text)
-                return -ENOMEM;
         struct event_call *c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
@@ -329,12 +326,10 @@ static int send_call(struct kube_events *ev, struct event_record *r, const char 
                 .method = method,
                 .path = path,
                 .content_type = content_type,
-                .body = text,
-                .body_len = strlen(text),
                 .on_done = call_done,
                 .userdata = c,
         };
-        int k = kube_http_start(ev->http, &opts, &c->request);
+        int k = kube_http_start_json(ev->http, &opts, body, &c->request);
         if (k < 0) {
                 free(c);
                 return k;
