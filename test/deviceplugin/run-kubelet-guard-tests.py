@@ -22,8 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from testlib import (FAILURES, Agent, Proc, check, ev, policy, read_attr,  # noqa: E402
-                     write_json)
+from testlib import Agent, Proc, check, ev, finish, policy, read_attr, write_json  # noqa: E402
 
 SEED_RESOURCE = "openshift.io/sriov_highnet"
 E810_RESOURCE = "openshift.io/sriov_e810"
@@ -116,10 +115,7 @@ def main():
         agent.stop(signal.SIGKILL)
         kubelet.stop()
 
-    if FAILURES:
-        print("FAILED: " + ", ".join(FAILURES) + " (logs in %s)" % work)
-        return 1
-    return 0
+    return finish(work, remove=False)
 
 
 if __name__ == "__main__":

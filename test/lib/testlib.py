@@ -3,6 +3,7 @@ processes whose stdout lines (JSON or text) are queued for waiting with a deadli
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import threading
@@ -71,6 +72,27 @@ class Proc:
                 self.p.kill()
                 self.p.wait()
         self.err.close()
+
+
+def wait(pred, timeout, step=0.2):
+    """pred()'s first true value, polled every step seconds; its last value after timeout."""
+    end = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value or time.monotonic() >= end:
+            return value
+        time.sleep(step)
+
+
+def finish(work, remove=True):
+    """A driver's exit status: 1 after naming the failed checks (logs kept in work), else 0
+    (work removed when remove)."""
+    if FAILURES:
+        print("FAILED: " + ", ".join(FAILURES) + " (logs in %s)" % work)
+        return 1
+    if remove:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
 
 
 def ev(kind, resource=None):
