@@ -348,15 +348,24 @@ static int check_allocation(struct plugin *p, const char *pci)
         return cni_pci_release(p->state_dir, pci);
 }
 
-static int cmd_add(struct plugin *p)
+/* The attachment's record name (CNI_CONTAINERID-CNI_IFNAME), shared by ADD and DEL. */
+static int attachment_name(struct plugin *p, char name[static NAME_MAX + 1])
 {
-        struct cni_conf *conf = &p->conf;
-        char name[NAME_MAX + 1];
-        int r = cni_cache_name(p->container_id, p->ifname, name, sizeof(name));
+        int r = cni_cache_name(p->container_id, p->ifname, name, NAME_MAX + 1);
         if (r < 0)
                 return fail(p, CNI_ERR_INVALID_ENV, r,
                             "CNI_CONTAINERID \"%s\" / CNI_IFNAME \"%s\" are not usable names",
                             p->container_id, p->ifname);
+        return 0;
+}
+
+static int cmd_add(struct plugin *p)
+{
+        struct cni_conf *conf = &p->conf;
+        char name[NAME_MAX + 1];
+        int r = attachment_name(p, name);
+        if (r < 0)
+                return r;
 
         struct vf_location loc;
         r = host_vf_locate(p->sysfs_root, conf->device_id, &loc);
@@ -622,11 +631,9 @@ undo:;
 static int cmd_del(struct plugin *p)
 {
         char name[NAME_MAX + 1];
-        int r = cni_cache_name(p->container_id, p->ifname, name, sizeof(name));
+        int r = attachment_name(p, name);
         if (r < 0)
-                return fail(p, CNI_ERR_INVALID_ENV, r,
-                            "CNI_CONTAINERID \"%s\" / CNI_IFNAME \"%s\" are not usable names",
-                            p->container_id, p->ifname);
+                return r;
         struct cni_cache c;
         r = cni_cache_read(p->state_dir, name, &c, &p->err);
         if (r == -ENOENT)
