@@ -276,13 +276,7 @@ static void call_done(struct kube_request *req, int error, long status, const ch
         bool ok = error == 0 && (status == 200 || status == 201);
         if (!ok) {
                 char desc[512];
-                /* A transport failure, or a body over the size cap (status 200 then). */
-                if (error < 0 && (status == 0 || error == -EFBIG))
-                        snprintf(desc, sizeof(desc), "%s",
-                                 *kube_request_error_text(req) ? kube_request_error_text(req)
-                                                               : strerror(-error));
-                else
-                        kube_status_describe(status, body, body_len, desc, sizeof(desc));
+                kube_request_describe(req, error, status, body, body_len, desc, sizeof(desc));
                 log_warning("event %s: cannot %s the Event: %s", r ? r->key : "(forgotten)",
                             c->is_patch ? "update" : "create", desc);
                 /* Keep it, so identical reports do not retry at every reconcile: the next try

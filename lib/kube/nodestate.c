@@ -375,13 +375,7 @@ static void request_done(struct kube_request *req, int error, long status, const
         }
         clear_inflight(st);
         char desc[512];
-        /* A transport failure, or a body over the size cap (status 200 then). */
-        if (error < 0 && (status == 0 || error == -EFBIG))
-                snprintf(desc, sizeof(desc), "%s",
-                         *kube_request_error_text(req) ? kube_request_error_text(req)
-                                                       : strerror(-error));
-        else
-                kube_status_describe(status, body, body_len, desc, sizeof(desc));
+        kube_request_describe(req, error, status, body, body_len, desc, sizeof(desc));
 
         if (error == 0 && status == 404 &&
             (op == OP_GET || op == OP_PATCH_SPEC || op == OP_PATCH_STATUS)) {
