@@ -29,6 +29,7 @@
 #include "cni/state.h"
 #include "host/netlink-netns.h"
 #include "host/vf-lookup.h"
+#include "util/fileio.h"
 #include "util/macro.h"
 #include "util/names.h"
 
@@ -81,33 +82,15 @@ static int fail(struct plugin *p, int code, int err, const char *fmt, ...)
 
 static int read_stdin(struct plugin *p)
 {
-        size_t cap = 4096;
-        p->stdin_data = malloc(cap);
-        if (!p->stdin_data)
-                return -ENOMEM;
-        for (;;) {
-                if (p->stdin_len + 1 >= cap) {
-                        if (cap >= STDIN_MAX)
-                                return fail(p, CNI_ERR_DECODE, -EFBIG,
-                                            "network configuration larger than %d bytes",
-                                            STDIN_MAX);
-                        char *n = realloc(p->stdin_data, cap * 2);
-                        if (!n)
-                                return -ENOMEM;
-                        p->stdin_data = n;
-                        cap *= 2;
-                }
-                ssize_t n =
-                    read(STDIN_FILENO, p->stdin_data + p->stdin_len, cap - p->stdin_len - 1);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return fail(p, CNI_ERR_DECODE, negative_errno(), "cannot read stdin: %m");
-                if (n == 0)
-                        break;
-                p->stdin_len += (size_t)n;
-        }
-        p->stdin_data[p->stdin_len] = '\0';
+        /* STDIN_MAX - 2: the bound the configuration always had (at most 1 MiB - 2 bytes) */
+        int r = read_full_fd(STDIN_FILENO, STDIN_MAX - 2, &p->stdin_data, &p->stdin_len);
+        if (r == -EFBIG)
+                return fail(p, CNI_ERR_DECODE, r, "network configuration larger than %d bytes",
+                            STDIN_MAX);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return fail(p, CNI_ERR_DECODE, r, "cannot read stdin: %s", strerror(-r));
         return 0;
 }
 
