@@ -258,14 +258,13 @@ static void probe_done(struct kube_request *req, int error, long status, const c
         long what = error < 0 ? -1 : status;
         if (what != n->probe_logged) {
                 char desc[256];
-                kube_status_describe(status, body, body_len, desc, sizeof(desc));
-                if (status == 404)
+                kube_request_describe(req, error, status, body, body_len, desc, sizeof(desc));
+                if (error == 0 && status == 404)
                         log_notice("NetworkAttachmentDefinitions (k8s.cni.cncf.io/v1) are not "
                                    "served (Multus not installed?); SriovNetworks are rendered "
                                    "once they are");
                 else
-                        log_warning("NetworkAttachmentDefinitions: cannot list them: %s",
-                                    error < 0 ? strerror(-error) : desc);
+                        log_warning("NetworkAttachmentDefinitions: cannot list them: %s", desc);
                 n->probe_logged = what;
         }
         uint64_t at = now_usec(n) + 5ULL * 1000000;
@@ -362,12 +361,8 @@ static void request_done(struct kube_request *req, int error, long status, const
                 json_decref(obj);
         } else {
                 char desc[512];
-                if (error < 0 && status == 0)
-                        snprintf(desc, sizeof(desc), "%s",
-                                 *kube_request_error_text(req) ? kube_request_error_text(req)
-                                                               : strerror(-error));
-                else
-                        kube_status_describe(status, body, body_len, desc, sizeof(desc));
+                /* An over-size answer is -EFBIG with status 200: say what it is. */
+                kube_request_describe(req, error, status, body, body_len, desc, sizeof(desc));
                 json_t *b = json_object_get(n->backoff, key);
                 uint64_t delay = b ? (uint64_t)json_integer_value(json_object_get(b, "delay")) * 2
                                    : BACKOFF_MIN_USEC;
@@ -393,22 +388,17 @@ static void request_done(struct kube_request *req, int error, long status, const
 static int start(struct kube_networks *n, enum net_op op, const char *key, const char *method,
                  const char *path, const char *content_type, json_t *body)
 {
-        _cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-        if (body && !text)
-                return -ENOMEM;
         const struct kube_request_opts opts = {
                 .method = method,
                 .path = path,
                 .content_type = content_type,
-                .body = text,
-                .body_len = text ? strlen(text) : 0,
                 .on_done = request_done,
                 .userdata = n,
         };
         n->op_key = strdup(key);
         if (!n->op_key)
                 return -ENOMEM;
-        int k = kube_http_start(n->http, &opts, &n->request);
+        int k = kube_http_start_json(n->http, &opts, body, &n->request);
         if (k < 0) {
                 free(n->op_key);
                 n->op_key = NULL;
