@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the kernel-facing lib/host tests (netlink-link, netlink-netns, link-monitor): a
  * veth pair made with libnl directly, independent of the code under test, in the test's
  * private network namespace. Header-only like kube-fake.h; include it after <cmocka.h>. */
