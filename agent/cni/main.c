@@ -29,6 +29,7 @@
 #include "cni/state.h"
 #include "host/netlink-netns.h"
 #include "host/vf-lookup.h"
+#include "util/fileio.h"
 #include "util/macro.h"
 #include "util/names.h"
 
@@ -81,33 +82,15 @@ static int fail(struct plugin *p, int code, int err, const char *fmt, ...)
 
 static int read_stdin(struct plugin *p)
 {
-        size_t cap = 4096;
-        p->stdin_data = malloc(cap);
-        if (!p->stdin_data)
-                return -ENOMEM;
-        for (;;) {
-                if (p->stdin_len + 1 >= cap) {
-                        if (cap >= STDIN_MAX)
-                                return fail(p, CNI_ERR_DECODE, -EFBIG,
-                                            "network configuration larger than %d bytes",
-                                            STDIN_MAX);
-                        char *n = realloc(p->stdin_data, cap * 2);
-                        if (!n)
-                                return -ENOMEM;
-                        p->stdin_data = n;
-                        cap *= 2;
-                }
-                ssize_t n =
-                    read(STDIN_FILENO, p->stdin_data + p->stdin_len, cap - p->stdin_len - 1);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return fail(p, CNI_ERR_DECODE, negative_errno(), "cannot read stdin: %m");
-                if (n == 0)
-                        break;
-                p->stdin_len += (size_t)n;
-        }
-        p->stdin_data[p->stdin_len] = '\0';
+        /* STDIN_MAX - 2: the bound the configuration always had (at most 1 MiB - 2 bytes) */
+        int r = read_full_fd(STDIN_FILENO, STDIN_MAX - 2, &p->stdin_data, &p->stdin_len);
+        if (r == -EFBIG)
+                return fail(p, CNI_ERR_DECODE, r, "network configuration larger than %d bytes",
+                            STDIN_MAX);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return fail(p, CNI_ERR_DECODE, r, "cannot read stdin: %s", strerror(-r));
         return 0;
 }
 
@@ -348,15 +331,24 @@ static int check_allocation(struct plugin *p, const char *pci)
         return cni_pci_release(p->state_dir, pci);
 }
 
-static int cmd_add(struct plugin *p)
+/* The attachment's record name (CNI_CONTAINERID-CNI_IFNAME), shared by ADD and DEL. */
+static int attachment_name(struct plugin *p, char name[static NAME_MAX + 1])
 {
-        struct cni_conf *conf = &p->conf;
-        char name[NAME_MAX + 1];
-        int r = cni_cache_name(p->container_id, p->ifname, name, sizeof(name));
+        int r = cni_cache_name(p->container_id, p->ifname, name, NAME_MAX + 1);
         if (r < 0)
                 return fail(p, CNI_ERR_INVALID_ENV, r,
                             "CNI_CONTAINERID \"%s\" / CNI_IFNAME \"%s\" are not usable names",
                             p->container_id, p->ifname);
+        return 0;
+}
+
+static int cmd_add(struct plugin *p)
+{
+        struct cni_conf *conf = &p->conf;
+        char name[NAME_MAX + 1];
+        int r = attachment_name(p, name);
+        if (r < 0)
+                return r;
 
         struct vf_location loc;
         r = host_vf_locate(p->sysfs_root, conf->device_id, &loc);
@@ -622,11 +614,9 @@ undo:;
 static int cmd_del(struct plugin *p)
 {
         char name[NAME_MAX + 1];
-        int r = cni_cache_name(p->container_id, p->ifname, name, sizeof(name));
+        int r = attachment_name(p, name);
         if (r < 0)
-                return fail(p, CNI_ERR_INVALID_ENV, r,
-                            "CNI_CONTAINERID \"%s\" / CNI_IFNAME \"%s\" are not usable names",
-                            p->container_id, p->ifname);
+                return r;
         struct cni_cache c;
         r = cni_cache_read(p->state_dir, name, &c, &p->err);
         if (r == -ENOENT)

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "util/fileio.h"
 #include "util/macro.h"
 
 #define OUT_MAX (1024 * 1024)
@@ -41,37 +42,6 @@ static int write_all(int fd, const char *data, size_t len)
                 data += n;
                 len -= (size_t)n;
         }
-        return 0;
-}
-
-static int read_all(int fd, char **ret, size_t *ret_len)
-{
-        size_t cap = 4096, len = 0;
-        _cleanup_free_ char *buf = malloc(cap);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                if (len + 1 >= cap) {
-                        if (cap >= OUT_MAX)
-                                return -EFBIG;
-                        char *nb = realloc(buf, cap * 2);
-                        if (!nb)
-                                return -ENOMEM;
-                        buf = nb;
-                        cap *= 2;
-                }
-                ssize_t n = read(fd, buf + len, cap - len - 1);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return negative_errno();
-                if (n == 0)
-                        break;
-                len += (size_t)n;
-        }
-        buf[len] = '\0';
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
         return 0;
 }
 
@@ -114,7 +84,8 @@ int cni_ipam_exec(const char *type, const char *command, const char *cni_path, c
         close(in[1]);
         char *text = NULL;
         size_t text_len = 0;
-        int rr = read_all(outp[0], &text, &text_len);
+        /* OUT_MAX - 2: the bound this output always had (at most 1 MiB - 2 bytes) */
+        int rr = read_full_fd(outp[0], OUT_MAX - 2, &text, &text_len);
         close(outp[0]);
         sigaction(SIGPIPE, &old, NULL);
         int status = 0;

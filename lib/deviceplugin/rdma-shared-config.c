@@ -140,21 +140,24 @@ static int parse_selectors(struct parse *p, json_t *obj, size_t item,
         char where[64];
         snprintf(where, sizeof(where), "configList[%zu].selectors", item);
         int r = warn_unknown_keys(p, obj, where, known);
-        if (r >= 0)
-                r = parse_string_list(p, json_object_get(obj, "vendors"), item, "selectors.vendors",
-                                      &s->vendors, &s->n_vendors);
-        if (r >= 0)
-                r = parse_string_list(p, json_object_get(obj, "deviceIDs"), item,
-                                      "selectors.deviceIDs", &s->device_ids, &s->n_device_ids);
-        if (r >= 0)
-                r = parse_string_list(p, json_object_get(obj, "drivers"), item, "selectors.drivers",
-                                      &s->drivers, &s->n_drivers);
-        if (r >= 0)
-                r = parse_string_list(p, json_object_get(obj, "ifNames"), item, "selectors.ifNames",
-                                      &s->if_names, &s->n_if_names);
-        if (r >= 0)
-                r = parse_string_list(p, json_object_get(obj, "linkTypes"), item,
-                                      "selectors.linkTypes", &s->link_types, &s->n_link_types);
+        /* parsed in this order, so the first error reported is the same one */
+        const struct {
+                const char *key;
+                char ***list;
+                size_t *n;
+        } lists[] = {
+                { "vendors", &s->vendors, &s->n_vendors },
+                { "deviceIDs", &s->device_ids, &s->n_device_ids },
+                { "drivers", &s->drivers, &s->n_drivers },
+                { "ifNames", &s->if_names, &s->n_if_names },
+                { "linkTypes", &s->link_types, &s->n_link_types },
+        };
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(lists); i++) {
+                char field[32];
+                snprintf(field, sizeof(field), "selectors.%s", lists[i].key);
+                r = parse_string_list(p, json_object_get(obj, lists[i].key), item, field,
+                                      lists[i].list, lists[i].n);
+        }
         return r;
 }
 

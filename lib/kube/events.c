@@ -276,13 +276,7 @@ static void call_done(struct kube_request *req, int error, long status, const ch
         bool ok = error == 0 && (status == 200 || status == 201);
         if (!ok) {
                 char desc[512];
-                /* A transport failure, or a body over the size cap (status 200 then). */
-                if (error < 0 && (status == 0 || error == -EFBIG))
-                        snprintf(desc, sizeof(desc), "%s",
-                                 *kube_request_error_text(req) ? kube_request_error_text(req)
-                                                               : strerror(-error));
-                else
-                        kube_status_describe(status, body, body_len, desc, sizeof(desc));
+                kube_request_describe(req, error, status, body, body_len, desc, sizeof(desc));
                 log_warning("event %s: cannot %s the Event: %s", r ? r->key : "(forgotten)",
                             c->is_patch ? "update" : "create", desc);
                 /* Keep it, so identical reports do not retry at every reconcile: the next try
@@ -316,9 +310,6 @@ static void call_done(struct kube_request *req, int error, long status, const ch
 static int send_call(struct kube_events *ev, struct event_record *r, const char *method,
                      const char *path, const char *content_type, json_t *body)
 {
-        _cleanup_free_ char *text = json_dumps(body, JSON_COMPACT);
-        if (!text)
-                return -ENOMEM;
         struct event_call *c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
@@ -329,12 +320,10 @@ static int send_call(struct kube_events *ev, struct event_record *r, const char 
                 .method = method,
                 .path = path,
                 .content_type = content_type,
-                .body = text,
-                .body_len = strlen(text),
                 .on_done = call_done,
                 .userdata = c,
         };
-        int k = kube_http_start(ev->http, &opts, &c->request);
+        int k = kube_http_start_json(ev->http, &opts, body, &c->request);
         if (k < 0) {
                 free(c);
                 return k;

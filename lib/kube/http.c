@@ -579,3 +579,15 @@ int kube_http_start(struct kube_http *h, const struct kube_request_opts *opts,
                 *ret = r;
         return 0;
 }
+
+int kube_http_start_json(struct kube_http *h, const struct kube_request_opts *opts, json_t *body,
+                         struct kube_request **ret)
+{
+        _cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        if (body && !text)
+                return -ENOMEM;
+        struct kube_request_opts o = *opts;
+        o.body = text;
+        o.body_len = text ? strlen(text) : 0;
+        return kube_http_start(h, &o, ret);
+}

@@ -15,6 +15,7 @@
  * on the next loop iteration. At most 16 connections are opened; more requests queue. */
 #pragma once
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -60,6 +61,11 @@ sd_event *kube_http_event(const struct kube_http *h);
 
 int kube_http_start(struct kube_http *h, const struct kube_request_opts *opts,
                     struct kube_request **ret);
+/* kube_http_start() with opts->body/body_len replaced by body serialized compactly (no body
+ * when body is NULL): the one place the writers (Lease, node state, networks, Events) turn an
+ * object into a request. -ENOMEM when body cannot be serialized. */
+int kube_http_start_json(struct kube_http *h, const struct kube_request_opts *opts, json_t *body,
+                         struct kube_request **ret);
 void kube_request_cancel(struct kube_request *req);
 /* The HTTP status once headers have arrived (0 before). */
 long kube_request_status(struct kube_request *req);

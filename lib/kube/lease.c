@@ -128,20 +128,15 @@ static void request_done(struct kube_request *req, int error, long status, const
 static int start(struct kube_lease *l, enum lease_op op, const char *method, const char *path,
                  json_t *body)
 {
-        _cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-        if (body && !text)
-                return -ENOMEM;
         const struct kube_request_opts opts = {
                 .method = method,
                 .path = path,
                 .content_type = body ? "application/json" : NULL,
-                .body = text,
-                .body_len = text ? strlen(text) : 0,
                 .on_done = request_done,
                 .userdata = l,
                 .timeout_s = 5,
         };
-        int k = kube_http_start(l->http, &opts, &l->request);
+        int k = kube_http_start_json(l->http, &opts, body, &l->request);
         if (k >= 0)
                 l->op = op;
         return k;

@@ -392,22 +392,17 @@ static void request_done(struct kube_request *req, int error, long status, const
 static int start(struct kube_networks *n, enum net_op op, const char *key, const char *method,
                  const char *path, const char *content_type, json_t *body)
 {
-        _cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-        if (body && !text)
-                return -ENOMEM;
         const struct kube_request_opts opts = {
                 .method = method,
                 .path = path,
                 .content_type = content_type,
-                .body = text,
-                .body_len = text ? strlen(text) : 0,
                 .on_done = request_done,
                 .userdata = n,
         };
         n->op_key = strdup(key);
         if (!n->op_key)
                 return -ENOMEM;
-        int k = kube_http_start(n->http, &opts, &n->request);
+        int k = kube_http_start_json(n->http, &opts, body, &n->request);
         if (k < 0) {
                 free(n->op_key);
                 n->op_key = NULL;

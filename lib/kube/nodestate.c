@@ -375,13 +375,7 @@ static void request_done(struct kube_request *req, int error, long status, const
         }
         clear_inflight(st);
         char desc[512];
-        /* A transport failure, or a body over the size cap (status 200 then). */
-        if (error < 0 && (status == 0 || error == -EFBIG))
-                snprintf(desc, sizeof(desc), "%s",
-                         *kube_request_error_text(req) ? kube_request_error_text(req)
-                                                       : strerror(-error));
-        else
-                kube_status_describe(status, body, body_len, desc, sizeof(desc));
+        kube_request_describe(req, error, status, body, body_len, desc, sizeof(desc));
 
         if (error == 0 && status == 404 &&
             (op == OP_GET || op == OP_PATCH_SPEC || op == OP_PATCH_STATUS)) {
@@ -450,19 +444,14 @@ static void request_done(struct kube_request *req, int error, long status, const
 static int start(struct kube_nodestate *st, enum writer_op op, const char *method, const char *path,
                  const char *content_type, json_t *body)
 {
-        _cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-        if (body && !text)
-                return -ENOMEM;
         const struct kube_request_opts opts = {
                 .method = method,
                 .path = path,
                 .content_type = content_type,
-                .body = text,
-                .body_len = text ? strlen(text) : 0,
                 .on_done = request_done,
                 .userdata = st,
         };
-        int k = kube_http_start(st->http, &opts, &st->request);
+        int k = kube_http_start_json(st->http, &opts, body, &st->request);
         if (k < 0)
                 return k;
         st->op = op;

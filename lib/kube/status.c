@@ -1,6 +1,10 @@
 #include "kube/status.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "kube/http.h"
 
 long kube_status_code(json_t *status)
 {
@@ -27,4 +31,15 @@ void kube_status_describe(long http_status, const char *body, size_t body_len, c
         json_t *status = body ? json_loadb(body, body_len, 0, NULL) : NULL;
         kube_status_describe_json(http_status, status, buf, size);
         json_decref(status);
+}
+
+void kube_request_describe(const struct kube_request *req, int error, long http_status,
+                           const char *body, size_t body_len, char *buf, size_t size)
+{
+        if (error < 0 && (http_status == 0 || error == -EFBIG))
+                snprintf(buf, size, "%s",
+                         *kube_request_error_text(req) ? kube_request_error_text(req)
+                                                       : strerror(-error));
+        else
+                kube_status_describe(http_status, body, body_len, buf, size);
 }

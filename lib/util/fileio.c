@@ -62,7 +62,11 @@ int read_full_file(const char *path, size_t max_size, char **ret, size_t *ret_si
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
+        return read_full_fd(fd, max_size, ret, ret_size);
+}
 
+int read_full_fd(int fd, size_t max_size, char **ret, size_t *ret_size)
+{
         size_t cap = 4096, len = 0;
         _cleanup_free_ char *data = malloc(cap);
         if (!data)

@@ -18,6 +18,8 @@ int read_line_fd(int fd, char *buf, size_t size);
 
 /* Whole file into a new NUL-terminated buffer (at most max_size bytes, else -EFBIG). */
 int read_full_file(const char *path, size_t max_size, char **ret, size_t *ret_size);
+/* The same for an open fd (a pipe, stdin), read to its end. */
+int read_full_fd(int fd, size_t max_size, char **ret, size_t *ret_size);
 
 /* Parses the first line as a number. Garbage, empty or out-of-range text is -EINVAL/-ERANGE. */
 int read_int_file(const char *path, int *ret);

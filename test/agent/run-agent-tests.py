@@ -24,25 +24,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from testlib import FAILURES, Proc, check, ev  # noqa: E402
+from testlib import Agent, Proc, check, ev, finish, policy, read_attr, write_json  # noqa: E402
 
 SEED_RESOURCE = "openshift.io/sriov_highnet"
 E810_RESOURCE = "openshift.io/sriov_e810"
-
-
-def policy(name, resource, pf_names, num_vfs, **extra):
-    spec = {"resourceName": resource, "nodeSelector": {"highnet-node": "true"},
-            "numVfs": num_vfs, "nicSelector": {"pfNames": pf_names}, "priority": 50}
-    spec.update(extra)
-    return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodePolicy",
-            "metadata": {"name": name, "namespace": "sriov-network-operator"}, "spec": spec}
-
-
-def write_json(path, obj):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f)
-    os.rename(tmp, path)  # one inotify event for a complete file, as kubectl-like tools do
 
 
 def tree_digest(root):
@@ -60,11 +45,6 @@ def tree_digest(root):
                 with open(p, "rb") as f:
                     h.update(f.read())
     return h.hexdigest()
-
-
-def read_attr(sysfs, pci, name):
-    with open(os.path.join(sysfs, "bus/pci/devices", pci, name)) as f:
-        return f.read().strip()
 
 
 def remove_virtfn_links(sysfs, pci):
@@ -85,35 +65,6 @@ def apply_children(pid):
 def last_devices(kubelet, resource, pred, timeout):
     return kubelet.wait_for(lambda e: ev("devices", resource)(e) and pred(e["devices"] or []),
                             timeout)
-
-
-class Agent:
-    def __init__(self, binary, args, log):
-        self.log = log
-        self.p = subprocess.Popen([binary, "run"] + args, stdout=subprocess.DEVNULL,
-                                  stderr=open(log, "a"))
-
-    def text(self):
-        with open(self.log) as f:
-            return f.read()
-
-    def wait_log(self, needle, timeout):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if needle in self.text():
-                return True
-            time.sleep(0.1)
-        return False
-
-    def stop(self, sig=signal.SIGTERM):
-        if self.p.poll() is None:
-            self.p.send_signal(sig)
-            try:
-                self.p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        return self.p.returncode
 
 
 def main():
@@ -394,10 +345,7 @@ def main():
         agent.stop(signal.SIGKILL)
         kubelet.stop()
 
-    if FAILURES:
-        print("FAILED: " + ", ".join(FAILURES) + " (logs in %s)" % work)
-        return 1
-    return 0
+    return finish(work, remove=False)
 
 
 if __name__ == "__main__":

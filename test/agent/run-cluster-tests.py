@@ -24,21 +24,12 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from testlib import FAILURES, Proc, check, ev  # noqa: E402
+from testlib import Proc, check, ev, finish, wait  # noqa: E402
 
 NODE = "worker-1"
 NS = "sriov-network-operator"
 SEED_RESOURCE = "openshift.io/sriov_highnet"
 E810_RESOURCE = "openshift.io/sriov_e810"
-
-
-def wait(pred, timeout, step=0.2):
-    end = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value or time.monotonic() >= end:
-            return value
-        time.sleep(step)
 
 
 class Cluster:
@@ -370,11 +361,7 @@ def main():
         kubelet.stop()
         cluster.stop()
 
-    if FAILURES:
-        print("FAILED: " + ", ".join(FAILURES) + " (logs in %s)" % work)
-        return 1
-    shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return finish(work)
 
 
 if __name__ == "__main__":

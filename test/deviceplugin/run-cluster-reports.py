@@ -20,7 +20,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from testlib import FAILURES, Proc, check, ev  # noqa: E402
+from testlib import Proc, check, ev, finish  # noqa: E402
 
 # The cluster helpers of the cluster-mode agent test (fake API server + kubectl).
 _spec = importlib.util.spec_from_file_location(
@@ -107,11 +107,7 @@ def main():
         kubelet.stop()
         cluster.stop()
 
-    if FAILURES:
-        print("FAILED: " + ", ".join(FAILURES) + " (logs in %s)" % work)
-        return 1
-    shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return finish(work)
 
 
 if __name__ == "__main__":

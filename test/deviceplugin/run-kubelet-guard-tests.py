@@ -22,58 +22,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from testlib import FAILURES, Proc, check, ev  # noqa: E402
+from testlib import Agent, Proc, check, ev, finish, policy, read_attr, write_json  # noqa: E402
 
 SEED_RESOURCE = "openshift.io/sriov_highnet"
 E810_RESOURCE = "openshift.io/sriov_e810"
-
-
-def policy(name, resource, pf_names, num_vfs):
-    return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodePolicy",
-            "metadata": {"name": name, "namespace": "sriov-network-operator"},
-            "spec": {"resourceName": resource, "nodeSelector": {"highnet-node": "true"},
-                     "numVfs": num_vfs, "nicSelector": {"pfNames": pf_names}, "priority": 50}}
-
-
-def write_json(path, obj):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f)
-    os.rename(tmp, path)
-
-
-def read_attr(sysfs, pci, name):
-    with open(os.path.join(sysfs, "bus/pci/devices", pci, name)) as f:
-        return f.read().strip()
-
-
-class Agent:
-    def __init__(self, binary, args, log):
-        self.log = log
-        self.p = subprocess.Popen([binary, "run"] + args, stdout=subprocess.DEVNULL,
-                                  stderr=open(log, "a"))
-
-    def text(self):
-        with open(self.log) as f:
-            return f.read()
-
-    def wait_log(self, needle, timeout, since=0):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if needle in self.text()[since:]:
-                return True
-            time.sleep(0.05)
-        return False
-
-    def stop(self, sig=signal.SIGTERM):
-        if self.p.poll() is None:
-            self.p.send_signal(sig)
-            try:
-                self.p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        return self.p.returncode
 
 
 def main():
@@ -163,10 +115,7 @@ def main():
         agent.stop(signal.SIGKILL)
         kubelet.stop()
 
-    if FAILURES:
-        print("FAILED: " + ", ".join(FAILURES) + " (logs in %s)" % work)
-        return 1
-    return 0
+    return finish(work, remove=False)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from testlib import FAILURES, Proc, check, ev  # noqa: E402
+from testlib import Proc, check, ev, finish  # noqa: E402
 
 SEED_RESOURCE = "openshift.io/sriov_highnet"
 HCA_RESOURCE = "rdma/hca"
@@ -135,10 +135,7 @@ def main():
         kubelet.send({"cmd": "quit"})
         kubelet.stop()
 
-    if FAILURES:
-        print("FAILED: " + ", ".join(FAILURES) + " (logs in %s)" % work)
-        return 1
-    return 0
+    return finish(work, remove=False)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """Shared helpers for the Python integration drivers: checks that print PASS/FAIL, and child
 processes whose stdout lines (JSON or text) are queued for waiting with a deadline."""
 import json
+import os
 import queue
+import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -71,6 +74,80 @@ class Proc:
         self.err.close()
 
 
+def wait(pred, timeout, step=0.2):
+    """pred()'s first true value, polled every step seconds; its last value after timeout."""
+    end = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value or time.monotonic() >= end:
+            return value
+        time.sleep(step)
+
+
+def finish(work, remove=True):
+    """A driver's exit status: 1 after naming the failed checks (logs kept in work), else 0
+    (work removed when remove)."""
+    if FAILURES:
+        print("FAILED: " + ", ".join(FAILURES) + " (logs in %s)" % work)
+        return 1
+    if remove:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def ev(kind, resource=None):
     return lambda e: isinstance(e, dict) and e.get("event") == kind and \
         (resource is None or e.get("resource") == resource)
+
+
+def policy(name, resource, pf_names, num_vfs, **extra):
+    """A SriovNetworkNodePolicy for the seed node (highnet-node=true), priority 50."""
+    spec = {"resourceName": resource, "nodeSelector": {"highnet-node": "true"},
+            "numVfs": num_vfs, "nicSelector": {"pfNames": pf_names}, "priority": 50}
+    spec.update(extra)
+    return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodePolicy",
+            "metadata": {"name": name, "namespace": "sriov-network-operator"}, "spec": spec}
+
+
+def write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.rename(tmp, path)  # one inotify event for a complete file, as kubectl-like tools do
+
+
+def read_attr(sysfs, pci, name):
+    with open(os.path.join(sysfs, "bus/pci/devices", pci, name)) as f:
+        return f.read().strip()
+
+
+class Agent:
+    """`sriov-agent run ARGS` with its log (stderr) appended to a file."""
+
+    def __init__(self, binary, args, log):
+        self.log = log
+        self.p = subprocess.Popen([binary, "run"] + args, stdout=subprocess.DEVNULL,
+                                  stderr=open(log, "a"))
+
+    def text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def wait_log(self, needle, timeout, since=0):
+        """Whether needle appears in the log after offset since within timeout."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if needle in self.text()[since:]:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+            try:
+                self.p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        return self.p.returncode

@@ -26,7 +26,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from testlib import FAILURES, check  # noqa: E402
+from testlib import check, finish, wait  # noqa: E402
 
 NS = "sriov-network-operator"
 NODES = ("worker-1", "worker-2")
@@ -38,15 +38,6 @@ SEED_CONFIG = ('{\n    "cniVersion": "1.0.0",\n    "name": "highnet-rdma-network
                '    "type": "sriov",\n    "vlan": 0,\n    "vlanQoS": 0,\n'
                '    "logLevel": "info",\n    "ipam": {\n        "type": "host-local",\n'
                '        "subnet": "192.168.100.0/24"\n    }\n}')
-
-
-def wait(pred, timeout, step=0.2):
-    end = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value or time.monotonic() >= end:
-            return value
-        time.sleep(step)
 
 
 class Cluster:
@@ -436,11 +427,7 @@ def main():
         agents.stop_all()
         cluster.stop()
 
-    if FAILURES:
-        print("FAILED: " + ", ".join(FAILURES) + " (logs in %s)" % work)
-        return 1
-    shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return finish(work)
 
 
 if __name__ == "__main__":

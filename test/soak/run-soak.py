@@ -48,7 +48,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import testlib  # noqa: E402
-from testlib import FAILURES, Proc  # noqa: E402
+from testlib import FAILURES, Proc, wait  # noqa: E402
 
 NODE = "worker-1"
 NS = "sriov-network-operator"
@@ -125,15 +125,6 @@ INVALID = [
     # A PF name that is not a valid interface name.
     lambda pf, n: ("../etc", n),
 ]
-
-
-def wait(pred, timeout, step=0.3):
-    end = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value or time.monotonic() >= end:
-            return value
-        time.sleep(step)
 
 
 class Cluster:
@@ -638,7 +629,7 @@ def main():
     def restart_kubelet():
         before = kubelet.restarts
         kubelet_proc.send({"cmd": "restart"})
-        wait(lambda: kubelet.drain() or kubelet.restarts > before, 30)
+        wait(lambda: kubelet.drain() or kubelet.restarts > before, 30, step=0.3)
 
     figures = {"poison objects tried": 0, "poison objects stored": 0,
                "malformed objects isolated": 0, "kubelet outages with pods holding VFs": 0,
@@ -669,7 +660,7 @@ def main():
             check("poison policies present (%s): the other policies converge, their pools are "
                   "served" % phase, ok, detail)
             seen = wait(lambda: (lambda ev: ev if all(n in ev for n in stored) else None)(
-                invalid_policy_events()), 30) or invalid_policy_events()
+                invalid_policy_events()), 30, step=0.3) or invalid_policy_events()
             isolated = [n for n in stored if n in seen]
             figures["malformed objects isolated"] = len(isolated)
             check("each poison policy isolated with an InvalidPolicy Event (%s): %d of %d" % (

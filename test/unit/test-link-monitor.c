@@ -32,6 +32,7 @@
 
 #include "fake-inventory.h"
 #include "host/link-monitor.h"
+#include "veth-fixture.h"
 
 #define DEADLINE_USEC (5 * 1000 * 1000ULL)
 #define MAX_EVENTS    4096
@@ -135,26 +136,8 @@ static const struct link_event *expect(sd_event *e, struct recorder *rec, size_t
         return ev;
 }
 
-/* Link changes made with libnl directly, independent of the code under test. */
-static struct nl_sock *rtnl(void)
-{
-        struct nl_sock *sk = nl_socket_alloc();
-        assert_non_null(sk);
-        assert_int_equal(nl_connect(sk, NETLINK_ROUTE), 0);
-        return sk;
-}
-
-static void create_veth(const char *a, const char *b)
-{
-        struct nl_sock *sk = rtnl();
-        int r = rtnl_link_veth_add(sk, a, b, getpid());
-        nl_socket_free(sk);
-        if (r < 0) {
-                print_message("skipped: cannot create a veth pair (%d)\n", r);
-                skip();
-        }
-}
-
+/* Link changes made with libnl directly (rtnl(), create_veth() in veth-fixture.h),
+ * independent of the code under test. */
 static void change_link(const char *ifname, int mtu, bool set_up)
 {
         struct nl_sock *sk = rtnl();

@@ -29,6 +29,7 @@
 
 #include "host/netlink-link.h"
 #include "util/log.h"
+#include "veth-fixture.h"
 
 static bool in_private_netns;
 
@@ -60,19 +61,6 @@ static bool if_is_up(const char *ifname)
         assert_int_equal(ioctl(fd, SIOCGIFFLAGS, &ifr), 0);
         close(fd);
         return ifr.ifr_flags & IFF_UP;
-}
-
-static void create_veth(const char *a, const char *b)
-{
-        struct nl_sock *sk = nl_socket_alloc();
-        assert_non_null(sk);
-        assert_int_equal(nl_connect(sk, NETLINK_ROUTE), 0);
-        int r = rtnl_link_veth_add(sk, a, b, getpid());
-        nl_socket_free(sk);
-        if (r < 0) {
-                print_message("skipped: cannot create a veth pair (%d)\n", r);
-                skip();
-        }
 }
 
 static void test_mtu_and_up_on_loopback(void **state)

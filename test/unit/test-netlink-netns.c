@@ -25,6 +25,7 @@
 #include <netlink/socket.h>
 
 #include "host/netlink-netns.h"
+#include "veth-fixture.h"
 
 static int host_ns = -1, pod_ns = -1;
 
@@ -32,19 +33,6 @@ static void require_netns(void)
 {
         if (host_ns < 0) {
                 print_message("skipped: needs root to create private network namespaces\n");
-                skip();
-        }
-}
-
-static void create_veth(const char *a, const char *b)
-{
-        struct nl_sock *sk = nl_socket_alloc();
-        assert_non_null(sk);
-        assert_int_equal(nl_connect(sk, NETLINK_ROUTE), 0);
-        int r = rtnl_link_veth_add(sk, a, b, getpid());
-        nl_socket_free(sk);
-        if (r < 0) {
-                print_message("skipped: cannot create a veth pair (%d)\n", r);
                 skip();
         }
 }

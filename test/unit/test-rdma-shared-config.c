@@ -117,6 +117,55 @@ static void test_bad_input(void **state)
         assert_int_equal(rdma_shared_config_load("/nonexistent/config.json", &c, NULL), -ENOENT);
 }
 
+/* Each selectors list is read into its own field, and a bad one is named (the first one when
+ * several are bad, in the order vendors, deviceIDs, drivers, ifNames, linkTypes). */
+static void test_selector_lists(void **state)
+{
+        (void)state;
+        struct rdma_shared_config c = { 0 };
+        assert_int_equal(rdma_shared_config_parse(
+                             "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{"
+                             "\"vendors\":[\"15b3\"],\"deviceIDs\":[\"1017\"],\"drivers\":["
+                             "\"mlx5_core\"],\"ifNames\":[\"ib0\"],\"linkTypes\":[\"ether\"]}}]}",
+                             "ok", &c, NULL),
+                         0);
+        const struct rdma_shared_selectors *s = &c.resources[0].selectors;
+        assert_int_equal(
+            s->n_vendors + s->n_device_ids + s->n_drivers + s->n_if_names + s->n_link_types, 5);
+        assert_string_equal(s->vendors[0], "15b3");
+        assert_string_equal(s->device_ids[0], "1017");
+        assert_string_equal(s->drivers[0], "mlx5_core");
+        assert_string_equal(s->if_names[0], "ib0");
+        assert_string_equal(s->link_types[0], "ether");
+        rdma_shared_config_done(&c);
+
+        static const char *const keys[] = { "vendors", "deviceIDs", "drivers", "ifNames",
+                                            "linkTypes" };
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                char text[256], want[128];
+                char *error = NULL;
+                snprintf(text, sizeof(text),
+                         "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"%s\":[1]}}]}",
+                         keys[i]);
+                assert_int_equal(rdma_shared_config_parse(text, "f", &c, &error), -EINVAL);
+                snprintf(want, sizeof(want), "f: configList[0].selectors.%s[0]: not a string",
+                         keys[i]);
+                assert_string_equal(error, want);
+                free(error);
+                error = NULL;
+                /* linkTypes, parsed last, is bad too: the error still names keys[i] */
+                snprintf(
+                    text, sizeof(text),
+                    "{\"configList\":[{\"resourceName\":\"a\",\"selectors\":{\"%s\":\"y\"%s}}]}",
+                    keys[i], strcmp(keys[i], "linkTypes") ? ",\"linkTypes\":\"x\"" : "");
+                assert_int_equal(rdma_shared_config_parse(text, "f", &c, &error), -EINVAL);
+                snprintf(want, sizeof(want),
+                         "f: configList[0].selectors.%s: must be a list of strings", keys[i]);
+                assert_string_equal(error, want);
+                free(error);
+        }
+}
+
 static void test_pools_from_cards(void **state)
 {
         struct inventory inv = { 0 };
@@ -265,6 +314,7 @@ int main(void)
                 cmocka_unit_test(test_fixture_file),
                 cmocka_unit_test(test_defaults_and_devices_alias),
                 cmocka_unit_test(test_bad_input),
+                cmocka_unit_test(test_selector_lists),
                 cmocka_unit_test(test_pools_from_cards),
                 cmocka_unit_test(test_upstream_acceptance),
                 cmocka_unit_test(test_card_without_rdma_cm_skipped),

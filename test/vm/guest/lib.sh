@@ -220,3 +220,51 @@ lab_reset() {
     [ -z "$pf" ] || $IPR link set dev "$pf" mtu 1500 2>/dev/null
     return 0
 }
+
+# --- the sriov CNI plugin next to the agent and the fake kubelet (07-cni, 11-cni-dpdk) ---
+# These read the scenario's KDIR, PRSOCK, KL_OUT (the fake kubelet's stdout) and PF (the igb
+# PF's netdev); policies go to /tmp/policies before start_agent_with_kubelet.
+
+# /tmp/cni.sh CMD NETNS IFNAME CONTAINERID CONFFILE [CNI_ARGS]: one plugin call as a runtime
+# makes it
+setup_cni_wrapper() {
+    cat >/tmp/cni.sh <<'SH'
+#!/bin/sh
+CNI_COMMAND=$1 CNI_NETNS=$2 CNI_IFNAME=$3 CNI_CONTAINERID=$4 CNI_ARGS=${6:-} \
+    CNI_PATH=/usr/lib/cni:/opt/cni/bin exec /opt/cni/bin/sriov <"$5"
+SH
+    chmod +x /tmp/cni.sh
+}
+
+kl_last_devices() { grep '"event":"devices"' "$KL_OUT" | grep -F "\"resource\":\"$1\"" | tail -1; }
+kl_ids() { kl_last_devices "$1" | grep -o '"id":"[^"]*"' | cut -d'"' -f4 | sort | tr '\n' ' '; }
+kl_healthy() { kl_last_devices "$1" | grep -o '"health":"Healthy"' | wc -l; }
+# pool_is RESOURCE "PCI...": the kubelet's last list for RESOURCE is exactly these, all healthy
+pool_is() {
+    [ "$(kl_ids "$1")" = "$(printf '%s\n' $2 | sort | tr '\n' ' ')" ] &&
+        [ "$(kl_healthy "$1")" -eq "$(printf '%s\n' $2 | grep -c .)" ]
+}
+driver_is() { [ "$(driver_of "$1")" = "$2" ]; }
+vfs_are() { [ "$(count_virtfn "$IGB_PF")" = "$1" ]; }
+# the PF's line for VF N (`ip link show PF`: "vf N link/ether ..., vlan ..., spoofchk ...")
+pf_vf_line() { $IPR link show dev "$PF" | grep -E "^ +vf $1 " | tr -s ' '; }
+
+# The fake kubelet (commands on fd 7) and `sriov-agent run` (standalone, /tmp/policies, log in
+# /tmp/agent.log, pid in AGENT_PID); waits for the agent's 4 VFs and sets VF0..VF3.
+start_agent_with_kubelet() {
+    echo '[]' >/tmp/assignments.json
+    mkfifo /tmp/kubelet.in
+    fake-kubelet --dir "$KDIR" --podresources "$PRSOCK" --assignments /tmp/assignments.json \
+        </tmp/kubelet.in >"$KL_OUT" 2>/tmp/kubelet.err &
+    exec 7>/tmp/kubelet.in
+    wait_for "fake kubelet listens" 30 test -S "$KDIR/kubelet.sock"
+    "$AGENT" run --policy-dir /tmp/policies --node-labels highnet-node=true --node-name lab-node \
+        --state-dir /tmp/agent-state --kubelet-dir "$KDIR" --pod-resources-socket "$PRSOCK" \
+        --devinfo-dir /run/devinfo --resync-interval 3 >/tmp/agent.log 2>&1 &
+    AGENT_PID=$!
+    wait_for "the agent made 4 VFs" 120 vfs_are 4
+    VF0=$(vf_pci "$IGB_PF" 0)
+    VF1=$(vf_pci "$IGB_PF" 1)
+    VF2=$(vf_pci "$IGB_PF" 2)
+    VF3=$(vf_pci "$IGB_PF" 3)
+}

@@ -18,13 +18,7 @@ KL_OUT=/tmp/kubelet.out
 R_NET=openshift.io/sriov_highnet
 PF=$(netdev_of "$IGB_PF")
 
-# cni CMD NETNS IFNAME CONTAINERID CONFFILE [CNI_ARGS]: one plugin call as a runtime makes it
-cat >/tmp/cni.sh <<'SH'
-#!/bin/sh
-CNI_COMMAND=$1 CNI_NETNS=$2 CNI_IFNAME=$3 CNI_CONTAINERID=$4 CNI_ARGS=${6:-} \
-    CNI_PATH=/usr/lib/cni:/opt/cni/bin exec /opt/cni/bin/sriov <"$5"
-SH
-chmod +x /tmp/cni.sh
+setup_cni_wrapper
 
 # netconf FILE DEVICEID EXTRA: the NetworkAttachmentDefinition's config as Multus passes it
 netconf() {
@@ -32,18 +26,7 @@ netconf() {
         "$2" "$3" "$IPAM_DIR" >"$1"
 }
 
-kl_last_devices() { grep '"event":"devices"' "$KL_OUT" | grep -F "\"resource\":\"$1\"" | tail -1; }
-kl_ids() { kl_last_devices "$1" | grep -o '"id":"[^"]*"' | cut -d'"' -f4 | sort | tr '\n' ' '; }
-kl_healthy() { kl_last_devices "$1" | grep -o '"health":"Healthy"' | wc -l; }
-pool_is() {
-    [ "$(kl_ids "$1")" = "$(printf '%s\n' $2 | sort | tr '\n' ' ')" ] &&
-        [ "$(kl_healthy "$1")" -eq "$(printf '%s\n' $2 | grep -c .)" ]
-}
-driver_is() { [ "$(driver_of "$1")" = "$2" ]; }
 has_carrier() { [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]; }
-vfs_are() { [ "$(count_virtfn "$IGB_PF")" = "$1" ]; }
-# the PF's line for VF N (`ip link show PF`: "vf N link/ether ..., vlan ..., spoofchk ...")
-pf_vf_line() { $IPR link show dev "$PF" | grep -E "^ +vf $1 " | tr -s ' '; }
 # what must not change when the plugin refuses: the PF's VF lines, the host's links, records
 host_state() {
     $IPR link show dev "$PF" | grep -E '^ +vf ' | tr -s ' '
@@ -93,21 +76,7 @@ spec:
   nicSelector: {vendor: "8086", pfNames: ["$PF"]}
   deviceType: netdevice
 EOF2
-echo '[]' >/tmp/assignments.json
-mkfifo /tmp/kubelet.in
-fake-kubelet --dir "$KDIR" --podresources "$PRSOCK" --assignments /tmp/assignments.json \
-    </tmp/kubelet.in >"$KL_OUT" 2>/tmp/kubelet.err &
-exec 7>/tmp/kubelet.in
-wait_for "fake kubelet listens" 30 test -S "$KDIR/kubelet.sock"
-"$AGENT" run --policy-dir /tmp/policies --node-labels highnet-node=true --node-name lab-node \
-    --state-dir /tmp/agent-state --kubelet-dir "$KDIR" --pod-resources-socket "$PRSOCK" \
-    --devinfo-dir /run/devinfo --resync-interval 3 >/tmp/agent.log 2>&1 &
-AGENT_PID=$!
-wait_for "the agent made 4 VFs" 120 vfs_are 4
-VF0=$(vf_pci "$IGB_PF" 0)
-VF1=$(vf_pci "$IGB_PF" 1)
-VF2=$(vf_pci "$IGB_PF" 2)
-VF3=$(vf_pci "$IGB_PF" 3)
+start_agent_with_kubelet
 wait_for "kubelet: $R_NET = VFs 0-3, healthy" 90 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
 wait_for "PF $PF has carrier (VF rates need the link speed)" 30 has_carrier "$PF"
 

@@ -14,22 +14,7 @@ R_NET=openshift.io/sriov_highnet
 R_VFIO=openshift.io/sriov_highnet_vfio
 PF=$(netdev_of "$IGB_PF")
 
-cat >/tmp/cni.sh <<'SH'
-#!/bin/sh
-CNI_COMMAND=$1 CNI_NETNS=$2 CNI_IFNAME=$3 CNI_CONTAINERID=$4 CNI_ARGS=${6:-} \
-    CNI_PATH=/usr/lib/cni:/opt/cni/bin exec /opt/cni/bin/sriov <"$5"
-SH
-chmod +x /tmp/cni.sh
-kl_last_devices() { grep '"event":"devices"' "$KL_OUT" | grep -F "\"resource\":\"$1\"" | tail -1; }
-kl_ids() { kl_last_devices "$1" | grep -o '"id":"[^"]*"' | cut -d'"' -f4 | sort | tr '\n' ' '; }
-kl_healthy() { kl_last_devices "$1" | grep -o '"health":"Healthy"' | wc -l; }
-pool_is() {
-    [ "$(kl_ids "$1")" = "$(printf '%s\n' $2 | sort | tr '\n' ' ')" ] &&
-        [ "$(kl_healthy "$1")" -eq "$(printf '%s\n' $2 | grep -c .)" ]
-}
-driver_is() { [ "$(driver_of "$1")" = "$2" ]; }
-vfs_are() { [ "$(count_virtfn "$IGB_PF")" = "$1" ]; }
-pf_vf_line() { $IPR link show dev "$PF" | grep -E "^ +vf $1 " | tr -s ' '; }
+setup_cni_wrapper
 trap 'rc=$?; if [ $rc -ne 0 ]; then echo "    --- agent log tail"; tail -n 20 /tmp/agent.log | sed "s/^/    | /"; fi' EXIT
 
 setup_link_up "$PF"
@@ -58,21 +43,7 @@ spec:
   nicSelector: {vendor: "8086", pfNames: ["$PF#3-3"]}
   deviceType: vfio-pci
 EOF2
-echo '[]' >/tmp/assignments.json
-mkfifo /tmp/kubelet.in
-fake-kubelet --dir "$KDIR" --podresources "$PRSOCK" --assignments /tmp/assignments.json \
-    </tmp/kubelet.in >"$KL_OUT" 2>/tmp/kubelet.err &
-exec 7>/tmp/kubelet.in
-wait_for "fake kubelet listens" 30 test -S "$KDIR/kubelet.sock"
-"$AGENT" run --policy-dir /tmp/policies --node-labels highnet-node=true --node-name lab-node \
-    --state-dir /tmp/agent-state --kubelet-dir "$KDIR" --pod-resources-socket "$PRSOCK" \
-    --devinfo-dir /run/devinfo --resync-interval 3 >/tmp/agent.log 2>&1 &
-AGENT_PID=$!
-wait_for "the agent made 4 VFs" 120 vfs_are 4
-VF0=$(vf_pci "$IGB_PF" 0)
-VF1=$(vf_pci "$IGB_PF" 1)
-VF2=$(vf_pci "$IGB_PF" 2)
-VF3=$(vf_pci "$IGB_PF" 3)
+start_agent_with_kubelet
 export VF3
 wait_for "VF 3 on vfio-pci (DPDK policy)" 90 driver_is "$VF3" vfio-pci
 wait_for "kubelet: $R_NET = VFs 0-2, healthy" 90 pool_is "$R_NET" "$VF0 $VF1 $VF2"
