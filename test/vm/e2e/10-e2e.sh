@@ -130,13 +130,13 @@ pool_withdrawn() {
 # The start and kubectl's end are marks in the fake kubelet's own event stream (any command is
 # answered with an event carrying its "t"), on the listing's clock in milliseconds: the guest's
 # `date +%s%N` gave whole seconds there: up to 1 s of error in earlier figures.
-kl_mark() { kl_cmd "{\"cmd\":\"mark\",\"resource\":\"$1\"}"; }
-kl_mark_t() { grep '"event":"mark"' "$KL_OUT" | grep -F "\"resource\":\"$1\"" | tail -1 | grep -o '"t":[0-9]*' | cut -d: -f2; }
+kl_time_mark() { kl_cmd "{\"cmd\":\"mark\",\"resource\":\"$1\"}"; }
+kl_time_mark_t() { grep '"event":"mark"' "$KL_OUT" | grep -F "\"resource\":\"$1\"" | tail -1 | grep -o '"t":[0-9]*' | cut -d: -f2; }
 user_wait_figure() {
     t_listed=$(kl_last_devices "$R_NET" | grep -o '"t":[0-9]*' | cut -d: -f2)
     kernel=$(grep -o 'kernel: [0-9]* ms' "$AGENT_LOG" | tail -1 | grep -o '[0-9]*')
-    t_label=$(kl_mark_t label-start)
-    t_label_done=$(kl_mark_t label-done)
+    t_label=$(kl_time_mark_t label-start)
+    t_label_done=$(kl_time_mark_t label-done)
     [ -n "$t_listed" ] && [ -n "$kernel" ] && [ -n "$t_label" ] && [ -n "$t_label_done" ] || return 0
     total=$((t_listed - t_label))
     kc_ms=$((t_label_done - t_label))
@@ -200,11 +200,11 @@ start_agent
 check "the igb PF is eth0, as manifests/examples/vm-lab/highnet-sriov-policy.yaml says" test "$PF" = eth0
 kc "kubectl apply the seed's policy (manifests/examples/vm-lab)" apply -f "$E2E/examples/highnet-sriov-policy.yaml"
 check "no VFs before the node is labelled" test "$(numvfs_of "$IGB_PF")" = 0
-kl_mark label-start
+kl_time_mark label-start
 kc "kubectl label node" label node "$NODE" highnet-node=true
 # kubectl (a Go binary under TCG in the guest) is part of the wait but not the agent's: timed
 # on its own. The agent may start once the PATCH is answered, before kubectl has exited.
-kl_mark label-done
+kl_time_mark label-done
 wait_for "4 VFs exist" 120 vfs_are 4
 VF0=$(vf_pci "$IGB_PF" 0) VF1=$(vf_pci "$IGB_PF" 1) VF2=$(vf_pci "$IGB_PF" 2) VF3=$(vf_pci "$IGB_PF" 3)
 wait_for "kubelet sees $R_NET with the 4 VFs healthy" 90 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
