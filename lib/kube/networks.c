@@ -257,14 +257,13 @@ static void probe_done(struct kube_request *req, int error, long status, const c
         long what = error < 0 ? -1 : status;
         if (what != n->probe_logged) {
                 char desc[256];
-                kube_status_describe(status, body, body_len, desc, sizeof(desc));
-                if (status == 404)
+                kube_request_describe(req, error, status, body, body_len, desc, sizeof(desc));
+                if (error == 0 && status == 404)
                         log_notice("NetworkAttachmentDefinitions (k8s.cni.cncf.io/v1) are not "
                                    "served (Multus not installed?); SriovNetworks are rendered "
                                    "once they are");
                 else
-                        log_warning("NetworkAttachmentDefinitions: cannot list them: %s",
-                                    error < 0 ? strerror(-error) : desc);
+                        log_warning("NetworkAttachmentDefinitions: cannot list them: %s", desc);
                 n->probe_logged = what;
         }
         uint64_t at = now_usec(n) + 5ULL * 1000000;
@@ -361,12 +360,8 @@ static void request_done(struct kube_request *req, int error, long status, const
                 json_decref(obj);
         } else {
                 char desc[512];
-                if (error < 0 && status == 0)
-                        snprintf(desc, sizeof(desc), "%s",
-                                 *kube_request_error_text(req) ? kube_request_error_text(req)
-                                                               : strerror(-error));
-                else
-                        kube_status_describe(status, body, body_len, desc, sizeof(desc));
+                /* An over-size answer is -EFBIG with status 200: say what it is. */
+                kube_request_describe(req, error, status, body, body_len, desc, sizeof(desc));
                 json_t *b = json_object_get(n->backoff, key);
                 uint64_t delay = b ? (uint64_t)json_integer_value(json_object_get(b, "delay")) * 2
                                    : BACKOFF_MIN_USEC;
