@@ -55,7 +55,8 @@ int grpc_frame_reader_feed(struct grpc_frame_reader *r, const uint8_t *data, siz
                 if (r->size + len >= GRPC_FRAME_PREFIX_SIZE) {
                         uint8_t head[GRPC_FRAME_PREFIX_SIZE];
                         size_t have = r->size < sizeof(head) ? r->size : sizeof(head);
-                        memcpy(head, r->buf, have);
+                        if (have) /* r->buf is still NULL before the first allocation */
+                                memcpy(head, r->buf, have);
                         memcpy(head + have, data, sizeof(head) - have);
                         size_t whole = GRPC_FRAME_PREFIX_SIZE + read_be32(head + 1);
                         if (whole > r->max_message + GRPC_FRAME_PREFIX_SIZE)
