@@ -41,11 +41,32 @@ def sh(*argv, check=True):
     return subprocess.run(argv, check=check, capture_output=True, text=True)
 
 
+def remove_stale_hosts(note=print):
+    """Deletes the namespaces (and veths) of earlier runs that were killed before close():
+    their 198.18.0.1 address would collide with this run's. A run's tag is its pid, so a
+    namespace whose pid no longer lives is stale."""
+    names = sh("ip", "netns", "list", check=False).stdout.split()
+    for name in names:
+        if not name.startswith("k2dp") or not name[4:].isdigit():
+            continue
+        tag = name[4:]
+        try:
+            with open("/proc/%s/cmdline" % tag, "rb") as f:
+                if b"dead_path" in f.read():
+                    continue  # a live (concurrent) run's
+        except OSError:
+            pass
+        note("removing stale test namespace %s from a killed run" % name)
+        sh("ip", "netns", "del", name, check=False)
+        sh("ip", "link", "del", "k2h" + tag, check=False)
+
+
 class TestHost:
     """A network namespace with one veth to this host; removed by close()."""
 
     def __init__(self):
-        tag = "%d" % (os.getpid() % 100000)
+        remove_stale_hosts()
+        tag = "%d" % os.getpid()  # at most 7 digits: "k2h" + tag fits IFNAMSIZ
         self.netns, self.host_if, self.peer_if = "k2dp" + tag, "k2h" + tag, "k2p" + tag
         sh("ip", "netns", "add", self.netns)
         try:
