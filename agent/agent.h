@@ -3,7 +3,8 @@
  *
  * daemon.c owns the loop: event sources, signals, scheduling. reconcile.c runs one reconcile
  * at a time as a small state machine (prepare → apply rounds in a child process → finish), so
- * the loop keeps serving the kubelet and the API server while the kernel creates VFs.
+ * the loop keeps serving the kubelet and the API server while the kernel creates VFs; it takes
+ * its decisions from lib/plan and reports its end through daemon.c's callback.
  * report.c says what happened: journal lines, NodeState and Events. */
 #pragma once
 
