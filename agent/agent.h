@@ -3,7 +3,8 @@
  *
  * daemon.c owns the loop: event sources, signals, scheduling. reconcile.c runs one reconcile
  * at a time as a small state machine (prepare → apply rounds in a child process → finish), so
- * the loop keeps serving the kubelet and the API server while the kernel creates VFs.
+ * the loop keeps serving the kubelet and the API server while the kernel creates VFs; it takes
+ * its decisions from lib/plan and reports its end through daemon.c's callback.
  * report.c says what happened: journal lines, NodeState and Events. */
 #pragma once
 
@@ -55,11 +56,16 @@ struct agent {
 };
 
 /* daemon.c */
-int schedule_reconcile(struct agent *a, const char *why);
-void schedule_retry(struct agent *a, size_t n_failed);
+int agent_schedule_reconcile(struct agent *a, const char *why);
 
 /* reconcile.c */
-void reconcile_start(struct agent *a);
+/* Runs once a reconcile has ended and its state is freed: n_failed PFs failed (1 when the
+ * reconcile itself failed), 0 when all went well. The daemon schedules what comes next. */
+typedef void (*reconcile_done_fn)(size_t n_failed, void *userdata);
+/* Starts a reconcile unless one is running or the inputs are not known yet (the cluster's
+ * initial sync, the supported-NIC list): their arrival schedules one. done may run before
+ * this returns (a reconcile that fails or has nothing to ask the kubelet). */
+void reconcile_start(struct agent *a, reconcile_done_fn done, void *userdata);
 /* On shutdown: stops an apply in progress (its child finishes the kernel write it is in). */
 void reconcile_abort(struct agent *a);
 

@@ -12,33 +12,6 @@
 #include "host/sriov-numvfs.h"
 #include "util/log.h"
 
-void apply_report_done(struct apply_report *r)
-{
-        free(r->pfs);
-        *r = (struct apply_report){ 0 };
-}
-
-const struct apply_pf_result *apply_report_find(const struct apply_report *r, const char *pf)
-{
-        for (size_t i = 0; i < r->n_pfs; i++)
-                if (strcmp(r->pfs[i].pf, pf) == 0)
-                        return &r->pfs[i];
-        return NULL;
-}
-
-bool action_is_pf_level(enum action_kind kind)
-{
-        return kind != ACTION_BIND_DRIVER && kind != ACTION_SET_VF_MTU;
-}
-
-size_t apply_report_n_failed(const struct apply_report *r)
-{
-        size_t n = 0;
-        for (size_t i = 0; i < r->n_pfs; i++)
-                n += r->pfs[i].error != 0;
-        return n;
-}
-
 static struct apply_pf_result *report_pf(struct apply_report *r, const char *pf)
 {
         if (r->n_pfs > 0 && strcmp(r->pfs[r->n_pfs - 1].pf, pf) == 0)

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "model/inventory.h"
+#include "plan/apply-report.h" /* struct apply_report: what an apply did, per PF */
 #include "plan/plan.h"
 
 #include <systemd/sd-event.h>
@@ -20,30 +21,6 @@ struct apply_options {
         const char *sysfs_root;
         int vf_timeout_ms; /* VF creation deadline; 0 = host default */
 };
-
-struct apply_pf_result {
-        char pf[PCI_ADDR_MAX];
-        int error;                    /* 0 or negative errno of the first failed action */
-        enum action_kind failed_kind; /* the kind of that action */
-        char message[512];            /* "PF 0000:3b:00.0: set-num-vfs 8: ...: <hint>" */
-        size_t n_done;                /* actions that succeeded */
-};
-
-struct apply_report {
-        struct apply_pf_result *pfs; /* one per PF that had actions, in plan order */
-        size_t n_pfs;
-        size_t n_done, n_skipped;
-        bool changed_vf_count; /* re-discover and re-plan before trusting VF-level state */
-};
-
-void apply_report_done(struct apply_report *r);
-const struct apply_pf_result *apply_report_find(const struct apply_report *r, const char *pf);
-/* True for actions that configure the PF itself (VF count, eswitch mode, PF MTU, link):
- * while one of them is pending or failed, none of the PF's VFs may be advertised. VF-level
- * actions need no such gate: a VF with the wrong driver is not ready, so no pool has it. */
-bool action_is_pf_level(enum action_kind kind);
-/* Number of PFs with an error. */
-size_t apply_report_n_failed(const struct apply_report *r);
 
 /* observed is the inventory the plan was made from (for VF netdev names). 0 or -ENOMEM;
  * per-PF failures are in the report, not the return value. */

@@ -31,7 +31,7 @@
 #define RETRY_MAX_USEC    (300 * 1000000ULL)
 #define POLICY_DIR_EVENTS (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE)
 
-void schedule_retry(struct agent *a, size_t n_failed)
+static void agent_schedule_retry(struct agent *a, size_t n_failed)
 {
         if (n_failed == 0) {
                 a->retry_usec = 0;
@@ -46,6 +46,15 @@ void schedule_retry(struct agent *a, size_t n_failed)
         sd_event_source_set_enabled(a->retry, SD_EVENT_ONESHOT);
 }
 
+static void on_reconcile_done(size_t n_failed, void *userdata)
+{
+        struct agent *a = userdata;
+
+        agent_schedule_retry(a, n_failed);
+        if (a->reconcile_requested)
+                agent_schedule_reconcile(a, "changes during the last reconcile");
+}
+
 static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct agent *a = userdata;
@@ -53,7 +62,7 @@ static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata)
         if (sd_event_now(a->event, CLOCK_MONOTONIC, &a->debounce_last) < 0 || !a->debounce_last)
                 a->debounce_last = usec ? usec : 1;
         a->converged = false; /* until this reconcile says otherwise */
-        reconcile_start(a);
+        reconcile_start(a, on_reconcile_done, a);
         return 0;
 }
 
@@ -89,7 +98,7 @@ static int schedule(struct agent *a, const char *why, bool leading_edge)
         return sd_event_source_set_enabled(a->debounce, SD_EVENT_ONESHOT);
 }
 
-int schedule_reconcile(struct agent *a, const char *why)
+int agent_schedule_reconcile(struct agent *a, const char *why)
 {
         return schedule(a, why, false);
 }
@@ -124,12 +133,12 @@ static int on_resync(sd_event_source *s, uint64_t usec, void *userdata)
 
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
 {
-        return schedule_reconcile(userdata, "retry after failure");
+        return agent_schedule_reconcile(userdata, "retry after failure");
 }
 
 static int on_policy_dir(sd_event_source *s, const struct inotify_event *ev, void *userdata)
 {
-        return schedule_reconcile(userdata, "policy files changed");
+        return agent_schedule_reconcile(userdata, "policy files changed");
 }
 
 static void on_link_event(const struct link_event *ev, void *userdata)
@@ -146,7 +155,7 @@ static void on_link_event(const struct link_event *ev, void *userdata)
 
 static void on_cluster_change(const char *why, void *userdata)
 {
-        schedule_reconcile(userdata, why);
+        agent_schedule_reconcile(userdata, why);
 }
 
 /* (Re)reads the RDMA shared config. A bad file never stops the agent: the SR-IOV side keeps
@@ -202,7 +211,7 @@ static int on_rdma_shared_dir(sd_event_source *s, const struct inotify_event *ev
 {
         struct agent *a = userdata;
         if (load_rdma_shared(a) > 0)
-                schedule_reconcile(a, "RDMA shared config changed");
+                agent_schedule_reconcile(a, "RDMA shared config changed");
         return 0;
 }
 

@@ -58,7 +58,7 @@ static void become_ready(struct nic_list *l)
         if (l->ready)
                 return;
         l->ready = true;
-        schedule_reconcile(l->agent, "supported-NIC list read");
+        agent_schedule_reconcile(l->agent, "supported-NIC list read");
 }
 
 /* Applies the ConfigMap's data (NULL: none). A bad value keeps the previous list. */
@@ -98,7 +98,7 @@ static void apply_configmap(struct nic_list *l, json_t *data)
         free(l->last_data);
         l->last_data = TAKE_PTR(text);
         if (l->ready)
-                schedule_reconcile(l->agent, "supported-NIC list changed");
+                agent_schedule_reconcile(l->agent, "supported-NIC list changed");
         become_ready(l);
 }
 

@@ -4,17 +4,18 @@
  *   prepare   policies (files or API) + node labels + discovery → desired state and a report
  *   round     plan → disruption guard → apply in a child process (apply_plan_async)
  *   applied   persist ownership, re-discover, plan again (new VFs get their binds and MTUs);
- *             at most MAX_APPLY_ROUNDS rounds, an empty plan means converged
+ *             at most APPLY_ROUNDS_MAX rounds, an empty plan means converged
  *   finish    pools for the kubelet (only PFs whose own configuration is complete), status
  *
  * Everything is recomputed from the sources each time, so a reconcile never depends on what
- * an earlier one believed. */
+ * an earlier one believed. The decisions (what is advertised, which records are written or
+ * deleted, which VFs count as in use) are lib/plan's pure functions; this file does the I/O
+ * around them and hands the end to the caller's callback. */
 #include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -28,16 +29,16 @@
 #include "host/discover.h"
 #include "kube/cluster.h"
 #include "kube/json-split.h"
+#include "plan/advertise.h"
 #include "plan/plan.h"
+#include "plan/records.h"
+#include "plan/vf-usage.h"
 #include "policy-files.h"
 #include "policy/node-labels.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/parse.h"
-#include "util/strv.h"
-
-#define MAX_APPLY_ROUNDS 3
 
 struct reconcile {
         struct policy_list policies;
@@ -48,14 +49,14 @@ struct reconcile {
         struct plan plan;            /* of the latest round: what is left */
         struct guarded_plan guarded; /* what the guard let through, and what it held */
         struct apply_report applied; /* of the latest apply */
-        char **in_use;               /* device IDs pods hold (asked once per reconcile) */
-        size_t n_in_use;
+        struct vf_usage in_use;      /* devices pods hold (asked once per reconcile) */
         bool asked_kubelet;
         struct dp_podresources_call *asking; /* PodResources List in flight */
-        char *kubelet_unknown; /* why the kubelet could not be asked (every VF counts as in use) */
         size_t n_failed;
         int round;
         struct apply_child *child;
+        reconcile_done_fn done;
+        void *userdata;
 };
 
 static void reconcile_free(struct reconcile *rc)
@@ -64,8 +65,7 @@ static void reconcile_free(struct reconcile *rc)
                 return;
         apply_child_kill(rc->child);
         dp_podresources_call_cancel(rc->asking);
-        free(rc->kubelet_unknown);
-        strv_free_n(rc->in_use, rc->n_in_use);
+        vf_usage_done(&rc->in_use);
         apply_report_done(&rc->applied);
         guarded_plan_done(&rc->guarded);
         plan_done(&rc->plan);
@@ -154,129 +154,43 @@ static int ensure_state_dir(const struct agent *a)
         return 0;
 }
 
-/* Before the first change to a PF: its record, with the VF count, MTU and eswitch mode it has
- * now as the originals. Written after the apply instead, an agent killed in between (or a
- * node that lost power) would find the PF changed and no record, and take the changed MTU or
- * VF count for the original one. A record for changes that then fail is harmless: releasing
- * the PF restores exactly these originals. */
+/* Before the first change to a PF: its record, with what the PF is now as the originals
+ * (plan/records.h says why). */
 static int record_intent(const struct agent *a, const struct plan *plan,
                          const struct applied_state *previous)
 {
+        _cleanup_(record_changes_done) struct record_changes c = { 0 };
+
         if (!a->config.state_dir)
                 return 0;
         int r = ensure_state_dir(a);
-        for (size_t i = 0; r >= 0 && i < plan->applied.n_pfs; i++) {
-                const struct applied_pf *pf = &plan->applied.pfs[i];
-                bool acts = false;
-                for (size_t j = 0; j < plan->n_actions && !acts; j++)
-                        acts = strcasecmp(plan->actions[j].pf, pf->pci_address) == 0;
-                if (acts && !applied_state_find(previous, pf->pci_address))
-                        r = applied_record_save(a->config.state_dir, pf);
-        }
+        if (r >= 0)
+                r = records_before_apply(plan, previous, &c);
+        for (size_t i = 0; r >= 0 && i < c.n_save; i++)
+                r = applied_record_save(a->config.state_dir, c.save[i]);
         return r;
 }
 
-/* Saves what was applied to each PF that this round touched or that is fully configured, and
- * forgets PFs that were reset; a PF that failed before changing anything keeps its record. */
+/* Saves what was applied and forgets PFs that were released (plan/records.h says which). */
 static int persist_applied(const struct agent *a, const struct plan *plan,
                            const struct applied_state *previous, const struct apply_report *rep)
 {
+        _cleanup_(record_changes_done) struct record_changes c = { 0 };
+
         if (!a->config.state_dir)
                 return 0;
         int r = ensure_state_dir(a);
+        if (r >= 0)
+                r = records_after_apply(plan, previous, rep, &c);
         if (r < 0)
                 return r;
-
-        for (size_t i = 0; i < plan->applied.n_pfs; i++) {
-                const struct applied_pf *pf = &plan->applied.pfs[i];
-                const struct apply_pf_result *res = apply_report_find(rep, pf->pci_address);
-                if (res && res->error != 0 && res->n_done == 0)
-                        continue;
-                r = applied_record_save(a->config.state_dir, pf);
+        for (size_t i = 0; i < c.n_save; i++) {
+                r = applied_record_save(a->config.state_dir, c.save[i]);
                 if (r < 0)
                         return r;
         }
-
-        for (size_t i = 0; i < previous->n_pfs; i++) {
-                const char *pci = previous->pfs[i].pci_address;
-                const struct apply_pf_result *res = apply_report_find(rep, pci);
-                if (applied_state_find(&plan->applied, pci) || (res && res->error != 0))
-                        continue;
-                applied_record_remove(a->config.state_dir, pci);
-        }
-        return 0;
-}
-
-static int copy_interface(const struct desired_interface *d, bool no_vfs,
-                          struct desired_interface *ret)
-{
-        *ret = *d;
-        ret->groups = NULL;
-        if (d->n_groups == 0)
-                return 0;
-        ret->groups = malloc(d->n_groups * sizeof(*ret->groups));
-        if (!ret->groups)
-                return -ENOMEM;
-        memcpy(ret->groups, d->groups, d->n_groups * sizeof(*ret->groups));
-        for (size_t i = 0; no_vfs && i < d->n_groups; i++)
-                ret->groups[i].vf_end = ret->groups[i].vf_start - 1; /* an empty range */
-        return 0;
-}
-
-static bool pf_level_incomplete(const char *pci, const struct plan *left,
-                                const struct apply_report *rep)
-{
-        const struct apply_pf_result *res = apply_report_find(rep, pci);
-
-        if (res && res->error != 0 && action_is_pf_level(res->failed_kind))
-                return true;
-        for (size_t j = 0; j < left->n_actions; j++)
-                if (strcmp(left->actions[j].pf, pci) == 0 &&
-                    action_is_pf_level(left->actions[j].kind))
-                        return true;
-        return false;
-}
-
-/* What may be advertised. A PF whose own configuration (VF count, MTU, link) is not complete
- * keeps its resources but with no devices, so the kubelet sees 0 rather than a plugin that
- * vanished; its VFs appear once the PF is done (VFs themselves are filtered by readiness in
- * the pool builder). A PF whose change is held back (VFs in use) is advertised as it was
- * last applied, which is what its VFs still are. */
-static int advertised_subset(const struct desired_state *desired, const struct plan *left,
-                             const struct apply_report *rep, const struct held_pf *held,
-                             size_t n_held, const struct applied_state *previous,
-                             struct desired_state *ret)
-{
-        struct desired_state out = { 0 };
-        int r = 0;
-
-        out.interfaces =
-            calloc(desired->n_interfaces ? desired->n_interfaces : 1, sizeof(*out.interfaces));
-        if (!out.interfaces)
-                return -ENOMEM;
-        for (size_t i = 0; i < desired->n_interfaces && r >= 0; i++) {
-                const struct desired_interface *d = &desired->interfaces[i];
-                const struct applied_pf *prev = NULL;
-                for (size_t j = 0; j < n_held; j++)
-                        if (strcmp(held[j].pf, d->pci_address) == 0)
-                                prev = applied_state_find(previous, d->pci_address);
-                const struct applied_bad_record *bad =
-                    applied_state_find_bad(previous, d->pci_address);
-                if (prev)
-                        r = copy_interface(&prev->applied, false,
-                                           &out.interfaces[out.n_interfaces++]);
-                else
-                        /* A frozen PF is served only while it already is what is desired. */
-                        r = copy_interface(d,
-                                           (bad && bad->would_change) ||
-                                               pf_level_incomplete(d->pci_address, left, rep),
-                                           &out.interfaces[out.n_interfaces++]);
-        }
-        if (r < 0) {
-                desired_state_done(&out);
-                return r;
-        }
-        *ret = out;
+        for (size_t i = 0; i < c.n_remove; i++)
+                applied_record_remove(a->config.state_dir, c.remove[i]);
         return 0;
 }
 
@@ -317,25 +231,17 @@ static void on_in_use(void *userdata, int error, const char *message, const stru
         rc->asking = NULL;
         rc->asked_kubelet = true;
         if (error < 0) {
-                rc->kubelet_unknown = strdup(message ?: strerror(-error));
-                if (!rc->kubelet_unknown)
-                        r = -ENOMEM;
-                if (r >= 0)
-                        log_warning("cannot ask the kubelet which VFs pods hold: %s; every VF "
-                                    "counts as in use%s",
-                                    rc->kubelet_unknown,
-                                    a->config.allow_disruption
-                                        ? " (--allow-disruption: applying anyway)"
-                                        : ", disruptive changes are held back");
-                for (size_t i = 0; r >= 0 && i < rc->inv.n_pfs; i++)
-                        for (size_t j = 0; r >= 0 && j < rc->inv.pfs[i].n_vfs; j++)
-                                r = strv_push_dup(&rc->in_use, &rc->n_in_use,
-                                                  rc->inv.pfs[i].vfs[j].pci_address);
+                const char *why = message ?: strerror(-error);
+                log_warning("cannot ask the kubelet which VFs pods hold: %s; every VF counts as "
+                            "in use%s",
+                            why,
+                            a->config.allow_disruption ? " (--allow-disruption: applying anyway)"
+                                                       : ", disruptive changes are held back");
+                r = vf_usage_unknown(&rc->in_use, &rc->inv, why);
         } else {
                 for (size_t i = 0; r >= 0 && i < usage->n_resources; i++)
                         for (size_t j = 0; r >= 0 && j < usage->resources[i].n_ids; j++)
-                                r = strv_push_dup(&rc->in_use, &rc->n_in_use,
-                                                  usage->resources[i].ids[j]);
+                                r = vf_usage_add(&rc->in_use, usage->resources[i].ids[j]);
         }
         if (r < 0) {
                 log_error_errno(r, "reconcile failed");
@@ -365,36 +271,19 @@ static int ask_kubelet(struct agent *a)
 static void reconcile_end(struct agent *a)
 {
         struct reconcile *rc = a->running;
+        if (!rc)
+                return;
+        reconcile_done_fn done = rc->done;
+        void *userdata = rc->userdata;
+        size_t n_failed = rc->n_failed;
 
-        schedule_retry(a, rc ? rc->n_failed : 0);
         a->running = NULL;
         reconcile_free(rc);
         /* A reconcile's inventory, desired state and plan are freed now; without this glibc
          * keeps their high-water mark (~0.5 MB with 512 VFs) resident between reconciles. */
         malloc_trim(0);
-        if (a->reconcile_requested)
-                schedule_reconcile(a, "changes during the last reconcile");
-}
-
-/* A PF frozen by an unusable state record is a failure the NodeState must show (the journal
- * has it from the plan's problems): added to the report as that PF's error. */
-static void report_frozen(const struct applied_state *previous, struct apply_report *rep)
-{
-        for (size_t i = 0; i < previous->n_bad; i++) {
-                const struct applied_bad_record *bad = &previous->bad[i];
-                if (apply_report_find(rep, bad->pci_address))
-                        continue;
-                struct apply_pf_result *arr = reallocarray(rep->pfs, rep->n_pfs + 1, sizeof(*arr));
-                if (!arr)
-                        return;
-                rep->pfs = arr;
-                arr[rep->n_pfs] = (struct apply_pf_result){ .error = -EBADMSG };
-                snprintf(arr[rep->n_pfs].pf, sizeof(arr->pf), "%s", bad->pci_address);
-                snprintf(arr[rep->n_pfs].message, sizeof(arr->message),
-                         "PF %s: state record unusable, PF left as it is: %.400s", bad->pci_address,
-                         bad->message);
-                rep->n_pfs++;
-        }
+        if (done)
+                done(n_failed, userdata);
 }
 
 static void reconcile_finish(struct agent *a)
@@ -403,7 +292,7 @@ static void reconcile_finish(struct agent *a)
         struct desired_state advertised = { 0 };
         size_t n_held = rc->guarded.passed_through ? 0 : rc->guarded.n_held;
 
-        int r = advertised_subset(&rc->desired, &rc->plan, &rc->applied, rc->guarded.held, n_held,
+        int r = advertised_subset(&rc->desired, &rc->plan, &rc->applied, &rc->guarded,
                                   &rc->previous, &advertised);
         if (r >= 0)
                 r = update_pools(a, &advertised, &rc->inv);
@@ -417,7 +306,9 @@ static void reconcile_finish(struct agent *a)
                 a->ready_notified = true;
         }
         if (a->cluster) {
-                report_frozen(&rc->previous, &rc->applied);
+                /* A frozen PF is reported Failed even on OOM here: the NodeState then only
+                 * lacks its line, the journal has it from the plan's problems. */
+                (void)apply_report_add_frozen(&rc->applied, &rc->previous);
                 report_node_state(a, &rc->desired, &rc->inv, &rc->applied, &rc->plan, &rc->guarded);
         }
         desired_state_done(&advertised);
@@ -478,7 +369,7 @@ static void on_applied(int error, struct apply_report *report, void *userdata)
                 return;
         }
         rc->round++;
-        if (rc->round >= MAX_APPLY_ROUNDS || (rc->n_failed > 0 && rc->applied.n_done == 0)) {
+        if (apply_rounds_over(rc->round, &rc->applied)) {
                 /* What is left is reported and retried with backoff; plan it once more so
                  * the pools and the status describe the node as it is now. */
                 if (build_plan(rc) < 0) {
@@ -542,18 +433,10 @@ static void reconcile_guard_and_apply(struct agent *a)
         int r;
 
         guarded_plan_done(&rc->guarded);
-        r = disruption_guard(&rc->plan, &rc->inv, &rc->previous, (const char *const *)rc->in_use,
-                             NULL, rc->n_in_use, a->config.allow_disruption, &rc->guarded);
+        r = vf_usage_guard(&rc->plan, &rc->inv, &rc->previous, &rc->in_use,
+                           a->config.allow_disruption, &rc->guarded);
         if (r < 0)
                 goto fail;
-        if (rc->kubelet_unknown)
-                for (size_t i = 0; i < rc->guarded.n_held; i++) {
-                        struct held_pf *h = &rc->guarded.held[i];
-                        size_t n = strlen(h->reason);
-                        snprintf(h->reason + n, sizeof(h->reason) - n,
-                                 " (the kubelet could not be asked which VFs pods hold: %s)",
-                                 rc->kubelet_unknown);
-                }
         if (rc->round == 0)
                 report_held(&rc->guarded);
         if (rc->guarded.plan.n_actions == 0) {
@@ -579,7 +462,7 @@ fail:
         reconcile_end(a);
 }
 
-void reconcile_start(struct agent *a)
+void reconcile_start(struct agent *a, reconcile_done_fn done, void *userdata)
 {
         struct reconcile *rc;
         _cleanup_free_ char *load_error = NULL;
@@ -596,6 +479,8 @@ void reconcile_start(struct agent *a)
                 log_error_errno(-ENOMEM, "cannot start a reconcile");
                 return;
         }
+        rc->done = done;
+        rc->userdata = userdata;
         a->running = rc;
         a->reconcile_requested = false;
 

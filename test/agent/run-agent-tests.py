@@ -190,6 +190,19 @@ def main():
         check("released once the pod is gone: 0 written to sriov_numvfs first",
               read_attr(sysfs, ice["pciAddress"], "sriov_numvfs") == "0",
               read_attr(sysfs, ice["pciAddress"], "sriov_numvfs"))
+        # The reconcile now waits (--vf-timeout) for VFs that never go. A change meanwhile is
+        # not lost: it runs once this reconcile has ended, as does the retry of the failed PF
+        # (the reconcile's completion callback in agent/daemon.c schedules both).
+        mark = len(agent.text())
+        with open(os.path.join(pdir, "notes.txt"), "w") as f:
+            f.write("not a policy; its write is a change in the watched directory\n")
+        check("a change during a reconcile starts another one after it",
+              agent.wait_log("reconcile scheduled: changes during the last reconcile", 5, mark),
+              agent.text()[mark:][-800:])
+        check("a failed PF is retried with backoff",
+              agent.wait_log("1 PF(s) failed; retrying in 1 s", 5, mark),
+              agent.text()[mark:][-800:])
+        os.remove(os.path.join(pdir, "notes.txt"))
         devs = last_devices(kubelet, E810_RESOURCE, lambda d: len(d) == 0, 10)
         check("a PF whose VF count is not reached advertises nothing", devs is not None,
               "E810 devices still advertised")
