@@ -23,6 +23,9 @@ int sysfs_read_hex_u32_at(int dir_fd, const char *name, uint32_t *ret);
  * *ret_dangling is set when the link exists but its target does not. */
 int sysfs_read_link_at(int dir_fd, const char *name, char *buf, size_t size, bool *ret_dangling);
 
+/* Writes s to dir_fd/name in one write(2) (sysfs store() sees it whole); short write = -EIO. */
+int host_sysfs_write_at(int dir_fd, const char *name, const char *s);
+
 /* Whether dir_fd/name exists (following symlinks). */
 bool sysfs_exists_at(int dir_fd, const char *name);
 
