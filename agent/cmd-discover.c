@@ -225,7 +225,7 @@ int cmd_discover(int argc, char **argv)
                 return 1;
         }
         /* Only the live /sys has a kernel behind it worth asking (libibverbs, netlink). */
-        opts.query_kernel = !opts.sysfs_root || strcmp(opts.sysfs_root, "/sys") == 0;
+        opts.query_kernel = host_sysfs_root_is_live(opts.sysfs_root);
 
         struct inventory inv;
         if (host_discover(&opts, &inv) < 0)

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "host/discover.h"
 #include "host/sysfs-at.h"
 #include "util/fileio.h"
 #include "util/macro.h"

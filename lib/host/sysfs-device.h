@@ -51,10 +51,3 @@ bool host_device_exists(const struct host_device *d, const char *attr);
 /* <root>/bus/pci/devices/<address>[/<attr>] for messages; -ENAMETOOLONG when it does not fit
  * (buf then holds a truncated path, still fine to print). */
 int host_device_path(const struct host_device *d, const char *attr, char *buf, size_t size);
-
-/* Whether sysfs_root is the live /sys, i.e. a kernel stands behind it that netlink, devlink and
- * libibverbs would describe too. NULL (the default root) is. Otherwise it is when it is the very
- * directory mounted at /sys (same device and inode): "/sys/", "//sys" and a bind mount of /sys
- * are, a generated tree or a copy is not, whatever its name. A string compare with "/sys" got
- * the first two wrong, and the three callers each had their own variant of it. */
-bool host_sysfs_root_is_live(const char *sysfs_root);
