@@ -226,6 +226,7 @@ int cmd_discover(int argc, char **argv)
         }
         /* Only the live /sys has a kernel behind it worth asking (libibverbs, netlink). */
         opts.query_kernel = host_sysfs_root_is_live(opts.sysfs_root);
+        opts.pci_names = format == OUTPUT_TEXT; /* the JSON has no names */
 
         struct inventory inv;
         if (host_discover(&opts, &inv) < 0)

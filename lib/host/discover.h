@@ -23,6 +23,9 @@ struct discover_options {
         const char *sysfs_root; /* NULL = "/sys" */
         bool query_kernel;      /* also ask netlink/libibverbs (VF VLANs, port attributes);
                                  * false for generated trees */
+        bool pci_names;         /* also look up vendor/device names in pci.ids: libpci parses
+                                 * the whole 1.3 MB database for it, 5 ms of CPU per discovery
+                                 * (as much as 200 VFs), and only `discover`'s text shows them */
 };
 
 /* Whether sysfs_root is the live /sys, i.e. a kernel stands behind it that netlink, devlink and

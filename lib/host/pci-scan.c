@@ -364,7 +364,7 @@ int host_discover(const struct discover_options *opts, struct inventory *ret)
         struct discover_scan scan = {
                 .root_fd = root_fd,
                 .devices_fd = devices_fd,
-                .names = pci_names_new(),
+                .names = opts && opts->pci_names ? pci_names_new() : NULL,
         };
         int r = rdma_scan_init(&scan.rdma, root_fd);
         if (r >= 0)
