@@ -294,35 +294,19 @@ static int read_rdma_nic(const struct discover_scan *scan, const char *addr, str
 }
 
 /* RDMA devices whose PCI function is not an SR-IOV PF or VF found above: the whole-card RDMA
- * plugin serves every network function with RDMA, SR-IOV or not. Found from class/infiniband
- * (a handful of entries) rather than by probing every PCI function. */
+ * plugin serves every network function with RDMA, SR-IOV or not. Found from the functions the
+ * RDMA scan read off class/infiniband's links (rdma-sysfs.h) rather than by probing every PCI
+ * function. Virtual devices (rxe) have no card: they are tied to a netdev. */
 static int scan_rdma_nics(const struct discover_scan *scan, struct inventory *inv)
 {
-        struct sysfs_dir d;
-        if (sysfs_dir_open_at(&d, scan->root_fd, "class/infiniband") < 0)
-                return 0; /* no RDMA stack loaded */
+        if (scan->rdma.n_rdma_functions == 0)
+                return 0; /* no RDMA stack loaded, or virtual devices only */
         _cleanup_free_ const char **known = NULL;
         size_t n_known = 0;
         int r = sriov_addresses(inv, &known, &n_known);
-        const char *name;
-        while (r >= 0 && (name = sysfs_dir_next(&d))) {
-                /* class/infiniband/mlx5_0 -> ../../devices/pci0000:3a/.../0000:3b:00.0/
-                 * infiniband/mlx5_0: the PCI function is the directory above "infiniband".
-                 * Virtual devices (rxe) live under devices/virtual: tied to a netdev, no card. */
-                char rel[NAME_MAX + 64], target[PATH_MAX];
-                if (path_printf(rel, sizeof(rel), "class/infiniband/%s", name) < 0)
-                        continue;
-                ssize_t len = readlinkat(scan->root_fd, rel, target, sizeof(target) - 1);
-                if (len <= 0)
-                        continue;
-                target[len] = 0;
-                char *tail = strstr(target, "/infiniband/");
-                if (!tail)
-                        continue;
-                *tail = 0;
-                const char *addr = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
-                if (!pci_address_is_valid(addr) ||
-                    bsearch(&addr, known, n_known, sizeof(*known), compare_str_ptr))
+        for (size_t f = 0; r >= 0 && f < scan->rdma.n_rdma_functions; f++) {
+                const char *addr = scan->rdma.rdma_functions[f];
+                if (bsearch(&addr, known, n_known, sizeof(*known), compare_str_ptr))
                         continue;
                 bool seen = false;
                 for (size_t i = 0; i < inv->n_rdma_nics && !seen; i++)
@@ -342,7 +326,6 @@ static int scan_rdma_nics(const struct discover_scan *scan, struct inventory *in
                 else
                         pf_info_done(&l[inv->n_rdma_nics]);
         }
-        sysfs_dir_close(&d);
         if (r >= 0 && inv->n_rdma_nics > 1)
                 qsort(inv->rdma_nics, inv->n_rdma_nics, sizeof(*inv->rdma_nics), compare_pf);
         return r < 0 ? r : 0;
