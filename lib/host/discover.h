@@ -33,7 +33,7 @@ struct discover_options {
  * directory mounted at /sys (same device and inode): "/sys/", "//sys" and a bind mount of /sys
  * are, a generated tree or a copy is not, whatever its name. A string compare with "/sys" got
  * the first two wrong, and each caller had its own variant of it. Declared here, beside the
- * query_kernel it decides; defined in sysfs-device.c. */
+ * query_kernel it decides; defined in pci-scan.c. */
 bool host_sysfs_root_is_live(const char *sysfs_root);
 
 int host_discover(const struct discover_options *opts, struct inventory *ret);

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "host/device-error.h"
@@ -364,4 +365,15 @@ int host_discover(const struct discover_options *opts, struct inventory *ret)
         }
         *ret = inv;
         return 0;
+}
+
+bool host_sysfs_root_is_live(const char *sysfs_root)
+{
+        struct stat root, sys;
+
+        if (!sysfs_root)
+                return true;
+        if (stat(sysfs_root, &root) < 0 || stat("/sys", &sys) < 0)
+                return false;
+        return root.st_dev == sys.st_dev && root.st_ino == sys.st_ino;
 }

@@ -199,21 +199,14 @@ static int rdma_unchanged(int root_fd, const struct inventory *last)
 
 int host_quick_check(const char *sysfs_root, const struct inventory *last)
 {
-        char path[4096];
-
-        if (path_printf(path, sizeof(path), "%s/bus/pci/devices",
-                        sysfs_root ? sysfs_root : "/sys") < 0)
-                return -ENAMETOOLONG;
-        _cleanup_close_ int devices_fd = sysfs_open_dir_at(AT_FDCWD, path);
+        _cleanup_close_ int root_fd = sysfs_open_dir_at(AT_FDCWD, sysfs_root ? sysfs_root : "/sys");
+        if (root_fd < 0)
+                return root_fd;
+        _cleanup_close_ int devices_fd = sysfs_open_dir_at(root_fd, "bus/pci/devices");
         if (devices_fd < 0)
                 return devices_fd;
         int r = 1;
         for (size_t i = 0; r > 0 && i < last->n_pfs; i++)
                 r = pf_unchanged(devices_fd, &last->pfs[i]);
-        if (r > 0) {
-                _cleanup_close_ int root_fd =
-                    sysfs_open_dir_at(AT_FDCWD, sysfs_root ? sysfs_root : "/sys");
-                r = root_fd < 0 ? root_fd : rdma_unchanged(root_fd, last);
-        }
-        return r;
+        return r > 0 ? rdma_unchanged(root_fd, last) : r;
 }

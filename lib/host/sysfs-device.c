@@ -5,10 +5,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "host/discover.h"
 #include "host/sysfs-at.h"
 #include "util/fileio.h"
 #include "util/macro.h"
@@ -77,15 +75,4 @@ int host_device_path(const struct host_device *d, const char *attr, char *buf, s
         int n = snprintf(buf, size, "%s/bus/pci/devices/%s%s%s", d->root, d->address,
                          attr && attr[0] ? "/" : "", attr ? attr : "");
         return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
-}
-
-bool host_sysfs_root_is_live(const char *sysfs_root)
-{
-        struct stat root, sys;
-
-        if (!sysfs_root)
-                return true;
-        if (stat(sysfs_root, &root) < 0 || stat(DEFAULT_ROOT, &sys) < 0)
-                return false;
-        return root.st_dev == sys.st_dev && root.st_ino == sys.st_ino;
 }
