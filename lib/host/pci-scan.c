@@ -28,9 +28,11 @@
 
 #define PCI_CLASS_NETWORK 0x02
 
+typedef char pci_addr_t[PCI_ADDR_MAX];
+
 static int compare_address(const void *a, const void *b)
 {
-        return strcmp(*(char *const *)a, *(char *const *)b);
+        return strcmp(a, b);
 }
 
 static bool is_network_pf(int devices_fd, const char *addr)
@@ -50,41 +52,35 @@ static bool is_network_pf(int devices_fd, const char *addr)
         return (class_code >> 16) == PCI_CLASS_NETWORK;
 }
 
-/* Sorted PCI addresses of the network PFs. */
-static int list_pfs(int devices_fd, char ***ret, size_t *ret_n)
+/* Sorted PCI addresses of the network PFs, in one array. */
+static int list_pfs(int devices_fd, pci_addr_t **ret, size_t *ret_n)
 {
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         int r = sysfs_dir_open_at(&d, devices_fd, ".");
         if (r < 0)
                 return r;
 
-        char **list = NULL;
-        size_t n = 0;
+        _cleanup_free_ pci_addr_t *list = NULL;
+        size_t n = 0, allocated = 0;
         const char *name;
         while ((name = sysfs_dir_next(&d))) {
                 if (!pci_address_is_valid(name) || !is_network_pf(devices_fd, name))
                         continue;
-                char **p = realloc(list, (n + 1) * sizeof(*list));
-                if (!p || !(p[n] = strdup(name))) {
-                        list = p ? p : list;
-                        r = -ENOMEM;
-                        break;
+                if (n == allocated) {
+                        size_t size = allocated ? 2 * allocated : 8;
+                        pci_addr_t *p = realloc(list, size * sizeof(*list));
+                        if (!p)
+                                return -ENOMEM;
+                        list = p;
+                        allocated = size;
                 }
-                list = p;
-                n++;
+                strcpy(list[n++], name); /* pci_address_is_valid() bounded it */
         }
-        sysfs_dir_close(&d);
-        if (r >= 0 && d.error < 0)
-                r = d.error; /* a partial PF list would look like PFs vanished */
-        if (r < 0) {
-                for (size_t i = 0; i < n; i++)
-                        free(list[i]);
-                free(list);
-                return r;
-        }
+        if (d.error < 0)
+                return d.error; /* a partial PF list would look like PFs vanished */
         if (n > 1)
                 qsort(list, n, sizeof(*list), compare_address);
-        *ret = list;
+        *ret = TAKE_PTR(list);
         *ret_n = n;
         return 0;
 }
@@ -160,7 +156,7 @@ static int read_pf(const struct discover_scan *scan, const char *addr, struct pf
 
 struct pf_queue {
         const struct discover_scan *scan;
-        char **addrs;
+        const pci_addr_t *addrs;
         struct pf_info *pfs;
         size_t n;
         atomic_size_t next;
@@ -206,7 +202,7 @@ static int read_pfs(struct pf_queue *q)
 
 static int scan_pfs(const struct discover_scan *scan, struct inventory *inv)
 {
-        char **addrs = NULL;
+        _cleanup_free_ pci_addr_t *addrs = NULL;
         size_t n = 0;
 
         int r = list_pfs(scan->devices_fd, &addrs, &n);
@@ -228,9 +224,6 @@ static int scan_pfs(const struct discover_scan *scan, struct inventory *inv)
                 if (inv->pfs[i].vendor)
                         r = pci_names_lookup(scan->names, inv->pfs[i].vendor, inv->pfs[i].device,
                                              &inv->pfs[i].vendor_name, &inv->pfs[i].device_name);
-        for (size_t i = 0; i < n; i++)
-                free(addrs[i]);
-        free(addrs);
         return r;
 }
 

@@ -104,7 +104,7 @@ static struct rdma_device *find_device(struct rdma_device *list, size_t n, const
 static int read_local_char_devices(int fn_fd, const char *class_dir, struct rdma_device *list,
                                    size_t n, char **error)
 {
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         if (sysfs_dir_open_at(&d, fn_fd, class_dir) < 0)
                 return 0;
 
@@ -139,14 +139,13 @@ static int read_local_char_devices(int fn_fd, const char *class_dir, struct rdma
                 if (path_printf(path, sizeof(path), DEV_INFINIBAND "%s", name) >= 0)
                         r = add_char_device(dev, path);
         }
-        sysfs_dir_close(&d);
         return r;
 }
 
 /* RDMA devices under the PCI function directory (ConnectX style). */
 static int read_pci_devices(int fn_fd, struct rdma_device **list, size_t *n, char **error)
 {
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         if (sysfs_dir_open_at(&d, fn_fd, "infiniband") < 0)
                 return 0;
 
@@ -170,7 +169,6 @@ static int read_pci_devices(int fn_fd, struct rdma_device **list, size_t *n, cha
                         continue;
                 r = read_device_attributes(fn_fd, rel, dev, error);
         }
-        sysfs_dir_close(&d);
         if (r < 0 || *n == 0)
                 return r;
         r = read_local_char_devices(fn_fd, "infiniband_verbs", *list, *n, error);
@@ -275,7 +273,7 @@ static int add_rdma_function(struct rdma_scan *scan, const char *addr)
 
 static int read_ties(struct rdma_scan *scan)
 {
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         if (sysfs_dir_open_at(&d, scan->root_fd, "class/infiniband") < 0)
                 return 0;
 
@@ -316,7 +314,6 @@ static int read_ties(struct rdma_scan *scan)
                 strcpy(p[scan->n_ties].netdev, parent);
                 scan->n_ties++;
         }
-        sysfs_dir_close(&d);
         return r;
 }
 
@@ -324,7 +321,7 @@ static int read_ties(struct rdma_scan *scan)
  * which the kernel places under devices/virtual/ rather than under a PCI function. */
 static int read_class_char_devices(struct rdma_scan *scan, const char *class_dir)
 {
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         if (sysfs_dir_open_at(&d, scan->root_fd, class_dir) < 0)
                 return 0;
 
@@ -358,7 +355,6 @@ static int read_class_char_devices(struct rdma_scan *scan, const char *class_dir
                 strcpy(p->ibdev, ibdev);
                 strcpy(p->path, path);
         }
-        sysfs_dir_close(&d);
         return r;
 }
 

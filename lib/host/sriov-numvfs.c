@@ -100,14 +100,13 @@ static bool is_virtfn_name(const char *name)
 /* Number of virtfnN entries in the PF directory, or a negative errno. */
 static int count_virtfn_links(const struct numvfs_ctx *c)
 {
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         int r = sysfs_dir_open_at(&d, c->dev->fd, ".");
         if (r < 0)
                 return r;
         int n = 0;
         for (const char *name; (name = sysfs_dir_next(&d));)
                 n += is_virtfn_name(name);
-        sysfs_dir_close(&d);
         return d.error < 0 ? d.error : n; /* a partial count could end the wait early */
 }
 

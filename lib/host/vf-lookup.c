@@ -15,7 +15,7 @@
 
 static int first_entry(int dir_fd, const char *path, char *buf, size_t size)
 {
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         int r = sysfs_dir_open_at(&d, dir_fd, path);
         if (r < 0)
                 return r;
@@ -26,7 +26,6 @@ static int first_entry(int dir_fd, const char *path, char *buf, size_t size)
                 if (r == 0)
                         strcpy(buf, name);
         }
-        sysfs_dir_close(&d);
         return r;
 }
 
@@ -49,7 +48,7 @@ int host_vf_locate(const char *sysfs_root, const char *vf_pci, struct vf_locatio
         if (first_entry(pf_fd, "net", loc.pf_ifname, sizeof(loc.pf_ifname)) < 0)
                 return -ENOLINK;
 
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         r = sysfs_dir_open_at(&d, pf_fd, ".");
         if (r < 0)
                 return r;
@@ -64,7 +63,6 @@ int host_vf_locate(const char *sysfs_root, const char *vf_pci, struct vf_locatio
                         break;
                 }
         }
-        sysfs_dir_close(&d);
         if (loc.vf_index < 0)
                 return -ENOENT;
 
