@@ -76,15 +76,14 @@ static void sleep_until_next_poll(int *interval_ms, long long deadline)
 
 static int read_pf_int(const struct numvfs_ctx *c, const char *attr, int *ret)
 {
-        char path[PATH_MAX];
         int r = host_device_read_int(c->dev, attr, ret);
-        if (r < 0)
-                (void)host_device_path(c->dev, attr, path, sizeof(path));
+        if (r >= 0)
+                return 0;
+        char path[PATH_MAX];
+        (void)host_device_path(c->dev, attr, path, sizeof(path));
         if (r == -EINVAL || r == -ERANGE)
                 return log_pf(LOG_ERR, -EINVAL, c->pf, "%s does not hold a number", path);
-        if (r < 0)
-                return log_pf(LOG_ERR, r, c->pf, "cannot read %s", path);
-        return 0;
+        return log_pf(LOG_ERR, r, c->pf, "cannot read %s", path);
 }
 
 static bool is_virtfn_name(const char *name)
@@ -249,17 +248,17 @@ int host_set_num_vfs(const struct numvfs_options *opts, const char *pf_pci, int 
                                        PRINTABLE(pf_pci));
         if (n < 0)
                 return log_pf(LOG_ERR, -ERANGE, pf_pci, "VF count %d is negative", n);
-        char path[PATH_MAX];
         r = host_device_open(&dev, opts ? opts->sysfs_root : NULL, pf_pci);
-        if (r < 0)
+        if (r < 0) {
+                char path[PATH_MAX];
                 (void)host_device_path(&dev, NULL, path, sizeof(path));
-        if (r == -ENAMETOOLONG)
-                return log_pf(LOG_ERR, r, pf_pci, "sysfs path too long");
-        if (r == -ENODEV)
-                return log_pf(LOG_ERR, -ENODEV, pf_pci, "no such PCI device: %s does not exist",
-                              path);
-        if (r < 0)
+                if (r == -ENAMETOOLONG)
+                        return log_pf(LOG_ERR, r, pf_pci, "sysfs path too long");
+                if (r == -ENODEV)
+                        return log_pf(LOG_ERR, -ENODEV, pf_pci,
+                                      "no such PCI device: %s does not exist", path);
                 return log_pf(LOG_ERR, r, pf_pci, "cannot open %s", path);
+        }
 
         if (!host_device_exists(&dev, "sriov_totalvfs"))
                 return log_pf(LOG_ERR, -EOPNOTSUPP, pf_pci,
