@@ -225,7 +225,8 @@ int cmd_discover(int argc, char **argv)
                 return 1;
         }
         /* Only the live /sys has a kernel behind it worth asking (libibverbs, netlink). */
-        opts.query_kernel = !opts.sysfs_root || strcmp(opts.sysfs_root, "/sys") == 0;
+        opts.query_kernel = host_sysfs_root_is_live(opts.sysfs_root);
+        opts.pci_names = format == OUTPUT_TEXT; /* the JSON has no names */
 
         struct inventory inv;
         if (host_discover(&opts, &inv) < 0)

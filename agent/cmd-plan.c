@@ -489,7 +489,8 @@ static int run(struct plan_args *a)
                         goto out;
         }
         r = host_discover(&(const struct discover_options){ .sysfs_root = a->sysfs_root,
-                                                            .query_kernel = !a->sysfs_root },
+                                                            .query_kernel = host_sysfs_root_is_live(
+                                                                a->sysfs_root) },
                           &inv);
         if (r < 0) {
                 log_error_errno(r, "discovery under %s failed: %s",

@@ -16,6 +16,7 @@
 
 #include "agent.h"
 #include "deviceplugin/manager.h"
+#include "host/discover.h"
 #include "host/link-monitor.h"
 #include "host/quick-check.h"
 #include "kube/cluster.h"
@@ -402,7 +403,7 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                 goto fail;
         sd_event_source_set_enabled(a->retry, SD_EVENT_OFF);
 
-        if (!config->sysfs_root || strcmp(config->sysfs_root, "/sys") == 0) {
+        if (host_sysfs_root_is_live(config->sysfs_root)) {
                 r = link_monitor_new(a->event, 0, on_link_event, a, &a->links);
                 if (r < 0)
                         log_warning_errno(r, "no netlink link events; drift is found by the "

@@ -136,8 +136,7 @@ static int discover(const struct agent *a, struct inventory *ret)
 {
         const struct discover_options opts = {
                 .sysfs_root = a->config.sysfs_root,
-                .query_kernel =
-                    a->config.sysfs_root == NULL || strcmp(a->config.sysfs_root, "/sys") == 0,
+                .query_kernel = host_sysfs_root_is_live(a->config.sysfs_root),
         };
         int r = host_discover(&opts, ret);
         if (r < 0)

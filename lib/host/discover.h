@@ -20,9 +20,20 @@
 #include "model/inventory.h"
 
 struct discover_options {
-        const char *sysfs_root;  /* NULL = "/sys" */
-        bool query_kernel;       /* also ask netlink/libibverbs (VF VLANs, port attributes);
-                                  * false for generated trees */
+        const char *sysfs_root; /* NULL = "/sys" */
+        bool query_kernel;      /* also ask netlink/libibverbs (VF VLANs, port attributes);
+                                 * false for generated trees */
+        bool pci_names;         /* also look up vendor/device names in pci.ids: libpci parses
+                                 * the whole 1.3 MB database for it, 5 ms of CPU per discovery
+                                 * (as much as 200 VFs), and only `discover`'s text shows them */
 };
+
+/* Whether sysfs_root is the live /sys, i.e. a kernel stands behind it that netlink, devlink and
+ * libibverbs would describe too. NULL (the default root) is. Otherwise it is when it is the very
+ * directory mounted at /sys (same device and inode): "/sys/", "//sys" and a bind mount of /sys
+ * are, a generated tree or a copy is not, whatever its name. A string compare with "/sys" got
+ * the first two wrong, and each caller had its own variant of it. Declared here, beside the
+ * query_kernel it decides; defined in pci-scan.c. */
+bool host_sysfs_root_is_live(const char *sysfs_root);
 
 int host_discover(const struct discover_options *opts, struct inventory *ret);

@@ -4,12 +4,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "host/printable.h"
-#include "util/fileio.h"
+#include "host/sysfs-at.h"
+#include "host/sysfs-device.h"
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/names.h"
@@ -20,34 +21,22 @@
 #define POLL_MS     20
 
 struct bind_ctx {
-        const char *root;
+        const struct host_device *dev; /* the VF */
         const char *vf;
-        char dev_dir[PATH_MAX];
         int timeout_ms;
 };
 
-static bool path_exists(const char *path)
-{
-        struct stat st;
-        return stat(path, &st) == 0;
-}
-
 static bool dev_attr_exists(const struct bind_ctx *c, const char *attr)
 {
-        char path[PATH_MAX];
-        return path_printf(path, sizeof(path), "%s/%s", c->dev_dir, attr) == 0 && path_exists(path);
+        return host_device_exists(c->dev, attr);
 }
 
 static int current_driver(const struct bind_ctx *c, char *buf, size_t size)
 {
-        char path[PATH_MAX];
-        int r = path_printf(path, sizeof(path), "%s/driver", c->dev_dir);
-        if (r < 0)
-                return r;
         buf[0] = '\0';
-        if (!path_exists(path)) /* unbound, or a dangling link */
+        if (!dev_attr_exists(c, "driver")) /* unbound, or a dangling link */
                 return 0;
-        r = read_link_basename(path, buf, size);
+        int r = host_device_read_link(c->dev, "driver", buf, size, NULL);
         if (r < 0)
                 return r;
         if (!filename_is_valid(buf))
@@ -57,32 +46,40 @@ static int current_driver(const struct bind_ctx *c, char *buf, size_t size)
 
 int host_vf_current_driver(const char *sysfs_root, const char *vf_pci, char *buf, size_t size)
 {
-        struct bind_ctx c = { .root = sysfs_root ? sysfs_root : "/sys", .vf = vf_pci };
-        if (!vf_pci || !pci_address_is_valid(vf_pci))
-                return -EINVAL;
-        int r = path_printf(c.dev_dir, sizeof(c.dev_dir), "%s/bus/pci/devices/%s", c.root, vf_pci);
+        _cleanup_host_device_ struct host_device dev = HOST_DEVICE_NULL;
+        int r = host_device_open(&dev, sysfs_root, vf_pci);
+        if (r == -ENODEV) { /* no such function: no driver either */
+                buf[0] = '\0';
+                return 0;
+        }
         if (r < 0)
                 return r;
-        return current_driver(&c, buf, size);
+        return current_driver(&(struct bind_ctx){ .dev = &dev, .vf = vf_pci }, buf, size);
 }
 
-static int write_attr(const struct bind_ctx *c, const char *path, const char *value)
+/* The whole path, for messages: root-relative (bus/pci/...) or, with dev, the VF's attr. */
+static const char *shown_path(const struct bind_ctx *c, bool of_device, const char *rel, char *buf,
+                              size_t size)
 {
-        int r = write_string_file(path, value);
-        if (r < 0)
-                return log_vf(LOG_ERR, r, NULL, c->vf, "cannot write '%s' to %s",
-                              value[0] == '\n' ? "\\n" : value, path);
-        return 0;
+        if (of_device)
+                (void)host_device_path(c->dev, rel, buf, size);
+        else
+                snprintf(buf, size, "%s/%s", c->dev->root, rel);
+        return buf;
 }
 
 static int write_driver_override(const struct bind_ctx *c, const char *driver)
 {
-        char path[PATH_MAX];
-        int r = path_printf(path, sizeof(path), "%s/driver_override", c->dev_dir);
-        if (r < 0)
-                return r;
         /* A lone newline clears the override. */
-        return write_attr(c, path, driver && driver[0] ? driver : "\n");
+        const char *value = driver && driver[0] ? driver : "\n";
+        int r = host_device_write(c->dev, "driver_override", value);
+        if (r < 0) {
+                char path[PATH_MAX];
+                return log_vf(LOG_ERR, r, NULL, c->vf, "cannot write '%s' to %s",
+                              value[0] == '\n' ? "\\n" : value,
+                              shown_path(c, true, "driver_override", path, sizeof(path)));
+        }
+        return 0;
 }
 
 static long long now_ms(void)
@@ -108,13 +105,16 @@ static int wait_for_binding(const struct bind_ctx *c, bool want_bound)
 
 static int unbind(const struct bind_ctx *c, const char *driver)
 {
-        char path[PATH_MAX];
-        int r = path_printf(path, sizeof(path), "%s/bus/pci/drivers/%s/unbind", c->root, driver);
+        char rel[NAME_MAX + 32];
+        int r = path_printf(rel, sizeof(rel), "bus/pci/drivers/%s/unbind", driver);
         if (r < 0)
                 return r;
-        r = write_attr(c, path, c->vf);
-        if (r < 0)
-                return r;
+        r = host_sysfs_write_at(c->dev->root_fd, rel, c->vf);
+        if (r < 0) {
+                char path[PATH_MAX];
+                return log_vf(LOG_ERR, r, NULL, c->vf, "cannot write '%s' to %s", c->vf,
+                              shown_path(c, false, rel, path, sizeof(path)));
+        }
         if (wait_for_binding(c, false) < 0)
                 return log_vf(LOG_ERR, -ETIMEDOUT, NULL, c->vf,
                               "still bound to %s %d ms after unbind", driver, c->timeout_ms);
@@ -124,11 +124,7 @@ static int unbind(const struct bind_ctx *c, const char *driver)
 /* Asks the kernel to probe the VF and waits for a driver link. */
 static int probe(const struct bind_ctx *c)
 {
-        char path[PATH_MAX];
-        int r = path_printf(path, sizeof(path), "%s/bus/pci/drivers_probe", c->root);
-        if (r < 0)
-                return r;
-        r = write_string_file(path, c->vf);
+        int r = host_sysfs_write_at(c->dev->root_fd, "bus/pci/drivers_probe", c->vf);
         if (r < 0)
                 return log_vf(LOG_ERR, r, NULL, c->vf, "drivers_probe refused the VF");
         if (wait_for_binding(c, true) < 0)
@@ -151,19 +147,19 @@ static void restore_default(const struct bind_ctx *c)
 
 static int check_target(const struct bind_ctx *c, const char *driver)
 {
-        char path[PATH_MAX];
+        char rel[NAME_MAX + 32], path[PATH_MAX];
 
         if (strcmp(driver, VFIO_DRIVER) == 0 && !dev_attr_exists(c, "iommu_group"))
                 return log_vf(LOG_ERR, -ENXIO, NULL, c->vf, "VF %s has no IOMMU group: " IOMMU_HINT,
                               c->vf);
-        int r = path_printf(path, sizeof(path), "%s/bus/pci/drivers/%s", c->root, driver);
+        int r = path_printf(rel, sizeof(rel), "bus/pci/drivers/%s", driver);
         if (r < 0)
                 return r;
-        if (!path_exists(path))
+        if (!sysfs_exists_at(c->dev->root_fd, rel))
                 return log_vf(LOG_ERR, -ENOENT, NULL, c->vf,
                               "driver %s is not loaded (%s does not exist): load its module, "
                               "e.g. list it in /etc/modules-load.d/",
-                              driver, path);
+                              driver, shown_path(c, false, rel, path, sizeof(path)));
         return 0;
 }
 
@@ -187,8 +183,9 @@ static int bind_failed(const struct bind_ctx *c, const char *driver, int error, 
 
 int host_bind_vf_driver(const struct bind_options *opts, const char *vf_pci, const char *driver)
 {
-        struct bind_ctx c = {
-                .root = opts && opts->sysfs_root ? opts->sysfs_root : "/sys",
+        _cleanup_host_device_ struct host_device dev = HOST_DEVICE_NULL;
+        const struct bind_ctx c = {
+                .dev = &dev,
                 .vf = vf_pci,
                 .timeout_ms =
                     opts && opts->timeout_ms > 0 ? opts->timeout_ms : HOST_BIND_DEFAULT_TIMEOUT_MS,
@@ -203,12 +200,16 @@ int host_bind_vf_driver(const struct bind_options *opts, const char *vf_pci, con
         if (!want_default && !filename_is_valid(driver))
                 return log_vf(LOG_ERR, -EINVAL, NULL, vf_pci, "invalid driver name '%s'",
                               PRINTABLE(driver));
-        r = path_printf(c.dev_dir, sizeof(c.dev_dir), "%s/bus/pci/devices/%s", c.root, vf_pci);
-        if (r < 0)
+        r = host_device_open(&dev, opts ? opts->sysfs_root : NULL, vf_pci);
+        if (r == -ENAMETOOLONG)
                 return log_vf(LOG_ERR, r, NULL, vf_pci, "sysfs path too long");
-        if (!path_exists(c.dev_dir))
+        if (r == -ENODEV)
                 return log_vf(LOG_ERR, -ENODEV, NULL, vf_pci,
-                              "no such PCI device: %s does not exist", c.dev_dir);
+                              "no such PCI device: %s does not exist",
+                              shown_path(&c, true, NULL, path, sizeof(path)));
+        if (r < 0)
+                return log_vf(LOG_ERR, r, NULL, vf_pci, "cannot open %s",
+                              shown_path(&c, true, NULL, path, sizeof(path)));
         if (dev_attr_exists(&c, "sriov_totalvfs"))
                 return log_vf(LOG_ERR, -EPERM, NULL, vf_pci,
                               "%s is an SR-IOV PF: refusing to change the driver of a PF", vf_pci);
@@ -225,8 +226,7 @@ int host_bind_vf_driver(const struct bind_options *opts, const char *vf_pci, con
         r = current_driver(&c, cur, sizeof(cur));
         if (r < 0)
                 return log_vf(LOG_ERR, r, NULL, vf_pci, "cannot read the driver link");
-        if (path_printf(path, sizeof(path), "%s/driver_override", c.dev_dir) == 0 &&
-            read_line_file(path, override, sizeof(override)) == 0 &&
+        if (host_device_read_line(&dev, "driver_override", override, sizeof(override)) < 0 ||
             strcmp(override, "(null)") == 0)
                 override[0] = '\0';
 

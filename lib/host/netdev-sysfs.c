@@ -105,15 +105,14 @@ static int compare_netdev(const void *a, const void *b)
 int netdev_sysfs_read_function(int fn_dir_fd, bool pf_attributes, struct netdev_info **ret,
                                size_t *ret_n, char **error)
 {
-        struct netdev_info *list = NULL;
+        _cleanup_free_ struct netdev_info *list = NULL;
         size_t n = 0;
-        int r = 0;
 
         *ret = NULL;
         *ret_n = 0;
 
-        struct sysfs_dir d;
-        r = sysfs_dir_open_at(&d, fn_dir_fd, "net");
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
+        int r = sysfs_dir_open_at(&d, fn_dir_fd, "net");
         if (r < 0)
                 return r == -ENOENT ? 0 : device_error_append(error, "net: %s", strerror(-r));
 
@@ -140,14 +139,11 @@ int netdev_sysfs_read_function(int fn_dir_fd, bool pf_attributes, struct netdev_
                 if (r < 0)
                         break;
         }
-        sysfs_dir_close(&d);
-        if (r < 0) {
-                free(list);
+        if (r < 0)
                 return r;
-        }
         if (n > 1)
                 qsort(list, n, sizeof(*list), compare_netdev);
-        *ret = list;
+        *ret = TAKE_PTR(list);
         *ret_n = n;
         return 0;
 }

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "host/device-error.h"
@@ -27,9 +28,11 @@
 
 #define PCI_CLASS_NETWORK 0x02
 
+typedef char pci_addr_t[PCI_ADDR_MAX];
+
 static int compare_address(const void *a, const void *b)
 {
-        return strcmp(*(char *const *)a, *(char *const *)b);
+        return strcmp(a, b);
 }
 
 static bool is_network_pf(int devices_fd, const char *addr)
@@ -49,41 +52,35 @@ static bool is_network_pf(int devices_fd, const char *addr)
         return (class_code >> 16) == PCI_CLASS_NETWORK;
 }
 
-/* Sorted PCI addresses of the network PFs. */
-static int list_pfs(int devices_fd, char ***ret, size_t *ret_n)
+/* Sorted PCI addresses of the network PFs, in one array. */
+static int list_pfs(int devices_fd, pci_addr_t **ret, size_t *ret_n)
 {
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         int r = sysfs_dir_open_at(&d, devices_fd, ".");
         if (r < 0)
                 return r;
 
-        char **list = NULL;
-        size_t n = 0;
+        _cleanup_free_ pci_addr_t *list = NULL;
+        size_t n = 0, allocated = 0;
         const char *name;
         while ((name = sysfs_dir_next(&d))) {
                 if (!pci_address_is_valid(name) || !is_network_pf(devices_fd, name))
                         continue;
-                char **p = realloc(list, (n + 1) * sizeof(*list));
-                if (!p || !(p[n] = strdup(name))) {
-                        list = p ? p : list;
-                        r = -ENOMEM;
-                        break;
+                if (n == allocated) {
+                        size_t size = allocated ? 2 * allocated : 8;
+                        pci_addr_t *p = realloc(list, size * sizeof(*list));
+                        if (!p)
+                                return -ENOMEM;
+                        list = p;
+                        allocated = size;
                 }
-                list = p;
-                n++;
+                strcpy(list[n++], name); /* pci_address_is_valid() bounded it */
         }
-        sysfs_dir_close(&d);
-        if (r >= 0 && d.error < 0)
-                r = d.error; /* a partial PF list would look like PFs vanished */
-        if (r < 0) {
-                for (size_t i = 0; i < n; i++)
-                        free(list[i]);
-                free(list);
-                return r;
-        }
+        if (d.error < 0)
+                return d.error; /* a partial PF list would look like PFs vanished */
         if (n > 1)
                 qsort(list, n, sizeof(*list), compare_address);
-        *ret = list;
+        *ret = TAKE_PTR(list);
         *ret_n = n;
         return 0;
 }
@@ -159,7 +156,7 @@ static int read_pf(const struct discover_scan *scan, const char *addr, struct pf
 
 struct pf_queue {
         const struct discover_scan *scan;
-        char **addrs;
+        const pci_addr_t *addrs;
         struct pf_info *pfs;
         size_t n;
         atomic_size_t next;
@@ -205,7 +202,7 @@ static int read_pfs(struct pf_queue *q)
 
 static int scan_pfs(const struct discover_scan *scan, struct inventory *inv)
 {
-        char **addrs = NULL;
+        _cleanup_free_ pci_addr_t *addrs = NULL;
         size_t n = 0;
 
         int r = list_pfs(scan->devices_fd, &addrs, &n);
@@ -227,9 +224,6 @@ static int scan_pfs(const struct discover_scan *scan, struct inventory *inv)
                 if (inv->pfs[i].vendor)
                         r = pci_names_lookup(scan->names, inv->pfs[i].vendor, inv->pfs[i].device,
                                              &inv->pfs[i].vendor_name, &inv->pfs[i].device_name);
-        for (size_t i = 0; i < n; i++)
-                free(addrs[i]);
-        free(addrs);
         return r;
 }
 
@@ -294,35 +288,19 @@ static int read_rdma_nic(const struct discover_scan *scan, const char *addr, str
 }
 
 /* RDMA devices whose PCI function is not an SR-IOV PF or VF found above: the whole-card RDMA
- * plugin serves every network function with RDMA, SR-IOV or not. Found from class/infiniband
- * (a handful of entries) rather than by probing every PCI function. */
+ * plugin serves every network function with RDMA, SR-IOV or not. Found from the functions the
+ * RDMA scan read off class/infiniband's links (rdma-sysfs.h) rather than by probing every PCI
+ * function. Virtual devices (rxe) have no card: they are tied to a netdev. */
 static int scan_rdma_nics(const struct discover_scan *scan, struct inventory *inv)
 {
-        struct sysfs_dir d;
-        if (sysfs_dir_open_at(&d, scan->root_fd, "class/infiniband") < 0)
-                return 0; /* no RDMA stack loaded */
+        if (scan->rdma.n_rdma_functions == 0)
+                return 0; /* no RDMA stack loaded, or virtual devices only */
         _cleanup_free_ const char **known = NULL;
         size_t n_known = 0;
         int r = sriov_addresses(inv, &known, &n_known);
-        const char *name;
-        while (r >= 0 && (name = sysfs_dir_next(&d))) {
-                /* class/infiniband/mlx5_0 -> ../../devices/pci0000:3a/.../0000:3b:00.0/
-                 * infiniband/mlx5_0: the PCI function is the directory above "infiniband".
-                 * Virtual devices (rxe) live under devices/virtual: tied to a netdev, no card. */
-                char rel[NAME_MAX + 64], target[PATH_MAX];
-                if (path_printf(rel, sizeof(rel), "class/infiniband/%s", name) < 0)
-                        continue;
-                ssize_t len = readlinkat(scan->root_fd, rel, target, sizeof(target) - 1);
-                if (len <= 0)
-                        continue;
-                target[len] = 0;
-                char *tail = strstr(target, "/infiniband/");
-                if (!tail)
-                        continue;
-                *tail = 0;
-                const char *addr = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
-                if (!pci_address_is_valid(addr) ||
-                    bsearch(&addr, known, n_known, sizeof(*known), compare_str_ptr))
+        for (size_t f = 0; r >= 0 && f < scan->rdma.n_rdma_functions; f++) {
+                const char *addr = scan->rdma.rdma_functions[f];
+                if (bsearch(&addr, known, n_known, sizeof(*known), compare_str_ptr))
                         continue;
                 bool seen = false;
                 for (size_t i = 0; i < inv->n_rdma_nics && !seen; i++)
@@ -342,7 +320,6 @@ static int scan_rdma_nics(const struct discover_scan *scan, struct inventory *in
                 else
                         pf_info_done(&l[inv->n_rdma_nics]);
         }
-        sysfs_dir_close(&d);
         if (r >= 0 && inv->n_rdma_nics > 1)
                 qsort(inv->rdma_nics, inv->n_rdma_nics, sizeof(*inv->rdma_nics), compare_pf);
         return r < 0 ? r : 0;
@@ -364,7 +341,7 @@ int host_discover(const struct discover_options *opts, struct inventory *ret)
         struct discover_scan scan = {
                 .root_fd = root_fd,
                 .devices_fd = devices_fd,
-                .names = pci_names_new(),
+                .names = opts && opts->pci_names ? pci_names_new() : NULL,
         };
         int r = rdma_scan_init(&scan.rdma, root_fd);
         if (r >= 0)
@@ -381,4 +358,15 @@ int host_discover(const struct discover_options *opts, struct inventory *ret)
         }
         *ret = inv;
         return 0;
+}
+
+bool host_sysfs_root_is_live(const char *sysfs_root)
+{
+        struct stat root, sys;
+
+        if (!sysfs_root)
+                return true;
+        if (stat(sysfs_root, &root) < 0 || stat("/sys", &sys) < 0)
+                return false;
+        return root.st_dev == sys.st_dev && root.st_ino == sys.st_ino;
 }

@@ -24,9 +24,9 @@ static int netdevs_unchanged(int fn_fd, const char *prefix, const struct netdev_
         char rel[128], buf[64];
 
         if (n == 0) {
-                struct sysfs_dir d;
                 bool empty = true;
                 snprintf(rel, sizeof(rel), "%snet", prefix);
+                _cleanup_sysfs_dir_ struct sysfs_dir d;
                 int r = sysfs_dir_open_at(&d, fn_fd, rel);
                 if (r == -ENOENT)
                         return 1;
@@ -34,7 +34,6 @@ static int netdevs_unchanged(int fn_fd, const char *prefix, const struct netdev_
                         return r;
                 for (const char *name; empty && (name = sysfs_dir_next(&d));)
                         empty = name[0] == '.';
-                sysfs_dir_close(&d);
                 return empty && d.error >= 0;
         }
         for (size_t i = 0; i < n; i++) {
@@ -149,7 +148,7 @@ static int rdma_unchanged(int root_fd, const struct inventory *last)
                 for (size_t v = 0; v < last->pfs[p].n_vfs; v++)
                         n += last->pfs[p].vfs[v].n_rdma;
         }
-        const char **known = calloc(n ? n : 1, sizeof(*known));
+        _cleanup_free_ const char **known = calloc(n ? n : 1, sizeof(*known));
         if (!known)
                 return -ENOMEM;
         n = 0;
@@ -164,12 +163,10 @@ static int rdma_unchanged(int root_fd, const struct inventory *last)
         if (n > 1)
                 qsort(known, n, sizeof(*known), compare_names);
 
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         int r = sysfs_dir_open_at(&d, root_fd, "class/infiniband");
-        if (r < 0) {
-                free(known);
+        if (r < 0)
                 return r == -ENOENT ? n == 0 : r;
-        }
         bool same = true;
         for (const char *name; same && (name = sysfs_dir_next(&d));) {
                 char rel[300], buf[4096];
@@ -192,28 +189,19 @@ static int rdma_unchanged(int root_fd, const struct inventory *last)
                         same = !is_our_function(last, buf);
                 }
         }
-        sysfs_dir_close(&d);
-        free(known);
         return same && d.error >= 0 && seen == n;
 }
 
 int host_quick_check(const char *sysfs_root, const struct inventory *last)
 {
-        char path[4096];
-
-        if (path_printf(path, sizeof(path), "%s/bus/pci/devices",
-                        sysfs_root ? sysfs_root : "/sys") < 0)
-                return -ENAMETOOLONG;
-        _cleanup_close_ int devices_fd = sysfs_open_dir_at(AT_FDCWD, path);
+        _cleanup_close_ int root_fd = sysfs_open_dir_at(AT_FDCWD, sysfs_root ? sysfs_root : "/sys");
+        if (root_fd < 0)
+                return root_fd;
+        _cleanup_close_ int devices_fd = sysfs_open_dir_at(root_fd, "bus/pci/devices");
         if (devices_fd < 0)
                 return devices_fd;
         int r = 1;
         for (size_t i = 0; r > 0 && i < last->n_pfs; i++)
                 r = pf_unchanged(devices_fd, &last->pfs[i]);
-        if (r > 0) {
-                _cleanup_close_ int root_fd =
-                    sysfs_open_dir_at(AT_FDCWD, sysfs_root ? sysfs_root : "/sys");
-                r = root_fd < 0 ? root_fd : rdma_unchanged(root_fd, last);
-        }
-        return r;
+        return r > 0 ? rdma_unchanged(root_fd, last) : r;
 }

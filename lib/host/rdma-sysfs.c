@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -102,7 +104,7 @@ static struct rdma_device *find_device(struct rdma_device *list, size_t n, const
 static int read_local_char_devices(int fn_fd, const char *class_dir, struct rdma_device *list,
                                    size_t n, char **error)
 {
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         if (sysfs_dir_open_at(&d, fn_fd, class_dir) < 0)
                 return 0;
 
@@ -137,14 +139,13 @@ static int read_local_char_devices(int fn_fd, const char *class_dir, struct rdma
                 if (path_printf(path, sizeof(path), DEV_INFINIBAND "%s", name) >= 0)
                         r = add_char_device(dev, path);
         }
-        sysfs_dir_close(&d);
         return r;
 }
 
 /* RDMA devices under the PCI function directory (ConnectX style). */
 static int read_pci_devices(int fn_fd, struct rdma_device **list, size_t *n, char **error)
 {
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         if (sysfs_dir_open_at(&d, fn_fd, "infiniband") < 0)
                 return 0;
 
@@ -168,7 +169,6 @@ static int read_pci_devices(int fn_fd, struct rdma_device **list, size_t *n, cha
                         continue;
                 r = read_device_attributes(fn_fd, rel, dev, error);
         }
-        sysfs_dir_close(&d);
         if (r < 0 || *n == 0)
                 return r;
         r = read_local_char_devices(fn_fd, "infiniband_verbs", *list, *n, error);
@@ -238,21 +238,65 @@ int rdma_sysfs_read_function(const struct rdma_scan *scan, int fn_dir_fd,
         return 0;
 }
 
+/* The PCI function in a class/infiniband link's target: "../../devices/pci0000:3a/.../
+ * 0000:3b:00.0/infiniband/mlx5_0" names 0000:3b:00.0. False for any other target (rxe, siw
+ * under devices/virtual). */
+static bool rdma_link_pci_function(char *target, const char *name, char addr[static 16])
+{
+        size_t len = strlen(target), n = strlen(name);
+        static const char dir[] = "/infiniband/";
+        if (len < n + sizeof(dir) - 1 || strcmp(target + len - n, name) != 0 ||
+            memcmp(target + len - n - (sizeof(dir) - 1), dir, sizeof(dir) - 1) != 0)
+                return false;
+        target[len - n - (sizeof(dir) - 1)] = '\0';
+        const char *slash = strrchr(target, '/');
+        const char *fn = slash ? slash + 1 : target;
+        if (!pci_address_is_valid(fn))
+                return false;
+        strcpy(addr, fn); /* pci_address_is_valid() bounded it */
+        return true;
+}
+
+static int add_rdma_function(struct rdma_scan *scan, const char *addr)
+{
+        if (scan->n_rdma_functions == scan->rdma_functions_size) {
+                size_t size = scan->rdma_functions_size ? 2 * scan->rdma_functions_size : 16;
+                void *p = realloc(scan->rdma_functions, size * sizeof(*scan->rdma_functions));
+                if (!p)
+                        return -ENOMEM;
+                scan->rdma_functions = p;
+                scan->rdma_functions_size = size;
+        }
+        strcpy(scan->rdma_functions[scan->n_rdma_functions++], addr);
+        return 0;
+}
+
 static int read_ties(struct rdma_scan *scan)
 {
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         if (sysfs_dir_open_at(&d, scan->root_fd, "class/infiniband") < 0)
                 return 0;
 
         int r = 0;
         const char *name;
         while (r >= 0 && (name = sysfs_dir_next(&d))) {
-                char rel[RDMA_NAME_MAX + 32], parent[IFNAME_MAX + 1], shown[64];
+                char rel[NAME_MAX + 32], parent[IFNAME_MAX + 1], shown[64], target[PATH_MAX],
+                    addr[16];
 
-                if (name[0] == '.' || !rdma_name_is_valid(name))
+                if (name[0] == '.')
                         continue;
-                /* Only virtual devices have `parent`; PCI ones fail here with ENOENT. */
-                if (path_printf(rel, sizeof(rel), "class/infiniband/%s/parent", name) < 0 ||
+                snprintf(rel, sizeof(rel), "class/infiniband/%s", name);
+                ssize_t len = readlinkat(scan->root_fd, rel, target, sizeof(target) - 1);
+                if (len > 0) {
+                        target[len] = '\0';
+                        if (rdma_link_pci_function(target, name, addr)) {
+                                r = add_rdma_function(scan, addr);
+                                continue; /* a card's device: no `parent` */
+                        }
+                }
+                /* Only virtual devices have `parent`. */
+                if (!rdma_name_is_valid(name) ||
+                    path_printf(rel, sizeof(rel), "class/infiniband/%s/parent", name) < 0 ||
                     sysfs_read_line_at(scan->root_fd, rel, parent, sizeof(parent)) < 0)
                         continue;
                 if (!ifname_is_valid(parent)) {
@@ -270,7 +314,6 @@ static int read_ties(struct rdma_scan *scan)
                 strcpy(p[scan->n_ties].netdev, parent);
                 scan->n_ties++;
         }
-        sysfs_dir_close(&d);
         return r;
 }
 
@@ -278,7 +321,7 @@ static int read_ties(struct rdma_scan *scan)
  * which the kernel places under devices/virtual/ rather than under a PCI function. */
 static int read_class_char_devices(struct rdma_scan *scan, const char *class_dir)
 {
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         if (sysfs_dir_open_at(&d, scan->root_fd, class_dir) < 0)
                 return 0;
 
@@ -312,7 +355,6 @@ static int read_class_char_devices(struct rdma_scan *scan, const char *class_dir
                 strcpy(p->ibdev, ibdev);
                 strcpy(p->path, path);
         }
-        sysfs_dir_close(&d);
         return r;
 }
 
@@ -333,6 +375,7 @@ int rdma_scan_init(struct rdma_scan *scan, int root_fd)
 
 void rdma_scan_done(struct rdma_scan *scan)
 {
+        free(scan->rdma_functions);
         free(scan->ties);
         free(scan->class_char_devices);
         *scan = (struct rdma_scan){ .root_fd = -1 };

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "host/sriov-numvfs.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -10,7 +9,8 @@
 #include <time.h>
 
 #include "host/printable.h"
-#include "util/fileio.h"
+#include "host/sysfs-at.h"
+#include "host/sysfs-device.h"
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/names.h"
@@ -20,9 +20,8 @@
 #define POLL_MAX_MS   200
 
 struct numvfs_ctx {
-        const char *root;
+        const struct host_device *dev; /* the PF */
         const char *pf;
-        char pf_dir[PATH_MAX];
         int timeout_ms;
         int grace_ms;
 };
@@ -77,16 +76,14 @@ static void sleep_until_next_poll(int *interval_ms, long long deadline)
 
 static int read_pf_int(const struct numvfs_ctx *c, const char *attr, int *ret)
 {
+        int r = host_device_read_int(c->dev, attr, ret);
+        if (r >= 0)
+                return 0;
         char path[PATH_MAX];
-        int r = path_printf(path, sizeof(path), "%s/%s", c->pf_dir, attr);
-        if (r < 0)
-                return log_pf(LOG_ERR, r, c->pf, "path to %s too long", attr);
-        r = read_int_file(path, ret);
+        (void)host_device_path(c->dev, attr, path, sizeof(path));
         if (r == -EINVAL || r == -ERANGE)
                 return log_pf(LOG_ERR, -EINVAL, c->pf, "%s does not hold a number", path);
-        if (r < 0)
-                return log_pf(LOG_ERR, r, c->pf, "cannot read %s", path);
-        return 0;
+        return log_pf(LOG_ERR, r, c->pf, "cannot read %s", path);
 }
 
 static bool is_virtfn_name(const char *name)
@@ -102,38 +99,30 @@ static bool is_virtfn_name(const char *name)
 /* Number of virtfnN entries in the PF directory, or a negative errno. */
 static int count_virtfn_links(const struct numvfs_ctx *c)
 {
-        DIR *d = opendir(c->pf_dir);
-        if (!d)
-                return negative_errno();
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
+        int r = sysfs_dir_open_at(&d, c->dev->fd, ".");
+        if (r < 0)
+                return r;
         int n = 0;
-        struct dirent *de;
-        while ((de = readdir(d)))
-                if (is_virtfn_name(de->d_name))
-                        n++;
-        closedir(d);
-        return n;
-}
-
-static bool path_exists(const char *path)
-{
-        struct stat st;
-        return stat(path, &st) == 0;
+        for (const char *name; (name = sysfs_dir_next(&d));)
+                n += is_virtfn_name(name);
+        return d.error < 0 ? d.error : n; /* a partial count could end the wait early */
 }
 
 /* A driver_override naming a driver that is not loaded means nothing will bind the VF. */
-static bool override_blocks_binding(const struct numvfs_ctx *c, const char *vf_dir)
+static bool override_blocks_binding(const struct numvfs_ctx *c, const char *vf_link)
 {
-        char path[PATH_MAX], name[256];
-        if (path_printf(path, sizeof(path), "%s/driver_override", vf_dir) < 0 ||
-            read_line_file(path, name, sizeof(name)) < 0)
+        char rel[NAME_MAX + 32], name[256];
+        if (path_printf(rel, sizeof(rel), "%s/driver_override", vf_link) < 0 ||
+            host_device_read_line(c->dev, rel, name, sizeof(name)) < 0)
                 return false;
         if (!name[0] || strcmp(name, "(null)") == 0)
                 return false;
         if (!filename_is_valid(name))
                 return true;
-        if (path_printf(path, sizeof(path), "%s/bus/pci/drivers/%s", c->root, name) < 0)
+        if (path_printf(rel, sizeof(rel), "bus/pci/drivers/%s", name) < 0)
                 return false;
-        return !path_exists(path);
+        return !sysfs_exists_at(c->dev->root_fd, rel);
 }
 
 enum vf_state {
@@ -145,23 +134,24 @@ enum vf_state {
 static enum vf_state vf_state(const struct numvfs_ctx *c, int index, bool autoprobe, char *why,
                               size_t why_size)
 {
-        char vf_dir[PATH_MAX], path[PATH_MAX];
+        char vf_link[32], rel[64];
         struct stat pf_st, st;
 
-        if (path_printf(vf_dir, sizeof(vf_dir), "%s/virtfn%d", c->pf_dir, index) < 0)
-                return VF_MISSING;
-        if (stat(vf_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(vf_link, sizeof(vf_link), "virtfn%d", index);
+        if (fstatat(c->dev->fd, vf_link, &st, 0) < 0 || !S_ISDIR(st.st_mode)) {
                 snprintf(why, why_size, "virtfn%d does not exist yet", index);
                 return VF_MISSING;
         }
-        if (path_printf(path, sizeof(path), "%s/physfn", vf_dir) < 0 || stat(path, &st) < 0 ||
-            stat(c->pf_dir, &pf_st) < 0 || st.st_dev != pf_st.st_dev || st.st_ino != pf_st.st_ino) {
+        snprintf(rel, sizeof(rel), "%s/physfn", vf_link);
+        if (fstatat(c->dev->fd, rel, &st, 0) < 0 || fstat(c->dev->fd, &pf_st) < 0 ||
+            st.st_dev != pf_st.st_dev || st.st_ino != pf_st.st_ino) {
                 snprintf(why, why_size, "virtfn%d has no physfn link back to the PF yet", index);
                 return VF_MISSING;
         }
-        if (path_printf(path, sizeof(path), "%s/driver", vf_dir) == 0 && path_exists(path))
+        snprintf(rel, sizeof(rel), "%s/driver", vf_link);
+        if (host_device_exists(c->dev, rel))
                 return VF_SETTLED;
-        if (!autoprobe || override_blocks_binding(c, vf_dir))
+        if (!autoprobe || override_blocks_binding(c, vf_link))
                 return VF_SETTLED;
         snprintf(why, why_size, "VF virtfn%d is not bound to a driver yet", index);
         return VF_UNBOUND;
@@ -173,8 +163,11 @@ static int wait_for_no_vfs(const struct numvfs_ctx *c)
         int interval = POLL_FIRST_MS;
         for (;;) {
                 int n = count_virtfn_links(c);
-                if (n < 0)
-                        return log_pf(LOG_ERR, n, c->pf, "cannot list %s", c->pf_dir);
+                if (n < 0) {
+                        char path[PATH_MAX];
+                        (void)host_device_path(c->dev, NULL, path, sizeof(path));
+                        return log_pf(LOG_ERR, n, c->pf, "cannot list %s", path);
+                }
                 if (n == 0)
                         return 0;
                 if (now_ms() >= deadline)
@@ -188,10 +181,8 @@ static int wait_for_no_vfs(const struct numvfs_ctx *c)
 static int wait_for_vfs(const struct numvfs_ctx *c, int n)
 {
         int autoprobe = 1;
-        char path[PATH_MAX];
         /* Older kernels lack the attribute; they always probe. */
-        if (path_printf(path, sizeof(path), "%s/sriov_drivers_autoprobe", c->pf_dir) == 0 &&
-            read_int_file(path, &autoprobe) < 0)
+        if (host_device_read_int(c->dev, "sriov_drivers_autoprobe", &autoprobe) < 0)
                 autoprobe = 1;
 
         long long start = now_ms(), deadline = start + c->timeout_ms, all_present_since = -1;
@@ -226,13 +217,10 @@ static int wait_for_vfs(const struct numvfs_ctx *c, int n)
 
 static int write_num_vfs(const struct numvfs_ctx *c, int n)
 {
-        char path[PATH_MAX], value[16];
-        int r = path_printf(path, sizeof(path), "%s/sriov_numvfs", c->pf_dir);
-        if (r < 0)
-                return log_pf(LOG_ERR, r, c->pf, "path to sriov_numvfs too long");
+        char value[16];
         snprintf(value, sizeof(value), "%d", n);
         log_pf(LOG_INFO, 0, c->pf, "writing %d to sriov_numvfs", n);
-        r = write_string_file(path, value);
+        int r = host_device_write(c->dev, "sriov_numvfs", value);
         if (r < 0) {
                 const char *hint = host_numvfs_error_hint(r);
                 return log_pf(LOG_ERR, r, c->pf, "cannot set sriov_numvfs to %d%s%s", n,
@@ -243,8 +231,9 @@ static int write_num_vfs(const struct numvfs_ctx *c, int n)
 
 int host_set_num_vfs(const struct numvfs_options *opts, const char *pf_pci, int n)
 {
-        struct numvfs_ctx c = {
-                .root = opts && opts->sysfs_root ? opts->sysfs_root : "/sys",
+        _cleanup_host_device_ struct host_device dev = HOST_DEVICE_NULL;
+        const struct numvfs_ctx c = {
+                .dev = &dev,
                 .pf = pf_pci,
                 .timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms
                                                            : HOST_NUMVFS_DEFAULT_TIMEOUT_MS,
@@ -259,16 +248,19 @@ int host_set_num_vfs(const struct numvfs_options *opts, const char *pf_pci, int 
                                        PRINTABLE(pf_pci));
         if (n < 0)
                 return log_pf(LOG_ERR, -ERANGE, pf_pci, "VF count %d is negative", n);
-        r = path_printf(c.pf_dir, sizeof(c.pf_dir), "%s/bus/pci/devices/%s", c.root, pf_pci);
-        if (r < 0)
-                return log_pf(LOG_ERR, r, pf_pci, "sysfs path too long");
-        if (!path_exists(c.pf_dir))
-                return log_pf(LOG_ERR, -ENODEV, pf_pci, "no such PCI device: %s does not exist",
-                              c.pf_dir);
+        r = host_device_open(&dev, opts ? opts->sysfs_root : NULL, pf_pci);
+        if (r < 0) {
+                char path[PATH_MAX];
+                (void)host_device_path(&dev, NULL, path, sizeof(path));
+                if (r == -ENAMETOOLONG)
+                        return log_pf(LOG_ERR, r, pf_pci, "sysfs path too long");
+                if (r == -ENODEV)
+                        return log_pf(LOG_ERR, -ENODEV, pf_pci,
+                                      "no such PCI device: %s does not exist", path);
+                return log_pf(LOG_ERR, r, pf_pci, "cannot open %s", path);
+        }
 
-        char path[PATH_MAX];
-        if (path_printf(path, sizeof(path), "%s/sriov_totalvfs", c.pf_dir) == 0 &&
-            !path_exists(path))
+        if (!host_device_exists(&dev, "sriov_totalvfs"))
                 return log_pf(LOG_ERR, -EOPNOTSUPP, pf_pci,
                               "not an SR-IOV PF: it has no sriov_totalvfs");
         r = read_pf_int(&c, "sriov_totalvfs", &total);

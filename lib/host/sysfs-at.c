@@ -66,6 +66,18 @@ int sysfs_read_link_at(int dir_fd, const char *name, char *buf, size_t size, boo
         return 0;
 }
 
+int host_sysfs_write_at(int dir_fd, const char *name, const char *s)
+{
+        _cleanup_close_ int fd = openat(dir_fd, name, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        size_t len = strlen(s);
+        ssize_t n = write(fd, s, len);
+        if (n < 0)
+                return negative_errno();
+        return (size_t)n == len ? 0 : -EIO;
+}
+
 bool sysfs_exists_at(int dir_fd, const char *name)
 {
         return faccessat(dir_fd, name, F_OK, 0) == 0;

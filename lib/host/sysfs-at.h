@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/macro.h"
+
 /* O_PATH|O_DIRECTORY handle of dir_fd/path (dir_fd may be AT_FDCWD); fd or negative errno. */
 int sysfs_open_dir_at(int dir_fd, const char *path);
 
@@ -22,6 +24,9 @@ int sysfs_read_hex_u32_at(int dir_fd, const char *name, uint32_t *ret);
 /* Basename of the target of symlink `name` under dir_fd. -ENOENT when there is no link;
  * *ret_dangling is set when the link exists but its target does not. */
 int sysfs_read_link_at(int dir_fd, const char *name, char *buf, size_t size, bool *ret_dangling);
+
+/* Writes s to dir_fd/name in one write(2) (sysfs store() sees it whole); short write = -EIO. */
+int host_sysfs_write_at(int dir_fd, const char *name, const char *s);
 
 /* Whether dir_fd/name exists (following symlinks). */
 bool sysfs_exists_at(int dir_fd, const char *name);
@@ -45,3 +50,6 @@ struct sysfs_dir {
 int sysfs_dir_open_at(struct sysfs_dir *d, int dir_fd, const char *path);
 const char *sysfs_dir_next(struct sysfs_dir *d);
 void sysfs_dir_close(struct sysfs_dir *d);
+/* Declare right before sysfs_dir_open_at(), which sets d.fd even when it fails; an initializer
+ * would clear the 8 KB buffer for every directory discovery lists. */
+#define _cleanup_sysfs_dir_ _cleanup_(sysfs_dir_close)

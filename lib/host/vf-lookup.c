@@ -8,13 +8,14 @@
 #include <string.h>
 
 #include "host/sysfs-at.h"
+#include "host/sysfs-device.h"
 #include "util/macro.h"
 #include "util/names.h"
 #include "util/parse.h"
 
 static int first_entry(int dir_fd, const char *path, char *buf, size_t size)
 {
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         int r = sysfs_dir_open_at(&d, dir_fd, path);
         if (r < 0)
                 return r;
@@ -25,18 +26,7 @@ static int first_entry(int dir_fd, const char *path, char *buf, size_t size)
                 if (r == 0)
                         strcpy(buf, name);
         }
-        sysfs_dir_close(&d);
         return r;
-}
-
-static int open_device(const char *sysfs_root, const char *pci)
-{
-        char path[PATH_MAX];
-        int r = path_printf(path, sizeof(path), "%s/bus/pci/devices/%s",
-                            sysfs_root ? sysfs_root : "/sys", pci);
-        if (r < 0)
-                return r;
-        return sysfs_open_dir_at(AT_FDCWD, path);
 }
 
 int host_vf_locate(const char *sysfs_root, const char *vf_pci, struct vf_location *ret)
@@ -44,9 +34,10 @@ int host_vf_locate(const char *sysfs_root, const char *vf_pci, struct vf_locatio
         struct vf_location loc = { .vf_index = -1 };
         if (!vf_pci || !pci_address_is_valid(vf_pci))
                 return -EINVAL;
-        _cleanup_close_ int vf_fd = open_device(sysfs_root, vf_pci);
-        if (vf_fd < 0)
+        _cleanup_host_device_ struct host_device vf = HOST_DEVICE_NULL;
+        if (host_device_open(&vf, sysfs_root, vf_pci) < 0)
                 return -ENODEV;
+        const int vf_fd = vf.fd;
         bool dangling = false;
         int r = sysfs_read_link_at(vf_fd, "physfn", loc.pf_pci, sizeof(loc.pf_pci), &dangling);
         if (r < 0 || dangling)
@@ -57,7 +48,7 @@ int host_vf_locate(const char *sysfs_root, const char *vf_pci, struct vf_locatio
         if (first_entry(pf_fd, "net", loc.pf_ifname, sizeof(loc.pf_ifname)) < 0)
                 return -ENOLINK;
 
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         r = sysfs_dir_open_at(&d, pf_fd, ".");
         if (r < 0)
                 return r;
@@ -72,7 +63,6 @@ int host_vf_locate(const char *sysfs_root, const char *vf_pci, struct vf_locatio
                         break;
                 }
         }
-        sysfs_dir_close(&d);
         if (loc.vf_index < 0)
                 return -ENOENT;
 
@@ -94,7 +84,7 @@ bool host_driver_is_userspace(const char *driver)
 bool host_vf_has_netdev(const char *sysfs_root, const char *vf_pci)
 {
         char name[IFNAMSIZ];
-        _cleanup_close_ int fd =
-            pci_address_is_valid(vf_pci) ? open_device(sysfs_root, vf_pci) : -1;
-        return fd >= 0 && first_entry(fd, "net", name, sizeof(name)) == 0;
+        _cleanup_host_device_ struct host_device vf = HOST_DEVICE_NULL;
+        return host_device_open(&vf, sysfs_root, vf_pci) == 0 &&
+               first_entry(vf.fd, "net", name, sizeof(name)) == 0;
 }

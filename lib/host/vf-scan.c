@@ -27,12 +27,13 @@ static int compare_vf_index(const void *a, const void *b)
 /* Lists virtfnN links; VFs get index and address only. Bad links become PF errors. */
 static int list_virtfn_links(int pf_fd, struct pf_info *pf)
 {
-        struct sysfs_dir d;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
         int r = sysfs_dir_open_at(&d, pf_fd, ".");
         if (r < 0)
                 return device_error_append(&pf->error, "cannot list the PF directory: %s",
                                            strerror(-r));
 
+        size_t allocated = 0;
         const char *name;
         while (r >= 0 && (name = sysfs_dir_next(&d))) {
                 char addr[PCI_ADDR_MAX + 1], shown[64];
@@ -52,12 +53,17 @@ static int list_virtfn_links(int pf_fd, struct pf_info *pf)
                                                       : "link does not name a PCI address");
                         continue;
                 }
-                struct vf_info *p = realloc(pf->vfs, (pf->n_vfs + 1) * sizeof(*p));
-                if (!p) {
-                        r = -ENOMEM;
-                        break;
+                if (pf->n_vfs == allocated) { /* doubling: 4 reallocs for 128 VFs, not 128 */
+                        size_t size = allocated ? 2 * allocated : 16;
+                        struct vf_info *p = realloc(pf->vfs, size * sizeof(*p));
+                        if (!p) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        pf->vfs = p;
+                        allocated = size;
                 }
-                pf->vfs = p;
+                struct vf_info *p = pf->vfs;
                 p[pf->n_vfs] = (struct vf_info){
                         .vf_index = index,
                         .numa_node = -1,
@@ -67,7 +73,6 @@ static int list_virtfn_links(int pf_fd, struct pf_info *pf)
                 strcpy(p[pf->n_vfs].pci_address, addr);
                 pf->n_vfs++;
         }
-        sysfs_dir_close(&d);
         if (r >= 0 && pf->n_vfs > 1)
                 qsort(pf->vfs, pf->n_vfs, sizeof(*pf->vfs), compare_vf_index);
         return r;

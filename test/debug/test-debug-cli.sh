@@ -55,6 +55,34 @@ check "bind to default when already there" 0 "^ok: $VF bound to igbvf$" -- \
         "$AGENT" debug bind --sysfs-root "$ROOT" $VF default
 check "bind unknown target" 1 "use vfio-pci or default" -- \
         "$AGENT" debug bind --sysfs-root "$ROOT" $VF e1000
+
+# Errors name the function and the file, relative to the --sysfs-root given (lib/host's device
+# handle builds these paths only for the message).
+check "set-numvfs missing PF names the path" 1 \
+        "no such PCI device: $ROOT/bus/pci/devices/0000:09:00.0 does not exist" -- \
+        "$AGENT" debug set-numvfs --sysfs-root "$ROOT" 0000:09:00.0 1
+mkdir "$D/0000:02:00.0"
+echo seven >"$D/0000:02:00.0/sriov_totalvfs"
+check "set-numvfs garbled totalvfs names the file" 1 \
+        "0000:02:00.0.*$ROOT/bus/pci/devices/0000:02:00.0/sriov_totalvfs does not hold a number" -- \
+        "$AGENT" debug set-numvfs --sysfs-root "$ROOT" 0000:02:00.0 1
+check "bind missing VF names the path" 1 \
+        "no such PCI device: $ROOT/bus/pci/devices/0000:01:10.6 does not exist" -- \
+        "$AGENT" debug bind --sysfs-root "$ROOT" 0000:01:10.6 default
+mkdir -p "$ROOT/kernel/iommu_groups/7"
+ln -s ../../../kernel/iommu_groups/7 "$D/$VF/iommu_group"
+check "bind to a driver not loaded names its directory" 1 \
+        "driver vfio-pci is not loaded \($ROOT/bus/pci/drivers/vfio-pci does not exist\)" -- \
+        "$AGENT" debug bind --sysfs-root "$ROOT" $VF vfio-pci
+mkdir "$ROOT/bus/pci/drivers/vfio-pci"
+rm "$D/$VF/driver_override"
+mkdir "$D/$VF/driver_override"
+check "bind write failure names the file" 1 \
+        "cannot write 'vfio-pci' to $ROOT/bus/pci/devices/$VF/driver_override" -- \
+        "$AGENT" debug bind --sysfs-root "$ROOT" $VF vfio-pci
+[[ $(readlink "$D/$VF/driver") == ../../../bus/pci/drivers/igbvf ]] ||
+        { echo "FAIL the VF was unbound after a failed override write"; failures=$((failures + 1)); }
+
 check "unknown verb" 1 "unknown debug verb" -- "$AGENT" debug frobnicate
 check "hidden from --help" 0 "^Commands:" -- "$AGENT" --help
 if "$AGENT" --help | grep -q debug; then

@@ -89,7 +89,7 @@ static void tree_make(struct tree *t, const char *const *args)
 
 static void tree_discover(struct tree *t)
 {
-        struct discover_options opts = { .sysfs_root = t->root };
+        struct discover_options opts = { .sysfs_root = t->root, .pci_names = true };
         assert_int_equal(host_discover(&opts, &t->inv), 0);
 }
 
@@ -241,6 +241,22 @@ static void test_seed_connectx6(void **state)
         const struct pf_info *pf1 = find_pf(&t, "ens1f1");
         assert_pf_matches(&t, pf1, manifest_pf(&t, "ens1f1"));
         assert_int_equal(pf1->n_vfs, 0);
+        tree_free(&t);
+}
+
+/* The agent's own discoveries (reconcile, plan) show no names: they skip loading pci.ids. */
+static void test_names_only_when_asked(void **state)
+{
+        struct tree t = {};
+        tree_make(&t, NULL);
+        assert_int_equal(host_discover(&(struct discover_options){ .sysfs_root = t.root }, &t.inv),
+                         0);
+        const struct pf_info *pf = find_pf(&t, "ens1f0");
+        assert_int_equal(pf->vendor, 0x15b3);
+        assert_int_equal(pf->device, 0x101b);
+        assert_null(pf->vendor_name);
+        assert_null(pf->device_name);
+        assert_pf_matches(&t, pf, manifest_pf(&t, "ens1f0"));
         tree_free(&t);
 }
 
@@ -594,6 +610,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_seed_connectx6),
+                cmocka_unit_test(test_names_only_when_asked),
                 cmocka_unit_test(test_e810_and_igb),
                 cmocka_unit_test(test_only_network_pfs),
                 cmocka_unit_test(test_numa_and_iommu),
