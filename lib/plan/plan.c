@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/array.h"
+#include "util/macro.h"
+
 #define NVIDIA_VENDOR_ID 0x15b3
 
 static const char *const action_kind_names[_ACTION_KIND_MAX] = {
@@ -68,14 +71,12 @@ static int add_problem_va(struct plan *p, const char *pci, bool pf_failed, const
 static int add_problem_va(struct plan *p, const char *pci, bool pf_failed, const char *fmt,
                           va_list ap)
 {
-        struct plan_problem *arr = reallocarray(p->problems, p->n_problems + 1, sizeof(*arr));
-
-        if (!arr)
+        if (GROW_ARRAY(p->problems, p->cap_problems, p->n_problems + 1) < 0)
                 return -ENOMEM;
-        p->problems = arr;
-        arr[p->n_problems] = (struct plan_problem){ .pf_failed = pf_failed };
-        snprintf(arr[p->n_problems].pf, sizeof(arr->pf), "%s", pci);
-        vsnprintf(arr[p->n_problems].message, sizeof(arr->message), fmt, ap);
+        struct plan_problem *problem = &p->problems[p->n_problems];
+        *problem = (struct plan_problem){ .pf_failed = pf_failed };
+        snprintf(problem->pf, sizeof(problem->pf), "%s", pci);
+        vsnprintf(problem->message, sizeof(problem->message), fmt, ap);
         p->n_problems++;
         return 0;
 }
@@ -226,7 +227,8 @@ static int plan_desired_pf(struct builder *b, const struct desired_interface *d,
                            const struct pf_info *pf)
 {
         const struct netdev_info *nd = pf_netdev(pf);
-        bool recreate, *rebound;
+        bool recreate;
+        _cleanup_free_ bool *rebound = NULL;
         int r;
 
         /* Upstream's NVIDIA plugin changes the port type and the VF limit in firmware and
@@ -272,7 +274,6 @@ static int plan_desired_pf(struct builder *b, const struct desired_interface *d,
                 if (g)
                         r = plan_vf_mtu(b, g, pf, i, recreate, rebound[i]);
         }
-        free(rebound);
         return r;
 }
 
@@ -386,7 +387,7 @@ int plan_build(const struct desired_state *desired, const struct inventory *obse
                const struct applied_state *previous, struct plan *ret)
 {
         struct builder b = { .plan = ret };
-        struct pf_job *jobs;
+        _cleanup_free_ struct pf_job *jobs = NULL;
         size_t n_jobs = 0;
         int r = 0;
 
@@ -410,7 +411,6 @@ int plan_build(const struct desired_state *desired, const struct inventory *obse
                 qsort(jobs, n_jobs, sizeof(*jobs), cmp_job);
         for (size_t i = 0; r >= 0 && i < n_jobs; i++)
                 r = run_job(&b, &jobs[i], observed);
-        free(jobs);
         if (r < 0)
                 plan_done(ret);
         return r;
