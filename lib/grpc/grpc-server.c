@@ -675,7 +675,7 @@ static int on_accept(sd_event_source *source, int fd, uint32_t revents, void *us
 {
         struct grpc_server *s = userdata;
         for (;;) {
-                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                _cleanup_close_ int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (cfd < 0) {
                         if (errno != EAGAIN && errno != EINTR)
                                 log_warning_errno(errno, "grpc: accept on %s failed",
@@ -684,27 +684,24 @@ static int on_accept(sd_event_source *source, int fd, uint32_t revents, void *us
                 }
                 if (s->n_conns >= MAX_CONNECTIONS) {
                         log_warning("grpc: %s: too many connections, refusing one", s->socket_path);
-                        close(cfd);
                         continue;
                 }
-                struct server_conn *sc = calloc(1, sizeof(*sc));
+                _cleanup_free_ struct server_conn *sc = calloc(1, sizeof(*sc));
                 nghttp2_session *session = NULL;
-                if (!sc || server_session_new(sc, &session) < 0) {
-                        free(sc);
-                        close(cfd);
+                if (!sc || server_session_new(sc, &session) < 0)
                         continue;
-                }
                 sc->server = s;
-                if (grpc_conn_init(&sc->conn, s->event, cfd, session, on_conn_dead, sc) < 0) {
-                        free(sc);
+                /* owns the fd and the session from here, also when it fails */
+                if (grpc_conn_init(&sc->conn, s->event, TAKE_FD(cfd), session, on_conn_dead, sc) <
+                    0)
                         continue;
-                }
                 sc->next = s->conns;
                 if (s->conns)
                         s->conns->prev = sc;
                 s->conns = sc;
                 s->n_conns++;
-                (void)grpc_conn_flush(&sc->conn);
+                /* the list owns it; a flush failure frees it through on_conn_dead */
+                (void)grpc_conn_flush(&TAKE_PTR(sc)->conn);
         }
 }
 
@@ -716,7 +713,7 @@ int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_
                 return -ENAMETOOLONG; /* the caller logs, naming the path */
         strcpy(sa.sun_path, socket_path);
 
-        struct grpc_server *s = calloc(1, sizeof(*s));
+        _cleanup_(grpc_server_freep) struct grpc_server *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
         *s = (struct grpc_server){ .event = sd_event_ref(event),
@@ -725,35 +722,27 @@ int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_
                                    .n_methods = n_methods,
                                    .userdata = userdata,
                                    .socket_path = strdup(socket_path) };
-        int r = -ENOMEM;
         if (!s->socket_path)
-                goto fail;
+                return -ENOMEM;
         s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (s->listen_fd < 0) {
-                r = negative_errno();
-                goto fail;
-        }
+        if (s->listen_fd < 0)
+                return negative_errno();
         (void)unlink(socket_path);
         /* 0600 whatever the umask: only root (the kubelet) may talk to a device plugin. Set
          * before listen(), so no connection is accepted while the mode is still wider. */
         if (bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-            chmod(socket_path, 0600) < 0 || listen(s->listen_fd, SOMAXCONN) < 0) {
-                r = negative_errno(); /* the caller logs, naming the path */
-                goto fail;
-        }
+            chmod(socket_path, 0600) < 0 || listen(s->listen_fd, SOMAXCONN) < 0)
+                return negative_errno(); /* the caller logs, naming the path */
         struct stat st;
         if (stat(socket_path, &st) == 0) {
                 s->socket_dev = st.st_dev;
                 s->socket_ino = st.st_ino;
         }
-        r = sd_event_add_io(event, &s->accept_source, s->listen_fd, EPOLLIN, on_accept, s);
+        int r = sd_event_add_io(event, &s->accept_source, s->listen_fd, EPOLLIN, on_accept, s);
         if (r < 0)
-                goto fail;
-        *ret = s;
+                return r;
+        *ret = TAKE_PTR(s);
         return 0;
-fail:
-        grpc_server_free(s);
-        return r;
 }
 
 struct grpc_server *grpc_server_free(struct grpc_server *s)

@@ -53,6 +53,14 @@ static inline void fclosep(FILE **f)
                 _p;                                                                                \
         })
 
+/* Hands a file descriptor out of a _cleanup_close_ variable. */
+#define TAKE_FD(fd)                                                                                \
+        ({                                                                                         \
+                int _fd = (fd);                                                                    \
+                (fd) = -1;                                                                         \
+                _fd;                                                                               \
+        })
+
 /* errno as a negative value, never 0 (some libc paths leave errno unset). */
 static inline int negative_errno(void)
 {
