@@ -203,13 +203,12 @@ static int screen_policy(struct engine *e, size_t i, const struct string_pair *l
                 return set_result(e, i, POLICY_STATUS_NOT_SELECTED,
                                   "%s: nicSelector matches no PF on this node", prefix);
         for (size_t k = 0; k < c->n_pfs; k++) {
-                free(why);
-                why = NULL;
-                r = policy_check_on_pf(p, c->pfs[k].pf, &why);
+                _cleanup_free_ char *pf_why = NULL;
+                r = policy_check_on_pf(p, c->pfs[k].pf, &pf_why);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
-                        return set_result(e, i, POLICY_STATUS_INVALID, "%s", why);
+                        return set_result(e, i, POLICY_STATUS_INVALID, "%s", pf_why);
                 unsupported = policy_unsupported_on_pf(p, c->pfs[k].pf);
                 if (unsupported)
                         return set_result(e, i, POLICY_STATUS_NOT_SELECTED,

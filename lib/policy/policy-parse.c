@@ -402,18 +402,13 @@ static int list_append_note(struct policy_list *list, char *note)
 
 static int list_append_invalid(struct policy_list *list, const char *origin, const char *reason)
 {
-        struct policy p = { .priority = POLICY_DEFAULT_PRIORITY };
-        int r;
+        /* list_append_policy() empties p when it takes it */
+        _cleanup_(policy_done) struct policy p = { .priority = POLICY_DEFAULT_PRIORITY };
 
         p.origin = strdup(origin);
-        if (!p.origin || asprintf(&p.error, "%s: %s", origin, reason) < 0) {
-                free(p.origin);
+        if (!p.origin || asprintf(&p.error, "%s: %s", origin, reason) < 0)
                 return -ENOMEM;
-        }
-        r = list_append_policy(list, &p);
-        if (r < 0)
-                policy_done(&p);
-        return r;
+        return list_append_policy(list, &p);
 }
 
 static bool is_list_kind(const char *kind)
@@ -468,14 +463,11 @@ static int add_json_value(struct policy_list *list, const json_t *value, const c
                 return list_append_note(list, note);
         }
 
-        struct policy p;
+        _cleanup_(policy_done) struct policy p = { 0 };
         r = policy_from_json(value, origin, &p);
         if (r < 0)
                 return r;
-        r = list_append_policy(list, &p);
-        if (r < 0)
-                policy_done(&p);
-        return r;
+        return list_append_policy(list, &p);
 }
 
 int policy_list_add_json(struct policy_list *list, const json_t *value, const char *origin)
