@@ -39,7 +39,6 @@ static void apply_child_free(struct apply_child *c)
                 close(c->report_fd);
         free(c);
 }
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct apply_child *, apply_child_free);
 
 static int write_all(int fd, const void *data, size_t size)
 {
@@ -138,21 +137,27 @@ int apply_plan_async(sd_event *event, const struct apply_options *opts, const st
                      const struct inventory *observed, apply_done_fn done, void *userdata,
                      struct apply_child **ret)
 {
-        _cleanup_(apply_child_freep) struct apply_child *c = calloc(1, sizeof(*c));
+        struct apply_child *c = calloc(1, sizeof(*c));
         int r;
 
         if (!c)
                 return -ENOMEM;
         *c = (struct apply_child){ .report_fd = -1, .done = done, .userdata = userdata };
         c->report_fd = memfd_create("sriov-agent-apply-report", MFD_CLOEXEC);
-        if (c->report_fd < 0)
-                return log_error_errno(negative_errno(), "cannot create the apply report file");
+        if (c->report_fd < 0) {
+                r = negative_errno();
+                apply_child_free(c);
+                return log_error_errno(r, "cannot create the apply report file");
+        }
         fflush(stdout);
         fflush(stderr);
         const pid_t parent = getpid();
         c->pid = fork();
-        if (c->pid < 0)
-                return log_error_errno(negative_errno(), "cannot start the apply process");
+        if (c->pid < 0) {
+                r = negative_errno();
+                apply_child_free(c);
+                return log_error_errno(r, "cannot start the apply process");
+        }
         if (c->pid == 0)
                 run_child(c->report_fd, opts, plan, observed, parent);
 
@@ -160,9 +165,10 @@ int apply_plan_async(sd_event *event, const struct apply_options *opts, const st
         if (r < 0) {
                 kill(c->pid, SIGKILL);
                 waitpid(c->pid, NULL, 0);
+                apply_child_free(c);
                 return log_error_errno(r, "cannot watch the apply process");
         }
-        *ret = TAKE_PTR(c);
+        *ret = c;
         return 0;
 }
 

@@ -97,11 +97,15 @@ int dp_manager_new(sd_event *event, const struct dp_manager_options *opts, struc
         m->kubelet_dir = strdup(opts->kubelet_dir ?: DP_KUBELET_DIR_DEFAULT);
         m->devinfo_dir = strdup(opts->devinfo_dir ?: DP_DEVINFO_DIR_DEFAULT);
         if (!m->kubelet_dir || !m->devinfo_dir)
+                /* cppcheck-suppress memleak ; _cleanup_ frees it */
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return -ENOMEM;
         if (mkdir(m->kubelet_dir, 0755) < 0 && errno != EEXIST)
+                /* cppcheck-suppress memleak ; _cleanup_ frees it */
                 return negative_errno(); /* the caller logs, naming the directory */
         m->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (m->inotify_fd < 0)
+                /* cppcheck-suppress memleak ; _cleanup_ frees it */
                 return negative_errno();
         int r = add_watch(m);
         if (r < 0)

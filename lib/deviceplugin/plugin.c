@@ -170,10 +170,8 @@ static int on_preferred(void *userdata, const uint8_t *req, size_t len, uint8_t 
                                  "malformed PreferredAllocationRequest");
         size_t n = r->n_container_requests;
         V1beta1__PreferredAllocationResponse resp = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
-        _cleanup_free_ V1beta1__ContainerPreferredAllocationResponse *crs =
-            calloc(n ?: 1, sizeof(*crs));
-        _cleanup_free_ V1beta1__ContainerPreferredAllocationResponse **ptrs =
-            calloc(n ?: 1, sizeof(*ptrs));
+        V1beta1__ContainerPreferredAllocationResponse *crs = calloc(n ?: 1, sizeof(*crs));
+        V1beta1__ContainerPreferredAllocationResponse **ptrs = calloc(n ?: 1, sizeof(*ptrs));
         int code = GRPC_STATUS_OK;
         if (!crs || !ptrs)
                 code = grpc_fail(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
@@ -199,6 +197,8 @@ static int on_preferred(void *userdata, const uint8_t *req, size_t len, uint8_t 
         }
         for (size_t i = 0; crs && i < n; i++)
                 free(crs[i].deviceids);
+        free(crs);
+        free(ptrs);
         return code;
 }
 
@@ -326,9 +326,9 @@ static int on_allocate(void *userdata, const uint8_t *req, size_t len, uint8_t *
                 return early;
         }
         size_t n = r->n_container_requests;
-        _cleanup_free_ struct dp_container_allocation *allocs = calloc(n ?: 1, sizeof(*allocs));
-        _cleanup_free_ struct container_view *views = calloc(n ?: 1, sizeof(*views));
-        _cleanup_free_ V1beta1__ContainerAllocateResponse **ptrs = calloc(n ?: 1, sizeof(*ptrs));
+        struct dp_container_allocation *allocs = calloc(n ?: 1, sizeof(*allocs));
+        struct container_view *views = calloc(n ?: 1, sizeof(*views));
+        V1beta1__ContainerAllocateResponse **ptrs = calloc(n ?: 1, sizeof(*ptrs));
         int code = GRPC_STATUS_OK;
         if (!allocs || !views || !ptrs)
                 code = grpc_fail(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
@@ -363,6 +363,9 @@ static int on_allocate(void *userdata, const uint8_t *req, size_t len, uint8_t *
                 view_done(&views[i]);
                 dp_container_allocation_done(&allocs[i]);
         }
+        free(allocs);
+        free(views);
+        free(ptrs);
         return code;
 }
 

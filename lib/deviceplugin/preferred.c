@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/macro.h"
-
 struct candidate {
         const char *id;
         const struct dp_device *dev; /* NULL: unknown to the pool */
@@ -108,11 +106,13 @@ int dp_preferred_allocation(const struct dp_pool *pool, char *const *available, 
          * kubelet must not size the buffer. */
         if (size > n_available + n_must)
                 size = n_available + n_must;
-        _cleanup_free_ const char **out = calloc(size ?: 1, sizeof(char *));
-        _cleanup_free_ struct candidate *cs = calloc(n_available ?: 1, sizeof(*cs));
-        if (!out || !cs)
+        struct picker p = { .out = calloc(size ?: 1, sizeof(char *)), .size = size };
+        struct candidate *cs = calloc(n_available ?: 1, sizeof(*cs));
+        if (!p.out || !cs) {
+                free(p.out);
+                free(cs);
                 return -ENOMEM;
-        struct picker p = { .out = out, .size = size };
+        }
         for (size_t i = 0; i < n_must; i++)
                 pick(&p, must[i]);
         for (size_t i = 0; i < n_available; i++)
@@ -136,7 +136,8 @@ int dp_preferred_allocation(const struct dp_pool *pool, char *const *available, 
                         pick(&p, cs[i].id);
         for (size_t i = 0; i < n_available && p.n_out < size; i++)
                 pick(&p, cs[i].id);
-        *ret = TAKE_PTR(out);
+        free(cs);
+        *ret = p.out;
         *ret_n = p.n_out;
         return 0;
 }

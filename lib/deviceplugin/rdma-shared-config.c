@@ -327,6 +327,7 @@ int rdma_shared_config_parse(const char *text, const char *origin, struct rdma_s
         _cleanup_(parse_done) struct parse p = { .origin = origin, .c = &c };
         int r = parse_config(&p, text, &c);
         if (r < 0) {
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 if (ret_error) {
                         *ret_error = TAKE_PTR(p.error);
                         if (!*ret_error)

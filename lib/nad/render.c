@@ -338,7 +338,7 @@ static char *build_config(enum nad_network_kind kind, const char *name, const st
                 put_string(f, "logLevel", v->log_level);
         if (v->log_file)
                 put_string(f, "logFile", v->log_file);
-        fprintf(f, "\"ipam\":%s}", *v->ipam ? v->ipam : "{}");
+        fprintf(f, "\"ipam\":%s}", v->ipam && *v->ipam ? v->ipam : "{}");
         if (v->meta_plugins)
                 fprintf(f, ",%s]}", v->meta_plugins);
         if (fclose(f) != 0)

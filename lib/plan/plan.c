@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "util/array.h"
-#include "util/macro.h"
 
 #define NVIDIA_VENDOR_ID 0x15b3
 
@@ -227,8 +226,7 @@ static int plan_desired_pf(struct builder *b, const struct desired_interface *d,
                            const struct pf_info *pf)
 {
         const struct netdev_info *nd = pf_netdev(pf);
-        bool recreate;
-        _cleanup_free_ bool *rebound = NULL;
+        bool recreate, *rebound;
         int r;
 
         /* Upstream's NVIDIA plugin changes the port type and the VF limit in firmware and
@@ -274,6 +272,7 @@ static int plan_desired_pf(struct builder *b, const struct desired_interface *d,
                 if (g)
                         r = plan_vf_mtu(b, g, pf, i, recreate, rebound[i]);
         }
+        free(rebound);
         return r;
 }
 
@@ -387,7 +386,7 @@ int plan_build(const struct desired_state *desired, const struct inventory *obse
                const struct applied_state *previous, struct plan *ret)
 {
         struct builder b = { .plan = ret };
-        _cleanup_free_ struct pf_job *jobs = NULL;
+        struct pf_job *jobs;
         size_t n_jobs = 0;
         int r = 0;
 
@@ -411,6 +410,7 @@ int plan_build(const struct desired_state *desired, const struct inventory *obse
                 qsort(jobs, n_jobs, sizeof(*jobs), cmp_job);
         for (size_t i = 0; r >= 0 && i < n_jobs; i++)
                 r = run_job(&b, &jobs[i], observed);
+        free(jobs);
         if (r < 0)
                 plan_done(ret);
         return r;

@@ -36,6 +36,7 @@ int node_labels_set(struct string_pair **labels, size_t *n, const char *key, con
                 *labels = p;
         _cleanup_free_ char *k = strdup(key);
         if (!p || !k)
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return -ENOMEM;
         p[(*n)++] = (struct string_pair){ .key = TAKE_PTR(k), .value = TAKE_PTR(v) };
         return 0;

@@ -402,13 +402,18 @@ static int list_append_note(struct policy_list *list, char *note)
 
 static int list_append_invalid(struct policy_list *list, const char *origin, const char *reason)
 {
-        /* list_append_policy() empties p when it takes it */
-        _cleanup_(policy_done) struct policy p = { .priority = POLICY_DEFAULT_PRIORITY };
+        struct policy p = { .priority = POLICY_DEFAULT_PRIORITY };
+        int r;
 
         p.origin = strdup(origin);
-        if (!p.origin || asprintf(&p.error, "%s: %s", origin, reason) < 0)
+        if (!p.origin || asprintf(&p.error, "%s: %s", origin, reason) < 0) {
+                free(p.origin);
                 return -ENOMEM;
-        return list_append_policy(list, &p);
+        }
+        r = list_append_policy(list, &p);
+        if (r < 0)
+                policy_done(&p);
+        return r;
 }
 
 static bool is_list_kind(const char *kind)

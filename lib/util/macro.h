@@ -39,7 +39,7 @@ static inline void fclosep(FILE **f)
  * function need nothing: `_cleanup_(foo_done) struct foo f = { 0 };`. JSON values use
  * jansson's own `json_auto_t *v = NULL;`. */
 #define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                    \
-        static inline void func##p(type *p)                                                        \
+        static inline void func##p(__typeof__(type) *p)                                            \
         {                                                                                          \
                 if (*p)                                                                            \
                         func(*p);                                                                  \

@@ -5,19 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/macro.h"
-
 int strv_push_dup(char ***list, size_t *n, const char *s)
 {
-        _cleanup_free_ char *d = strdup(s);
+        char *d = strdup(s);
         if (!d)
                 return -ENOMEM;
         /* One at a time: the lists are short, most callers look for a duplicate (O(n)) before
          * each push, and the API carries no capacity to grow into. */
         char **l = realloc(*list, (*n + 1) * sizeof(char *));
-        if (!l)
+        if (!l) {
+                free(d);
                 return -ENOMEM;
-        l[(*n)++] = TAKE_PTR(d);
+        }
+        l[(*n)++] = d;
         *list = l;
         return 0;
 }
