@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "util/array.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -35,7 +36,7 @@ static int load_record(const char *dir, const char *fname, struct applied_pf *re
         _cleanup_free_ char *data = NULL, *why = NULL;
         char path[4096], expected[64];
         json_error_t jerr;
-        json_t *obj;
+        json_auto_t *obj = NULL;
         size_t size;
         int r;
 
@@ -51,7 +52,6 @@ static int load_record(const char *dir, const char *fname, struct applied_pf *re
                            ? -ENOMEM
                            : -EINVAL;
         r = applied_pf_from_json(obj, ret, &why);
-        json_decref(obj);
         if (r < 0)
                 return asprintf(error, "%s: %s", path, why ? why : "out of memory") < 0 ? -ENOMEM
                                                                                         : r;
@@ -78,26 +78,23 @@ static bool is_record_name(const char *fname, char *pci, size_t size)
 
 static int add_bad(struct applied_state *s, const char *pci, const char *message)
 {
-        struct applied_bad_record *arr = reallocarray(s->bad, s->n_bad + 1, sizeof(*arr));
-
-        if (!arr)
+        if (GROW_ARRAY(s->bad, s->cap_bad, s->n_bad + 1) < 0)
                 return -ENOMEM;
-        s->bad = arr;
-        arr[s->n_bad] = (struct applied_bad_record){ 0 };
-        snprintf(arr[s->n_bad].pci_address, sizeof(arr->pci_address), "%s", pci);
-        snprintf(arr[s->n_bad].message, sizeof(arr->message), "%s", message);
-        s->n_bad++;
+        struct applied_bad_record *bad = &s->bad[s->n_bad++];
+        *bad = (struct applied_bad_record){ 0 };
+        snprintf(bad->pci_address, sizeof(bad->pci_address), "%s", pci);
+        snprintf(bad->message, sizeof(bad->message), "%s", message);
         return 0;
 }
 
 int applied_state_load_dir(const char *dir, struct applied_state *ret, char **error)
 {
-        struct applied_state s = { 0 };
+        _cleanup_(applied_state_done) struct applied_state s = { 0 };
         struct dirent **names = NULL;
         int n, r = 0;
 
         *error = NULL;
-        *ret = s;
+        *ret = (struct applied_state){ 0 };
         n = scandir(dir, &names, NULL, alphasort);
         if (n < 0) {
                 if (errno == ENOENT)
@@ -123,13 +120,12 @@ int applied_state_load_dir(const char *dir, struct applied_state *ret, char **er
                 free(names[i]);
         }
         free(names);
-        if (r < 0) {
-                applied_state_done(&s);
+        if (r < 0)
                 return r;
-        }
         if (s.n_pfs > 1)
                 qsort(s.pfs, s.n_pfs, sizeof(*s.pfs), cmp_pf);
         *ret = s;
+        s = (struct applied_state){ 0 };
         return 0;
 }
 
@@ -156,18 +152,15 @@ int plan_freeze_bad_records(struct plan *p, struct applied_state *previous)
                 }
                 p->applied.n_pfs = kept;
 
-                struct plan_problem *arr =
-                    reallocarray(p->problems, p->n_problems + 1, sizeof(*arr));
-                if (!arr)
+                if (GROW_ARRAY(p->problems, p->cap_problems, p->n_problems + 1) < 0)
                         return -ENOMEM;
-                p->problems = arr;
-                arr[p->n_problems] = (struct plan_problem){ 0 };
-                snprintf(arr[p->n_problems].pf, sizeof(arr->pf), "%s", bad->pci_address);
-                snprintf(arr[p->n_problems].message, sizeof(arr->message),
+                struct plan_problem *problem = &p->problems[p->n_problems++];
+                *problem = (struct plan_problem){ 0 };
+                snprintf(problem->pf, sizeof(problem->pf), "%s", bad->pci_address);
+                snprintf(problem->message, sizeof(problem->message),
                          "state record unusable (%.150s); PF left as it is%s until the file "
                          "is fixed or removed",
                          bad->message, held ? ", its changes held back," : "");
-                p->n_problems++;
         }
         return 0;
 }
@@ -177,7 +170,7 @@ int applied_record_save(const char *state_dir, const struct applied_pf *pf)
 {
         char name[64], path[4096];
         _cleanup_free_ char *text = NULL;
-        json_t *obj = NULL;
+        json_auto_t *obj = NULL;
         int r = applied_record_filename(pf->pci_address, name, sizeof(name));
         if (r >= 0)
                 r = path_printf(path, sizeof(path), "%s/%s", state_dir, name);
@@ -186,7 +179,6 @@ int applied_record_save(const char *state_dir, const struct applied_pf *pf)
         if (r < 0)
                 return log_pf(LOG_ERR, r, pf->pci_address, "cannot record applied state");
         text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS);
-        json_decref(obj);
         if (!text)
                 return -ENOMEM;
         /* Every converged reconcile re-states ownership; only a change is written. */

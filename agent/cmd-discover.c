@@ -157,14 +157,12 @@ static int mark_supported(json_t *j, const struct inventory *inv,
 
 static int print_json(const struct inventory *inv, const struct supported_nics *supported)
 {
-        json_t *j = inventory_to_json(inv);
+        json_auto_t *j = inventory_to_json(inv);
         if (!j || mark_supported(j, inv, supported) < 0) {
-                json_decref(j);
                 fprintf(stderr, "sriov-agent discover: out of memory\n");
                 return 1;
         }
         int r = json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        json_decref(j);
         if (r < 0)
                 return 1;
         putchar('\n');

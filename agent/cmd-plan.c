@@ -232,6 +232,14 @@ static json_t *fetched_json(const struct fetch *f, const char *server)
         return v;
 }
 
+static void fetches_done(struct fetch (*f)[3])
+{
+        for (size_t i = 0; i < ELEMENTSOF(*f); i++) {
+                free((*f)[i].path);
+                free((*f)[i].body);
+        }
+}
+
 /* Policies of the namespace, the node's labels, and the supported-nic-ids ConfigMap. */
 static int load_cluster(struct plan_args *a, struct policy_list *list,
                         struct supported_nics *supported)
@@ -239,16 +247,18 @@ static int load_cluster(struct plan_args *a, struct policy_list *list,
         const char *ns = a->namespace_ ? a->namespace_ : KUBE_DEFAULT_NAMESPACE;
         _cleanup_free_ char *ns_esc = kube_http_escape(ns),
                             *node_esc = kube_http_escape(a->node_name);
-        struct kube_config *config = NULL;
-        struct kube_http *http = NULL;
-        sd_event *event = NULL;
+        /* released in reverse: the HTTP client, its event loop, the config */
+        _cleanup_(kube_config_freep) struct kube_config *config = NULL;
+        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
+        _cleanup_(kube_http_freep) struct kube_http *http = NULL;
         int pending = 0, r;
-        struct fetch f[3] = {
+        _cleanup_(fetches_done) struct fetch f[3] = {
                 { .what = "SriovNetworkNodePolicies" },
                 { .what = "the Node" },
                 { .what = "ConfigMap " SUPPORTED_NICS_CONFIGMAP },
         };
-        json_t *policies = NULL, *node = NULL, *item, *labels, *value;
+        json_auto_t *policies = NULL, *node = NULL;
+        json_t *item, *labels, *value;
         const char *key;
         size_t i;
 
@@ -262,14 +272,12 @@ static int load_cluster(struct plan_args *a, struct policy_list *list,
                 return log_error_errno(-ENOMEM, "out of memory");
         r = kube_config_load(a->kubeconfig, &config);
         if (r < 0)
-                goto out; /* logged, naming the file and field */
+                return r; /* logged, naming the file and field */
         r = sd_event_new(&event);
         if (r >= 0)
                 r = kube_http_new(event, config, &http);
-        if (r < 0) {
-                log_error_errno(r, "cannot set up HTTP to the API server: %s", strerror(-r));
-                goto out;
-        }
+        if (r < 0)
+                return log_error_errno(r, "cannot set up HTTP to the API server: %s", strerror(-r));
         for (i = 0; i < 3; i++) {
                 f[i].pending = &pending;
                 f[i].event = event;
@@ -278,20 +286,17 @@ static int load_cluster(struct plan_args *a, struct policy_list *list,
                                                                        .on_done = on_fetched,
                                                                        .userdata = &f[i] },
                                     NULL);
-                if (r < 0) {
-                        log_error_errno(r, "GET %s: %s", f[i].path, strerror(-r));
-                        goto out;
-                }
+                if (r < 0)
+                        return log_error_errno(r, "GET %s: %s", f[i].path, strerror(-r));
                 pending++;
         }
         r = sd_event_loop(event);
         if (r < 0)
-                goto out;
-        r = -EIO;
+                return r;
         policies = fetched_json(&f[0], kube_http_server(http));
         node = fetched_json(&f[1], kube_http_server(http));
         if (!policies || !node)
-                goto out;
+                return -EIO;
         json_array_foreach(json_object_get(policies, "items"), i, item)
         {
                 /* List items of a custom resource carry kind and apiVersion; fill them in
@@ -307,7 +312,7 @@ static int load_cluster(struct plan_args *a, struct policy_list *list,
                          name ? name : "(unnamed)");
                 r = policy_list_add_json(list, item, origin);
                 if (r < 0)
-                        goto out;
+                        return r;
         }
         labels = json_object_get(json_object_get(node, "metadata"), "labels");
         json_object_foreach(labels, key, value)
@@ -315,30 +320,19 @@ static int load_cluster(struct plan_args *a, struct policy_list *list,
                 r = node_labels_set(&a->labels, &a->n_labels, key,
                                     json_is_string(value) ? json_string_value(value) : "");
                 if (r < 0)
-                        goto out;
+                        return r;
         }
         r = 0;
         if (f[2].error == 0 && f[2].status == 200) {
                 _cleanup_free_ char *error = NULL;
-                json_t *cm = fetched_json(&f[2], kube_http_server(http));
+                json_auto_t *cm = fetched_json(&f[2], kube_http_server(http));
                 r = cm ? supported_nics_add_json(supported, cm, f[2].path, &error) : -EIO;
-                json_decref(cm);
                 if (r < 0 && error)
                         log_error("%s", error);
         } else if (f[2].error < 0 || f[2].status != 404)
                 log_warning("cannot read ConfigMap %s (%s); using the built-in supported-NIC list",
                             SUPPORTED_NICS_CONFIGMAP,
                             f[2].error < 0 ? strerror(-f[2].error) : "HTTP error");
-out:
-        json_decref(policies);
-        json_decref(node);
-        for (i = 0; i < 3; i++) {
-                free(f[i].path);
-                free(f[i].body);
-        }
-        kube_http_free(http);
-        sd_event_unref(event);
-        kube_config_free(config);
         return r;
 }
 
@@ -403,7 +397,7 @@ static void print_text(const struct desired_state *d, const struct plan *p,
 
 static json_t *report_to_json(const struct policy_report *rep)
 {
-        json_t *arr = json_array();
+        json_auto_t *arr = json_array();
 
         for (size_t i = 0; arr && i < rep->n_results; i++) {
                 const struct policy_result *res = &rep->results[i];
@@ -411,82 +405,73 @@ static json_t *report_to_json(const struct policy_report *rep)
                         arr, json_pack("{s:s, s:s, s:s, s:s}", "name",
                                        res->name ? res->name : res->origin, "origin", res->origin,
                                        "status", policy_status_to_string(res->status), "reason",
-                                       res->reason ? res->reason : "")) < 0) {
-                        json_decref(arr);
+                                       res->reason ? res->reason : "")) < 0)
                         return NULL;
-                }
         }
-        return arr;
+        return TAKE_PTR(arr);
 }
 
 static json_t *strings_to_json(char *const *items, size_t n)
 {
-        json_t *arr = json_array();
+        json_auto_t *arr = json_array();
 
         for (size_t i = 0; arr && i < n; i++)
-                if (json_array_append_new(arr, json_string(items[i])) < 0) {
-                        json_decref(arr);
+                if (json_array_append_new(arr, json_string(items[i])) < 0)
                         return NULL;
-                }
-        return arr;
+        return TAKE_PTR(arr);
 }
 
 static json_t *problems_to_json(const struct plan *p)
 {
-        json_t *arr = json_array();
+        json_auto_t *arr = json_array();
 
         for (size_t i = 0; arr && i < p->n_problems; i++)
                 if (json_array_append_new(arr, json_pack("{s:s, s:s}", "pf", p->problems[i].pf,
-                                                         "message", p->problems[i].message)) < 0) {
-                        json_decref(arr);
+                                                         "message", p->problems[i].message)) < 0)
                         return NULL;
-                }
-        return arr;
+        return TAKE_PTR(arr);
 }
 
 static int print_json(const struct desired_state *d, const struct plan *p,
                       const struct policy_report *rep, const struct policy_list *list)
 {
-        json_t *desired = NULL, *actions = NULL, *out;
-        char *text;
+        json_auto_t *desired = NULL, *actions = NULL, *out = NULL;
+        _cleanup_free_ char *text = NULL;
 
-        if (desired_state_to_json(d, &desired) < 0 || plan_actions_to_json(p, &actions) < 0) {
-                json_decref(desired);
+        if (desired_state_to_json(d, &desired) < 0 || plan_actions_to_json(p, &actions) < 0)
                 return log_error_errno(-ENOMEM, "out of memory");
-        }
-        out = json_pack("{s:o, s:o, s:o*, s:o*, s:o*}", "desired", desired, "actions", actions,
-                        "policies", report_to_json(rep), "problems", problems_to_json(p), "notes",
-                        strings_to_json(list->notes, list->n_notes));
+        /* "o" steals the references, also when packing fails */
+        out = json_pack("{s:o, s:o, s:o*, s:o*, s:o*}", "desired", TAKE_PTR(desired), "actions",
+                        TAKE_PTR(actions), "policies", report_to_json(rep), "problems",
+                        problems_to_json(p), "notes", strings_to_json(list->notes, list->n_notes));
         if (!out)
                 return log_error_errno(-ENOMEM, "out of memory");
         text = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        json_decref(out);
         if (!text)
                 return log_error_errno(-ENOMEM, "out of memory");
         printf("%s\n", text);
-        free(text);
         return 0;
 }
 
 static int run(struct plan_args *a)
 {
-        struct policy_list list = { 0 };
-        struct inventory inv = { 0 };
-        struct applied_state previous = { 0 };
-        struct desired_state desired = { 0 };
-        struct policy_report report = { 0 };
-        struct plan plan = { 0 };
-        struct supported_nics supported = { .any = a->all_nics };
+        _cleanup_(supported_nics_done) struct supported_nics supported = { .any = a->all_nics };
+        _cleanup_(policy_list_done) struct policy_list list = { 0 };
+        _cleanup_(inventory_done) struct inventory inv = { 0 };
+        _cleanup_(applied_state_done) struct applied_state previous = { 0 };
+        _cleanup_(desired_state_done) struct desired_state desired = { 0 };
+        _cleanup_(policy_report_done) struct policy_report report = { 0 };
+        _cleanup_(plan_done) struct plan plan = { 0 };
         _cleanup_free_ char *state_error = NULL;
-        int r, ret = 1;
+        int r;
 
         r = a->kubeconfig ? load_cluster(a, &list, &supported) : load_policies(a, &list);
         if (r < 0)
-                goto out;
+                return 1;
         for (size_t i = 0; i < a->n_supported_paths; i++) {
                 r = supported_nics_load_file(&supported, a->supported_paths[i]);
                 if (r < 0)
-                        goto out;
+                        return 1;
         }
         r = host_discover(&(const struct discover_options){ .sysfs_root = a->sysfs_root,
                                                             .query_kernel = host_sysfs_root_is_live(
@@ -495,14 +480,14 @@ static int run(struct plan_args *a)
         if (r < 0) {
                 log_error_errno(r, "discovery under %s failed: %s",
                                 a->sysfs_root ? a->sysfs_root : "/sys", strerror(-r));
-                goto out;
+                return 1;
         }
         if (a->state_dir) {
                 r = applied_state_load_dir(a->state_dir, &previous, &state_error);
                 if (r < 0) {
                         log_error_errno(r, "--state-dir %s: %s", a->state_dir,
                                         state_error ? state_error : strerror(-r));
-                        goto out;
+                        return 1;
                 }
         }
         r = policy_build_desired_state_with(
@@ -510,30 +495,21 @@ static int run(struct plan_args *a)
             list.n_items, a->labels, a->n_labels, &inv, &desired, &report);
         if (r < 0) {
                 log_error_errno(r, "building the desired state: %s", strerror(-r));
-                goto out;
+                return 1;
         }
         r = plan_build(&desired, &inv, &previous, &plan);
         if (r >= 0)
                 r = plan_freeze_bad_records(&plan, &previous);
         if (r < 0) {
                 log_error_errno(r, "planning: %s", strerror(-r));
-                goto out;
+                return 1;
         }
         if (a->json) {
                 if (print_json(&desired, &plan, &report, &list) < 0)
-                        goto out;
+                        return 1;
         } else
                 print_text(&desired, &plan, &report, &list);
-        ret = policy_report_has_errors(&report) || plan.n_problems > 0 ? 2 : 0;
-out:
-        plan_done(&plan);
-        policy_report_done(&report);
-        desired_state_done(&desired);
-        applied_state_done(&previous);
-        inventory_done(&inv);
-        policy_list_done(&list);
-        supported_nics_done(&supported);
-        return ret;
+        return policy_report_has_errors(&report) || plan.n_problems > 0 ? 2 : 0;
 }
 
 int cmd_plan(int argc, char **argv)

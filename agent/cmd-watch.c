@@ -28,20 +28,19 @@ struct watch_printer {
 static void print_event(const char *type, const char *kind, json_t *object)
 {
         json_t *meta = json_object_get(object, "metadata");
-        json_t *line = json_pack("{s:s, s:s, s:O, s:O}", "type", type, "kind", kind, "name",
-                                 json_object_get(meta, "name") ?: json_null(), "object", object);
+        json_auto_t *line =
+            json_pack("{s:s, s:s, s:O, s:O}", "type", type, "kind", kind, "name",
+                      json_object_get(meta, "name") ?: json_null(), "object", object);
         if (!line)
                 return;
         json_t *ns = json_object_get(meta, "namespace");
         if (ns)
                 json_object_set(line, "namespace", ns);
-        char *text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        _cleanup_free_ char *text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (text) {
                 printf("%s\n", text);
                 fflush(stdout); /* one line per event, even into a pipe */
-                free(text);
         }
-        json_decref(line);
 }
 
 static void on_added(json_t *object, void *userdata)

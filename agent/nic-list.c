@@ -129,10 +129,9 @@ static void on_done(struct kube_request *req, int error, long status, const char
         }
         l->failures = 0;
         if (status == 200) {
-                json_t *obj = json_loadb(body, body_len, 0, NULL);
+                json_auto_t *obj = json_loadb(body, body_len, 0, NULL);
                 json_t *data = json_object_get(obj, "data");
                 apply_configmap(l, json_is_object(data) ? data : NULL);
-                json_decref(obj);
         } else if (status == 404) {
                 apply_configmap(l, NULL);
         } else {

@@ -73,7 +73,7 @@ int policy_list_load_path(struct policy_list *list, const char *path)
 int supported_nics_load_file(struct supported_nics *s, const char *path)
 {
         _cleanup_free_ char *data = NULL, *error = NULL;
-        json_t *doc = NULL;
+        json_auto_t *doc = NULL;
         size_t size;
         int r = read_full_file(path, POLICY_FILE_MAX_SIZE, &data, &size);
 
@@ -89,7 +89,6 @@ int supported_nics_load_file(struct supported_nics *s, const char *path)
         free(error);
         error = NULL;
         r = supported_nics_add_json(s, doc, path, &error);
-        json_decref(doc);
         if (r < 0)
                 return log_error_errno(r, "%s", error ? error : strerror(-r));
         return 0;

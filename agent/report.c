@@ -103,7 +103,7 @@ void report_node_state(struct agent *a, const struct desired_state *desired,
         enum kube_sync_status status = KUBE_SYNC_SUCCEEDED;
         char error[2048] = "";
         size_t n = 0;
-        json_t *spec = NULL, *status_json = NULL;
+        json_auto_t *spec = NULL, *status_json = NULL;
 
         for (size_t i = 0; i < applied->n_pfs; i++)
                 if (applied->pfs[i].error != 0) {
@@ -140,8 +140,6 @@ void report_node_state(struct agent *a, const struct desired_state *desired,
         if (status_json)
                 kube_nodestate_set_status(ns, json_object_get(status_json, "interfaces"), status,
                                           error);
-        json_decref(spec);
-        json_decref(status_json);
 
         json_t *obj = kube_nodestate_object(ns);
         struct kube_object_ref ref;

@@ -34,6 +34,7 @@
 #include "deviceplugin/manager.h"
 #include "deviceplugin/pool.h"
 #include "util/log.h"
+#include "util/macro.h"
 
 #define N_POOLS   4
 #define N_DEVICES 128
@@ -107,20 +108,18 @@ static void send_bench(struct bench *b)
         json_t *ids = json_array();
         for (size_t i = 0; i < p->n_devices; i++)
                 json_array_append_new(ids, json_string(p->devices[i].id));
-        json_t *cmd = json_pack("{s:s, s:s, s:I, s:o}", "cmd", "bench", "resource", p->resource,
-                                "n", (json_int_t)b->calls, "ids", ids);
-        char *s = json_dumps(cmd, JSON_COMPACT);
+        json_auto_t *cmd = json_pack("{s:s, s:s, s:I, s:o}", "cmd", "bench", "resource",
+                                     p->resource, "n", (json_int_t)b->calls, "ids", ids);
+        _cleanup_free_ char *s = json_dumps(cmd, JSON_COMPACT);
         fprintf(b->to_kubelet, "%s\n", s);
         fflush(b->to_kubelet);
-        free(s);
-        json_decref(cmd);
         b->sent = true;
         b->cpu_at_start = cpu_seconds();
 }
 
 static void on_line(struct bench *b, const char *line)
 {
-        json_t *ev = json_loads(line, 0, NULL);
+        json_auto_t *ev = json_loads(line, 0, NULL);
         const char *kind = json_string_value(json_object_get(ev, "event"));
         if (kind && strcmp(kind, "register") == 0)
                 b->registered++;
@@ -133,7 +132,6 @@ static void on_line(struct bench *b, const char *line)
                     json_real((cpu_seconds() - b->cpu_at_start) * 1e6 / (double)b->calls));
                 sd_event_exit(b->event, 0);
         }
-        json_decref(ev);
         if (!b->sent && b->registered >= N_POOLS && b->listed >= N_POOLS)
                 send_bench(b);
 }

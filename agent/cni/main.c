@@ -252,11 +252,10 @@ static int ipam_run(struct plugin *p, const char *command, const char *type, cha
                     size_t *out_len)
 {
         double t0 = now_ms();
-        char *dummy = NULL;
+        _cleanup_free_ char *dummy = NULL;
         size_t dummy_len;
         int r = cni_ipam_exec(type, command, p->cni_path, p->stdin_data, p->stdin_len,
                               out ? out : &dummy, out_len ? out_len : &dummy_len, &p->err);
-        free(dummy);
         p->t.ipam += now_ms() - t0;
         return r;
 }

@@ -95,8 +95,7 @@ int cni_ipam_exec(const char *type, const char *command, const char *cni_path, c
         _cleanup_free_ char *owned = text;
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                 json_error_t jerr;
-                _cleanup_(json_decrefp) json_t *o =
-                    text ? json_loadb(text, text_len, 0, &jerr) : NULL;
+                json_auto_t *o = text ? json_loadb(text, text_len, 0, &jerr) : NULL;
                 json_t *msg = json_object_get(o, "msg"), *det = json_object_get(o, "details");
                 const char *m = json_is_string(msg) ? json_string_value(msg) : NULL;
                 const char *d = json_is_string(det) ? json_string_value(det) : NULL;

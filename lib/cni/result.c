@@ -110,7 +110,7 @@ int cni_ipam_result_parse(const char *text, size_t len, struct cni_ipam_result *
                           struct cni_error *e)
 {
         json_error_t jerr;
-        _cleanup_(json_decrefp) json_t *o = json_loadb(text ? text : "", text ? len : 0, 0, &jerr);
+        json_auto_t *o = json_loadb(text ? text : "", text ? len : 0, 0, &jerr);
         struct cni_ipam_result r = { .n_ips = 0 };
         int err;
         if (!json_is_object(o))

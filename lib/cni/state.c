@@ -72,22 +72,20 @@ int cni_cache_write(const char *dir, const char *name, const struct cni_conf *co
 
         /* upstream marshals its NetConf: the standard fields and its own, with nil pointers as
          * null; the stdin object is the base so nothing the runtime sent is lost */
-        _cleanup_(json_decrefp) json_t *o = json_deep_copy(conf->root);
+        json_auto_t *o = json_deep_copy(conf->root);
         const struct cni_vf_orig *s = &rec->orig;
-        json_t *orig =
+        json_auto_t *orig =
             json_pack("{s:s, s:b, s:b, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:I, s:i}", "HostIFName",
                       s->host_ifname, "SpoofChk", s->spoofchk, "Trust", s->trust, "AdminMAC",
                       s->admin_mac, "EffectiveMAC", s->effective_mac, "Vlan", s->vlan, "VlanQoS",
                       s->qos, "VlanProto", s->vlan_proto, "MinTxRate", s->min_tx_rate, "MaxTxRate",
                       s->max_tx_rate, "LinkState", (json_int_t)s->link_state, "MTU", s->mtu);
-        if (!o || !orig) {
-                json_decref(orig);
+        if (!o || !orig)
                 return -ENOMEM;
-        }
         json_t *rt = json_object_get(o, "runtimeConfig");
         if (!json_is_object(rt))
                 json_object_set_new(o, "runtimeConfig", json_object());
-        json_object_set_new(o, "OrigVfState", orig);
+        json_object_set_new(o, "OrigVfState", TAKE_PTR(orig));
         json_object_set_new(o, "Master", json_string(rec->master));
         json_object_set_new(o, "MAC", json_string(rec->mac));
         json_object_set_new(o, "MTU", int_or_null(rec->has_mtu, rec->mtu));
@@ -168,7 +166,7 @@ int cni_cache_read(const char *dir, const char *name, struct cni_cache *ret, str
         if (r < 0)
                 return r;
         json_error_t jerr;
-        _cleanup_(json_decrefp) json_t *o = json_loadb(text, size, 0, &jerr);
+        json_auto_t *o = json_loadb(text, size, 0, &jerr);
         if (!json_is_object(o))
                 return cni_fail(e, CNI_ERR_GENERIC, -EBADMSG, "cached record %s is not JSON: %s",
                                 path, jerr.text);

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "util/array.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -57,7 +58,8 @@ static int json_set_str(json_t *obj, const char *key, const char *value)
 
 static json_t *device_info(const struct dp_pool *pool, const struct dp_device *d)
 {
-        json_t *info = json_object(), *o;
+        json_auto_t *info = json_object();
+        json_t *o;
         if (!info)
                 return NULL;
         bool ok = (o = json_object()) && json_object_set_new(info, "generic", o) == 0 &&
@@ -87,28 +89,20 @@ static json_t *device_info(const struct dp_pool *pool, const struct dp_device *d
                 ok = (o = json_object()) && json_object_set_new(info, "vhost", o) == 0 &&
                      json_set_str(o, "net-mount", "/dev/vhost-net") == 0 &&
                      json_set_str(o, "tun-mount", "/dev/net/tun") == 0;
-        if (!ok) {
-                json_decref(info);
-                return NULL;
-        }
-        return info;
+        return ok ? TAKE_PTR(info) : NULL;
 }
 
 char *dp_info_json(const struct dp_pool *pool, const struct dp_device *const *devs, size_t n)
 {
-        json_t *root = json_object();
+        json_auto_t *root = json_object();
         if (!root)
                 return NULL;
         for (size_t i = 0; i < n; i++) {
                 json_t *info = device_info(pool, devs[i]);
-                if (!info || json_object_set_new(root, devs[i]->id, info) != 0) {
-                        json_decref(root);
+                if (!info || json_object_set_new(root, devs[i]->id, info) != 0)
                         return NULL;
-                }
         }
-        char *s = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
-        json_decref(root);
-        return s;
+        return json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
 }
 
 static int add_spec(struct dp_container_allocation *a, const char *host, const char *container)
@@ -116,11 +110,9 @@ static int add_spec(struct dp_container_allocation *a, const char *host, const c
         for (size_t i = 0; i < a->n_specs; i++)
                 if (strcmp(a->specs[i].host_path, host) == 0)
                         return 0;
-        struct dp_device_spec *s = realloc(a->specs, (a->n_specs + 1) * sizeof(*s));
-        if (!s)
+        if (GROW_ARRAY(a->specs, a->cap_specs, a->n_specs + 1) < 0)
                 return -ENOMEM;
-        a->specs = s;
-        struct dp_device_spec *spec = &s[a->n_specs++];
+        struct dp_device_spec *spec = &a->specs[a->n_specs++];
         *spec = (struct dp_device_spec){ .permissions = "rw" };
         snprintf(spec->host_path, sizeof(spec->host_path), "%s", host);
         snprintf(spec->container_path, sizeof(spec->container_path), "%s", container);

@@ -28,7 +28,7 @@ struct dp_container_allocation {
         char **env_keys, **env_values;
         size_t n_envs;
         struct dp_device_spec *specs;
-        size_t n_specs;
+        size_t n_specs, cap_specs; /* cap_*: allocated, for util/array.h */
 };
 
 void dp_container_allocation_done(struct dp_container_allocation *a);

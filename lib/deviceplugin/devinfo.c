@@ -34,16 +34,14 @@ int dp_devinfo_path(const char *dir, const char *resource, const char *id, char 
 
 char *dp_devinfo_json(const struct dp_pool *pool, const struct dp_device *dev)
 {
-        json_t *root = json_pack("{s:s, s:s, s:{s:s}}", "type", "pci", "version", "1.1.0", "pci",
-                                 "pci-address", dev->id);
+        json_auto_t *root = json_pack("{s:s, s:s, s:{s:s}}", "type", "pci", "version", "1.1.0",
+                                      "pci", "pci-address", dev->id);
         if (!root)
                 return NULL;
         if (pool->is_rdma && dev->rdma_device[0])
                 json_object_set_new(json_object_get(root, "pci"), "rdma-device",
                                     json_string(dev->rdma_device));
-        char *s = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
-        json_decref(root);
-        return s;
+        return json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
 }
 
 static int mkdir_p(const char *dir)

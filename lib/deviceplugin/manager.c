@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "deviceplugin/allocate.h"
+#include "util/array.h"
 #include "util/log.h"
 #include "util/macro.h"
 
@@ -24,7 +25,7 @@ struct dp_manager {
         int inotify_fd;
         sd_event_source *inotify_source, *check_defer, *check_timer;
         struct dp_plugin **plugins;
-        size_t n_plugins;
+        size_t n_plugins, cap_plugins;
 };
 
 static void check_all(struct dp_manager *m)
@@ -88,44 +89,40 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
 
 int dp_manager_new(sd_event *event, const struct dp_manager_options *opts, struct dp_manager **ret)
 {
-        struct dp_manager *m = calloc(1, sizeof(*m));
+        _cleanup_(dp_manager_freep) struct dp_manager *m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
         m->event = sd_event_ref(event);
         m->inotify_fd = -1;
         m->kubelet_dir = strdup(opts->kubelet_dir ?: DP_KUBELET_DIR_DEFAULT);
         m->devinfo_dir = strdup(opts->devinfo_dir ?: DP_DEVINFO_DIR_DEFAULT);
-        int r = -ENOMEM;
         if (!m->kubelet_dir || !m->devinfo_dir)
-                goto fail;
-        if (mkdir(m->kubelet_dir, 0755) < 0 && errno != EEXIST) {
-                r = negative_errno(); /* the caller logs, naming the directory */
-                goto fail;
-        }
+                /* cppcheck-suppress memleak ; _cleanup_ frees it */
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
+                return -ENOMEM;
+        if (mkdir(m->kubelet_dir, 0755) < 0 && errno != EEXIST)
+                /* cppcheck-suppress memleak ; _cleanup_ frees it */
+                return negative_errno(); /* the caller logs, naming the directory */
         m->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (m->inotify_fd < 0) {
-                r = negative_errno();
-                goto fail;
-        }
-        r = add_watch(m);
+        if (m->inotify_fd < 0)
+                /* cppcheck-suppress memleak ; _cleanup_ frees it */
+                return negative_errno();
+        int r = add_watch(m);
         if (r < 0)
-                goto fail;
+                return r;
         r = sd_event_add_io(event, &m->inotify_source, m->inotify_fd, EPOLLIN, on_inotify, m);
         if (r < 0)
-                goto fail;
+                return r;
         r = sd_event_add_defer(event, &m->check_defer, on_check, m);
         if (r < 0)
-                goto fail;
+                return r;
         sd_event_source_set_enabled(m->check_defer, SD_EVENT_OFF);
         r = sd_event_add_time_relative(event, &m->check_timer, CLOCK_MONOTONIC, SAFETY_CHECK_USEC,
                                        SAFETY_CHECK_ACCURACY, on_timer, m);
         if (r < 0)
-                goto fail;
-        *ret = m;
+                return r;
+        *ret = TAKE_PTR(m);
         return 0;
-fail:
-        dp_manager_free(m);
-        return r;
 }
 
 static struct dp_plugin *find_plugin(struct dp_manager *m, const char *resource, size_t *ret_i)
@@ -162,10 +159,8 @@ int dp_manager_set_pools(struct dp_manager *m, const struct dp_pool_set *pools)
                 if (p) {
                         r = dp_plugin_update(p, pool);
                 } else {
-                        struct dp_plugin **l = realloc(m->plugins, (m->n_plugins + 1) * sizeof(*l));
-                        if (!l)
+                        if (GROW_ARRAY(m->plugins, m->cap_plugins, m->n_plugins + 1) < 0)
                                 return -ENOMEM;
-                        m->plugins = l;
                         struct dp_plugin_options o = { .kubelet_dir = m->kubelet_dir,
                                                        .devinfo_dir = m->devinfo_dir };
                         r = dp_plugin_new(m->event, &o, pool, &p);

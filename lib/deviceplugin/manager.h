@@ -19,6 +19,7 @@
 
 #include "deviceplugin/plugin.h"
 #include "deviceplugin/pool.h"
+#include "util/macro.h"
 
 struct dp_manager;
 
@@ -33,6 +34,7 @@ int dp_manager_set_pools(struct dp_manager *m, const struct dp_pool_set *pools);
 /* Reports every device Unhealthy on the open ListAndWatch streams and stops every plugin. */
 void dp_manager_shutdown(struct dp_manager *m);
 struct dp_manager *dp_manager_free(struct dp_manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct dp_manager *, dp_manager_free);
 
 /* A copy of every pool served now (for dp_pools_build's previous). */
 int dp_manager_get_pools(const struct dp_manager *m, struct dp_pool_set *ret);

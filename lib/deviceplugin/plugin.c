@@ -147,11 +147,23 @@ static int on_prestart(void *userdata, const uint8_t *req, size_t len, uint8_t *
         return pack_message(&resp.base, ret, ret_len, st);
 }
 
+static void preferred_request_freep(V1beta1__PreferredAllocationRequest **r)
+{
+        if (*r)
+                v1beta1__preferred_allocation_request__free_unpacked(*r, NULL);
+}
+
+static void allocate_request_freep(V1beta1__AllocateRequest **r)
+{
+        if (*r)
+                v1beta1__allocate_request__free_unpacked(*r, NULL);
+}
+
 static int on_preferred(void *userdata, const uint8_t *req, size_t len, uint8_t **ret,
                         size_t *ret_len, struct grpc_status *st)
 {
         struct dp_plugin *p = userdata;
-        V1beta1__PreferredAllocationRequest *r =
+        _cleanup_(preferred_request_freep) V1beta1__PreferredAllocationRequest *r =
             v1beta1__preferred_allocation_request__unpack(NULL, len, req);
         if (!r)
                 return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT,
@@ -187,7 +199,6 @@ static int on_preferred(void *userdata, const uint8_t *req, size_t len, uint8_t 
                 free(crs[i].deviceids);
         free(crs);
         free(ptrs);
-        v1beta1__preferred_allocation_request__free_unpacked(r, NULL);
         return code;
 }
 
@@ -305,13 +316,13 @@ static int on_allocate(void *userdata, const uint8_t *req, size_t len, uint8_t *
                        size_t *ret_len, struct grpc_status *st)
 {
         struct dp_plugin *p = userdata;
-        V1beta1__AllocateRequest *r = v1beta1__allocate_request__unpack(NULL, len, req);
+        _cleanup_(allocate_request_freep) V1beta1__AllocateRequest *r =
+            v1beta1__allocate_request__unpack(NULL, len, req);
         if (!r)
                 return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT, "malformed AllocateRequest");
         int early = check_request_ids(p, r, st);
         if (early != GRPC_STATUS_OK) {
                 log_ctx_msg(LOG_WARNING, 0, LOG_RES(p), "Allocate refused: %s", st->message);
-                v1beta1__allocate_request__free_unpacked(r, NULL);
                 return early;
         }
         size_t n = r->n_container_requests;
@@ -355,7 +366,6 @@ static int on_allocate(void *userdata, const uint8_t *req, size_t len, uint8_t *
         free(allocs);
         free(views);
         free(ptrs);
-        v1beta1__allocate_request__free_unpacked(r, NULL);
         return code;
 }
 
@@ -413,36 +423,28 @@ bool dp_plugin_check(struct dp_plugin *p)
 int dp_plugin_new(sd_event *event, const struct dp_plugin_options *opts, const struct dp_pool *pool,
                   struct dp_plugin **ret)
 {
-        struct dp_plugin *p = calloc(1, sizeof(*p));
+        _cleanup_(dp_plugin_freep) struct dp_plugin *p = calloc(1, sizeof(*p));
         if (!p)
                 return -ENOMEM;
         p->event = sd_event_ref(event);
         p->kubelet_dir = opts->kubelet_dir ?: DP_KUBELET_DIR_DEFAULT;
         p->devinfo_dir = opts->devinfo_dir ?: DP_DEVINFO_DIR_DEFAULT;
-        int r = dp_pool_copy(pool, &p->pool);
-        if (r < 0) {
-                sd_event_unref(p->event);
-                free(p);
+        int r = dp_pool_copy(pool, &p->pool); /* leaves p->pool empty when it fails */
+        if (r < 0)
                 return r;
-        }
         snprintf(p->socket_name, sizeof(p->socket_name), "%s_%s.sock", pool->prefix, pool->name);
         if (path_printf(p->socket_path, sizeof(p->socket_path), "%s/%s", p->kubelet_dir,
                         p->socket_name) < 0 ||
             path_printf(p->kubelet_socket, sizeof(p->kubelet_socket), "%s/%s", p->kubelet_dir,
-                        DP_KUBELET_SOCKET) < 0) {
-                r = log_ctx_msg(LOG_ERR, ENAMETOOLONG, LOG_RES(p), "socket path too long");
-                dp_plugin_free(p);
-                return r;
-        }
+                        DP_KUBELET_SOCKET) < 0)
+                return log_ctx_msg(LOG_ERR, ENAMETOOLONG, LOG_RES(p), "socket path too long");
         (void)dp_devinfo_remove_all(p->devinfo_dir, p->pool.resource);
         r = serve(p);
-        if (r < 0) {
-                dp_plugin_free(p);
+        if (r < 0)
                 return r;
-        }
         (void)pack_list(&p->pool, false, &p->last_list, &p->last_list_len);
         dp_plugin_register_now(p);
-        *ret = p;
+        *ret = TAKE_PTR(p);
         return 0;
 }
 
@@ -468,21 +470,19 @@ int dp_plugin_update(struct dp_plugin *p, const struct dp_pool *pool)
         dp_pool_done(&p->pool);
         p->pool = copy;
 
-        uint8_t *msg = NULL;
+        _cleanup_free_ uint8_t *msg = NULL;
         size_t len = 0;
         r = pack_list(&p->pool, false, &msg, &len);
         if (r < 0)
                 return r;
-        if (p->last_list && len == p->last_list_len && memcmp(msg, p->last_list, len) == 0) {
-                free(msg);
+        if (p->last_list && len == p->last_list_len && memcmp(msg, p->last_list, len) == 0)
                 return 0;
-        }
         free(p->last_list);
-        p->last_list = msg;
+        p->last_list = TAKE_PTR(msg);
         p->last_list_len = len;
         log_ctx_msg(LOG_INFO, 0, LOG_RES(p), "pool changed: %zu devices, updating %zu watcher(s)",
                     p->pool.n_devices, dp_plugin_n_watchers(p));
-        send_to_watchers(p, msg, len);
+        send_to_watchers(p, p->last_list, len);
         return 1;
 }
 

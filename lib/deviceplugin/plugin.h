@@ -17,6 +17,7 @@
 #include <systemd/sd-event.h>
 
 #include "deviceplugin/pool.h"
+#include "util/macro.h"
 
 #define DP_KUBELET_DIR_DEFAULT "/var/lib/kubelet/device-plugins"
 #define DP_KUBELET_SOCKET      "kubelet.sock"
@@ -43,6 +44,7 @@ void dp_plugin_report_unhealthy(struct dp_plugin *p);
 bool dp_plugin_check(struct dp_plugin *p);
 /* Stops serving, removes its socket and device-info files. NULL-safe; returns NULL. */
 struct dp_plugin *dp_plugin_free(struct dp_plugin *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct dp_plugin *, dp_plugin_free);
 
 const struct dp_pool *dp_plugin_pool(const struct dp_plugin *p);
 const char *dp_plugin_socket_name(const struct dp_plugin *p);

@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grpc/grpc-client.h"
 #include "deviceplugin/pool.h"
+#include "grpc/grpc-client.h"
 #include "podresources.pb-c.h"
+#include "util/array.h"
 #include "util/log.h"
 #include "util/macro.h"
 
@@ -44,12 +45,9 @@ static int add_ids(struct dp_usage *u, const V1__ContainerDevices *cd)
         struct dp_resource_usage *r =
             (struct dp_resource_usage *)dp_usage_find(u, cd->resource_name);
         if (!r) {
-                struct dp_resource_usage *l =
-                    realloc(u->resources, (u->n_resources + 1) * sizeof(*l));
-                if (!l)
+                if (GROW_ARRAY(u->resources, u->cap_resources, u->n_resources + 1) < 0)
                         return -ENOMEM;
-                u->resources = l;
-                r = &l[u->n_resources];
+                r = &u->resources[u->n_resources];
                 *r = (struct dp_resource_usage){ .resource = strdup(cd->resource_name) };
                 if (!r->resource)
                         return -ENOMEM;

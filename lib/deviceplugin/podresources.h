@@ -23,7 +23,7 @@ struct dp_resource_usage {
 
 struct dp_usage {
         struct dp_resource_usage *resources;
-        size_t n_resources;
+        size_t n_resources, cap_resources; /* cap_*: allocated, for util/array.h */
 };
 
 void dp_usage_done(struct dp_usage *u);

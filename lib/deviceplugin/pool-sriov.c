@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "deviceplugin/pool.h"
+#include "util/array.h"
 #include "util/log.h"
 
 /* Why a VF is not (yet) a usable device of its group; NULL when it is ready. */
@@ -81,11 +82,9 @@ static int add_char_devices(struct dp_device *d, const struct rdma_device *rd)
 static int pool_add_device(struct dp_pool *pool, const struct vf_group *g, const struct pf_info *pf,
                            const struct vf_info *vf)
 {
-        struct dp_device *devs = realloc(pool->devices, (pool->n_devices + 1) * sizeof(*devs));
-        if (!devs)
+        if (GROW_ARRAY(pool->devices, pool->cap_devices, pool->n_devices + 1) < 0)
                 return -ENOMEM;
-        pool->devices = devs;
-        struct dp_device *d = &devs[pool->n_devices++];
+        struct dp_device *d = &pool->devices[pool->n_devices++];
         *d = (struct dp_device){
                 .healthy = !pf_link_down(pf),
                 .numa_node = g->exclude_topology || vf->numa_node < 0 ? -1 : vf->numa_node,
@@ -110,11 +109,9 @@ static int pool_add_device(struct dp_pool *pool, const struct vf_group *g, const
 static int pool_keep_device(struct dp_pool *pool, const struct pf_info *pf,
                             const struct dp_device *prev)
 {
-        struct dp_device *devs = realloc(pool->devices, (pool->n_devices + 1) * sizeof(*devs));
-        if (!devs)
+        if (GROW_ARRAY(pool->devices, pool->cap_devices, pool->n_devices + 1) < 0)
                 return -ENOMEM;
-        pool->devices = devs;
-        struct dp_device *d = &devs[pool->n_devices];
+        struct dp_device *d = &pool->devices[pool->n_devices];
         *d = *prev;
         d->char_devices = NULL;
         d->n_char_devices = 0;
@@ -139,13 +136,11 @@ static struct dp_pool *find_or_add_pool(struct dp_pool_set *set, const char *pre
                 if (strcmp(set->pools[i].resource, resource) == 0)
                         return &set->pools[i];
 
-        struct dp_pool *pools = realloc(set->pools, (set->n_pools + 1) * sizeof(*pools));
-        if (!pools) {
+        if (GROW_ARRAY(set->pools, set->cap_pools, set->n_pools + 1) < 0) {
                 *ret_err = -ENOMEM;
                 return NULL;
         }
-        set->pools = pools;
-        struct dp_pool *p = &pools[set->n_pools];
+        struct dp_pool *p = &set->pools[set->n_pools];
         *p = (struct dp_pool){
                 .kind = DP_POOL_SRIOV,
                 .device_type = g->device_type,

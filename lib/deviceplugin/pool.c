@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/array.h"
 #include "util/names.h"
 #include "util/strv.h"
 
@@ -35,16 +36,18 @@ void dp_pool_set_done(struct dp_pool_set *s)
 
 static int strv_copy(char *const *src, size_t n, char ***ret)
 {
-        size_t m = 0;
         *ret = NULL;
-        for (size_t i = 0; i < n; i++) {
-                int r = strv_push_dup(ret, &m, src[i]);
-                if (r < 0) {
-                        strv_free_n(*ret, m);
-                        *ret = NULL;
-                        return r;
+        if (n == 0)
+                return 0;
+        char **l = calloc(n, sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (!(l[i] = strdup(src[i]))) {
+                        strv_free_n(l, i);
+                        return -ENOMEM;
                 }
-        }
+        *ret = l;
         return 0;
 }
 
@@ -52,7 +55,7 @@ int dp_pool_copy(const struct dp_pool *src, struct dp_pool *ret)
 {
         struct dp_pool p = *src;
         p.devices = NULL;
-        p.n_devices = 0;
+        p.n_devices = p.cap_devices = 0;
         p.shared_char_devices = NULL;
         p.n_shared_char_devices = 0;
         char **shared = NULL;
@@ -92,11 +95,9 @@ int dp_pool_set_take(struct dp_pool_set *dst, struct dp_pool_set *src)
                         return -EEXIST;
         if (src->n_pools == 0)
                 return 0;
-        struct dp_pool *p = realloc(dst->pools, (dst->n_pools + src->n_pools) * sizeof(*p));
-        if (!p)
+        if (GROW_ARRAY(dst->pools, dst->cap_pools, dst->n_pools + src->n_pools) < 0)
                 return -ENOMEM;
-        memcpy(p + dst->n_pools, src->pools, src->n_pools * sizeof(*p));
-        dst->pools = p;
+        memcpy(dst->pools + dst->n_pools, src->pools, src->n_pools * sizeof(*src->pools));
         dst->n_pools += src->n_pools;
         free(src->pools);
         *src = (struct dp_pool_set){ 0 };

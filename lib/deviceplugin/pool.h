@@ -48,15 +48,15 @@ struct dp_pool {
         enum dp_pool_kind kind;
         enum device_type device_type;
         bool is_rdma, need_vhost_net, exclude_topology;
-        struct dp_device *devices; /* sorted by id (numerically for RDMA shared) */
-        size_t n_devices;
-        char **shared_char_devices; /* RDMA shared: every selected HCA's char devices */
+        struct dp_device *devices;     /* sorted by id (numerically for RDMA shared) */
+        size_t n_devices, cap_devices; /* cap_*: allocated, for util/array.h */
+        char **shared_char_devices;    /* RDMA shared: every selected HCA's char devices */
         size_t n_shared_char_devices;
 };
 
 struct dp_pool_set {
         struct dp_pool *pools;
-        size_t n_pools;
+        size_t n_pools, cap_pools;
 };
 
 void dp_device_done(struct dp_device *d);

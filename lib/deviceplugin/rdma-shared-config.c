@@ -55,12 +55,18 @@ struct parse {
         struct rdma_shared_config *c;
 };
 
+static void parse_done(struct parse *p)
+{
+        free(p->error);
+        p->error = NULL;
+}
+
 static int fail(struct parse *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(struct parse *p, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
-        char *msg = NULL;
+        _cleanup_free_ char *msg = NULL;
         int n = vasprintf(&msg, fmt, ap);
         va_end(ap);
         if (n < 0)
@@ -68,7 +74,6 @@ static int fail(struct parse *p, const char *fmt, ...)
         free(p->error);
         if (asprintf(&p->error, "%s: %s", p->origin, msg) < 0)
                 p->error = NULL;
-        free(msg);
         return -EINVAL;
 }
 
@@ -77,14 +82,12 @@ static int warn(struct parse *p, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
-        char *msg = NULL;
+        _cleanup_free_ char *msg = NULL;
         int n = vasprintf(&msg, fmt, ap);
         va_end(ap);
         if (n < 0)
                 return -ENOMEM;
-        int r = strv_push_dup(&p->c->warnings, &p->c->n_warnings, msg);
-        free(msg);
-        return r;
+        return strv_push_dup(&p->c->warnings, &p->c->n_warnings, msg);
 }
 
 /* Upstream decodes with Go's encoding/json: unknown keys are ignored (we warn), null is the
@@ -258,89 +261,83 @@ static int parse_resource(struct parse *p, json_t *obj, size_t item,
         return r;
 }
 
-int rdma_shared_config_parse(const char *text, const char *origin, struct rdma_shared_config *ret,
-                             char **ret_error)
+static int parse_config(struct parse *p, const char *text, struct rdma_shared_config *c)
 {
-        struct rdma_shared_config c = { .periodic_update_sec = RDMA_SHARED_UPDATE_DEFAULT };
-        struct parse p = { .origin = origin, .c = &c };
         json_error_t jerr;
-        json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
-        int r = 0;
-        if (!root) {
-                r = fail(&p, "line %d, column %d: not valid JSON: %s", jerr.line, jerr.column,
-                         jerr.text);
-                goto out;
-        }
-        if (!json_is_object(root)) {
-                r = fail(&p, "the top level must be an object");
-                goto out;
-        }
+        json_auto_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+        int r;
+        if (!root)
+                return fail(p, "line %d, column %d: not valid JSON: %s", jerr.line, jerr.column,
+                            jerr.text);
+        if (!json_is_object(root))
+                return fail(p, "the top level must be an object");
         static const char *const known[] = { "periodicUpdateInterval", "configList", NULL };
-        r = warn_unknown_keys(&p, root, "top level", known);
+        r = warn_unknown_keys(p, root, "top level", known);
         if (r < 0)
-                goto out;
+                return r;
         json_t *interval = json_object_get(root, "periodicUpdateInterval");
         if (interval && !json_is_null(interval)) { /* null: the default, as upstream */
-                if (!json_is_integer(interval)) {
-                        r = fail(&p, "periodicUpdateInterval: not an integer (seconds)");
-                        goto out;
-                }
+                if (!json_is_integer(interval))
+                        return fail(p, "periodicUpdateInterval: not an integer (seconds)");
                 json_int_t v = json_integer_value(interval);
                 if (v < 0 || v > INT32_MAX) {
-                        r = fail(&p,
-                                 "periodicUpdateInterval: %lld must be >= 0 (seconds; 0 disables "
-                                 "periodic updates)",
-                                 (long long)v);
-                        goto out;
+                        return fail(
+                            p,
+                            "periodicUpdateInterval: %lld must be >= 0 (seconds; 0 disables "
+                            "periodic updates)",
+                            (long long)v);
                 }
-                c.periodic_update_sec = (int)v;
+                c->periodic_update_sec = (int)v;
         }
         json_t *list = json_object_get(root, "configList");
-        if (list && !json_is_null(list) && !json_is_array(list)) {
-                r = fail(&p, "configList: must be a list");
-                goto out;
-        }
-        if (!list || json_array_size(list) == 0) {
-                r = fail(&p, "configList: no resources configuration found");
-                goto out;
-        }
-        c.resources = calloc(json_array_size(list), sizeof(*c.resources));
-        if (!c.resources) {
-                r = -ENOMEM;
-                goto out;
-        }
+        if (list && !json_is_null(list) && !json_is_array(list))
+                return fail(p, "configList: must be a list");
+        if (!list || json_array_size(list) == 0)
+                return fail(p, "configList: no resources configuration found");
+        c->resources = calloc(json_array_size(list), sizeof(*c->resources));
+        if (!c->resources)
+                return -ENOMEM;
         size_t i;
         json_t *item;
         json_array_foreach(list, i, item)
         {
-                c.n_resources = i + 1;
-                r = parse_resource(&p, item, i, &c.resources[i]);
+                c->n_resources = i + 1;
+                r = parse_resource(p, item, i, &c->resources[i]);
                 if (r < 0)
-                        goto out;
+                        return r;
                 for (size_t j = 0; j < i; j++)
-                        if (strcmp(c.resources[j].name, c.resources[i].name) == 0) {
+                        if (strcmp(c->resources[j].name, c->resources[i].name) == 0) {
                                 /* Unique by name alone, as upstream: the socket is <name>.sock. */
-                                r = fail(&p,
-                                         "configList[%zu].resourceName: \"%s\" already used by "
-                                         "configList[%zu] (names must be unique even under "
-                                         "different prefixes)",
-                                         i, c.resources[i].name, j);
-                                goto out;
+                                return fail(p,
+                                            "configList[%zu].resourceName: \"%s\" already used by "
+                                            "configList[%zu] (names must be unique even under "
+                                            "different prefixes)",
+                                            i, c->resources[i].name, j);
                         }
+        }
+        return 0;
+}
+
+int rdma_shared_config_parse(const char *text, const char *origin, struct rdma_shared_config *ret,
+                             char **ret_error)
+{
+        _cleanup_(rdma_shared_config_done) struct rdma_shared_config c = {
+                .periodic_update_sec = RDMA_SHARED_UPDATE_DEFAULT
+        };
+        _cleanup_(parse_done) struct parse p = { .origin = origin, .c = &c };
+        int r = parse_config(&p, text, &c);
+        if (r < 0) {
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
+                if (ret_error) {
+                        *ret_error = TAKE_PTR(p.error);
+                        if (!*ret_error)
+                                *ret_error = strdup(strerror(-r));
+                }
+                return r;
         }
         *ret = c;
         c = (struct rdma_shared_config){ 0 };
-out:
-        if (r < 0 && ret_error) {
-                *ret_error = p.error;
-                p.error = NULL;
-                if (!*ret_error)
-                        *ret_error = strdup(strerror(-r));
-        }
-        free(p.error);
-        rdma_shared_config_done(&c);
-        json_decref(root);
-        return r;
+        return 0;
 }
 
 int rdma_shared_config_load(const char *path, struct rdma_shared_config *ret, char **ret_error)

@@ -46,6 +46,7 @@ static void call_free(struct grpc_client_call *c)
         free(c->response);
         free(c);
 }
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct grpc_client_call *, call_free);
 
 static void set_result(struct grpc_client_call *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -233,15 +234,13 @@ int grpc_unary_call(sd_event *event, const char *socket_path, const char *method
                     const uint8_t *request, size_t len, uint64_t timeout_usec,
                     grpc_unary_done_fn done, void *userdata, struct grpc_client_call **ret)
 {
-        int fd = connect_unix(socket_path);
+        _cleanup_close_ int fd = connect_unix(socket_path);
         if (fd < 0)
                 return fd;
 
-        struct grpc_client_call *c = calloc(1, sizeof(*c));
-        if (!c) {
-                close(fd);
+        _cleanup_(call_freep) struct grpc_client_call *c = calloc(1, sizeof(*c));
+        if (!c)
                 return -ENOMEM;
-        }
         c->conn.fd = -1;
         c->done = done;
         c->userdata = userdata;
@@ -251,16 +250,12 @@ int grpc_unary_call(sd_event *event, const char *socket_path, const char *method
         int r = grpc_frame_encode(request, len, &c->request, &c->request_len);
         if (r >= 0)
                 r = client_session_new(c, &session);
-        if (r < 0) {
-                close(fd);
-                call_free(c);
+        if (r < 0)
                 return r;
-        }
-        r = grpc_conn_init(&c->conn, event, fd, session, on_dead, c);
-        if (r < 0) {
-                call_free(c);
+        /* owns the fd and the session from here, also when it fails */
+        r = grpc_conn_init(&c->conn, event, TAKE_FD(fd), session, on_dead, c);
+        if (r < 0)
                 return r;
-        }
 
         /* The deadline travels too, so the server may give up as early as we do. */
         char timeout_value[24];
@@ -279,21 +274,19 @@ int grpc_unary_call(sd_event *event, const char *socket_path, const char *method
         nghttp2_data_provider prd = { .source.ptr = c, .read_callback = request_read };
         if (nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, NULL, 0) != 0 ||
             (c->stream_id = nghttp2_submit_request(
-                 session, NULL, hdrs, ELEMENTSOF(hdrs) - (timeout_usec ? 0 : 1), &prd, NULL)) < 0) {
-                call_free(c);
+                 session, NULL, hdrs, ELEMENTSOF(hdrs) - (timeout_usec ? 0 : 1), &prd, NULL)) < 0)
                 return -EPROTO;
-        }
         if (timeout_usec > 0) {
                 r = sd_event_add_time_relative(event, &c->timer, CLOCK_MONOTONIC, timeout_usec,
                                                1000, on_timeout, c);
-                if (r < 0) {
-                        call_free(c);
+                if (r < 0)
                         return r;
-                }
         }
-        (void)grpc_conn_flush(&c->conn); /* failures surface through on_dead */
+        /* From here the event loop owns the call: on_dead or the caller's cancel frees it. */
+        struct grpc_client_call *call = TAKE_PTR(c);
+        (void)grpc_conn_flush(&call->conn); /* failures surface through on_dead */
         if (ret)
-                *ret = c;
+                *ret = call;
         return 0;
 }
 
@@ -332,7 +325,7 @@ int grpc_unary_call_sync(const char *socket_path, const char *method_path, const
                          size_t len, uint64_t timeout_usec, struct grpc_status *st,
                          uint8_t **ret_response, size_t *ret_len)
 {
-        sd_event *event = NULL;
+        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         int r = sd_event_new(&event);
         if (r < 0)
                 return r;
@@ -344,7 +337,6 @@ int grpc_unary_call_sync(const char *socket_path, const char *method_path, const
                 if (r > 0)
                         r = 0;
         }
-        sd_event_unref(event);
         if (r < 0) {
                 free(res.response);
                 return r;

@@ -716,7 +716,7 @@ int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_
                 return -ENAMETOOLONG; /* the caller logs, naming the path */
         strcpy(sa.sun_path, socket_path);
 
-        struct grpc_server *s = calloc(1, sizeof(*s));
+        _cleanup_(grpc_server_freep) struct grpc_server *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
         *s = (struct grpc_server){ .event = sd_event_ref(event),
@@ -725,35 +725,31 @@ int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_
                                    .n_methods = n_methods,
                                    .userdata = userdata,
                                    .socket_path = strdup(socket_path) };
-        int r = -ENOMEM;
         if (!s->socket_path)
-                goto fail;
+                /* cppcheck-suppress memleak ; _cleanup_ frees it */
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
+                return -ENOMEM;
         s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (s->listen_fd < 0) {
-                r = negative_errno();
-                goto fail;
-        }
+        if (s->listen_fd < 0)
+                /* cppcheck-suppress memleak ; _cleanup_ frees it */
+                return negative_errno();
         (void)unlink(socket_path);
         /* 0600 whatever the umask: only root (the kubelet) may talk to a device plugin. Set
          * before listen(), so no connection is accepted while the mode is still wider. */
         if (bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-            chmod(socket_path, 0600) < 0 || listen(s->listen_fd, SOMAXCONN) < 0) {
-                r = negative_errno(); /* the caller logs, naming the path */
-                goto fail;
-        }
+            chmod(socket_path, 0600) < 0 || listen(s->listen_fd, SOMAXCONN) < 0)
+                /* cppcheck-suppress memleak ; _cleanup_ frees it */
+                return negative_errno(); /* the caller logs, naming the path */
         struct stat st;
         if (stat(socket_path, &st) == 0) {
                 s->socket_dev = st.st_dev;
                 s->socket_ino = st.st_ino;
         }
-        r = sd_event_add_io(event, &s->accept_source, s->listen_fd, EPOLLIN, on_accept, s);
+        int r = sd_event_add_io(event, &s->accept_source, s->listen_fd, EPOLLIN, on_accept, s);
         if (r < 0)
-                goto fail;
-        *ret = s;
+                return r;
+        *ret = TAKE_PTR(s);
         return 0;
-fail:
-        grpc_server_free(s);
-        return r;
 }
 
 struct grpc_server *grpc_server_free(struct grpc_server *s)

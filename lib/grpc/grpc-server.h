@@ -18,6 +18,7 @@
 #include <systemd/sd-event.h>
 
 #include "grpc/grpc-status.h"
+#include "util/macro.h"
 
 struct grpc_server;
 struct grpc_call;
@@ -45,6 +46,7 @@ int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_
 /* Finishes every open call with OK, sends GOAWAY, writes what is queued, closes everything and
  * removes the socket file if it is still ours. NULL-safe; returns NULL. */
 struct grpc_server *grpc_server_free(struct grpc_server *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct grpc_server *, grpc_server_free);
 /* Number of open connections (for tests and diagnostics). */
 size_t grpc_server_n_connections(const struct grpc_server *s);
 

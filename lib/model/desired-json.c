@@ -26,7 +26,7 @@ static int set_opt_string(json_t *obj, const char *key, const char *v)
 static json_t *group_to_json(const struct vf_group *g)
 {
         char range[32];
-        json_t *o = json_object();
+        json_auto_t *o = json_object();
         int r;
 
         if (!o)
@@ -40,29 +40,19 @@ static json_t *group_to_json(const struct vf_group *g)
         r |= set_opt_int(o, "mtu", g->mtu);
         r |= json_object_set_new(o, "isRdma", json_boolean(g->is_rdma));
         r |= set_opt_string(o, "vdpaType", g->vdpa_type);
-        if (r) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return r ? NULL : TAKE_PTR(o);
 }
 
 int desired_interface_to_json(const struct desired_interface *iface, json_t **ret)
 {
-        json_t *groups = json_array(), *o = json_object();
+        json_auto_t *groups = json_array(), *o = json_object();
         int r;
 
-        if (!groups || !o) {
-                json_decref(groups);
-                json_decref(o);
+        if (!groups || !o)
                 return -ENOMEM;
-        }
         for (size_t i = 0; i < iface->n_groups; i++)
-                if (json_array_append_new(groups, group_to_json(&iface->groups[i])) < 0) {
-                        json_decref(groups);
-                        json_decref(o);
+                if (json_array_append_new(groups, group_to_json(&iface->groups[i])) < 0)
                         return -ENOMEM;
-                }
         r = json_object_set_new(o, "pciAddress", json_string(iface->pci_address));
         r |= set_opt_string(o, "name", iface->name);
         r |= json_object_set_new(o, "numVfs", json_integer(iface->num_vfs));
@@ -70,30 +60,27 @@ int desired_interface_to_json(const struct desired_interface *iface, json_t **re
         r |= set_opt_string(o, "linkType", link_type_to_string(iface->link_type));
         r |= set_opt_string(o, "eSwitchMode", eswitch_mode_to_string(iface->eswitch_mode));
         r |= json_object_set_new(o, "externallyManaged", json_boolean(iface->externally_managed));
-        r |= json_object_set_new(o, "vfGroups", groups);
-        if (r) {
-                json_decref(o);
+        r |= json_object_set_new(o, "vfGroups", TAKE_PTR(groups));
+        if (r)
                 return -ENOMEM;
-        }
-        *ret = o;
+        *ret = TAKE_PTR(o);
         return 0;
 }
 
 int desired_state_to_json(const struct desired_state *state, json_t **ret)
 {
-        json_t *arr = json_array();
+        json_auto_t *arr = json_array();
 
         if (!arr)
                 return -ENOMEM;
         for (size_t i = 0; i < state->n_interfaces; i++) {
                 json_t *o;
                 if (desired_interface_to_json(&state->interfaces[i], &o) < 0 ||
-                    json_array_append_new(arr, o) < 0) {
-                        json_decref(arr);
+                    json_array_append_new(arr, o) < 0)
                         return -ENOMEM;
-                }
         }
-        *ret = json_pack("{s:o}", "interfaces", arr);
+        /* "o" steals the reference, also when packing fails */
+        *ret = json_pack("{s:o}", "interfaces", TAKE_PTR(arr));
         return *ret ? 0 : -ENOMEM;
 }
 

@@ -18,7 +18,7 @@ enum device_type {
         DEVICE_TYPE_NETDEVICE = 0,
         DEVICE_TYPE_VFIO_PCI,
 };
-const char *device_type_to_string(enum device_type t);        /* "netdevice", "vfio-pci" */
+const char *device_type_to_string(enum device_type t);             /* "netdevice", "vfio-pci" */
 int device_type_from_string(const char *s, enum device_type *ret); /* 0 or -EINVAL */
 
 enum eswitch_mode {
@@ -31,22 +31,22 @@ const char *eswitch_mode_to_string(enum eswitch_mode m); /* "", "legacy", "switc
 struct vf_group {
         char resource_name[RESOURCE_NAME_MAX];
         enum device_type device_type;
-        int vf_start, vf_end;          /* inclusive range of VF indexes */
+        int vf_start, vf_end; /* inclusive range of VF indexes */
         char policy_name[POLICY_NAME_MAX];
-        int mtu;                       /* 0 = leave as is */
+        int mtu; /* 0 = leave as is */
         bool is_rdma;
         bool need_vhost_net;
         bool exclude_topology;
-        char vdpa_type[16];            /* "", "virtio", "vhost" */
-        int priority;                  /* of the policy that contributed the group */
+        char vdpa_type[16]; /* "", "virtio", "vhost" */
+        int priority;       /* of the policy that contributed the group */
 };
 
 struct desired_interface {
         char pci_address[PCI_ADDR_MAX];
-        char name[IFNAME_MAX];          /* PF netdev name, may be "" */
+        char name[IFNAME_MAX]; /* PF netdev name, may be "" */
         int num_vfs;
-        int mtu;                        /* 0 = leave as is */
-        enum link_type link_type;       /* UNKNOWN = leave as is */
+        int mtu;                  /* 0 = leave as is */
+        enum link_type link_type; /* UNKNOWN = leave as is */
         enum eswitch_mode eswitch_mode;
         bool externally_managed;
         struct vf_group *groups;
@@ -55,7 +55,7 @@ struct desired_interface {
 
 struct desired_state {
         struct desired_interface *interfaces; /* sorted by PCI address */
-        size_t n_interfaces;
+        size_t n_interfaces, cap_interfaces;  /* cap_*: allocated, for util/array.h */
 };
 
 void desired_interface_done(struct desired_interface *iface);

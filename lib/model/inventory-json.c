@@ -3,6 +3,8 @@
 
 #include <stdio.h>
 
+#include "util/macro.h"
+
 /* json_object_set_new() steals the value even on failure; a NULL value makes it fail. */
 static int set(json_t *obj, const char *key, json_t *value)
 {
@@ -28,28 +30,22 @@ static int set_hex16(json_t *obj, const char *key, uint16_t value)
 
 static json_t *rdma_to_json(const struct rdma_device *devs, size_t n)
 {
-        json_t *arr = json_array();
+        json_auto_t *arr = json_array();
         for (size_t i = 0; arr && i < n; i++) {
-                json_t *o = json_object(), *chars = json_array();
+                json_auto_t *o = json_object(), *chars = json_array();
                 int r = o && chars ? 0 : -1;
                 for (size_t c = 0; r == 0 && c < devs[i].n_char_devices; c++)
                         r = json_array_append_new(chars, json_string(devs[i].char_devices[c]));
                 if (r == 0)
                         r = set(o, "name", json_string(devs[i].name));
                 if (r == 0)
-                        r = set(o, "charDevices", chars);
-                else
-                        json_decref(chars);
+                        r = set(o, "charDevices", TAKE_PTR(chars));
                 if (r == 0)
-                        r = json_array_append_new(arr, o);
-                else
-                        json_decref(o);
-                if (r != 0) {
-                        json_decref(arr);
+                        r = json_array_append_new(arr, TAKE_PTR(o));
+                if (r != 0)
                         return NULL;
-                }
         }
-        return arr;
+        return TAKE_PTR(arr);
 }
 
 /* name, mac, mtu of the first netdev: the status has one name per function. */
@@ -67,7 +63,7 @@ static int set_netdev(json_t *o, const struct netdev_info *netdevs, size_t n)
 
 json_t *vf_info_to_json(const struct vf_info *vf)
 {
-        json_t *o = json_object();
+        json_auto_t *o = json_object();
         if (!o)
                 return NULL;
         int r = set_netdev(o, vf->netdevs, vf->n_netdevs);
@@ -91,11 +87,7 @@ json_t *vf_info_to_json(const struct vf_info *vf)
                 r = set(o, "rdmaDevices", rdma_to_json(vf->rdma, vf->n_rdma));
         if (r == 0)
                 r = set_string_if(o, "error", vf->error);
-        if (r != 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return r == 0 ? TAKE_PTR(o) : NULL;
 }
 
 static int set_link(json_t *o, const struct pf_info *pf)
@@ -116,12 +108,9 @@ static int set_link(json_t *o, const struct pf_info *pf)
 
 json_t *pf_info_to_json(const struct pf_info *pf)
 {
-        json_t *o = json_object(), *vfs = json_array();
-        if (!o || !vfs) {
-                json_decref(o);
-                json_decref(vfs);
+        json_auto_t *o = json_object(), *vfs = json_array();
+        if (!o || !vfs)
                 return NULL;
-        }
         int r = set_netdev(o, pf->netdevs, pf->n_netdevs);
         if (r == 0)
                 r = set_string_if(o, "driver", pf->driver);
@@ -141,13 +130,12 @@ json_t *pf_info_to_json(const struct pf_info *pf)
                 r = set_string_if(o, "eSwitchMode", pf->eswitch_mode);
         if (r == 0 && pf->n_alt_names > 0) {
                 /* Upstream's InterfaceExt.altNames */
-                json_t *alt = json_array();
-                for (size_t i = 0; alt && i < pf->n_alt_names; i++)
-                        if (json_array_append_new(alt, json_string(pf->alt_names[i])) < 0) {
-                                json_decref(alt);
-                                alt = NULL;
-                        }
-                r = set(o, "altNames", alt);
+                json_auto_t *alt = json_array();
+                r = alt ? 0 : -1;
+                for (size_t i = 0; r == 0 && i < pf->n_alt_names; i++)
+                        r = json_array_append_new(alt, json_string(pf->alt_names[i]));
+                if (r == 0)
+                        r = set(o, "altNames", TAKE_PTR(alt));
         }
         if (r == 0)
                 r = set(o, "numaNode", json_integer(pf->numa_node));
@@ -158,27 +146,19 @@ json_t *pf_info_to_json(const struct pf_info *pf)
         for (size_t i = 0; r == 0 && i < pf->n_vfs; i++)
                 r = json_array_append_new(vfs, vf_info_to_json(&pf->vfs[i]));
         if (r == 0)
-                r = set(o, "Vfs", vfs);
-        else
-                json_decref(vfs);
+                r = set(o, "Vfs", TAKE_PTR(vfs));
         if (r == 0)
                 r = set_string_if(o, "error", pf->error);
-        if (r != 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return r == 0 ? TAKE_PTR(o) : NULL;
 }
 
 json_t *inventory_to_json(const struct inventory *inv)
 {
-        json_t *root = json_object(), *ifs = json_array();
+        json_auto_t *root = json_object(), *ifs = json_array();
         int r = root && ifs ? 0 : -1;
         for (size_t i = 0; r == 0 && i < inv->n_pfs; i++)
                 r = json_array_append_new(ifs, pf_info_to_json(&inv->pfs[i]));
         if (r == 0)
-                return set(root, "interfaces", ifs) == 0 ? root : (json_decref(root), NULL);
-        json_decref(ifs);
-        json_decref(root);
-        return NULL;
+                r = set(root, "interfaces", TAKE_PTR(ifs));
+        return r == 0 ? TAKE_PTR(root) : NULL;
 }

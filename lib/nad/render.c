@@ -44,12 +44,11 @@ char *nad_owner_ref(enum nad_network_kind kind, json_t *network)
 int nad_json_indent(const char *src, char **ret)
 {
         json_error_t jerr;
-        json_t *check = json_loads(src, JSON_DECODE_ANY, &jerr);
+        json_auto_t *check = json_loads(src, JSON_DECODE_ANY, &jerr);
         if (!check)
                 return -EINVAL;
-        json_decref(check);
 
-        char *buf = NULL;
+        _cleanup_free_ char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
         if (!f)
@@ -112,11 +111,9 @@ int nad_json_indent(const char *src, char **ret)
                         fputc(c, f);
                 }
         }
-        if (fclose(f) != 0) {
-                free(buf);
+        if (fclose(f) != 0)
                 return -ENOMEM;
-        }
-        *ret = buf;
+        *ret = TAKE_PTR(buf);
         return 0;
 }
 
@@ -170,11 +167,9 @@ static char *strip_whitespace(const char *s)
 /* Writes "key":<string JSON-escaped>, */
 static void put_string(FILE *f, const char *key, const char *value)
 {
-        json_t *s = json_string(value);
-        char *text = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+        json_auto_t *s = json_string(value);
+        _cleanup_free_ char *text = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
         fprintf(f, "\"%s\":%s,", key, text ? text : "\"\"");
-        free(text);
-        json_decref(s);
 }
 
 struct spec_values {
@@ -223,9 +218,8 @@ static int parse_spec(enum nad_network_kind kind, json_t *spec, struct spec_valu
         v->capabilities = spec_string(spec, "capabilities", &bad);
         if (v->capabilities) {
                 json_error_t jerr;
-                json_t *c = json_loads(v->capabilities, 0, &jerr);
+                json_auto_t *c = json_loads(v->capabilities, 0, &jerr);
                 bool ok = json_is_object(c);
-                json_decref(c);
                 if (!ok)
                         return fail(error, "spec.capabilities: not a JSON object: %s",
                                     c ? "another JSON value" : jerr.text);
@@ -241,9 +235,8 @@ static int parse_spec(enum nad_network_kind kind, json_t *spec, struct spec_valu
                 return -ENOMEM;
         if (*v->ipam) {
                 json_error_t jerr;
-                json_t *i = json_loads(v->ipam, 0, &jerr);
+                json_auto_t *i = json_loads(v->ipam, 0, &jerr);
                 bool ok = json_is_object(i);
-                json_decref(i);
                 if (!ok)
                         return fail(error, "spec.ipam: not a JSON object: %s",
                                     i ? "another JSON value" : jerr.text);
@@ -255,12 +248,11 @@ static int parse_spec(enum nad_network_kind kind, json_t *spec, struct spec_valu
                 if (asprintf(&list, "[%s]", v->meta_plugins) < 0)
                         return -ENOMEM;
                 json_error_t jerr;
-                json_t *l = json_loads(list, 0, &jerr);
+                json_auto_t *l = json_loads(list, 0, &jerr);
                 bool ok = json_is_array(l) && json_array_size(l) > 0;
                 size_t i;
                 json_t *item;
                 json_array_foreach(l, i, item) ok = ok && json_is_object(item);
-                json_decref(l);
                 if (!ok)
                         return fail(error,
                                     "spec.metaPlugins: not a comma-separated list of JSON "
@@ -312,7 +304,7 @@ static int parse_spec(enum nad_network_kind kind, json_t *spec, struct spec_valu
 /* The CNI config in upstream's template order, before re-indenting. */
 static char *build_config(enum nad_network_kind kind, const char *name, const struct spec_values *v)
 {
-        char *buf = NULL;
+        _cleanup_free_ char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
         if (!f)
@@ -346,14 +338,12 @@ static char *build_config(enum nad_network_kind kind, const char *name, const st
                 put_string(f, "logLevel", v->log_level);
         if (v->log_file)
                 put_string(f, "logFile", v->log_file);
-        fprintf(f, "\"ipam\":%s}", *v->ipam ? v->ipam : "{}");
+        fprintf(f, "\"ipam\":%s}", v->ipam && *v->ipam ? v->ipam : "{}");
         if (v->meta_plugins)
                 fprintf(f, ",%s]}", v->meta_plugins);
-        if (fclose(f) != 0) {
-                free(buf);
+        if (fclose(f) != 0)
                 return NULL;
-        }
-        return buf;
+        return TAKE_PTR(buf);
 }
 
 int nad_render(enum nad_network_kind kind, json_t *network, const char *resource_prefix,
@@ -384,10 +374,11 @@ int nad_render(enum nad_network_kind kind, json_t *network, const char *resource
         if ((k = nad_json_indent(compact, &config)) < 0)
                 return k == -EINVAL ? fail(error, "spec: the rendered CNI config is not JSON") : k;
 
-        json_t *nad = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}}, s:{s:s}}", "apiVersion",
-                                NAD_API_VERSION, "kind", NAD_KIND, "metadata", "name", name,
-                                "namespace", target, "annotations", NAD_ANNOTATION_RESOURCE,
-                                resource, NAD_ANNOTATION_OWNER, owner, "spec", "config", config);
+        json_auto_t *nad =
+            json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}}, s:{s:s}}", "apiVersion",
+                      NAD_API_VERSION, "kind", NAD_KIND, "metadata", "name", name, "namespace",
+                      target, "annotations", NAD_ANNOTATION_RESOURCE, resource,
+                      NAD_ANNOTATION_OWNER, owner, "spec", "config", config);
         if (!nad)
                 return -ENOMEM;
         const char *uid = meta_string(network, "uid");
@@ -397,11 +388,9 @@ int nad_render(enum nad_network_kind kind, json_t *network, const char *resource
                     json_pack("[{s:s, s:s, s:s, s:s}]", "apiVersion", NAD_NETWORK_GROUP "/v1",
                               "kind", nad_network_kind_name(kind), "name", name, "uid", uid);
                 if (!refs || json_object_set_new(json_object_get(nad, "metadata"),
-                                                 "ownerReferences", refs) < 0) {
-                        json_decref(nad);
+                                                 "ownerReferences", refs) < 0)
                         return -ENOMEM;
-                }
         }
-        *ret = nad;
+        *ret = TAKE_PTR(nad);
         return 0;
 }

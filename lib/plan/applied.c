@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "model/desired-json.h"
+#include "util/array.h"
 #include "util/names.h"
 
 void applied_pf_done(struct applied_pf *pf)
@@ -44,12 +45,9 @@ struct applied_bad_record *applied_state_find_bad(const struct applied_state *st
 
 int applied_state_take(struct applied_state *state, struct applied_pf *pf)
 {
-        struct applied_pf *arr = reallocarray(state->pfs, state->n_pfs + 1, sizeof(*arr));
-
-        if (!arr)
+        if (GROW_ARRAY(state->pfs, state->cap_pfs, state->n_pfs + 1) < 0)
                 return -ENOMEM;
-        state->pfs = arr;
-        arr[state->n_pfs++] = *pf;
+        state->pfs[state->n_pfs++] = *pf;
         *pf = (struct applied_pf){ 0 };
         return 0;
 }

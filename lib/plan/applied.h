@@ -34,10 +34,10 @@ struct applied_bad_record {
 };
 
 struct applied_state {
-        struct applied_pf *pfs; /* sorted by PCI address once built by the planner */
-        size_t n_pfs;
+        struct applied_pf *pfs;         /* sorted by PCI address once built by the planner */
+        size_t n_pfs, cap_pfs;          /* cap_*: allocated, for util/array.h */
         struct applied_bad_record *bad; /* only from applied_state_load_dir() */
-        size_t n_bad;
+        size_t n_bad, cap_bad;
 };
 
 void applied_pf_done(struct applied_pf *pf);

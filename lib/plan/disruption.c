@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/array.h"
+
 /* How many in-use devices a reason names before "and N more". */
 #define REASON_MAX_DEVICES 4
 
@@ -251,12 +253,9 @@ static void format_reason(const struct pf_verdict *v, const struct action *first
 
 static int add_held(struct guarded_plan *g, struct held_pf *h)
 {
-        struct held_pf *arr = reallocarray(g->held, g->n_held + 1, sizeof(*arr));
-
-        if (!arr)
+        if (GROW_ARRAY(g->held, g->cap_held, g->n_held + 1) < 0)
                 return -ENOMEM;
-        g->held = arr;
-        arr[g->n_held++] = *h;
+        g->held[g->n_held++] = *h;
         return 0;
 }
 

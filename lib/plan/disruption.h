@@ -41,7 +41,7 @@ struct held_pf {
 struct guarded_plan {
         struct plan plan;     /* the actions allowed to run, in input order; problems; applied */
         struct held_pf *held; /* disruptive PFs, by PCI address order of the plan */
-        size_t n_held;
+        size_t n_held, cap_held;
         bool passed_through; /* allow_disruption: `held` lists PFs whose actions still run */
 };
 

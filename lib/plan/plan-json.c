@@ -5,11 +5,12 @@
 #include <string.h>
 
 #include "plan/plan.h"
+#include "util/macro.h"
 
 int action_to_json(const struct action *a, json_t **ret)
 {
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "action", action_kind_to_string(a->kind),
-                              "pf", a->pf, "pfName", a->pf_name, "reason", a->reason);
+        json_auto_t *o = json_pack("{s:s, s:s, s:s, s:s}", "action", action_kind_to_string(a->kind),
+                                   "pf", a->pf, "pfName", a->pf_name, "reason", a->reason);
         int r = 0;
 
         if (!o)
@@ -37,28 +38,24 @@ int action_to_json(const struct action *a, json_t **ret)
         default:
                 break;
         }
-        if (r) {
-                json_decref(o);
+        if (r)
                 return -ENOMEM;
-        }
-        *ret = o;
+        *ret = TAKE_PTR(o);
         return 0;
 }
 
 int plan_actions_to_json(const struct plan *p, json_t **ret)
 {
-        json_t *arr = json_array();
+        json_auto_t *arr = json_array();
 
         if (!arr)
                 return -ENOMEM;
         for (size_t i = 0; i < p->n_actions; i++) {
                 json_t *o;
-                if (action_to_json(&p->actions[i], &o) < 0 || json_array_append_new(arr, o) < 0) {
-                        json_decref(arr);
+                if (action_to_json(&p->actions[i], &o) < 0 || json_array_append_new(arr, o) < 0)
                         return -ENOMEM;
-                }
         }
-        *ret = arr;
+        *ret = TAKE_PTR(arr);
         return 0;
 }
 

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/array.h"
+
 #define NVIDIA_VENDOR_ID 0x15b3
 
 static const char *const action_kind_names[_ACTION_KIND_MAX] = {
@@ -68,14 +70,12 @@ static int add_problem_va(struct plan *p, const char *pci, bool pf_failed, const
 static int add_problem_va(struct plan *p, const char *pci, bool pf_failed, const char *fmt,
                           va_list ap)
 {
-        struct plan_problem *arr = reallocarray(p->problems, p->n_problems + 1, sizeof(*arr));
-
-        if (!arr)
+        if (GROW_ARRAY(p->problems, p->cap_problems, p->n_problems + 1) < 0)
                 return -ENOMEM;
-        p->problems = arr;
-        arr[p->n_problems] = (struct plan_problem){ .pf_failed = pf_failed };
-        snprintf(arr[p->n_problems].pf, sizeof(arr->pf), "%s", pci);
-        vsnprintf(arr[p->n_problems].message, sizeof(arr->message), fmt, ap);
+        struct plan_problem *problem = &p->problems[p->n_problems];
+        *problem = (struct plan_problem){ .pf_failed = pf_failed };
+        snprintf(problem->pf, sizeof(problem->pf), "%s", pci);
+        vsnprintf(problem->message, sizeof(problem->message), fmt, ap);
         p->n_problems++;
         return 0;
 }

@@ -61,9 +61,9 @@ struct plan_problem {
 struct plan {
         struct action *actions;
         size_t n_actions;
-        struct plan_problem *problems; /* things no action can fix (PF missing, too few VFs) */
-        size_t n_problems;
-        struct applied_state applied; /* to persist after success */
+        struct plan_problem *problems;   /* things no action can fix (PF missing, too few VFs) */
+        size_t n_problems, cap_problems; /* cap_*: allocated, for util/array.h */
+        struct applied_state applied;    /* to persist after success */
 };
 
 void plan_done(struct plan *p);

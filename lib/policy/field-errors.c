@@ -31,3 +31,9 @@ void field_errors_add(struct field_errors *e, const char *field, const char *fmt
         free(e->text);
         e->text = joined;
 }
+
+void field_errors_done(struct field_errors *e)
+{
+        free(e->text);
+        e->text = NULL;
+}

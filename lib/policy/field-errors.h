@@ -11,5 +11,7 @@ struct field_errors {
         bool oom;
 };
 
+/* Frees the text: for `_cleanup_(field_errors_done)`. */
+void field_errors_done(struct field_errors *e);
 void field_errors_add(struct field_errors *e, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

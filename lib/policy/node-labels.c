@@ -19,30 +19,26 @@ void node_labels_free(struct string_pair *labels, size_t n)
 
 int node_labels_set(struct string_pair **labels, size_t *n, const char *key, const char *value)
 {
-        char *v = strdup(value);
+        _cleanup_free_ char *v = strdup(value);
         if (!v)
                 return -ENOMEM;
         for (size_t i = 0; i < *n; i++)
                 if (strcmp((*labels)[i].key, key) == 0) {
                         free((*labels)[i].value);
-                        (*labels)[i].value = v;
+                        (*labels)[i].value = TAKE_PTR(v);
                         return 0;
                 }
-        if (*n >= NODE_LABELS_MAX) {
-                free(v);
+        if (*n >= NODE_LABELS_MAX)
                 return -E2BIG;
-        }
+        /* One at a time: at most NODE_LABELS_MAX, each set already searches the keys (O(n)). */
         struct string_pair *p = realloc(*labels, (*n + 1) * sizeof(*p));
-        char *k = strdup(key);
-        if (!p || !k) {
-                if (p)
-                        *labels = p;
-                free(k);
-                free(v);
+        if (p)
+                *labels = p;
+        _cleanup_free_ char *k = strdup(key);
+        if (!p || !k)
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return -ENOMEM;
-        }
-        *labels = p;
-        p[(*n)++] = (struct string_pair){ .key = k, .value = v };
+        p[(*n)++] = (struct string_pair){ .key = TAKE_PTR(k), .value = TAKE_PTR(v) };
         return 0;
 }
 

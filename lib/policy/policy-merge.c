@@ -10,6 +10,7 @@
 
 #include "policy/policy-select.h"
 #include "policy/policy-validate.h"
+#include "util/array.h"
 #include "util/macro.h"
 #include "util/parse.h"
 
@@ -202,13 +203,12 @@ static int screen_policy(struct engine *e, size_t i, const struct string_pair *l
                 return set_result(e, i, POLICY_STATUS_NOT_SELECTED,
                                   "%s: nicSelector matches no PF on this node", prefix);
         for (size_t k = 0; k < c->n_pfs; k++) {
-                free(why);
-                why = NULL;
-                r = policy_check_on_pf(p, c->pfs[k].pf, &why);
+                _cleanup_free_ char *pf_why = NULL;
+                r = policy_check_on_pf(p, c->pfs[k].pf, &pf_why);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
-                        return set_result(e, i, POLICY_STATUS_INVALID, "%s", why);
+                        return set_result(e, i, POLICY_STATUS_INVALID, "%s", pf_why);
                 unsupported = policy_unsupported_on_pf(p, c->pfs[k].pf);
                 if (unsupported)
                         return set_result(e, i, POLICY_STATUS_NOT_SELECTED,
@@ -338,20 +338,16 @@ static int resolve_conflicts(struct engine *e)
 static struct desired_interface *find_or_add_interface(struct desired_state *d, const char *pci,
                                                        bool *ret_found)
 {
-        struct desired_interface *arr;
-
         for (size_t i = 0; i < d->n_interfaces; i++)
                 if (strcmp(d->interfaces[i].pci_address, pci) == 0) {
                         *ret_found = true;
                         return &d->interfaces[i];
                 }
-        arr = reallocarray(d->interfaces, d->n_interfaces + 1, sizeof(*arr));
-        if (!arr)
+        if (GROW_ARRAY(d->interfaces, d->cap_interfaces, d->n_interfaces + 1) < 0)
                 return NULL;
-        d->interfaces = arr;
         *ret_found = false;
-        arr[d->n_interfaces] = (struct desired_interface){ 0 };
-        return &arr[d->n_interfaces++];
+        d->interfaces[d->n_interfaces] = (struct desired_interface){ 0 };
+        return &d->interfaces[d->n_interfaces++];
 }
 
 static struct vf_group make_group(const struct policy *p, const struct pf_selection *sel)

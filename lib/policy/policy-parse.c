@@ -9,6 +9,7 @@
 
 #include "policy/field-errors.h"
 #include "policy/policy.h"
+#include "util/array.h"
 #include "util/macro.h"
 #include "util/parse.h"
 #include "util/yaml-json.h"
@@ -18,6 +19,11 @@ struct parse_ctx {
         struct policy *policy;
         struct field_errors errors;
 };
+
+static void parse_ctx_done(struct parse_ctx *ctx)
+{
+        field_errors_done(&ctx->errors);
+}
 
 #define add_error(ctx, field, ...) field_errors_add(&(ctx)->errors, field, __VA_ARGS__)
 
@@ -331,7 +337,7 @@ static void apply_defaults(struct parse_ctx *ctx)
 
 int policy_from_json(const json_t *obj, const char *origin, struct policy *ret)
 {
-        struct parse_ctx ctx = { .policy = ret };
+        _cleanup_(parse_ctx_done) struct parse_ctx ctx = { .policy = ret };
         const json_t *meta, *spec;
         int r = 0;
 
@@ -360,14 +366,12 @@ int policy_from_json(const json_t *obj, const char *origin, struct policy *ret)
 
 finish:
         if (ctx.errors.oom) {
-                free(ctx.errors.text);
                 policy_done(ret);
                 return -ENOMEM;
         }
         if (ctx.errors.text) {
                 r = asprintf(&ret->error, "%s: policy %s: %s", ret->origin,
                              policy_display_name(ret), ctx.errors.text);
-                free(ctx.errors.text);
                 if (r < 0) {
                         ret->error = NULL;
                         policy_done(ret);
@@ -379,11 +383,8 @@ finish:
 
 static int list_append_policy(struct policy_list *list, struct policy *p)
 {
-        struct policy *items = reallocarray(list->items, list->n_items + 1, sizeof(*items));
-
-        if (!items)
+        if (GROW_ARRAY(list->items, list->cap_items, list->n_items + 1) < 0)
                 return -ENOMEM;
-        list->items = items;
         list->items[list->n_items++] = *p;
         *p = (struct policy){ 0 };
         return 0;
@@ -391,13 +392,10 @@ static int list_append_policy(struct policy_list *list, struct policy *p)
 
 static int list_append_note(struct policy_list *list, char *note)
 {
-        char **notes = reallocarray(list->notes, list->n_notes + 1, sizeof(*notes));
-
-        if (!notes) {
+        if (GROW_ARRAY(list->notes, list->cap_notes, list->n_notes + 1) < 0) {
                 free(note);
                 return -ENOMEM;
         }
-        list->notes = notes;
         list->notes[list->n_notes++] = note;
         return 0;
 }
@@ -470,14 +468,11 @@ static int add_json_value(struct policy_list *list, const json_t *value, const c
                 return list_append_note(list, note);
         }
 
-        struct policy p;
+        _cleanup_(policy_done) struct policy p = { 0 };
         r = policy_from_json(value, origin, &p);
         if (r < 0)
                 return r;
-        r = list_append_policy(list, &p);
-        if (r < 0)
-                policy_done(&p);
-        return r;
+        return list_append_policy(list, &p);
 }
 
 int policy_list_add_json(struct policy_list *list, const json_t *value, const char *origin)
@@ -489,7 +484,8 @@ int policy_list_add_buffer(struct policy_list *list, const char *file, const cha
                            size_t size)
 {
         _cleanup_free_ char *error = NULL;
-        json_t *docs = NULL, *doc;
+        json_auto_t *docs = NULL;
+        json_t *doc;
         size_t i;
         int r;
 
@@ -520,7 +516,6 @@ int policy_list_add_buffer(struct policy_list *list, const char *file, const cha
                 if (r < 0)
                         break;
         }
-        json_decref(docs);
         return r;
 }
 

@@ -224,7 +224,7 @@ static void validate_numbers(struct field_errors *pr, const struct policy *p)
 
 int policy_validate(const struct policy *p, char **ret_reason)
 {
-        struct field_errors pr = { 0 };
+        _cleanup_(field_errors_done) struct field_errors pr = { 0 };
         int r;
 
         *ret_reason = NULL;
@@ -247,15 +247,12 @@ int policy_validate(const struct policy *p, char **ret_reason)
         validate_enums(&pr, p);
         validate_combinations(&pr, p);
 
-        if (pr.oom) {
-                free(pr.text);
+        if (pr.oom)
                 return -ENOMEM;
-        }
         if (!pr.text)
                 return 0;
         r = asprintf(ret_reason, "%s: policy %s: %s", p->origin ? p->origin : "API",
                      policy_display_name(p), pr.text);
-        free(pr.text);
         if (r < 0) {
                 *ret_reason = NULL;
                 return -ENOMEM;

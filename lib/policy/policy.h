@@ -72,9 +72,9 @@ struct policy {
 /* Policies (parsed or failed) plus notes about skipped objects, in input order. */
 struct policy_list {
         struct policy *items;
-        size_t n_items;
-        char **notes; /* "FILE document 2: kind ConfigMap skipped" */
-        size_t n_notes;
+        size_t n_items, cap_items; /* cap_*: allocated, for util/array.h */
+        char **notes;              /* "FILE document 2: kind ConfigMap skipped" */
+        size_t n_notes, cap_notes;
 };
 
 void policy_done(struct policy *p);

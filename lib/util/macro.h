@@ -34,12 +34,31 @@ static inline void fclosep(FILE **f)
 }
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
+/* DEFINE_TRIVIAL_CLEANUP_FUNC(struct foo *, foo_free) defines foo_freep() for
+ * `_cleanup_(foo_freep) struct foo *f = NULL;`. Value types with a `_done(struct foo *)`
+ * function need nothing: `_cleanup_(foo_done) struct foo f = { 0 };`. JSON values use
+ * jansson's own `json_auto_t *v = NULL;`. */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                    \
+        static inline void func##p(__typeof__(type) *p)                                            \
+        {                                                                                          \
+                if (*p)                                                                            \
+                        func(*p);                                                                  \
+        }
+
 /* Hands ownership out of a _cleanup_ variable. */
 #define TAKE_PTR(p)                                                                                \
         ({                                                                                         \
                 __typeof__(p) _p = (p);                                                            \
                 (p) = NULL;                                                                        \
                 _p;                                                                                \
+        })
+
+/* Hands a file descriptor out of a _cleanup_close_ variable. */
+#define TAKE_FD(fd)                                                                                \
+        ({                                                                                         \
+                int _fd = (fd);                                                                    \
+                (fd) = -1;                                                                         \
+                _fd;                                                                               \
         })
 
 /* errno as a negative value, never 0 (some libc paths leave errno unset). */

@@ -10,6 +10,8 @@ int strv_push_dup(char ***list, size_t *n, const char *s)
         char *d = strdup(s);
         if (!d)
                 return -ENOMEM;
+        /* One at a time: the lists are short, most callers look for a duplicate (O(n)) before
+         * each push, and the API carries no capacity to grow into. */
         char **l = realloc(*list, (*n + 1) * sizeof(char *));
         if (!l) {
                 free(d);

@@ -3,12 +3,13 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdint.h>
 #include <string.h>
 #include <yaml.h>
 
+#include "util/array.h"
 #include "util/macro.h"
 
 static bool str_in(const char *s, const char *const *list)
@@ -125,7 +126,7 @@ struct convert_ctx {
         unsigned depth;       /* open frames */
         json_t *anchor_index; /* name -> index into anchors */
         struct anchor *anchors;
-        size_t n_anchors;
+        size_t n_anchors, cap_anchors;
         json_t *root;
         char *error;
 };
@@ -149,7 +150,7 @@ static void ctx_reset(struct convert_ctx *ctx)
                 json_decref(ctx->anchors[i].value);
         free(ctx->anchors);
         ctx->anchors = NULL;
-        ctx->n_anchors = 0;
+        ctx->n_anchors = ctx->cap_anchors = 0;
         json_decref(ctx->anchor_index);
         ctx->anchor_index = NULL;
         json_decref(ctx->root);
@@ -160,19 +161,15 @@ static void ctx_reset(struct convert_ctx *ctx)
 static int add_anchor(struct convert_ctx *ctx, const char *name, json_t *value, size_t nodes,
                       unsigned height)
 {
-        struct anchor *arr;
-
         if (!ctx->anchor_index && !(ctx->anchor_index = json_object()))
                 return -ENOMEM;
-        arr = reallocarray(ctx->anchors, ctx->n_anchors + 1, sizeof(*arr));
-        if (!arr)
+        if (GROW_ARRAY(ctx->anchors, ctx->cap_anchors, ctx->n_anchors + 1) < 0)
                 return -ENOMEM;
-        ctx->anchors = arr;
         /* A redefined anchor: later aliases mean the new node, as in YAML. */
         if (json_object_set_new(ctx->anchor_index, name, json_integer((json_int_t)ctx->n_anchors)) <
             0)
                 return -ENOMEM;
-        arr[ctx->n_anchors++] =
+        ctx->anchors[ctx->n_anchors++] =
             (struct anchor){ .value = json_incref(value), .nodes = nodes, .height = height };
         return 0;
 }
@@ -338,18 +335,15 @@ int yaml_to_json_documents(const char *data, size_t size, unsigned flags, json_t
 {
         struct convert_ctx ctx = { .flags = flags };
         yaml_parser_t parser;
-        json_t *docs;
         bool done = false;
         int r = 0;
 
         *error = NULL;
-        docs = json_array();
+        json_auto_t *docs = json_array();
         if (!docs)
                 return -ENOMEM;
-        if (!yaml_parser_initialize(&parser)) {
-                json_decref(docs);
+        if (!yaml_parser_initialize(&parser))
                 return -ENOMEM;
-        }
         yaml_parser_set_input_string(&parser, (const unsigned char *)data, size);
 
         while (r >= 0 && !done) {
@@ -398,23 +392,20 @@ int yaml_to_json_documents(const char *data, size_t size, unsigned flags, json_t
         }
         free(ctx.error);
         ctx_reset(&ctx);
-        if (r < 0) {
-                json_decref(docs);
+        if (r < 0)
                 return r;
-        }
-        *ret = docs;
+        *ret = TAKE_PTR(docs);
         return 0;
 }
 
 int yaml_to_json(const char *data, size_t size, unsigned flags, json_t **ret, char **error)
 {
-        json_t *docs;
+        json_auto_t *docs = NULL;
         int r = yaml_to_json_documents(data, size, flags, &docs, error);
 
         if (r < 0)
                 return r;
         /* An empty stream reads as null, as YAML readers do; the caller checks the shape. */
         *ret = json_array_size(docs) > 0 ? json_incref(json_array_get(docs, 0)) : json_null();
-        json_decref(docs);
         return 0;
 }

@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +13,59 @@
 
 #include <cmocka.h>
 
+#include "util/array.h"
 #include "util/fileio.h"
-#include "util/parse.h"
 #include "util/log.h"
 #include "util/names.h"
+#include "util/parse.h"
 #include "util/yaml-json.h"
+
+/* Appending n elements reallocates O(log n) times, keeps every element, and a capacity below
+ * the count (an array allocated to exactly n elsewhere) still grows safely. */
+static void test_grow_array(void **state)
+{
+        (void)state;
+        int *items = NULL;
+        size_t n = 0, cap = 0, reallocs = 0;
+
+        for (int i = 0; i < 100000; i++) {
+                size_t before = cap;
+                assert_int_equal(GROW_ARRAY(items, cap, n + 1), 0);
+                assert_true(cap >= n + 1);
+                if (!items) { /* fail() does not return; clang's analyzer does not know */
+                        fail();
+                        break;
+                }
+                reallocs += cap != before;
+                items[n++] = i;
+        }
+        assert_true(reallocs <= 20);
+        for (size_t i = 0; i < n; i++)
+                assert_int_equal(items[i], (int)i);
+        /* enough room already: nothing changes */
+        int *same = items;
+        size_t cap_before = cap;
+        assert_int_equal(GROW_ARRAY(items, cap, n), 0);
+        assert_ptr_equal(items, same);
+        assert_int_equal(cap, cap_before);
+        /* overflowing sizes fail and leave the array as it was */
+        assert_int_equal(GROW_ARRAY(items, cap, SIZE_MAX / sizeof(int) + 1), -ENOMEM);
+        assert_ptr_equal(items, same);
+        assert_int_equal(cap, cap_before);
+        free(items);
+
+        int *exact = malloc(3 * sizeof(int));
+        assert_non_null(exact);
+        exact[0] = 7, exact[1] = 8, exact[2] = 9;
+        size_t exact_cap = 0, exact_n = 3;
+        assert_int_equal(GROW_ARRAY(exact, exact_cap, exact_n + 1), 0);
+        assert_true(exact_cap >= exact_n + 1);
+        /* cppcheck-suppress arrayIndexOutOfBounds ; GROW_ARRAY() reallocated it */
+        exact[exact_n++] = 10;
+        const int want[] = { 7, 8, 9, 10 };
+        assert_memory_equal(exact, want, sizeof(want));
+        free(exact);
+}
 
 static void test_parse_int(void **state)
 {
@@ -256,6 +305,7 @@ static void test_names(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_grow_array),
                 cmocka_unit_test(test_parse_int),
                 cmocka_unit_test(test_parse_hex),
                 cmocka_unit_test(test_read_files),
