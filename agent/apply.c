@@ -10,17 +10,16 @@
 #include "host/driver-bind.h"
 #include "host/netlink-link.h"
 #include "host/sriov-numvfs.h"
+#include "util/array.h"
 #include "util/log.h"
 
 static struct apply_pf_result *report_pf(struct apply_report *r, const char *pf)
 {
         if (r->n_pfs > 0 && strcmp(r->pfs[r->n_pfs - 1].pf, pf) == 0)
                 return &r->pfs[r->n_pfs - 1];
-        struct apply_pf_result *p = realloc(r->pfs, (r->n_pfs + 1) * sizeof(*p));
-        if (!p)
+        if (GROW_ARRAY(r->pfs, r->cap_pfs, r->n_pfs + 1) < 0)
                 return NULL;
-        r->pfs = p;
-        p = &r->pfs[r->n_pfs++];
+        struct apply_pf_result *p = &r->pfs[r->n_pfs++];
         *p = (struct apply_pf_result){ 0 };
         snprintf(p->pf, sizeof(p->pf), "%s", pf);
         return p;

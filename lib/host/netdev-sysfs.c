@@ -129,6 +129,8 @@ int netdev_sysfs_read_function(int fn_dir_fd, bool pf_attributes, struct netdev_
                                 break;
                         continue;
                 }
+                /* Exact size, not util/array.h's doubling: a function has one netdev (rarely
+                 * two), and spare capacity would be kept per VF for the inventory's life. */
                 struct netdev_info *p = realloc(list, (n + 1) * sizeof(*list));
                 if (!p) {
                         r = -ENOMEM;

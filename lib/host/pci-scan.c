@@ -21,6 +21,7 @@
 #include "host/pci-function.h"
 #include "host/printable.h"
 #include "host/sysfs-at.h"
+#include "util/array.h"
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/names.h"
@@ -307,13 +308,11 @@ static int scan_rdma_nics(const struct discover_scan *scan, struct inventory *in
                         seen = strcmp(inv->rdma_nics[i].pci_address, addr) == 0;
                 if (seen)
                         continue;
-                struct pf_info *l =
-                    realloc(inv->rdma_nics, (inv->n_rdma_nics + 1) * sizeof(*inv->rdma_nics));
-                if (!l) {
+                if (GROW_ARRAY(inv->rdma_nics, inv->cap_rdma_nics, inv->n_rdma_nics + 1) < 0) {
                         r = -ENOMEM;
                         break;
                 }
-                inv->rdma_nics = l;
+                struct pf_info *l = inv->rdma_nics;
                 r = read_rdma_nic(scan, addr, &l[inv->n_rdma_nics]);
                 if (r > 0)
                         inv->n_rdma_nics++;

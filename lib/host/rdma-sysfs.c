@@ -13,6 +13,7 @@
 #include "host/device-error.h"
 #include "host/printable.h"
 #include "host/sysfs-at.h"
+#include "util/array.h"
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/names.h"
@@ -30,6 +31,7 @@ static int add_char_device(struct rdma_device *dev, const char *path)
         for (size_t i = 0; i < dev->n_char_devices; i++)
                 if (strcmp(dev->char_devices[i], path) == 0)
                         return 0;
+        /* Exact size (at most uverbs, umad, issm, rdma_cm), kept per function: no doubling. */
         char **p = realloc(dev->char_devices, (dev->n_char_devices + 1) * sizeof(char *));
         if (!p)
                 return -ENOMEM;
@@ -82,6 +84,7 @@ static int append_device(struct rdma_device **list, size_t *n, const char *name,
                         *ret = NULL; /* already known, e.g. under the PCI dir and tied */
                         return 0;
                 }
+        /* Exact size: one RDMA device per function, kept per VF for the inventory's life. */
         struct rdma_device *p = realloc(*list, (*n + 1) * sizeof(**list));
         if (!p)
                 return -ENOMEM;
@@ -304,12 +307,11 @@ static int read_ties(struct rdma_scan *scan)
                                     rel, printable_name(parent, shown, sizeof(shown)), name);
                         continue;
                 }
-                struct rdma_tie *p = realloc(scan->ties, (scan->n_ties + 1) * sizeof(*p));
-                if (!p) {
+                if (GROW_ARRAY(scan->ties, scan->cap_ties, scan->n_ties + 1) < 0) {
                         r = -ENOMEM;
                         break;
                 }
-                scan->ties = p;
+                struct rdma_tie *p = scan->ties;
                 strcpy(p[scan->n_ties].rdma_name, name);
                 strcpy(p[scan->n_ties].netdev, parent);
                 scan->n_ties++;
@@ -344,14 +346,13 @@ static int read_class_char_devices(struct rdma_scan *scan, const char *class_dir
                         tied = strcmp(scan->ties[t].rdma_name, ibdev) == 0;
                 if (!tied)
                         continue;
-                struct rdma_char_device *p = realloc(scan->class_char_devices,
-                                                     (scan->n_class_char_devices + 1) * sizeof(*p));
-                if (!p) {
+                if (GROW_ARRAY(scan->class_char_devices, scan->cap_class_char_devices,
+                               scan->n_class_char_devices + 1) < 0) {
                         r = -ENOMEM;
                         break;
                 }
-                scan->class_char_devices = p;
-                p += scan->n_class_char_devices++;
+                struct rdma_char_device *p =
+                    &scan->class_char_devices[scan->n_class_char_devices++];
                 strcpy(p->ibdev, ibdev);
                 strcpy(p->path, path);
         }

@@ -34,15 +34,15 @@ struct rdma_char_device {
 struct rdma_scan {
         int root_fd;
         bool has_rdma_cm;
-        struct rdma_tie *ties; /* class/infiniband/<name>/parent */
-        size_t n_ties;
+        struct rdma_tie *ties;   /* class/infiniband/<name>/parent */
+        size_t n_ties, cap_ties; /* cap_*: allocated, for util/array.h */
         /* PCI functions with an RDMA device, from the class/infiniband links' targets (one
          * readlinkat each), in that directory's order, repeats kept: where discovery looks for
          * RDMA NICs that are not SR-IOV. */
         char (*rdma_functions)[16];
         size_t n_rdma_functions, rdma_functions_size;
         struct rdma_char_device *class_char_devices; /* only read when ties exist */
-        size_t n_class_char_devices;
+        size_t n_class_char_devices, cap_class_char_devices;
 };
 
 /* Reads the per-scan facts under root_fd (the sysfs root). Hostile or unreadable entries are

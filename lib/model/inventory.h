@@ -92,7 +92,7 @@ struct inventory {
          * (a ConnectX with SR-IOV off in firmware, a VF passed through to a VM), read like PFs
          * without VFs (total_vfs/num_vfs -1). Only whole-card RDMA pools look at them. */
         struct pf_info *rdma_nics; /* sorted by PCI address */
-        size_t n_rdma_nics;
+        size_t n_rdma_nics, cap_rdma_nics; /* cap_*: allocated, for util/array.h */
 };
 
 void rdma_device_done(struct rdma_device *d);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/array.h"
+
 void apply_report_done(struct apply_report *r)
 {
         free(r->pfs);
@@ -39,10 +41,9 @@ int apply_report_add_frozen(struct apply_report *r, const struct applied_state *
                 const struct applied_bad_record *bad = &previous->bad[i];
                 if (apply_report_find(r, bad->pci_address))
                         continue;
-                struct apply_pf_result *arr = reallocarray(r->pfs, r->n_pfs + 1, sizeof(*arr));
-                if (!arr)
+                if (GROW_ARRAY(r->pfs, r->cap_pfs, r->n_pfs + 1) < 0)
                         return -ENOMEM;
-                r->pfs = arr;
+                struct apply_pf_result *arr = r->pfs;
                 arr[r->n_pfs] = (struct apply_pf_result){ .error = -EBADMSG };
                 snprintf(arr[r->n_pfs].pf, sizeof(arr->pf), "%s", bad->pci_address);
                 snprintf(arr[r->n_pfs].message, sizeof(arr->message),

@@ -20,7 +20,7 @@ struct apply_pf_result {
 
 struct apply_report {
         struct apply_pf_result *pfs; /* one per PF that had actions, in plan order */
-        size_t n_pfs;
+        size_t n_pfs, cap_pfs;       /* cap_*: allocated, for util/array.h */
         size_t n_done, n_skipped;
         bool changed_vf_count; /* re-discover and re-plan before trusting VF-level state */
 };
