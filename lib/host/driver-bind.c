@@ -64,7 +64,7 @@ static const char *shown_path(const struct bind_ctx *c, bool of_device, const ch
         if (of_device)
                 (void)host_device_path(c->dev, rel, buf, size);
         else
-                snprintf(buf, size, "%s/%s", c->dev->root, rel);
+                snprintf(buf, size, "%s/%s", c->dev->root, rel ? rel : "");
         return buf;
 }
 

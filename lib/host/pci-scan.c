@@ -78,6 +78,7 @@ static int list_pfs(int devices_fd, pci_addr_t **ret, size_t *ret_n)
                 strcpy(list[n++], name); /* pci_address_is_valid() bounded it */
         }
         if (d.error < 0)
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return d.error; /* a partial PF list would look like PFs vanished */
         if (n > 1)
                 qsort(list, n, sizeof(*list), compare_address);
@@ -221,6 +222,7 @@ static int scan_pfs(const struct discover_scan *scan, struct inventory *inv)
                 r = read_pfs(&q);
         }
         /* libpci's name database is not thread-safe: look names up after the workers. */
+        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
         for (size_t i = 0; r >= 0 && i < inv->n_pfs; i++)
                 if (inv->pfs[i].vendor)
                         r = pci_names_lookup(scan->names, inv->pfs[i].vendor, inv->pfs[i].device,

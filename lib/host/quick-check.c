@@ -166,6 +166,7 @@ static int rdma_unchanged(int root_fd, const struct inventory *last)
         _cleanup_sysfs_dir_ struct sysfs_dir d;
         int r = sysfs_dir_open_at(&d, root_fd, "class/infiniband");
         if (r < 0)
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return r == -ENOENT ? n == 0 : r;
         bool same = true;
         for (const char *name; same && (name = sysfs_dir_next(&d));) {

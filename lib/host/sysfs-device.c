@@ -32,8 +32,7 @@ int host_device_open(struct host_device *d, const char *sysfs_root, const char *
         if (fd < 0)
                 return fd == -ENOENT || fd == -ENOTDIR ? -ENODEV : fd;
         d->fd = fd;
-        d->root_fd = root_fd;
-        root_fd = -1; /* now the handle's */
+        d->root_fd = TAKE_FD(root_fd);
         return 0;
 }
 

@@ -52,6 +52,7 @@ int records_after_apply(const struct plan *plan, const struct applied_state *pre
         size_t n_save = 0, n_remove = 0;
 
         if (!save || !gone)
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return -ENOMEM;
         for (size_t i = 0; i < plan->applied.n_pfs; i++) {
                 const struct applied_pf *pf = &plan->applied.pfs[i];
