@@ -157,7 +157,8 @@ static int add_alt_name(int ifindex, const char *alt)
 /* A VF in the pod carrying its host name as an altname (systemd-udevd before v254 adds the
  * previous name on a rename; upstream sriov-cni issue #250) cannot be moved home under that
  * name: the kernel answers EEXIST after the move, leaving it in the host under the pod name.
- * Dropping the altname first (upstream's SetupVF "Remove altName") lets it back. */
+ * Conformance: upstream sriov-cni pkg/sriov/sriov_test.go, SetupVF "Remove altName" (an altname
+ * equal to the original name is deleted, none there means no delete and no error). */
 static void test_altname_equal_to_old_name(void **state)
 {
         require_netns();
