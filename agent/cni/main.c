@@ -212,6 +212,14 @@ static int release_netdev(struct plugin *p, int pod_ns, const char *ifname,
                 step = "restore its MTU";
                 r = NL(p, host_link_set_mtu_index(l.ifindex, c->orig.mtu));
         }
+        /* an altname equal to the host name (added while in the pod: systemd-udevd before v254
+         * adds a renamed link's previous name) would make the kernel refuse the name below with
+         * EEXIST after moving it, leaving the VF in the host under the pod's name */
+        int ra = NL(p, host_link_drop_altname(l.ifindex, c->orig.host_ifname));
+        if (r >= 0 && ra < 0) {
+                step = "remove its altname equal to its host name";
+                r = ra;
+        }
         /* back to the host even when MAC or MTU could not be restored: a VF stuck in a pod's
          * namespace is lost to every other pod; the first error is still reported */
         int rm = NL(p, host_link_move(l.ifindex, p->host_ns, c->orig.host_ifname));
@@ -242,8 +250,10 @@ static void rename_returned_netdev(struct plugin *p, const struct cni_cache *c)
                 (void)host_link_set_mac(l.ifindex, mac);
         if (c->orig.mtu > 0)
                 (void)host_link_set_mtu_index(l.ifindex, c->orig.mtu);
-        if (strcmp(l.name, c->orig.host_ifname) != 0)
+        if (strcmp(l.name, c->orig.host_ifname) != 0) {
+                (void)host_link_drop_altname(l.ifindex, c->orig.host_ifname);
                 (void)host_link_rename(l.ifindex, c->orig.host_ifname);
+        }
 }
 
 /* ---- ADD ---- */
@@ -504,8 +514,20 @@ static int cmd_add(struct plugin *p)
                 if ((r = enter_ns(p, pod_ns, "pod's")) < 0)
                         goto undo;
                 struct host_link l;
+                char step_buf[64];
                 const char *step = "find it";
                 r = NL(p, host_link_get(p->ifname, &l));
+                if (r >= 0) {
+                        /* as upstream's SetupVF: the renamed VF must not keep its host name as
+                         * an altname (systemd-udevd before v254 adds a renamed link's previous
+                         * name): the pod would see it under that name too, and DEL could not
+                         * give the name back (EEXIST). None there is nothing to do; failing to
+                         * remove one fails the ADD, as upstream ("error removing VF altname") */
+                        snprintf(step_buf, sizeof(step_buf), "remove its altname %s",
+                                 loc.vf_ifname);
+                        step = step_buf;
+                        r = NL(p, host_link_drop_altname(l.ifindex, loc.vf_ifname));
+                }
                 if (r >= 0) {
                         enable_notify(p->ifname);
                         step = "bring it up";

@@ -137,6 +137,57 @@ int host_link_move(int ifindex, int netns_fd, const char *new_name)
         return transact(m, NULL, NULL);
 }
 
+struct altname_lookup {
+        const char *name;
+        bool found;
+};
+
+static int on_link_altnames(struct nl_msg *msg, void *userdata)
+{
+        struct altname_lookup *q = userdata;
+        struct nlmsghdr *h = nlmsg_hdr(msg);
+        struct nlattr *tb[IFLA_MAX + 1], *a;
+        int rem;
+        if (h->nlmsg_type != RTM_NEWLINK ||
+            nlmsg_parse(h, sizeof(struct ifinfomsg), tb, IFLA_MAX, NULL) < 0)
+                return -EBADMSG;
+        if (tb[IFLA_PROP_LIST])
+                nla_for_each_nested(a, tb[IFLA_PROP_LIST], rem)
+                {
+                        const char *s = nla_data(a);
+                        int len = nla_len(a);
+                        if (nla_type(a) == IFLA_ALT_IFNAME && len > 0 && s[len - 1] == '\0' &&
+                            strcmp(s, q->name) == 0)
+                                q->found = true;
+                }
+        return 0;
+}
+
+int host_link_drop_altname(int ifindex, const char *name)
+{
+        if (!name || !*name || strlen(name) >= 128)
+                return -EINVAL;
+        _cleanup_(nlmsg_freep) struct nl_msg *get = link_msg(RTM_GETLINK, ifindex, 0, 0);
+        if (!get || nla_put_u32(get, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS) < 0)
+                return -ENOMEM;
+        struct altname_lookup q = { .name = name };
+        int r = transact(get, on_link_altnames, &q);
+        if (r < 0)
+                return r;
+        if (!q.found)
+                return 0;
+        _cleanup_(nlmsg_freep) struct nl_msg *del = link_msg(RTM_DELLINKPROP, ifindex, 0, 0);
+        if (!del)
+                return -ENOMEM;
+        struct nlattr *list = nla_nest_start(del, IFLA_PROP_LIST);
+        if (!list || nla_put_string(del, IFLA_ALT_IFNAME, name) < 0)
+                return -ENOMEM;
+        nla_nest_end(del, list);
+        r = transact(del, NULL, NULL);
+        /* gone between the two requests: what was asked for holds */
+        return r == -ENOENT ? 0 : r < 0 ? r : 1;
+}
+
 static int addr_len(int family)
 {
         return family == AF_INET ? 4 : family == AF_INET6 ? 16 : -1;

@@ -31,6 +31,11 @@ int host_link_rename(int ifindex, const char *new_name);
  * The kernel moves first and renames after: when new_name is taken in the target the answer is
  * -EEXIST with the link already moved under its old name (callers check the target first). */
 int host_link_move(int ifindex, int netns_fd, const char *new_name);
+/* Removes the alternative name `name` (IFLA_ALT_IFNAME, `ip link property del dev X altname
+ * NAME`) from the link when the link lists it: 1 when removed, 0 when the link has no such
+ * altname (kernels before 5.5 have none), else the kernel's negative errno. A link carrying its
+ * old name as an altname cannot take that name back (-EEXIST), not even when moved home. */
+int host_link_drop_altname(int ifindex, const char *name);
 /* family AF_INET / AF_INET6, addr 4 or 16 bytes. */
 int host_addr_add(int ifindex, int family, const void *addr, int prefixlen);
 /* dst NULL with dst_len 0 = default route; gw NULL = on-link. */

@@ -3,7 +3,8 @@
 the first netlink request, on a generated sysfs tree (test/sysfs-gen). Bad input gets a CNI
 error JSON and exit 1 and leaves the records directory as it was; DEL without a record and DEL
 of an upstream-written record without a namespace succeed; VERSION/STATUS/GC; the binary links
-only libnl-3 and jansson. The real-kernel half is the lab scenario test/vm/scenarios/07-cni.sh.
+only libnl-3 and jansson. As root, DEL of a VF netdev (a veth, in private namespaces) that carries
+its host name as an altname. The real-kernel half is the lab scenario test/vm/scenarios/07-cni.sh.
 
     check-cni.py PLUGIN"""
 import json
@@ -71,7 +72,73 @@ def refused(plugin, desc, stdin, code, want, **kw):
     check(f"{desc}: records unchanged", snapshot(plugin.state) == before)
 
 
+def ip(*args, ns_pid=None):
+    cmd = (["nsenter", "-t", str(ns_pid), "-n"] if ns_pid else []) + ["ip"] + list(args)
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def del_altname_case(binary):
+    """Run in a private network namespace standing in for the host (see main): a VF netdev (a
+    veth here) in a pod's namespace that carries its host name as an altname, as systemd-udevd
+    before v254 leaves a renamed link (upstream sriov-cni issue #250): the kernel refuses to
+    give it that name back (EEXIST after moving it). DEL drops the altname and restores the
+    name; without that it failed and left the VF in the host under the pod's name."""
+    with tempfile.TemporaryDirectory() as tmp:
+        sysfs, state = os.path.join(tmp, "sys"), os.path.join(tmp, "state")
+        man = json.loads(subprocess.run([sys.executable, GEN, "--out", sysfs, "--manifest"],
+                                        check=True, capture_output=True).stdout)
+        pf = man["pfs"][0]
+        vf, host_name = pf["vfs"][1]["pciAddress"], pf["vfs"][1]["ifname"]
+        os.makedirs(os.path.join(state, "pci"))
+        pod = subprocess.Popen(["unshare", "-n", "sleep", "60"])
+        try:
+            netns = f"/proc/{pod.pid}/ns/net"
+            for _ in range(100):  # until sleep runs in its own namespace
+                if os.readlink(netns) != os.readlink("/proc/self/ns/net"):
+                    break
+                subprocess.run(["sleep", "0.01"])
+            ip("link", "add", host_name, "type", "veth", "peer", "name", "peer0")
+            ip("link", "set", host_name, "netns", str(pod.pid), "name", "net1")
+            if ip("link", "property", "add", "dev", "net1", "altname", host_name,
+                  ns_pid=pod.pid).returncode != 0:
+                print("skip DEL with an altname: this kernel has no alternative names")
+                return
+            check("the pod's net1 answers to its host name too (altname)",
+                  ip("-o", "link", "show", host_name, ns_pid=pod.pid).returncode == 0)
+            # a record as ADD wrote it (the PF side untouched: this host has no such PF)
+            record = {"cniVersion": "1.0.0", "name": "highnet", "type": "sriov",
+                      "OrigVfState": {"HostIFName": host_name, "SpoofChk": False,
+                                      "Trust": False, "AdminMAC": "", "EffectiveMAC": "",
+                                      "Vlan": 0, "VlanQoS": 0, "VlanProto": 33024,
+                                      "MinTxRate": 0, "MaxTxRate": 0, "LinkState": 0,
+                                      "MTU": 0},
+                      "Master": pf["ifname"], "MAC": "", "deviceID": vf, "VFID": 1,
+                      "runtimeConfig": {}}
+            with open(os.path.join(state, "alt-net1"), "w") as f:
+                json.dump(record, f)
+            with open(os.path.join(state, "pci", vf), "w") as f:
+                f.write(netns)
+            plugin = Plugin(binary, sysfs, state)
+            rc, out, err = plugin.run("DEL", conf(vf), cid="alt", netns=netns)
+            check("DEL of a VF carrying its host name as an altname: success", rc == 0,
+                  f"rc={rc} out={out} err={err}")
+            shown = ip("-o", "link", "show", host_name)
+            check(f"the VF is back in the host as {host_name}",
+                  shown.returncode == 0 and f": {host_name}@" in shown.stdout, shown.stdout)
+            check("its altname is gone", "altname" not in shown.stdout, shown.stdout)
+            check("nothing named net1 is left in the host or the pod",
+                  ip("link", "show", "net1").returncode != 0 and
+                  ip("link", "show", "net1", ns_pid=pod.pid).returncode != 0)
+        finally:
+            pod.kill()
+            pod.wait()
+
+
 def main():
+    if sys.argv[1] == "--del-altname":
+        del_altname_case(os.path.abspath(sys.argv[2]))
+        print(f"check-cni (DEL with an altname): {len(FAILURES)} failure(s)")
+        return 1 if FAILURES else 0
     binary = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as tmp:
         sysfs, state = os.path.join(tmp, "sys"), os.path.join(tmp, "state")
@@ -175,6 +242,17 @@ def main():
                       if "NEEDED" in l and not l.split("[")[1].startswith(("libasan", "libubsan")))
         check("links libnl-3, jansson and libc only", libs ==
               ["libc.so.6", "libjansson.so.4", "libnl-3.so.200"], str(libs))
+
+        # the real-netlink DEL case, in a namespace of its own (root only)
+        if os.geteuid() != 0 or subprocess.run(["unshare", "-n", "true"]).returncode != 0:
+            print("skip DEL with an altname: needs root for private network namespaces")
+        else:
+            p = subprocess.run(["unshare", "-n", sys.executable, os.path.abspath(__file__),
+                                "--del-altname", binary], capture_output=True, text=True,
+                               timeout=40)
+            print(p.stdout + p.stderr, end="")
+            check("DEL with an altname equal to the host name (own namespace)",
+                  p.returncode == 0, f"rc={p.returncode}")
 
     print(f"check-cni: {len(FAILURES)} failure(s)")
     return 1 if FAILURES else 0

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <linux/rtnetlink.h>
+#include <netlink/msg.h>
 #include <netlink/route/link.h>
 #include <netlink/route/link/veth.h>
 #include <netlink/socket.h>
@@ -130,6 +132,91 @@ static void test_name_taken_in_target(void **state)
         assert_true(if_nametoindex("cnit2x") > 0);
 }
 
+/* Adds an alternative name the way `ip link property add dev IF altname NAME` does, in the
+ * calling thread's namespace; negative when the kernel has no altnames (before 5.5). */
+static int add_alt_name(int ifindex, const char *alt)
+{
+        struct nl_sock *sk = nl_socket_alloc();
+        struct nl_msg *m = nlmsg_alloc_simple(RTM_NEWLINKPROP, NLM_F_REQUEST | NLM_F_ACK);
+        struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = ifindex };
+        assert_non_null(sk);
+        assert_non_null(m);
+        assert_int_equal(nl_connect(sk, NETLINK_ROUTE), 0);
+        assert_int_equal(nlmsg_append(m, &ifi, sizeof(ifi), NLMSG_ALIGNTO), 0);
+        struct nlattr *list = nla_nest_start(m, IFLA_PROP_LIST);
+        assert_int_equal(nla_put_string(m, IFLA_ALT_IFNAME, alt), 0);
+        nla_nest_end(m, list);
+        int r = nl_send_auto(sk, m);
+        if (r >= 0)
+                r = nl_wait_for_ack(sk);
+        nlmsg_free(m);
+        nl_socket_free(sk);
+        return r;
+}
+
+/* A VF in the pod carrying its host name as an altname (systemd-udevd before v254 adds the
+ * previous name on a rename; upstream sriov-cni issue #250) cannot be moved home under that
+ * name: the kernel answers EEXIST after the move, leaving it in the host under the pod name.
+ * Conformance: upstream sriov-cni pkg/sriov/sriov_test.go, SetupVF "Remove altName" (an altname
+ * equal to the original name is deleted, none there means no delete and no error). */
+static void test_altname_equal_to_old_name(void **state)
+{
+        require_netns();
+        create_veth("cnit6", "cnit7");
+        struct host_link l, p;
+        assert_int_equal(host_link_get("cnit6", &l), 0);
+        assert_int_equal(host_link_move(l.ifindex, pod_ns, "net2"), 0);
+        assert_int_equal(host_netns_enter(pod_ns), 0);
+        assert_int_equal(host_link_get("net2", &p), 0);
+        /* the kernel's rename kept no altname by itself */
+        assert_int_equal(host_link_drop_altname(p.ifindex, "cnit6"), 0);
+        if (add_alt_name(p.ifindex, "cnit6") < 0) {
+                assert_int_equal(host_netns_enter(host_ns), 0);
+                print_message("skipped: this kernel has no alternative interface names\n");
+                skip();
+        }
+        assert_int_equal(add_alt_name(p.ifindex, "cnit6-other"), 0);
+        /* the altname resolves to the link, as the kernel resolves every name */
+        assert_int_equal(host_link_get("cnit6", &l), 0);
+        assert_int_equal(l.ifindex, p.ifindex);
+
+        assert_int_equal(host_link_drop_altname(p.ifindex, "cnit6"), 1);
+        assert_int_equal(host_link_get("cnit6", &l), -ENODEV);
+        /* not there (any more): nothing to do, not an error */
+        assert_int_equal(host_link_drop_altname(p.ifindex, "cnit6"), 0);
+        assert_int_equal(host_link_drop_altname(p.ifindex, "never-there"), 0);
+        assert_int_equal(host_link_drop_altname(p.ifindex, ""), -EINVAL);
+        assert_int_equal(host_link_drop_altname(999999, "cnit6"), -ENODEV);
+        /* other altnames stay */
+        assert_int_equal(host_link_get("cnit6-other", &l), 0);
+
+        assert_int_equal(host_link_move(p.ifindex, host_ns, "cnit6"), 0);
+        assert_int_equal(host_netns_enter(host_ns), 0);
+        assert_true(if_nametoindex("cnit6") > 0);
+}
+
+/* Without the drop the way home is refused: what DEL met before it dropped the altname. */
+static void test_altname_blocks_move_home(void **state)
+{
+        require_netns();
+        create_veth("cnit8", "cnit9");
+        struct host_link l, p;
+        assert_int_equal(host_link_get("cnit8", &l), 0);
+        assert_int_equal(host_link_move(l.ifindex, pod_ns, "net3"), 0);
+        assert_int_equal(host_netns_enter(pod_ns), 0);
+        assert_int_equal(host_link_get("net3", &p), 0);
+        if (add_alt_name(p.ifindex, "cnit8") < 0) {
+                assert_int_equal(host_netns_enter(host_ns), 0);
+                print_message("skipped: this kernel has no alternative interface names\n");
+                skip();
+        }
+        assert_int_equal(host_link_move(p.ifindex, host_ns, "cnit8"), -EEXIST);
+        assert_int_equal(host_netns_enter(host_ns), 0);
+        /* moved, but under the pod's name */
+        assert_int_equal(if_nametoindex("cnit8"), (unsigned)p.ifindex);
+        assert_true(if_nametoindex("net3") > 0);
+}
+
 static void test_netns_files_and_vfs(void **state)
 {
         require_netns();
@@ -169,6 +256,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_move_rename_and_back),
                 cmocka_unit_test(test_name_taken_in_target),
+                cmocka_unit_test(test_altname_equal_to_old_name),
+                cmocka_unit_test(test_altname_blocks_move_home),
                 cmocka_unit_test(test_netns_files_and_vfs),
         };
         return cmocka_run_group_tests(tests, setup, NULL);

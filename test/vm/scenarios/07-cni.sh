@@ -239,6 +239,28 @@ for c in ADD DEL; do
     echo "@@vm figure cni-$c-median-ms total $(median $c total_ms) ms = IPAM plugin $(median $c ipam_ms) + netlink $(median $c netlink_ms) + own $(own $c) ms; plugin max RSS $(median $c maxrss_kb) KiB"
 done
 check "VF 2 back as $HOST2 after the rounds" test "$(netdev_of "$VF2")" = "$HOST2"
+# --- a VF carrying its host name as an altname (systemd-udevd before v254 adds a renamed
+# link's previous name; upstream sriov-cni issue #250): the kernel refuses a link a name it
+# carries as an altname (EEXIST), also when moving it home, and leaves it under the pod's
+# name. This kernel adds none on a rename by itself (checked), so the altname is added here.
+$IPR link set dev "$HOST2" name vfren0 || fail "setup: rename $HOST2"
+check "the kernel keeps no altname on a rename" sh -c "! $IPR -o link show dev vfren0 | grep -q altname"
+$IPR link set dev vfren0 name "$HOST2" || fail "setup: rename back to $HOST2"
+run_ok "ADD VF 2 to pod C" /tmp/cni.sh ADD "$NSC" net1 ctr-alt /tmp/t.json
+run_ok "pod C: add altname $HOST2 to net1" $IPR -n podC link property add dev net1 altname "$HOST2"
+run_ok "pod C: net1 answers to $HOST2" $IPR -n podC -o link show dev "$HOST2"
+run_ok "DEL VF 2 carrying altname $HOST2: success" /tmp/cni.sh DEL "$NSC" net1 ctr-alt /tmp/t.json
+check "VF 2 back in the host as $HOST2" test "$(netdev_of "$VF2")" = "$HOST2"
+check "VF 2 has no altname $HOST2 left" sh -c "! $IPR -o link show dev $HOST2 | grep -q 'altname $HOST2'"
+check "pod C has no net1" sh -c "! $IPR -n podC link show dev net1 2>/dev/null"
+# the same when the pod's namespace vanished first (the kernel hands it back as net1)
+$IPR netns add podD || fail "setup: netns podD"
+run_ok "ADD VF 2 to pod D" /tmp/cni.sh ADD /run/netns/podD net1 ctr-altd /tmp/t.json
+run_ok "pod D: add altname $HOST2 to net1" $IPR -n podD link property add dev net1 altname "$HOST2"
+$IPR netns del podD
+wait_for "VF 2's netdev back in the host after pod D's netns went" 10 has_netdev "$VF2"
+run_ok "DEL VF 2 after pod D's netns is gone: success" /tmp/cni.sh DEL /run/netns/podD net1 ctr-altd /tmp/t.json
+check "VF 2 named $HOST2 again, no altname $HOST2" sh -c "test \"$(netdev_of "$VF2")\" = $HOST2 && ! $IPR -o link show dev $HOST2 | grep -q 'altname $HOST2'"
 wait_for "kubelet: $R_NET = VFs 0-3, healthy, after everything" 20 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
 echo "@@vm transcript-begin"
 cat "$T"
