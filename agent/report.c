@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Saying what happened: journal lines with PF=/POLICY= context, and in cluster mode the
  * SriovNetworkNodeState (spec, status, syncStatus, lastSyncError) and Events. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,8 +109,8 @@ static enum kube_sync_status to_kube_sync(enum node_sync_status s)
 }
 
 /* The NodeState: spec = the desired state, status = what discovery sees now (every interface)
- * and how the last reconcile went (plan/node-status.h decides). The writer only sends what
- * changed. */
+ * and how the last reconcile went, and its Warning Events (plan/node-status.h decides both).
+ * The writer only sends what changed. */
 void report_node_state(struct agent *a, const struct desired_state *desired,
                        const struct inventory *inv, const struct apply_report *applied,
                        const struct plan *plan, const struct guarded_plan *guarded)
@@ -126,19 +127,20 @@ void report_node_state(struct agent *a, const struct desired_state *desired,
                 kube_nodestate_set_status(ns, json_object_get(status_json, "interfaces"),
                                           to_kube_sync(status.sync), status.message);
 
+        _cleanup_(node_events_done) struct node_events events = { 0 };
         json_t *obj = kube_nodestate_object(ns);
         struct kube_object_ref ref;
-        bool have_ref = obj && kube_object_ref_from_json(obj, &ref) >= 0;
-        if (have_ref && a->rdma_shared_error &&
-            (!a->rdma_shared_error_posted ||
-             strcmp(a->rdma_shared_error_posted, a->rdma_shared_error) != 0)) {
+        if (!obj || kube_object_ref_from_json(obj, &ref) < 0)
+                return; /* not created yet: the next reconcile posts them */
+        if (node_events_decide(guarded, a->rdma_shared_error, a->rdma_shared_error_posted,
+                               &events) < 0)
+                return (void)log_error_errno(-ENOMEM, "cannot post the NodeState's Events");
+        for (size_t i = 0; i < events.n_events; i++) {
                 kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning",
-                                 "InvalidRdmaSharedConfig", a->rdma_shared_error);
-                free(a->rdma_shared_error_posted);
-                a->rdma_shared_error_posted = strdup(a->rdma_shared_error);
+                                 events.events[i].reason, events.events[i].message);
+                if (strcmp(events.events[i].reason, "InvalidRdmaSharedConfig") == 0) {
+                        free(a->rdma_shared_error_posted);
+                        a->rdma_shared_error_posted = strdup(a->rdma_shared_error);
+                }
         }
-        if (!guarded->passed_through && guarded->n_held > 0 && have_ref)
-                for (size_t i = 0; i < guarded->n_held; i++)
-                        kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning",
-                                         "DisruptionHeld", guarded->held[i].reason);
 }

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "plan/node-status.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/array.h"
 
 /* Appends "; " (unless first) and the formatted text, cutting what does not fit. */
 __attribute__((format(printf, 3, 4))) static void append(struct node_status *s, size_t *n,
@@ -55,6 +60,42 @@ void node_status_decide(const struct apply_report *applied, const struct plan *p
                         append(ret, &n, "held back until the VFs are free: %s",
                                guarded->held[i].reason);
         }
+}
+
+void node_events_done(struct node_events *e)
+{
+        free(e->events);
+        *e = (struct node_events){ 0 };
+}
+
+static int add_event(struct node_events *e, const char *reason, const char *message)
+{
+        if (GROW_ARRAY(e->events, e->cap_events, e->n_events + 1) < 0)
+                return -ENOMEM;
+        e->events[e->n_events++] = (struct node_event){ .reason = reason, .message = message };
+        return 0;
+}
+
+int node_events_decide(const struct guarded_plan *guarded, const char *rdma_shared_error,
+                       const char *rdma_error_posted, struct node_events *ret)
+{
+        struct node_events e = { 0 };
+        int r = 0;
+
+        *ret = (struct node_events){ 0 };
+        if (rdma_shared_error &&
+            (!rdma_error_posted || strcmp(rdma_error_posted, rdma_shared_error) != 0))
+                r = add_event(&e, "InvalidRdmaSharedConfig", rdma_shared_error);
+        /* Every reconcile: the API server counts repeats of the same Event, which says how long
+         * the change has been waiting. */
+        for (size_t i = 0; r >= 0 && !guarded->passed_through && i < guarded->n_held; i++)
+                r = add_event(&e, "DisruptionHeld", guarded->held[i].reason);
+        if (r < 0) {
+                node_events_done(&e);
+                return r;
+        }
+        *ret = e;
+        return 0;
 }
 
 const char *node_sync_status_to_string(enum node_sync_status s)

@@ -41,5 +41,25 @@ void node_status_decide(const struct apply_report *applied, const struct plan *p
                         const struct guarded_plan *guarded, const char *rdma_shared_error,
                         struct node_status *ret);
 
+/* A Warning Event to post on the NodeState (strings borrowed from the inputs). */
+struct node_event {
+        const char *reason; /* "DisruptionHeld", "InvalidRdmaSharedConfig" */
+        const char *message;
+};
+
+struct node_events {
+        struct node_event *events;
+        size_t n_events, cap_events;
+};
+
+void node_events_done(struct node_events *e);
+
+/* The Events after a reconcile: "InvalidRdmaSharedConfig" with rdma_shared_error when it is
+ * not the one last posted (rdma_error_posted, NULL: none; an unchanged error is posted once),
+ * then "DisruptionHeld" with each held PF's reason on every reconcile that holds it (none
+ * with --allow-disruption). 0 or -ENOMEM. */
+int node_events_decide(const struct guarded_plan *guarded, const char *rdma_shared_error,
+                       const char *rdma_error_posted, struct node_events *ret);
+
 /* "Succeeded", "InProgress", "Failed": the syncStatus values. */
 const char *node_sync_status_to_string(enum node_sync_status s);

@@ -3,7 +3,8 @@
  * reads with `kubectl get sriovnetworknodestates -o yaml`: a failed PF gives Failed naming the
  * PF and the error; a change held back because pods use the VFs gives InProgress naming the
  * PF; Succeeded only when nothing failed and nothing is held; a failure that persists stays
- * Failed. Plans, held changes and frozen PFs come from the real planner, guard and report. */
+ * Failed; and the Warning Events posted on the NodeState. Plans, held changes and frozen PFs come
+ * from the real planner, guard and report. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -293,6 +294,54 @@ static void test_message_cut(void **state)
         apply_report_done(&rep);
 }
 
+/* DisruptionHeld names the held PF, on every reconcile that holds it; none with
+ * --allow-disruption. */
+static void test_disruption_held_events(void **state)
+{
+        struct node n;
+        struct node_events e = { 0 };
+
+        node_setup(&n, false);
+        for (int reconcile = 0; reconcile < 2; reconcile++) {
+                assert_int_equal(node_events_decide(&n.g, NULL, NULL, &e), 0);
+                assert_int_equal(e.n_events, 1);
+                assert_string_equal(e.events[0].reason, "DisruptionHeld");
+                assert_string_equal(e.events[0].message, n.g.held[0].reason);
+                assert_non_null(strstr(e.events[0].message, PF_A " (ens1f0)"));
+                node_events_done(&e);
+        }
+        node_done(&n);
+
+        node_setup(&n, true);
+        assert_int_equal(node_events_decide(&n.g, NULL, NULL, &e), 0);
+        assert_int_equal(e.n_events, 0);
+        node_events_done(&e);
+        node_done(&n);
+}
+
+/* InvalidRdmaSharedConfig once per error: not again while the same error stays, again when it
+ * changes; none without one. */
+static void test_rdma_event_once_per_error(void **state)
+{
+        struct node_events e = { 0 };
+
+        assert_int_equal(node_events_decide(&nothing_held, RDMA, NULL, &e), 0);
+        assert_int_equal(e.n_events, 1);
+        assert_string_equal(e.events[0].reason, "InvalidRdmaSharedConfig");
+        assert_string_equal(e.events[0].message, RDMA);
+        node_events_done(&e);
+        assert_int_equal(node_events_decide(&nothing_held, RDMA, RDMA, &e), 0);
+        assert_int_equal(e.n_events, 0);
+        node_events_done(&e);
+        assert_int_equal(node_events_decide(&nothing_held, RDMA, "an older error", &e), 0);
+        assert_int_equal(e.n_events, 1);
+        assert_string_equal(e.events[0].message, RDMA);
+        node_events_done(&e);
+        assert_int_equal(node_events_decide(&nothing_held, NULL, RDMA, &e), 0);
+        assert_int_equal(e.n_events, 0);
+        node_events_done(&e);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -304,6 +353,8 @@ int main(void)
                 cmocka_unit_test(test_succeeded_only_when_nothing_left),
                 cmocka_unit_test(test_failure_persists),
                 cmocka_unit_test(test_message_cut),
+                cmocka_unit_test(test_disruption_held_events),
+                cmocka_unit_test(test_rdma_event_once_per_error),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
