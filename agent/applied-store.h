@@ -11,15 +11,9 @@
 #pragma once
 
 #include "plan/applied.h"
-#include "plan/plan.h"
 
 /* 0, or a negative errno with *error (free()) when the directory itself cannot be listed. */
 int applied_state_load_dir(const char *dir, struct applied_state *ret, char **error);
-
-/* Applies previous->bad to a plan: drops every action and applied record of a frozen PF, notes
- * in bad[i].would_change whether anything was dropped, and adds a problem naming the file.
- * 0 or -ENOMEM. */
-int plan_freeze_bad_records(struct plan *p, struct applied_state *previous);
 
 /* File name of a PF's record: "<pci>.json". -EINVAL for a bad PCI address. */
 int applied_record_filename(const char *pci, char *buf, size_t size);

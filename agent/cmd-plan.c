@@ -18,6 +18,7 @@
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
 #include "model/desired-json.h"
+#include "plan/freeze.h"
 #include "plan/plan.h"
 #include "policy-files.h"
 #include "policy/node-labels.h"

@@ -30,6 +30,7 @@
 #include "kube/cluster.h"
 #include "kube/json-split.h"
 #include "plan/advertise.h"
+#include "plan/freeze.h"
 #include "plan/plan.h"
 #include "plan/records.h"
 #include "plan/vf-usage.h"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Saying what happened: journal lines with PF=/POLICY= context, and in cluster mode the
  * SriovNetworkNodeState (spec, status, syncStatus, lastSyncError) and Events. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "kube/cluster.h"
 #include "model/desired-json.h"
 #include "model/inventory-json.h"
+#include "plan/node-status.h"
 #include "util/log.h"
 #include "util/macro.h"
 
@@ -93,67 +95,52 @@ void report_held(const struct guarded_plan *g)
         }
 }
 
-/* The NodeState: spec = the desired state, status = what discovery sees now and how the last
- * reconcile went. The writer only sends what changed. */
+static enum kube_sync_status to_kube_sync(enum node_sync_status s)
+{
+        switch (s) {
+        case NODE_SYNC_FAILED:
+                return KUBE_SYNC_FAILED;
+        case NODE_SYNC_IN_PROGRESS:
+                return KUBE_SYNC_IN_PROGRESS;
+        case NODE_SYNC_SUCCEEDED:
+                break;
+        }
+        return KUBE_SYNC_SUCCEEDED;
+}
+
+/* The NodeState: spec = the desired state, status = what discovery sees now (every interface)
+ * and how the last reconcile went, and its Warning Events (plan/node-status.h decides both).
+ * The writer only sends what changed. */
 void report_node_state(struct agent *a, const struct desired_state *desired,
                        const struct inventory *inv, const struct apply_report *applied,
                        const struct plan *plan, const struct guarded_plan *guarded)
 {
         struct kube_nodestate *ns = kube_cluster_nodestate(a->cluster);
-        enum kube_sync_status status = KUBE_SYNC_SUCCEEDED;
-        char error[2048] = "";
-        size_t n = 0;
+        struct node_status status;
         json_auto_t *spec = NULL, *status_json = NULL;
 
-        for (size_t i = 0; i < applied->n_pfs; i++)
-                if (applied->pfs[i].error != 0) {
-                        status = KUBE_SYNC_FAILED;
-                        n += snprintf(error + n, n < sizeof(error) ? sizeof(error) - n : 0, "%s%s",
-                                      n ? "; " : "", applied->pfs[i].message);
-                }
-        /* PFs the plan leaves alone until the user acts (firmware settings) failed too. */
-        for (size_t i = 0; plan && i < plan->n_problems; i++)
-                if (plan->problems[i].pf_failed) {
-                        status = KUBE_SYNC_FAILED;
-                        n += snprintf(error + n, n < sizeof(error) ? sizeof(error) - n : 0,
-                                      "%sPF %s: %s", n ? "; " : "", plan->problems[i].pf,
-                                      plan->problems[i].message);
-                }
-        if (a->rdma_shared_error) {
-                /* The SR-IOV side is applied; the whole-card RDMA pools are not what the file
-                 * says until it is fixed. */
-                status = KUBE_SYNC_FAILED;
-                n += snprintf(error + n, n < sizeof(error) ? sizeof(error) - n : 0,
-                              "%sRDMA shared config not used: %s", n ? "; " : "",
-                              a->rdma_shared_error);
-        }
-        if (status != KUBE_SYNC_FAILED && !guarded->passed_through && guarded->n_held > 0) {
-                status = KUBE_SYNC_IN_PROGRESS;
-                for (size_t i = 0; i < guarded->n_held; i++)
-                        n += snprintf(error + n, n < sizeof(error) ? sizeof(error) - n : 0,
-                                      "%sheld back until the VFs are free: %s", n ? "; " : "",
-                                      guarded->held[i].reason);
-        }
+        node_status_decide(applied, plan, guarded, a->rdma_shared_error, &status);
         if (desired_state_to_json(desired, &spec) >= 0)
                 kube_nodestate_set_spec(ns, spec);
         status_json = inventory_to_json(inv);
         if (status_json)
-                kube_nodestate_set_status(ns, json_object_get(status_json, "interfaces"), status,
-                                          error);
+                kube_nodestate_set_status(ns, json_object_get(status_json, "interfaces"),
+                                          to_kube_sync(status.sync), status.message);
 
+        _cleanup_(node_events_done) struct node_events events = { 0 };
         json_t *obj = kube_nodestate_object(ns);
         struct kube_object_ref ref;
-        bool have_ref = obj && kube_object_ref_from_json(obj, &ref) >= 0;
-        if (have_ref && a->rdma_shared_error &&
-            (!a->rdma_shared_error_posted ||
-             strcmp(a->rdma_shared_error_posted, a->rdma_shared_error) != 0)) {
+        if (!obj || kube_object_ref_from_json(obj, &ref) < 0)
+                return; /* not created yet: the next reconcile posts them */
+        if (node_events_decide(guarded, a->rdma_shared_error, a->rdma_shared_error_posted,
+                               &events) < 0)
+                return (void)log_error_errno(-ENOMEM, "cannot post the NodeState's Events");
+        for (size_t i = 0; i < events.n_events; i++) {
                 kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning",
-                                 "InvalidRdmaSharedConfig", a->rdma_shared_error);
-                free(a->rdma_shared_error_posted);
-                a->rdma_shared_error_posted = strdup(a->rdma_shared_error);
+                                 events.events[i].reason, events.events[i].message);
+                if (strcmp(events.events[i].reason, "InvalidRdmaSharedConfig") == 0) {
+                        free(a->rdma_shared_error_posted);
+                        a->rdma_shared_error_posted = strdup(a->rdma_shared_error);
+                }
         }
-        if (!guarded->passed_through && guarded->n_held > 0 && have_ref)
-                for (size_t i = 0; i < guarded->n_held; i++)
-                        kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning",
-                                         "DisruptionHeld", guarded->held[i].reason);
 }

@@ -626,43 +626,6 @@ static void test_adopt_then_release(void **state)
         inventory_done(&inv);
 }
 
-/* A PF whose record is unusable gets no action and no new record; the others are planned as
- * usual; the problem names the file. */
-static void test_freeze_bad_record(void **state)
-{
-        struct inventory inv = { 0 };
-        struct desired_state d = { 0 };
-        struct applied_state prev = { 0 };
-        struct vf_group g = make_group("r", 0, 3, DEVICE_TYPE_NETDEVICE, 0);
-        struct plan p;
-
-        fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 0, 1500, "mlx5_core");
-        fake_add_pf(&inv, PF_B, "ens1f1", 0x15b3, 0x101b, 16, 0, 1500, "mlx5_core");
-        want(&d, PF_A, "ens1f0", 4, 0, 1, &g);
-        want(&d, PF_B, "ens1f1", 4, 0, 1, &g);
-        prev.bad = calloc(1, sizeof(*prev.bad));
-        assert_non_null(prev.bad);
-        prev.n_bad = 1;
-        snprintf(prev.bad[0].pci_address, sizeof(prev.bad[0].pci_address), PF_B);
-        snprintf(prev.bad[0].message, sizeof(prev.bad[0].message), "/s/%s.json: not JSON", PF_B);
-
-        assert_int_equal(plan_build(&d, &inv, &prev, &p), 0);
-        assert_int_equal(plan_freeze_bad_records(&p, &prev), 0);
-        for (size_t i = 0; i < p.n_actions; i++)
-                assert_string_equal(p.actions[i].pf, PF_A);
-        assert_int_equal(count_kind(&p, ACTION_SET_NUM_VFS), 1);
-        assert_int_equal(p.applied.n_pfs, 1);
-        assert_string_equal(p.applied.pfs[0].pci_address, PF_A);
-        assert_true(prev.bad[0].would_change);
-        assert_int_equal(p.n_problems, 1);
-        assert_string_equal(p.problems[0].pf, PF_B);
-        assert_non_null(strstr(p.problems[0].message, "not JSON"));
-        plan_done(&p);
-        desired_state_done(&d);
-        applied_state_done(&prev);
-        inventory_done(&inv);
-}
-
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -682,7 +645,6 @@ int main(void)
                 cmocka_unit_test(test_action_json),
                 cmocka_unit_test(test_applied_json_roundtrip),
                 cmocka_unit_test(test_state_dir),
-                cmocka_unit_test(test_freeze_bad_record),
                 cmocka_unit_test(test_adopt_then_release),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "agent/applied-store.h"
 #include "plan-fixture.h"
+#include "plan/freeze.h"
 #include "plan/records.h"
 
 #define PF_A "0000:3b:00.0"
