@@ -2,6 +2,7 @@
 #include "kube/cache.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 struct kube_cache {
         json_t *objects;
         struct kube_cache_callbacks cb;
+        bool metadata_only;
 };
 
 int kube_cache_new(const struct kube_cache_callbacks *callbacks, struct kube_cache **ret)
@@ -27,6 +29,31 @@ int kube_cache_new(const struct kube_cache_callbacks *callbacks, struct kube_cac
                 c->cb = *callbacks;
         *ret = c;
         return 0;
+}
+
+void kube_cache_keep_metadata_only(struct kube_cache *c)
+{
+        c->metadata_only = true;
+}
+
+/* apiVersion, kind and metadata less managedFields (shared with object, not copied: the
+ * decoded event is dropped right after). NULL when out of memory. */
+static json_t *metadata_of(json_t *object)
+{
+        json_auto_t *slim = json_object();
+        json_auto_t *meta = json_copy(json_object_get(object, "metadata"));
+        if (!slim || !meta)
+                return NULL;
+        json_object_del(meta, "managedFields");
+        if (json_object_set(slim, "metadata", meta) < 0)
+                return NULL;
+        const char *const keep[] = { "apiVersion", "kind" };
+        for (size_t i = 0; i < ELEMENTSOF(keep); i++) {
+                json_t *v = json_object_get(object, keep[i]);
+                if (v && json_object_set(slim, keep[i], v) < 0)
+                        return NULL;
+        }
+        return TAKE_PTR(slim);
 }
 
 struct kube_cache *kube_cache_free(struct kube_cache *c)
@@ -77,6 +104,15 @@ static int upsert(struct kube_cache *c, const char *key, json_t *object)
         else if (!old && c->cb.added)
                 c->cb.added(object, c->cb.userdata);
         json_decref(old);
+        if (c->metadata_only) {
+                /* A callback may have changed the entry (deleted or replaced it): only the
+                 * object just delivered is slimmed. */
+                if (json_object_get(c->objects, key) != object)
+                        return 0;
+                json_t *slim = metadata_of(object);
+                if (!slim || json_object_set_new(c->objects, key, slim) < 0)
+                        return -ENOMEM;
+        }
         return 0;
 }
 

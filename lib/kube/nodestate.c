@@ -260,6 +260,37 @@ static void set_server(struct kube_nodestate *st, const char *body, size_t len)
                 json_decref(obj);
 }
 
+/* Members of the server's object (a fresh copy we own) that equal what we hold anyway become
+ * references to our copy: with hundreds of VFs, status.interfaces is hundreds of KiB decoded,
+ * and the echo of our own write carries it again. Same content, one copy. */
+static void share_member(json_t *server_part, json_t *ours)
+{
+        const char *key;
+        json_t *value;
+        json_object_foreach(ours, key, value)
+        {
+                json_t *have = json_object_get(server_part, key);
+                if (have && have != value && json_equal(have, value))
+                        json_object_set(server_part, key, value);
+        }
+}
+
+static void share_with_ours(struct kube_nodestate *st)
+{
+        json_t *spec = json_object_get(st->server, "spec");
+        json_t *status = json_object_get(st->server, "status");
+        /* The spec as a whole (keys absent in ours mean absent). */
+        json_t *spec_ours = st->desired_spec ? st->desired_spec : st->acked_spec;
+        if (spec && spec_ours && spec != spec_ours && json_equal(spec, spec_ours))
+                json_object_set(st->server, "spec", spec_ours);
+        if (json_is_object(status)) {
+                if (st->desired_status)
+                        share_member(status, st->desired_status);
+                if (st->acked_status && st->acked_status != st->desired_status)
+                        share_member(status, st->acked_status);
+        }
+}
+
 /* After a read: an object that is not the echo of our last write was changed (or re-created)
  * by someone else, so what we wrote before says nothing about it any more. */
 static void after_read(struct kube_nodestate *st)
@@ -365,6 +396,7 @@ static void request_done(struct kube_request *req, int error, long status, const
                         free(st->last_permanent_error);
                         st->last_permanent_error = NULL;
                 }
+                share_with_ours(st);
                 if (op == OP_CREATE)
                         log_info("NodeState %s/%s: created", st->namespace_, st->node_name);
                 if (op == OP_PATCH_STATUS) {
@@ -698,9 +730,18 @@ void kube_nodestate_observe(struct kube_nodestate *st, json_t *object)
                 const char *rv = object_rv(object);
                 if (!rv || streq_null(rv, st->acked_rv) || streq_null(rv, object_rv(st->server)))
                         return; /* the echo of our own write, or known */
+                log_debug("NodeState %s: resourceVersion %s is not our write's (%s): comparing "
+                          "afresh",
+                          st->node_name, rv, st->acked_rv ? st->acked_rv : "none");
                 json_decref(st->server);
-                st->server = json_incref(object);
+                /* Shallow copies: share_with_ours() replaces members of ours, not of the
+                 * watch's object. */
+                st->server = json_copy(object);
+                json_t *status = json_object_get(object, "status");
+                if (st->server && json_is_object(status))
+                        json_object_set_new(st->server, "status", json_copy(status));
                 forget_acked(st); /* changed behind our back: compare with it afresh */
+                share_with_ours(st);
         }
         if (!kube_nodestate_busy(st) || st->held) {
                 st->held = false;

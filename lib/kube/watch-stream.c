@@ -4,6 +4,7 @@
 #include "kube/json-split.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +192,13 @@ int kube_watch_stream_feed(struct kube_watch_stream *s, const char *data, size_t
                                 size_t line_len = s->len;
                                 s->len = 0;
                                 int k = decode_line(s, s->buf, line_len, cb, userdata);
+                                /* An event this large is rare (a NodeState with hundreds of
+                                 * VFs): do not keep its buffer resident until the next, nor
+                                 * the heap pages its decoded tree (freed already) took. */
+                                if (s->alloc > KUBE_WATCH_KEEP_BUFFER) {
+                                        kube_watch_stream_done(s);
+                                        malloc_trim(0);
+                                }
                                 if (k < 0)
                                         return k;
                         }
