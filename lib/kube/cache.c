@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube/json-split.h"
 #include "util/macro.h"
 
 struct kube_cache {
@@ -36,8 +37,10 @@ void kube_cache_keep_metadata_only(struct kube_cache *c)
         c->metadata_only = true;
 }
 
-/* apiVersion, kind and metadata less managedFields (shared with object, not copied: the
- * decoded event is dropped right after). NULL when out of memory. */
+/* apiVersion, kind and metadata less managedFields and annotations (the rest shared with
+ * object, not copied: the decoded event is dropped right after). Annotations can be large (our
+ * own NodeState carries its extra status in one) and no metadata-only consumer reads them;
+ * only the mark of an undecodable object stays. NULL when out of memory. */
 static json_t *metadata_of(json_t *object)
 {
         json_auto_t *slim = json_object();
@@ -45,6 +48,14 @@ static json_t *metadata_of(json_t *object)
         if (!slim || !meta)
                 return NULL;
         json_object_del(meta, "managedFields");
+        json_t *undecodable =
+            json_object_get(json_object_get(meta, "annotations"), KUBE_UNDECODABLE_ANNOTATION);
+        if (undecodable) {
+                json_t *keep = json_pack("{s:O}", KUBE_UNDECODABLE_ANNOTATION, undecodable);
+                if (!keep || json_object_set_new(meta, "annotations", keep) < 0)
+                        return NULL;
+        } else
+                json_object_del(meta, "annotations");
         if (json_object_set(slim, "metadata", meta) < 0)
                 return NULL;
         const char *const keep[] = { "apiVersion", "kind" };

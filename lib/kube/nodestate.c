@@ -63,11 +63,14 @@ struct kube_nodestate {
 
         json_t *desired_spec;   /* NULL until set */
         json_t *desired_status; /* {interfaces, syncStatus, lastSyncError} or NULL */
-        char *desired_extra;    /* the extra-status annotation (JSON text), NULL = none */
+        /* The extra-status annotation (its JSON text as a JSON string, shared by reference
+         * between desired, in flight, acknowledged and the server's copy: with hundreds of VFs
+         * it is ~100 KiB), NULL = none. */
+        json_t *desired_extra;
         /* A status that arrived while a Failed one still waited for its (paced) write: a
          * failure is never coalesced away, it is written first and this one after it. */
         json_t *next_status;
-        char *next_extra;
+        json_t *next_extra;
         json_t *server; /* last object seen from the server, NULL = unknown */
 
         /* What the server last acknowledged (2xx) from us, as we sent it. The server may
@@ -75,11 +78,11 @@ struct kube_nodestate {
          * comparing with it would write the same body forever. NULL/false = unknown (never
          * written, or the object changed behind our back): compare with the echo then. */
         json_t *acked_spec, *acked_status;
-        char *acked_extra;
+        json_t *acked_extra;
         bool acked_extra_known;
         char *acked_rv; /* resourceVersion of the echo of our last write */
         json_t *inflight_spec, *inflight_status;
-        char *inflight_extra;
+        json_t *inflight_extra;
 
         struct kube_request *request;
         enum writer_op op;
@@ -100,7 +103,7 @@ static void forget_acked(struct kube_nodestate *st)
         json_decref(st->acked_spec);
         json_decref(st->acked_status);
         st->acked_spec = st->acked_status = NULL;
-        free(st->acked_extra);
+        json_decref(st->acked_extra);
         st->acked_extra = NULL;
         st->acked_extra_known = false;
         free(st->acked_rv);
@@ -112,7 +115,7 @@ static void clear_inflight(struct kube_nodestate *st)
         json_decref(st->inflight_spec);
         json_decref(st->inflight_status);
         st->inflight_spec = st->inflight_status = NULL;
-        free(st->inflight_extra);
+        json_decref(st->inflight_extra);
         st->inflight_extra = NULL;
 }
 
@@ -159,9 +162,9 @@ struct kube_nodestate *kube_nodestate_free(struct kube_nodestate *st)
         sd_event_source_disable_unref(st->retry_timer);
         json_decref(st->desired_spec);
         json_decref(st->desired_status);
-        free(st->desired_extra);
+        json_decref(st->desired_extra);
         json_decref(st->next_status);
-        free(st->next_extra);
+        json_decref(st->next_extra);
         json_decref(st->server);
         forget_acked(st);
         clear_inflight(st);
@@ -275,6 +278,30 @@ static void share_member(json_t *server_part, json_t *ours)
         }
 }
 
+/* Shallow copies of object and of the members share_with_ours() replaces members of (status,
+ * metadata, metadata.annotations): the watch's object itself is never changed. */
+static json_t *copy_for_sharing(json_t *object)
+{
+        json_auto_t *copy = json_copy(object);
+        if (!copy)
+                return NULL;
+        json_t *status = json_object_get(object, "status");
+        if (json_is_object(status) && json_object_set_new(copy, "status", json_copy(status)) < 0)
+                return NULL;
+        json_t *meta = json_object_get(object, "metadata");
+        if (!json_is_object(meta))
+                return TAKE_PTR(copy);
+        json_auto_t *meta_copy = json_copy(meta);
+        json_t *annotations = json_object_get(meta, "annotations");
+        if (!meta_copy ||
+            (json_is_object(annotations) &&
+             json_object_set_new(meta_copy, "annotations", json_copy(annotations)) < 0))
+                return NULL;
+        if (json_object_set(copy, "metadata", meta_copy) < 0)
+                return NULL;
+        return TAKE_PTR(copy);
+}
+
 static void share_with_ours(struct kube_nodestate *st)
 {
         json_t *spec = json_object_get(st->server, "spec");
@@ -289,6 +316,16 @@ static void share_with_ours(struct kube_nodestate *st)
                 if (st->acked_status && st->acked_status != st->desired_status)
                         share_member(status, st->acked_status);
         }
+        json_t *annotations =
+            json_object_get(json_object_get(st->server, "metadata"), "annotations");
+        json_t *extra = json_object_get(annotations, KUBE_NODESTATE_EXTRA_ANNOTATION);
+        json_t *const candidates[] = { st->desired_extra, st->acked_extra };
+        for (size_t i = 0; extra && i < ELEMENTSOF(candidates); i++)
+                if (candidates[i] && extra != candidates[i] && json_equal(extra, candidates[i])) {
+                        json_object_set(annotations, KUBE_NODESTATE_EXTRA_ANNOTATION,
+                                        candidates[i]);
+                        break;
+                }
 }
 
 /* After a read: an object that is not the echo of our last write was changed (or re-created)
@@ -309,7 +346,7 @@ static void after_write(struct kube_nodestate *st, enum writer_op op)
                         json_decref(st->acked_spec);
                         st->acked_spec = json_incref(st->inflight_spec);
                 }
-                free(st->acked_extra);
+                json_decref(st->acked_extra);
                 st->acked_extra = TAKE_PTR(st->inflight_extra);
                 st->acked_extra_known = true;
         }
@@ -348,7 +385,7 @@ static void promote_next_status(struct kube_nodestate *st)
                 return;
         json_decref(st->desired_status);
         st->desired_status = TAKE_PTR(st->next_status);
-        free(st->desired_extra);
+        json_decref(st->desired_extra);
         st->desired_extra = TAKE_PTR(st->next_extra);
 }
 
@@ -510,10 +547,10 @@ static int start_create(struct kube_nodestate *st)
         if (st->desired_extra)
                 json_object_set_new(
                     json_object_get(body, "metadata"), "annotations",
-                    json_pack("{s:s}", KUBE_NODESTATE_EXTRA_ANNOTATION, st->desired_extra));
+                    json_pack("{s:O}", KUBE_NODESTATE_EXTRA_ANNOTATION, st->desired_extra));
         clear_inflight(st);
         st->inflight_spec = st->desired_spec ? json_incref(st->desired_spec) : NULL;
-        st->inflight_extra = st->desired_extra ? strdup(st->desired_extra) : NULL;
+        st->inflight_extra = json_incref(st->desired_extra);
         int k = start(st, OP_CREATE, "POST", path, "application/json", body);
         json_decref(body);
         return k;
@@ -537,13 +574,12 @@ static int start_patch(struct kube_nodestate *st, json_t *spec_diff, bool extra_
                 if (spec_diff && json_object_size(spec_diff) > 0)
                         json_object_set(body, "spec", spec_diff);
                 if (extra_changed)
-                        json_object_set_new(json_object_get(body, "metadata"), "annotations",
-                                            json_pack("{s:o}", KUBE_NODESTATE_EXTRA_ANNOTATION,
-                                                      st->desired_extra
-                                                          ? json_string(st->desired_extra)
-                                                          : json_null()));
+                        json_object_set_new(
+                            json_object_get(body, "metadata"), "annotations",
+                            json_pack("{s:O}", KUBE_NODESTATE_EXTRA_ANNOTATION,
+                                      st->desired_extra ? st->desired_extra : json_null()));
                 st->inflight_spec = st->desired_spec ? json_incref(st->desired_spec) : NULL;
-                st->inflight_extra = st->desired_extra ? strdup(st->desired_extra) : NULL;
+                st->inflight_extra = json_incref(st->desired_extra);
         }
         _cleanup_free_ char *status_path = NULL;
         if (status && asprintf(&status_path, "%s/status", st->object_path) < 0) {
@@ -611,10 +647,12 @@ static bool spec_write_due(struct kube_nodestate *st, json_t **ret_diff, bool *r
                 spec_due = d && json_object_size(d) > 0;
                 json_decref(d);
         }
-        const char *base_extra = st->acked_extra_known ? st->acked_extra : server_extra(st->server);
-        bool extra_due = !streq_null(base_extra, st->desired_extra);
+        const char *desired_extra = json_string_value(st->desired_extra);
+        const char *base_extra =
+            st->acked_extra_known ? json_string_value(st->acked_extra) : server_extra(st->server);
+        bool extra_due = !streq_null(base_extra, desired_extra);
         /* Removing an annotation that is not there is no write. */
-        bool extra_on_server_differs = !streq_null(server_extra(st->server), st->desired_extra);
+        bool extra_on_server_differs = !streq_null(server_extra(st->server), desired_extra);
         *ret_extra_changed = extra_due && extra_on_server_differs;
         if (!spec_due && !extra_due)
                 return false;
@@ -628,8 +666,8 @@ static bool spec_write_due(struct kube_nodestate *st, json_t **ret_diff, bool *r
                         json_decref(st->acked_spec);
                         st->acked_spec = json_incref(st->desired_spec);
                 }
-                free(st->acked_extra);
-                st->acked_extra = st->desired_extra ? strdup(st->desired_extra) : NULL;
+                json_decref(st->acked_extra);
+                st->acked_extra = json_incref(st->desired_extra);
                 st->acked_extra_known = true;
                 return false;
         }
@@ -734,12 +772,7 @@ void kube_nodestate_observe(struct kube_nodestate *st, json_t *object)
                           "afresh",
                           st->node_name, rv, st->acked_rv ? st->acked_rv : "none");
                 json_decref(st->server);
-                /* Shallow copies: share_with_ours() replaces members of ours, not of the
-                 * watch's object. */
-                st->server = json_copy(object);
-                json_t *status = json_object_get(object, "status");
-                if (st->server && json_is_object(status))
-                        json_object_set_new(st->server, "status", json_copy(status));
+                st->server = copy_for_sharing(object);
                 forget_acked(st); /* changed behind our back: compare with it afresh */
                 share_with_ours(st);
         }
@@ -796,33 +829,36 @@ int kube_nodestate_set_status(struct kube_nodestate *st, json_t *interfaces,
                                        "valid syncStatus",
                                        st->node_name);
         json_t *upstream_ifaces = NULL;
-        char *extra = NULL;
-        int k = kube_nodestate_split_interfaces(interfaces, &upstream_ifaces, &extra);
+        _cleanup_free_ char *extra_text = NULL;
+        int k = kube_nodestate_split_interfaces(interfaces, &upstream_ifaces, &extra_text);
         if (k < 0)
                 return k;
         json_t *status = json_pack("{s:o?, s:s, s:s}", "interfaces", upstream_ifaces, "syncStatus",
                                    s, "lastSyncError", last_sync_error ? last_sync_error : "");
-        if (!status) {
-                free(extra);
+        if (!status)
+                return -ENOMEM;
+        json_t *extra = NULL;
+        if (extra_text && !(extra = json_string(extra_text))) {
+                json_decref(status);
                 return -ENOMEM;
         }
         /* A Failed status not written yet stays until it is: queue this one behind it. */
         if (failed_unwritten(st) && !is_failed(status)) {
                 json_decref(st->next_status);
-                free(st->next_extra);
+                json_decref(st->next_extra);
                 st->next_status = status;
                 st->next_extra = extra;
                 return 0;
         }
         json_decref(st->next_status);
-        free(st->next_extra);
+        json_decref(st->next_extra);
         st->next_status = NULL;
         st->next_extra = NULL;
         bool same = st->desired_status && json_equal(st->desired_status, status) &&
-                    streq_null(st->desired_extra, extra);
+                    streq_null(json_string_value(st->desired_extra), extra_text);
         json_decref(st->desired_status);
         st->desired_status = status;
-        free(st->desired_extra);
+        json_decref(st->desired_extra);
         st->desired_extra = extra;
         if (!same || !kube_nodestate_busy(st))
                 desired_changed(st);

@@ -155,10 +155,11 @@ static void test_metadata_only(void **state)
         struct kube_cache *c;
         assert_int_equal(kube_cache_new(&cb, &c), 0);
         kube_cache_keep_metadata_only(c);
-        json_t *node = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:[{s:s}]}, s:{s:[s, s]}}",
-                                 "apiVersion", "v1", "kind", "Node", "metadata", "name", "node1",
-                                 "resourceVersion", "1", "labels", "a", "b", "managedFields",
-                                 "manager", "kubelet", "status", "images", "x", "y");
+        json_t *node =
+            json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:{s:s}, s:[{s:s}]}, s:{s:[s, s]}}",
+                      "apiVersion", "v1", "kind", "Node", "metadata", "name", "node1",
+                      "resourceVersion", "1", "labels", "a", "b", "annotations", "big", "...",
+                      "managedFields", "manager", "kubelet", "status", "images", "x", "y");
         assert_int_equal(kube_cache_apply(c, KUBE_CACHE_UPSERT, node), 0);
         assert_int_equal(seen.calls, 1);
         assert_true(seen.had_status); /* the callback got the whole object */
@@ -166,6 +167,7 @@ static void test_metadata_only(void **state)
         assert_non_null(kept);
         assert_null(json_object_get(kept, "status"));
         assert_null(json_object_get(json_object_get(kept, "metadata"), "managedFields"));
+        assert_null(json_object_get(json_object_get(kept, "metadata"), "annotations"));
         assert_string_equal(json_string_value(json_object_get(kept, "kind")), "Node");
         assert_string_equal(json_string_value(json_object_get(
                                 json_object_get(json_object_get(kept, "metadata"), "labels"), "a")),

@@ -229,7 +229,7 @@ static void test_echo_shares_desired(void **state)
         make_state(&c, f);
         set_spec(&c, "{\"interfaces\":[{\"pciAddress\":\"0000:01:00.0\",\"numVfs\":8}]}");
         set_status(&c,
-                   "[{\"name\":\"ens1f0\",\"pciAddress\":\"0000:01:00.0\",\"Vfs\":"
+                   "[{\"name\":\"ens1f0\",\"pciAddress\":\"0000:01:00.0\",\"numaNode\":1,\"Vfs\":"
                    "[{\"pciAddress\":\"0000:01:00.2\",\"mac\":\"aa:bb:cc:00:00:01\"}]}]",
                    KUBE_SYNC_SUCCEEDED, NULL);
         settle(&c);
@@ -238,6 +238,12 @@ static void test_echo_shares_desired(void **state)
         assert_int_equal(json_array_size(ifaces), 1);
         assert_true(ifaces->refcount >= 2); /* ours and the echo's: one tree */
         assert_true(json_object_get(obj, "spec")->refcount >= 2);
+        /* the extra-status annotation (numaNode is not in upstream's schema) likewise */
+        json_t *extra =
+            json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"),
+                            KUBE_NODESTATE_EXTRA_ANNOTATION);
+        assert_non_null(strstr(json_string_value(extra), "numaNode"));
+        assert_true(extra->refcount >= 2);
         /* and the content is the server's */
         json_t *server = get_json(f, PATH);
         assert_true(
