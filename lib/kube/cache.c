@@ -156,7 +156,7 @@ int kube_cache_replace(struct kube_cache *c, json_t *items)
 {
         if (!json_is_array(items))
                 return -EINVAL;
-        json_t *fresh = json_object();
+        json_auto_t *fresh = json_object();
         if (!fresh)
                 return -ENOMEM;
         size_t i;
@@ -184,7 +184,6 @@ int kube_cache_replace(struct kube_cache *c, json_t *items)
                 if (k < 0)
                         r = k;
         }
-        json_decref(fresh);
         return r;
 }
 

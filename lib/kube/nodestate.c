@@ -394,12 +394,10 @@ static void promote_next_status(struct kube_nodestate *st)
  * not served (no CRD, or a CRD without the status subresource): creating cannot help then. */
 static bool is_object_not_found(struct kube_nodestate *st, const char *body, size_t len)
 {
-        json_t *status = body ? json_loadb(body, len, 0, NULL) : NULL;
+        json_auto_t *status = body ? json_loadb(body, len, 0, NULL) : NULL;
         json_t *details = json_object_get(status, "details");
         const char *name = json_string_value(json_object_get(details, "name"));
-        bool object = name && strcmp(name, st->node_name) == 0;
-        json_decref(status);
-        return object;
+        return name && strcmp(name, st->node_name) == 0;
 }
 
 static void request_done(struct kube_request *req, int error, long status, const char *body,
@@ -539,7 +537,7 @@ static int start_create(struct kube_nodestate *st)
                      st->namespace_) < 0)
                 return -ENOMEM;
         json_t *spec = st->desired_spec ? json_incref(st->desired_spec) : json_object();
-        json_t *body =
+        json_auto_t *body =
             json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", GROUP_VERSION, "kind", KIND,
                       "metadata", "name", st->node_name, "namespace", st->namespace_, "spec", spec);
         if (!body)
@@ -551,9 +549,7 @@ static int start_create(struct kube_nodestate *st)
         clear_inflight(st);
         st->inflight_spec = st->desired_spec ? json_incref(st->desired_spec) : NULL;
         st->inflight_extra = json_incref(st->desired_extra);
-        int k = start(st, OP_CREATE, "POST", path, "application/json", body);
-        json_decref(body);
-        return k;
+        return start(st, OP_CREATE, "POST", path, "application/json", body);
 }
 
 /* One merge patch: spec_diff on the object (with the extra-status annotation when it changed),
@@ -561,7 +557,7 @@ static int start_create(struct kube_nodestate *st)
 static int start_patch(struct kube_nodestate *st, json_t *spec_diff, bool extra_changed,
                        json_t *status_diff)
 {
-        json_t *body =
+        json_auto_t *body =
             json_pack("{s:{s:s?}}", "metadata", "resourceVersion", object_rv(st->server));
         if (!body)
                 return -ENOMEM;
@@ -582,14 +578,10 @@ static int start_patch(struct kube_nodestate *st, json_t *spec_diff, bool extra_
                 st->inflight_extra = json_incref(st->desired_extra);
         }
         _cleanup_free_ char *status_path = NULL;
-        if (status && asprintf(&status_path, "%s/status", st->object_path) < 0) {
-                json_decref(body);
+        if (status && asprintf(&status_path, "%s/status", st->object_path) < 0)
                 return -ENOMEM;
-        }
-        int k = start(st, status ? OP_PATCH_STATUS : OP_PATCH_SPEC, "PATCH",
-                      status ? status_path : st->object_path, "application/merge-patch+json", body);
-        json_decref(body);
-        return k;
+        return start(st, status ? OP_PATCH_STATUS : OP_PATCH_SPEC, "PATCH",
+                     status ? status_path : st->object_path, "application/merge-patch+json", body);
 }
 
 /* A copy of status.interfaces without each interface's "Vfs" list. */
@@ -623,13 +615,10 @@ static bool differs_beyond_vfs(json_t *server_status, json_t *desired)
                 if (!have || !json_equal(have, value))
                         return true;
         }
-        json_t *a = interfaces_without_vfs(server_status);
-        json_t *b = interfaces_without_vfs(desired);
-        bool differ = !json_equal(a, b) || !json_object_get(server_status, "interfaces") !=
-                                               !json_object_get(desired, "interfaces");
-        json_decref(a);
-        json_decref(b);
-        return differ;
+        json_auto_t *a = interfaces_without_vfs(server_status);
+        json_auto_t *b = interfaces_without_vfs(desired);
+        return !json_equal(a, b) || !json_object_get(server_status, "interfaces") !=
+                                        !json_object_get(desired, "interfaces");
 }
 
 /* What the spec write must carry: the merge patch from the server's spec to the desired one
@@ -643,9 +632,8 @@ static bool spec_write_due(struct kube_nodestate *st, json_t **ret_diff, bool *r
         bool spec_due = false;
         if (st->desired_spec) {
                 json_t *base = st->acked_spec ? st->acked_spec : server_spec;
-                json_t *d = kube_merge_patch_diff(base, st->desired_spec);
+                json_auto_t *d = kube_merge_patch_diff(base, st->desired_spec);
                 spec_due = d && json_object_size(d) > 0;
-                json_decref(d);
         }
         const char *desired_extra = json_string_value(st->desired_extra);
         const char *base_extra =

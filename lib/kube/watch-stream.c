@@ -115,9 +115,9 @@ static int decode_line(struct kube_watch_stream *s, const char *line, size_t len
                 return 0; /* blank keep-alive line */
 
         json_error_t jerr;
-        json_t *ev = len <= KUBE_MAX_OBJECT_SIZE + EVENT_ENVELOPE
-                         ? json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr)
-                         : NULL;
+        json_auto_t *ev = len <= KUBE_MAX_OBJECT_SIZE + EVENT_ENVELOPE
+                              ? json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr)
+                              : NULL;
         if (!ev)
                 /* One object that cannot be decoded (too deep, a too big integer, too large)
                  * must not end the stream for the others: deliver it as a named stub. */
@@ -148,7 +148,6 @@ static int decode_line(struct kube_watch_stream *s, const char *line, size_t len
                 if (k < 0)
                         s->failed = k;
         }
-        json_decref(ev);
         return k;
 }
 
