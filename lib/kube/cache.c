@@ -2,15 +2,18 @@
 #include "kube/cache.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube/json-split.h"
 #include "util/macro.h"
 
 struct kube_cache {
         json_t *objects;
         struct kube_cache_callbacks cb;
+        bool metadata_only;
 };
 
 int kube_cache_new(const struct kube_cache_callbacks *callbacks, struct kube_cache **ret)
@@ -27,6 +30,41 @@ int kube_cache_new(const struct kube_cache_callbacks *callbacks, struct kube_cac
                 c->cb = *callbacks;
         *ret = c;
         return 0;
+}
+
+void kube_cache_keep_metadata_only(struct kube_cache *c)
+{
+        c->metadata_only = true;
+}
+
+/* apiVersion, kind and metadata less managedFields and annotations (the rest shared with
+ * object, not copied: the decoded event is dropped right after). Annotations can be large (our
+ * own NodeState carries its extra status in one) and no metadata-only consumer reads them;
+ * only the mark of an undecodable object stays. NULL when out of memory. */
+static json_t *metadata_of(json_t *object)
+{
+        json_auto_t *slim = json_object();
+        json_auto_t *meta = json_copy(json_object_get(object, "metadata"));
+        if (!slim || !meta)
+                return NULL;
+        json_object_del(meta, "managedFields");
+        json_t *undecodable =
+            json_object_get(json_object_get(meta, "annotations"), KUBE_UNDECODABLE_ANNOTATION);
+        if (undecodable) {
+                json_t *keep = json_pack("{s:O}", KUBE_UNDECODABLE_ANNOTATION, undecodable);
+                if (!keep || json_object_set_new(meta, "annotations", keep) < 0)
+                        return NULL;
+        } else
+                json_object_del(meta, "annotations");
+        if (json_object_set(slim, "metadata", meta) < 0)
+                return NULL;
+        const char *const keep[] = { "apiVersion", "kind" };
+        for (size_t i = 0; i < ELEMENTSOF(keep); i++) {
+                json_t *v = json_object_get(object, keep[i]);
+                if (v && json_object_set(slim, keep[i], v) < 0)
+                        return NULL;
+        }
+        return TAKE_PTR(slim);
 }
 
 struct kube_cache *kube_cache_free(struct kube_cache *c)
@@ -77,6 +115,15 @@ static int upsert(struct kube_cache *c, const char *key, json_t *object)
         else if (!old && c->cb.added)
                 c->cb.added(object, c->cb.userdata);
         json_decref(old);
+        if (c->metadata_only) {
+                /* A callback may have changed the entry (deleted or replaced it): only the
+                 * object just delivered is slimmed. */
+                if (json_object_get(c->objects, key) != object)
+                        return 0;
+                json_t *slim = metadata_of(object);
+                if (!slim || json_object_set_new(c->objects, key, slim) < 0)
+                        return -ENOMEM;
+        }
         return 0;
 }
 
@@ -109,7 +156,7 @@ int kube_cache_replace(struct kube_cache *c, json_t *items)
 {
         if (!json_is_array(items))
                 return -EINVAL;
-        json_t *fresh = json_object();
+        json_auto_t *fresh = json_object();
         if (!fresh)
                 return -ENOMEM;
         size_t i;
@@ -137,7 +184,6 @@ int kube_cache_replace(struct kube_cache *c, json_t *items)
                 if (k < 0)
                         r = k;
         }
-        json_decref(fresh);
         return r;
 }
 

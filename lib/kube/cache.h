@@ -22,6 +22,14 @@ struct kube_cache_callbacks {
 struct kube_cache;
 
 int kube_cache_new(const struct kube_cache_callbacks *callbacks, struct kube_cache **ret);
+/* Keep only apiVersion, kind and metadata (without managedFields and annotations, except the
+ * undecodable mark of json-split.h) of each object once the
+ * callbacks have seen it whole: for kinds whose consumers need the whole object only when it
+ * changes (this node's NodeState, whose status lists every VF) or only its metadata (Node
+ * labels, Namespace existence). A Node's status (images, conditions) or a NodeState's can be
+ * hundreds of KiB decoded; its metadata is a few. `updated` then gets the old object's
+ * metadata only, `deleted` the event's object or, after a relist, the metadata. */
+void kube_cache_keep_metadata_only(struct kube_cache *c);
 struct kube_cache *kube_cache_free(struct kube_cache *c);
 
 enum kube_cache_op {

@@ -159,6 +159,9 @@ int kube_cluster_new(sd_event *event, const struct kube_cluster_opts *opts,
                 .callbacks = { node_added, node_updated, node_deleted, c },
                 .on_synced = informer_synced,
                 .synced_userdata = c,
+                /* Only the labels select policies; a Node's status (images, conditions) is
+                 * most of its size and rewritten every few seconds. */
+                .cache_metadata_only = true,
         };
         if ((k = kube_informer_new(c->http, &policy_opts, &c->policies)) < 0 ||
             (k = kube_informer_new(c->http, &node_opts, &c->nodes)) < 0)
@@ -183,6 +186,9 @@ int kube_cluster_new(sd_event *event, const struct kube_cluster_opts *opts,
                 .path = state_path,
                 .field_selector = selector,
                 .callbacks = { own_state_added, own_state_updated, own_state_deleted, c },
+                /* The writer keeps what it needs of a changed object; the cache only tells
+                 * versions apart (its status lists every VF: hundreds of KiB decoded). */
+                .cache_metadata_only = true,
         };
         if ((k = kube_informer_new(c->http, &state_informer_opts, &c->own_state)) < 0)
                 return k;

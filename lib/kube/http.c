@@ -3,6 +3,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -23,6 +24,8 @@
  * watches included); further requests wait inside curl. Over HTTP/2 they share one anyway. */
 #define MAX_CONNECTIONS    16
 #define MAX_COLLECTED_BODY KUBE_MAX_BODY
+/* Answers whose buffer grew beyond this are followed by malloc_trim(). */
+#define KUBE_TRIM_AFTER_BODY (64u * 1024)
 
 struct kube_http {
         sd_event *event;
@@ -216,7 +219,12 @@ static void finish_request(struct kube_http *h, CURL *easy, CURLcode result)
         if (r->on_done)
                 r->on_done(r, error, status, streamed ? NULL : (r->collected ? r->collected : ""),
                            r->collected_len, r->userdata);
+        bool large = r->collected_alloc > KUBE_TRIM_AFTER_BODY;
         request_free(r);
+        /* A large answer (a list, a NodeState echo with hundreds of VFs) was decoded, used and
+         * freed by now: give the heap pages it took back rather than keep them resident. */
+        if (large)
+                malloc_trim(0);
 }
 
 static void drain_messages(struct kube_http *h)

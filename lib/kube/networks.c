@@ -172,11 +172,13 @@ static int start_informers(struct kube_networks *n)
                                                      .callbacks = cb,
                                                      .on_synced = synced,
                                                      .synced_userdata = n };
+        /* Only a namespace's existence matters: its metadata is enough to keep. */
         const struct kube_informer_opts ns_opts = { .kind = "Namespace",
                                                     .path = NAMESPACES_PATH,
                                                     .callbacks = cb,
                                                     .on_synced = synced,
-                                                    .synced_userdata = n };
+                                                    .synced_userdata = n,
+                                                    .cache_metadata_only = true };
         int k;
         for (size_t i = 0; i < ELEMENTSOF(n->nets); i++) {
                 if (i == NAD_SRIOV_IB_NETWORK && !n->have_ib)

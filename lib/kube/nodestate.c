@@ -63,11 +63,14 @@ struct kube_nodestate {
 
         json_t *desired_spec;   /* NULL until set */
         json_t *desired_status; /* {interfaces, syncStatus, lastSyncError} or NULL */
-        char *desired_extra;    /* the extra-status annotation (JSON text), NULL = none */
+        /* The extra-status annotation (its JSON text as a JSON string, shared by reference
+         * between desired, in flight, acknowledged and the server's copy: with hundreds of VFs
+         * it is ~100 KiB), NULL = none. */
+        json_t *desired_extra;
         /* A status that arrived while a Failed one still waited for its (paced) write: a
          * failure is never coalesced away, it is written first and this one after it. */
         json_t *next_status;
-        char *next_extra;
+        json_t *next_extra;
         json_t *server; /* last object seen from the server, NULL = unknown */
 
         /* What the server last acknowledged (2xx) from us, as we sent it. The server may
@@ -75,11 +78,11 @@ struct kube_nodestate {
          * comparing with it would write the same body forever. NULL/false = unknown (never
          * written, or the object changed behind our back): compare with the echo then. */
         json_t *acked_spec, *acked_status;
-        char *acked_extra;
+        json_t *acked_extra;
         bool acked_extra_known;
         char *acked_rv; /* resourceVersion of the echo of our last write */
         json_t *inflight_spec, *inflight_status;
-        char *inflight_extra;
+        json_t *inflight_extra;
 
         struct kube_request *request;
         enum writer_op op;
@@ -100,7 +103,7 @@ static void forget_acked(struct kube_nodestate *st)
         json_decref(st->acked_spec);
         json_decref(st->acked_status);
         st->acked_spec = st->acked_status = NULL;
-        free(st->acked_extra);
+        json_decref(st->acked_extra);
         st->acked_extra = NULL;
         st->acked_extra_known = false;
         free(st->acked_rv);
@@ -112,7 +115,7 @@ static void clear_inflight(struct kube_nodestate *st)
         json_decref(st->inflight_spec);
         json_decref(st->inflight_status);
         st->inflight_spec = st->inflight_status = NULL;
-        free(st->inflight_extra);
+        json_decref(st->inflight_extra);
         st->inflight_extra = NULL;
 }
 
@@ -159,9 +162,9 @@ struct kube_nodestate *kube_nodestate_free(struct kube_nodestate *st)
         sd_event_source_disable_unref(st->retry_timer);
         json_decref(st->desired_spec);
         json_decref(st->desired_status);
-        free(st->desired_extra);
+        json_decref(st->desired_extra);
         json_decref(st->next_status);
-        free(st->next_extra);
+        json_decref(st->next_extra);
         json_decref(st->server);
         forget_acked(st);
         clear_inflight(st);
@@ -260,6 +263,71 @@ static void set_server(struct kube_nodestate *st, const char *body, size_t len)
                 json_decref(obj);
 }
 
+/* Members of the server's object (a fresh copy we own) that equal what we hold anyway become
+ * references to our copy: with hundreds of VFs, status.interfaces is hundreds of KiB decoded,
+ * and the echo of our own write carries it again. Same content, one copy. */
+static void share_member(json_t *server_part, json_t *ours)
+{
+        const char *key;
+        json_t *value;
+        json_object_foreach(ours, key, value)
+        {
+                json_t *have = json_object_get(server_part, key);
+                if (have && have != value && json_equal(have, value))
+                        json_object_set(server_part, key, value);
+        }
+}
+
+/* Shallow copies of object and of the members share_with_ours() replaces members of (status,
+ * metadata, metadata.annotations): the watch's object itself is never changed. */
+static json_t *copy_for_sharing(json_t *object)
+{
+        json_auto_t *copy = json_copy(object);
+        if (!copy)
+                return NULL;
+        json_t *status = json_object_get(object, "status");
+        if (json_is_object(status) && json_object_set_new(copy, "status", json_copy(status)) < 0)
+                return NULL;
+        json_t *meta = json_object_get(object, "metadata");
+        if (!json_is_object(meta))
+                return TAKE_PTR(copy);
+        json_auto_t *meta_copy = json_copy(meta);
+        json_t *annotations = json_object_get(meta, "annotations");
+        if (!meta_copy ||
+            (json_is_object(annotations) &&
+             json_object_set_new(meta_copy, "annotations", json_copy(annotations)) < 0))
+                return NULL;
+        if (json_object_set(copy, "metadata", meta_copy) < 0)
+                return NULL;
+        return TAKE_PTR(copy);
+}
+
+static void share_with_ours(struct kube_nodestate *st)
+{
+        json_t *spec = json_object_get(st->server, "spec");
+        json_t *status = json_object_get(st->server, "status");
+        /* The spec as a whole (keys absent in ours mean absent). */
+        json_t *spec_ours = st->desired_spec ? st->desired_spec : st->acked_spec;
+        if (spec && spec_ours && spec != spec_ours && json_equal(spec, spec_ours))
+                json_object_set(st->server, "spec", spec_ours);
+        if (json_is_object(status)) {
+                if (st->desired_status)
+                        share_member(status, st->desired_status);
+                if (st->acked_status && st->acked_status != st->desired_status)
+                        share_member(status, st->acked_status);
+        }
+        json_t *annotations =
+            json_object_get(json_object_get(st->server, "metadata"), "annotations");
+        json_t *extra = json_object_get(annotations, KUBE_NODESTATE_EXTRA_ANNOTATION);
+        json_t *const candidates[] = { st->desired_extra, st->acked_extra };
+        for (size_t i = 0; extra && i < ELEMENTSOF(candidates); i++)
+                if (candidates[i] && extra != candidates[i] && json_equal(extra, candidates[i])) {
+                        json_object_set(annotations, KUBE_NODESTATE_EXTRA_ANNOTATION,
+                                        candidates[i]);
+                        break;
+                }
+}
+
 /* After a read: an object that is not the echo of our last write was changed (or re-created)
  * by someone else, so what we wrote before says nothing about it any more. */
 static void after_read(struct kube_nodestate *st)
@@ -278,7 +346,7 @@ static void after_write(struct kube_nodestate *st, enum writer_op op)
                         json_decref(st->acked_spec);
                         st->acked_spec = json_incref(st->inflight_spec);
                 }
-                free(st->acked_extra);
+                json_decref(st->acked_extra);
                 st->acked_extra = TAKE_PTR(st->inflight_extra);
                 st->acked_extra_known = true;
         }
@@ -317,7 +385,7 @@ static void promote_next_status(struct kube_nodestate *st)
                 return;
         json_decref(st->desired_status);
         st->desired_status = TAKE_PTR(st->next_status);
-        free(st->desired_extra);
+        json_decref(st->desired_extra);
         st->desired_extra = TAKE_PTR(st->next_extra);
 }
 
@@ -326,12 +394,10 @@ static void promote_next_status(struct kube_nodestate *st)
  * not served (no CRD, or a CRD without the status subresource): creating cannot help then. */
 static bool is_object_not_found(struct kube_nodestate *st, const char *body, size_t len)
 {
-        json_t *status = body ? json_loadb(body, len, 0, NULL) : NULL;
+        json_auto_t *status = body ? json_loadb(body, len, 0, NULL) : NULL;
         json_t *details = json_object_get(status, "details");
         const char *name = json_string_value(json_object_get(details, "name"));
-        bool object = name && strcmp(name, st->node_name) == 0;
-        json_decref(status);
-        return object;
+        return name && strcmp(name, st->node_name) == 0;
 }
 
 static void request_done(struct kube_request *req, int error, long status, const char *body,
@@ -365,6 +431,7 @@ static void request_done(struct kube_request *req, int error, long status, const
                         free(st->last_permanent_error);
                         st->last_permanent_error = NULL;
                 }
+                share_with_ours(st);
                 if (op == OP_CREATE)
                         log_info("NodeState %s/%s: created", st->namespace_, st->node_name);
                 if (op == OP_PATCH_STATUS) {
@@ -470,7 +537,7 @@ static int start_create(struct kube_nodestate *st)
                      st->namespace_) < 0)
                 return -ENOMEM;
         json_t *spec = st->desired_spec ? json_incref(st->desired_spec) : json_object();
-        json_t *body =
+        json_auto_t *body =
             json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", GROUP_VERSION, "kind", KIND,
                       "metadata", "name", st->node_name, "namespace", st->namespace_, "spec", spec);
         if (!body)
@@ -478,13 +545,11 @@ static int start_create(struct kube_nodestate *st)
         if (st->desired_extra)
                 json_object_set_new(
                     json_object_get(body, "metadata"), "annotations",
-                    json_pack("{s:s}", KUBE_NODESTATE_EXTRA_ANNOTATION, st->desired_extra));
+                    json_pack("{s:O}", KUBE_NODESTATE_EXTRA_ANNOTATION, st->desired_extra));
         clear_inflight(st);
         st->inflight_spec = st->desired_spec ? json_incref(st->desired_spec) : NULL;
-        st->inflight_extra = st->desired_extra ? strdup(st->desired_extra) : NULL;
-        int k = start(st, OP_CREATE, "POST", path, "application/json", body);
-        json_decref(body);
-        return k;
+        st->inflight_extra = json_incref(st->desired_extra);
+        return start(st, OP_CREATE, "POST", path, "application/json", body);
 }
 
 /* One merge patch: spec_diff on the object (with the extra-status annotation when it changed),
@@ -492,7 +557,7 @@ static int start_create(struct kube_nodestate *st)
 static int start_patch(struct kube_nodestate *st, json_t *spec_diff, bool extra_changed,
                        json_t *status_diff)
 {
-        json_t *body =
+        json_auto_t *body =
             json_pack("{s:{s:s?}}", "metadata", "resourceVersion", object_rv(st->server));
         if (!body)
                 return -ENOMEM;
@@ -505,23 +570,18 @@ static int start_patch(struct kube_nodestate *st, json_t *spec_diff, bool extra_
                 if (spec_diff && json_object_size(spec_diff) > 0)
                         json_object_set(body, "spec", spec_diff);
                 if (extra_changed)
-                        json_object_set_new(json_object_get(body, "metadata"), "annotations",
-                                            json_pack("{s:o}", KUBE_NODESTATE_EXTRA_ANNOTATION,
-                                                      st->desired_extra
-                                                          ? json_string(st->desired_extra)
-                                                          : json_null()));
+                        json_object_set_new(
+                            json_object_get(body, "metadata"), "annotations",
+                            json_pack("{s:O}", KUBE_NODESTATE_EXTRA_ANNOTATION,
+                                      st->desired_extra ? st->desired_extra : json_null()));
                 st->inflight_spec = st->desired_spec ? json_incref(st->desired_spec) : NULL;
-                st->inflight_extra = st->desired_extra ? strdup(st->desired_extra) : NULL;
+                st->inflight_extra = json_incref(st->desired_extra);
         }
         _cleanup_free_ char *status_path = NULL;
-        if (status && asprintf(&status_path, "%s/status", st->object_path) < 0) {
-                json_decref(body);
+        if (status && asprintf(&status_path, "%s/status", st->object_path) < 0)
                 return -ENOMEM;
-        }
-        int k = start(st, status ? OP_PATCH_STATUS : OP_PATCH_SPEC, "PATCH",
-                      status ? status_path : st->object_path, "application/merge-patch+json", body);
-        json_decref(body);
-        return k;
+        return start(st, status ? OP_PATCH_STATUS : OP_PATCH_SPEC, "PATCH",
+                     status ? status_path : st->object_path, "application/merge-patch+json", body);
 }
 
 /* A copy of status.interfaces without each interface's "Vfs" list. */
@@ -555,13 +615,10 @@ static bool differs_beyond_vfs(json_t *server_status, json_t *desired)
                 if (!have || !json_equal(have, value))
                         return true;
         }
-        json_t *a = interfaces_without_vfs(server_status);
-        json_t *b = interfaces_without_vfs(desired);
-        bool differ = !json_equal(a, b) || !json_object_get(server_status, "interfaces") !=
-                                               !json_object_get(desired, "interfaces");
-        json_decref(a);
-        json_decref(b);
-        return differ;
+        json_auto_t *a = interfaces_without_vfs(server_status);
+        json_auto_t *b = interfaces_without_vfs(desired);
+        return !json_equal(a, b) || !json_object_get(server_status, "interfaces") !=
+                                        !json_object_get(desired, "interfaces");
 }
 
 /* What the spec write must carry: the merge patch from the server's spec to the desired one
@@ -575,14 +632,15 @@ static bool spec_write_due(struct kube_nodestate *st, json_t **ret_diff, bool *r
         bool spec_due = false;
         if (st->desired_spec) {
                 json_t *base = st->acked_spec ? st->acked_spec : server_spec;
-                json_t *d = kube_merge_patch_diff(base, st->desired_spec);
+                json_auto_t *d = kube_merge_patch_diff(base, st->desired_spec);
                 spec_due = d && json_object_size(d) > 0;
-                json_decref(d);
         }
-        const char *base_extra = st->acked_extra_known ? st->acked_extra : server_extra(st->server);
-        bool extra_due = !streq_null(base_extra, st->desired_extra);
+        const char *desired_extra = json_string_value(st->desired_extra);
+        const char *base_extra =
+            st->acked_extra_known ? json_string_value(st->acked_extra) : server_extra(st->server);
+        bool extra_due = !streq_null(base_extra, desired_extra);
         /* Removing an annotation that is not there is no write. */
-        bool extra_on_server_differs = !streq_null(server_extra(st->server), st->desired_extra);
+        bool extra_on_server_differs = !streq_null(server_extra(st->server), desired_extra);
         *ret_extra_changed = extra_due && extra_on_server_differs;
         if (!spec_due && !extra_due)
                 return false;
@@ -596,8 +654,8 @@ static bool spec_write_due(struct kube_nodestate *st, json_t **ret_diff, bool *r
                         json_decref(st->acked_spec);
                         st->acked_spec = json_incref(st->desired_spec);
                 }
-                free(st->acked_extra);
-                st->acked_extra = st->desired_extra ? strdup(st->desired_extra) : NULL;
+                json_decref(st->acked_extra);
+                st->acked_extra = json_incref(st->desired_extra);
                 st->acked_extra_known = true;
                 return false;
         }
@@ -698,9 +756,13 @@ void kube_nodestate_observe(struct kube_nodestate *st, json_t *object)
                 const char *rv = object_rv(object);
                 if (!rv || streq_null(rv, st->acked_rv) || streq_null(rv, object_rv(st->server)))
                         return; /* the echo of our own write, or known */
+                log_debug("NodeState %s: resourceVersion %s is not our write's (%s): comparing "
+                          "afresh",
+                          st->node_name, rv, st->acked_rv ? st->acked_rv : "none");
                 json_decref(st->server);
-                st->server = json_incref(object);
+                st->server = copy_for_sharing(object);
                 forget_acked(st); /* changed behind our back: compare with it afresh */
+                share_with_ours(st);
         }
         if (!kube_nodestate_busy(st) || st->held) {
                 st->held = false;
@@ -755,33 +817,36 @@ int kube_nodestate_set_status(struct kube_nodestate *st, json_t *interfaces,
                                        "valid syncStatus",
                                        st->node_name);
         json_t *upstream_ifaces = NULL;
-        char *extra = NULL;
-        int k = kube_nodestate_split_interfaces(interfaces, &upstream_ifaces, &extra);
+        _cleanup_free_ char *extra_text = NULL;
+        int k = kube_nodestate_split_interfaces(interfaces, &upstream_ifaces, &extra_text);
         if (k < 0)
                 return k;
         json_t *status = json_pack("{s:o?, s:s, s:s}", "interfaces", upstream_ifaces, "syncStatus",
                                    s, "lastSyncError", last_sync_error ? last_sync_error : "");
-        if (!status) {
-                free(extra);
+        if (!status)
+                return -ENOMEM;
+        json_t *extra = NULL;
+        if (extra_text && !(extra = json_string(extra_text))) {
+                json_decref(status);
                 return -ENOMEM;
         }
         /* A Failed status not written yet stays until it is: queue this one behind it. */
         if (failed_unwritten(st) && !is_failed(status)) {
                 json_decref(st->next_status);
-                free(st->next_extra);
+                json_decref(st->next_extra);
                 st->next_status = status;
                 st->next_extra = extra;
                 return 0;
         }
         json_decref(st->next_status);
-        free(st->next_extra);
+        json_decref(st->next_extra);
         st->next_status = NULL;
         st->next_extra = NULL;
         bool same = st->desired_status && json_equal(st->desired_status, status) &&
-                    streq_null(st->desired_extra, extra);
+                    streq_null(json_string_value(st->desired_extra), extra_text);
         json_decref(st->desired_status);
         st->desired_status = status;
-        free(st->desired_extra);
+        json_decref(st->desired_extra);
         st->desired_extra = extra;
         if (!same || !kube_nodestate_busy(st))
                 desired_changed(st);

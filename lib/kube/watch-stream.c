@@ -4,6 +4,7 @@
 #include "kube/json-split.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,9 +115,9 @@ static int decode_line(struct kube_watch_stream *s, const char *line, size_t len
                 return 0; /* blank keep-alive line */
 
         json_error_t jerr;
-        json_t *ev = len <= KUBE_MAX_OBJECT_SIZE + EVENT_ENVELOPE
-                         ? json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr)
-                         : NULL;
+        json_auto_t *ev = len <= KUBE_MAX_OBJECT_SIZE + EVENT_ENVELOPE
+                              ? json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr)
+                              : NULL;
         if (!ev)
                 /* One object that cannot be decoded (too deep, a too big integer, too large)
                  * must not end the stream for the others: deliver it as a named stub. */
@@ -147,7 +148,6 @@ static int decode_line(struct kube_watch_stream *s, const char *line, size_t len
                 if (k < 0)
                         s->failed = k;
         }
-        json_decref(ev);
         return k;
 }
 
@@ -191,6 +191,13 @@ int kube_watch_stream_feed(struct kube_watch_stream *s, const char *data, size_t
                                 size_t line_len = s->len;
                                 s->len = 0;
                                 int k = decode_line(s, s->buf, line_len, cb, userdata);
+                                /* An event this large is rare (a NodeState with hundreds of
+                                 * VFs): do not keep its buffer resident until the next, nor
+                                 * the heap pages its decoded tree (freed already) took. */
+                                if (s->alloc > KUBE_WATCH_KEEP_BUFFER) {
+                                        kube_watch_stream_done(s);
+                                        malloc_trim(0);
+                                }
                                 if (k < 0)
                                         return k;
                         }

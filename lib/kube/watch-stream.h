@@ -14,6 +14,8 @@
 #include <stddef.h>
 
 #define KUBE_WATCH_MAX_EVENT (16u * 1024 * 1024)
+/* A line buffer grown beyond this for one event is freed once that event is decoded. */
+#define KUBE_WATCH_KEEP_BUFFER (64u * 1024)
 
 enum kube_watch_event_type {
         KUBE_WATCH_ADDED,

@@ -648,6 +648,8 @@ int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *o
             (k = dup_optional(opts->label_selector, &inf->label_selector)) < 0 ||
             (k = kube_cache_new(&opts->callbacks, &inf->cache)) < 0)
                 goto fail;
+        if (opts->cache_metadata_only)
+                kube_cache_keep_metadata_only(inf->cache);
         inf->list_items = json_array();
         inf->sizes = json_object();
         if (!inf->list_items || !inf->sizes) {

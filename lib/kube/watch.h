@@ -56,6 +56,9 @@ struct kube_informer_opts {
          * reported as invalid, so memory is bounded whatever the namespace holds. 0 = 2 MiB. */
         size_t max_total_size;
         unsigned max_list_pages; /* 0 = 1,000: a list that does not end is abandoned */
+        /* The cache keeps only each object's metadata once the callbacks have seen it whole
+         * (kube_cache_keep_metadata_only()). */
+        bool cache_metadata_only;
 };
 
 int kube_informer_new(struct kube_http *http, const struct kube_informer_opts *opts,

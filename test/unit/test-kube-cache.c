@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,12 +129,66 @@ static void test_cluster_scoped_keys(void **state)
         kube_cache_free(c);
 }
 
+struct seen_status {
+        int calls;
+        bool had_status;
+};
+
+static void status_seen(json_t *o, void *u)
+{
+        struct seen_status *s = u;
+        s->calls++;
+        s->had_status = json_object_get(o, "status") != NULL;
+}
+
+static void status_seen_updated(json_t *old, json_t *o, void *u)
+{
+        status_seen(o, u);
+}
+
+/* Metadata-only caches (this node's NodeState, the Node): callbacks see each object whole,
+ * the cache keeps its metadata (labels and resourceVersion) and still tells versions apart. */
+static void test_metadata_only(void **state)
+{
+        struct seen_status seen = {};
+        const struct kube_cache_callbacks cb = { status_seen, status_seen_updated, NULL, &seen };
+        struct kube_cache *c;
+        assert_int_equal(kube_cache_new(&cb, &c), 0);
+        kube_cache_keep_metadata_only(c);
+        json_t *node =
+            json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:{s:s}, s:[{s:s}]}, s:{s:[s, s]}}",
+                      "apiVersion", "v1", "kind", "Node", "metadata", "name", "node1",
+                      "resourceVersion", "1", "labels", "a", "b", "annotations", "big", "...",
+                      "managedFields", "manager", "kubelet", "status", "images", "x", "y");
+        assert_int_equal(kube_cache_apply(c, KUBE_CACHE_UPSERT, node), 0);
+        assert_int_equal(seen.calls, 1);
+        assert_true(seen.had_status); /* the callback got the whole object */
+        json_t *kept = kube_cache_get(c, NULL, "node1");
+        assert_non_null(kept);
+        assert_null(json_object_get(kept, "status"));
+        assert_null(json_object_get(json_object_get(kept, "metadata"), "managedFields"));
+        assert_null(json_object_get(json_object_get(kept, "metadata"), "annotations"));
+        assert_string_equal(json_string_value(json_object_get(kept, "kind")), "Node");
+        assert_string_equal(json_string_value(json_object_get(
+                                json_object_get(json_object_get(kept, "metadata"), "labels"), "a")),
+                            "b");
+        /* the original object is not changed under its owner */
+        assert_non_null(json_object_get(node, "status"));
+        assert_non_null(json_object_get(json_object_get(node, "metadata"), "managedFields"));
+        /* the same version again is no change */
+        assert_int_equal(kube_cache_apply(c, KUBE_CACHE_UPSERT, node), 0);
+        assert_int_equal(seen.calls, 1);
+        json_decref(node);
+        kube_cache_free(c);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_apply),
                 cmocka_unit_test(test_replace_reconciles),
                 cmocka_unit_test(test_cluster_scoped_keys),
+                cmocka_unit_test(test_metadata_only),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

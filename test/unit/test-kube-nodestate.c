@@ -219,6 +219,39 @@ static void test_lifecycle(void **state)
         free_state(&c);
 }
 
+/* The echo of our own write holds status.interfaces again (hundreds of KiB decoded with
+ * hundreds of VFs): the writer keeps one copy, shared with what it wants written. */
+static void test_echo_shares_desired(void **state)
+{
+        struct fake *f = *state;
+        install_crds_and_namespace(f, NS);
+        struct ctx c;
+        make_state(&c, f);
+        set_spec(&c, "{\"interfaces\":[{\"pciAddress\":\"0000:01:00.0\",\"numVfs\":8}]}");
+        set_status(&c,
+                   "[{\"name\":\"ens1f0\",\"pciAddress\":\"0000:01:00.0\",\"numaNode\":1,\"Vfs\":"
+                   "[{\"pciAddress\":\"0000:01:00.2\",\"mac\":\"aa:bb:cc:00:00:01\"}]}]",
+                   KUBE_SYNC_SUCCEEDED, NULL);
+        settle(&c);
+        json_t *obj = kube_nodestate_object(c.st);
+        json_t *ifaces = json_object_get(json_object_get(obj, "status"), "interfaces");
+        assert_int_equal(json_array_size(ifaces), 1);
+        assert_true(ifaces->refcount >= 2); /* ours and the echo's: one tree */
+        assert_true(json_object_get(obj, "spec")->refcount >= 2);
+        /* the extra-status annotation (numaNode is not in upstream's schema) likewise */
+        json_t *extra =
+            json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"),
+                            KUBE_NODESTATE_EXTRA_ANNOTATION);
+        assert_non_null(strstr(json_string_value(extra), "numaNode"));
+        assert_true(extra->refcount >= 2);
+        /* and the content is the server's */
+        json_t *server = get_json(f, PATH);
+        assert_true(
+            json_equal(json_object_get(json_object_get(server, "status"), "interfaces"), ifaces));
+        json_decref(server);
+        free_state(&c);
+}
+
 static void test_server_errors_retry(void **state)
 {
         struct fake *f = *state;
@@ -458,6 +491,7 @@ int main(void)
         signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_lifecycle, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_echo_shares_desired, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_server_errors_retry, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_bad_arguments, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_upstream_crd_converges, start_fake, stop_fake),

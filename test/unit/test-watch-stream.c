@@ -215,6 +215,39 @@ static void test_small_cap(void **state)
         kube_watch_stream_done(&ws);
 }
 
+/* A large event (a NodeState with hundreds of VFs) arriving in chunks needs a line buffer as
+ * large as itself; once decoded, the buffer is not kept resident for the next small event. */
+static void test_large_event_buffer_released(void **state)
+{
+        (void)state;
+        const size_t pad = 300 * 1024;
+        const char head[] = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"big\"},"
+                            "\"pad\":\"";
+        const char tail[] = "\"}}\n";
+        size_t len = sizeof(head) - 1 + pad + sizeof(tail) - 1;
+        char *line = malloc(len);
+        assert_non_null(line);
+        memcpy(line, head, sizeof(head) - 1);
+        memset(line + sizeof(head) - 1, 'x', pad);
+        memcpy(line + sizeof(head) - 1 + pad, tail, sizeof(tail) - 1);
+
+        struct kube_watch_stream ws;
+        kube_watch_stream_init(&ws, 0);
+        struct seen s = {};
+        for (size_t off = 0; off < len; off += 16384) {
+                size_t n = len - off < 16384 ? len - off : 16384;
+                assert_int_equal(kube_watch_stream_feed(&ws, line + off, n, on_event, &s), 0);
+        }
+        assert_int_equal(s.n, 1);
+        assert_string_equal(s.names[0], "big");
+        assert_true(ws.alloc <= KUBE_WATCH_KEEP_BUFFER);
+        /* and the stream goes on */
+        assert_int_equal(kube_watch_stream_feed(&ws, body, sizeof(body) - 1, on_event, &s), 0);
+        assert_int_equal(s.n, 6);
+        kube_watch_stream_done(&ws);
+        free(line);
+}
+
 static void test_type_strings(void **state)
 {
         for (int i = 0; i < _KUBE_WATCH_EVENT_TYPE_MAX; i++)
@@ -273,6 +306,7 @@ int main(void)
                 cmocka_unit_test(test_callback_error_stops),
                 cmocka_unit_test(test_oversized_event),
                 cmocka_unit_test(test_small_cap),
+                cmocka_unit_test(test_large_event_buffer_released),
                 cmocka_unit_test(test_type_strings),
                 cmocka_unit_test(test_random_bytes_never_crash),
         };
