@@ -430,14 +430,22 @@ static int set_tls(CURL *easy, const struct kube_config *c)
                 curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
                 curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
         }
+        /* A kubeconfig's CA is the only one trusted, as client-go does: libcurl would otherwise
+         * also load its built-in bundle and directory (/etc/ssl/certs), and any public or
+         * site CA there could vouch for a man in the middle. */
         if (c->ca_data) {
                 struct curl_blob blob = { .data = c->ca_data,
                                           .len = c->ca_data_len,
                                           .flags = CURL_BLOB_COPY };
-                if (curl_easy_setopt(easy, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK)
+                if (curl_easy_setopt(easy, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK ||
+                    curl_easy_setopt(easy, CURLOPT_CAINFO, NULL) != CURLE_OK ||
+                    curl_easy_setopt(easy, CURLOPT_CAPATH, NULL) != CURLE_OK)
                         return -EOPNOTSUPP;
-        } else if (c->ca_file)
-                curl_easy_setopt(easy, CURLOPT_CAINFO, c->ca_file);
+        } else if (c->ca_file) {
+                if (curl_easy_setopt(easy, CURLOPT_CAINFO, c->ca_file) != CURLE_OK ||
+                    curl_easy_setopt(easy, CURLOPT_CAPATH, NULL) != CURLE_OK)
+                        return -EOPNOTSUPP;
+        }
         if (c->client_cert_data) {
                 struct curl_blob cert = { .data = c->client_cert_data,
                                           .len = c->client_cert_data_len,

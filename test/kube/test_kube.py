@@ -132,10 +132,10 @@ class Env:
 class Watcher:
     """`sriov-agent watch` in the background; collects its JSON lines and stderr."""
 
-    def __init__(self, env, extra=(), kubeconfig=None):
+    def __init__(self, env, extra=(), kubeconfig=None, prefix=()):
         self.lines, self.errors = [], []
         self.cond = threading.Condition()
-        args = [AGENT, "watch", "--node-name", "node1", "--kubeconfig",
+        args = [*prefix, AGENT, "watch", "--node-name", "node1", "--kubeconfig",
                 kubeconfig or env.agent_kc, *extra]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, env=env.env)
@@ -733,6 +733,48 @@ def case_http2_tls(env):
           f"{len(watches)} watches)")
 
 
+def only_the_given_ca(tls, d, b64):
+    """A kubeconfig's CA is the only one trusted, as client-go does (RootCAs = that pool):
+    the system store must not vouch for the API server too. The system store is replaced, in
+    a private mount namespace, by one holding the CA that signed the server's certificate,
+    while the kubeconfig names another CA."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        print("  skip: the system-store check needs root and unshare(1)")
+        return
+    def run(*a):
+        subprocess.run(["openssl", *a], check=True, capture_output=True, cwd=d)
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "other-ca.key", "-out",
+        "other-ca.crt", "-days", "2", "-subj", "/CN=another-ca")
+    store = os.path.join(d, "system-store")
+    os.makedirs(store, exist_ok=True)
+    shutil.copy(os.path.join(d, "ca.crt"), os.path.join(store, "ca-certificates.crt"))
+    shutil.copy(os.path.join(d, "ca.crt"), os.path.join(store, "fake-ca.pem"))
+    run("rehash", store)
+    # sh -c: the bind mount exists only for this agent (its own mount namespace)
+    prefix = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+              'mount --bind "$0" /etc/ssl/certs && exec "$@"', store]
+    user = (f"    client-certificate: {d}/client.crt\n    client-key: {d}/client.key\n")
+    for name, cluster in (
+            ("data", f"    certificate-authority-data: {b64('other-ca.crt')}\n"),
+            ("file", f"    certificate-authority: {d}/other-ca.crt\n")):
+        kc = os.path.join(d, f"tls-other-ca-{name}.kubeconfig")
+        with open(kc, "w") as f:
+            f.write(kubeconfig_text(tls.url, extra_cluster=cluster, extra_user=user))
+        w = Watcher(tls, kubeconfig=kc, prefix=prefix)
+        w.wait_stderr("SSL certificate problem", timeout=20)
+        check(not w.lines, f"certificate-authority{'-data' if name == 'data' else ''} naming "
+              "another CA: the server is refused although the system store trusts its CA")
+        w.stop()
+    # the control: with no CA in the kubeconfig the (replaced) system store is used
+    kc = os.path.join(d, "tls-system-store.kubeconfig")
+    with open(kc, "w") as f:
+        f.write(kubeconfig_text(tls.url, extra_user=user))
+    w = Watcher(tls, kubeconfig=kc, prefix=prefix)
+    w.wait_for(event_is("ADDED", "Node", "node1"),
+               "without a CA in the kubeconfig the system store is trusted (the control)")
+    w.stop()
+
+
 def case_kubeconfig(env):
     import base64
     d = env.dir
@@ -850,6 +892,7 @@ def case_kubeconfig(env):
         w.wait_for(event_is("ADDED", "Node", "node1"),
                    "insecure-skip-tls-verify: true connects without the CA")
         w.stop()
+        only_the_given_ca(tls, d, b64)
     finally:
         tls.close()
 
