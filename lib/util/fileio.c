@@ -118,20 +118,6 @@ int read_hex_u16_file(const char *path, uint16_t *ret)
         return 0;
 }
 
-int write_string_file(const char *path, const char *s)
-{
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-        size_t len = strlen(s);
-        ssize_t n = write(fd, s, len);
-        if (n < 0)
-                return negative_errno();
-        if ((size_t)n != len)
-                return -EIO;
-        return 0;
-}
-
 int read_link_basename_at(int dir_fd, const char *name, char *buf, size_t size)
 {
         char target[PATH_MAX];

@@ -25,10 +25,6 @@ int read_int_file(const char *path, int *ret);
 int read_hex_u16_file(const char *path, uint16_t *ret); /* "0x15b3" or "15b3" */
 int read_hex_u32_file(const char *path, uint32_t *ret);
 
-/* Writes s in one write(2) without O_CREAT/O_TRUNC (sysfs attributes), returning the errno the
- * kernel gave for the write itself: that is where sysfs reports EBUSY, ERANGE, ENOMEM. */
-int write_string_file(const char *path, const char *s);
-
 /* Basename of a symlink's target ("../../../bus/pci/drivers/igbvf" -> "igbvf"). */
 int read_link_basename(const char *path, char *buf, size_t size);
 /* The same for a link relative to a directory fd (AT_FDCWD for the working directory). */
