@@ -119,7 +119,15 @@ void report_node_state(struct agent *a, const struct desired_state *desired,
         struct node_status status;
         json_auto_t *spec = NULL, *status_json = NULL;
 
-        node_status_decide(applied, plan, guarded, a->rdma_shared_error, &status);
+        node_status_decide(
+            &(const struct node_status_facts){
+                .applied = applied,
+                .plan = plan,
+                .guarded = guarded,
+                .rdma_shared_error = a->rdma_shared_error,
+                .dry_run = a->config.dry_run,
+            },
+            &status);
         if (desired_state_to_json(desired, &spec) >= 0)
                 kube_nodestate_set_spec(ns, spec);
         status_json = inventory_to_json(inv);
