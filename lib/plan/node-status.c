@@ -78,7 +78,8 @@ static void append_left(const struct node_status_facts *f, struct node_status *r
 
         for (size_t i = 0; f->plan && i < f->plan->n_actions; i++)
                 n_left += !is_held(f->guarded, f->plan->actions[i].pf);
-        if (n_left == 0)
+        ret->n_left = f->dry_run ? 0 : n_left;
+        if (ret->sync == NODE_SYNC_FAILED || n_left == 0)
                 return;
         ret->sync = NODE_SYNC_IN_PROGRESS;
         if (f->dry_run)
@@ -123,9 +124,8 @@ void node_status_decide(const struct node_status_facts *f, struct node_status *r
                 ret->sync = NODE_SYNC_FAILED;
                 append(ret, &n, "RDMA shared config not used: %s", f->rdma_shared_error);
         }
-        if (ret->sync == NODE_SYNC_FAILED)
-                return;
-        if (guarded && !guarded->passed_through && guarded->n_held > 0) {
+        if (ret->sync != NODE_SYNC_FAILED && guarded && !guarded->passed_through &&
+            guarded->n_held > 0) {
                 ret->sync = NODE_SYNC_IN_PROGRESS;
                 for (size_t i = 0; i < guarded->n_held; i++)
                         append(ret, &n, "held back until the VFs are free: %s",

@@ -41,6 +41,10 @@ enum node_sync_status {
 struct node_status {
         enum node_sync_status sync;
         char message[NODE_STATUS_MESSAGE_MAX]; /* lastSyncError */
+        /* The plan's changes that are due but not applied (of PFs not held; 0 with --dry-run):
+         * the daemon reconciles again soon (with backoff) instead of waiting for its periodic
+         * check. */
+        size_t n_left;
 };
 
 /* What a reconcile found. Every pointer may be NULL: nothing applied, no plan, nothing held,
