@@ -60,8 +60,10 @@ int agent_schedule_reconcile(struct agent *a, const char *why);
 
 /* reconcile.c */
 /* Runs once a reconcile has ended and its state is freed: n_failed PFs failed (1 when the
- * reconcile itself failed), 0 when all went well. The daemon schedules what comes next. */
-typedef void (*reconcile_done_fn)(size_t n_failed, void *userdata);
+ * reconcile itself failed), 0 when all went well; n_left changes are still due after the
+ * apply rounds (not held back, not --dry-run; the NodeState says InProgress), so the node is
+ * not converged yet. The daemon schedules what comes next. */
+typedef void (*reconcile_done_fn)(size_t n_failed, size_t n_left, void *userdata);
 /* Starts a reconcile unless one is running or the inputs are not known yet (the cluster's
  * initial sync, the supported-NIC list): their arrival schedules one. done may run before
  * this returns (a reconcile that fails or has nothing to ask the kubelet). */
@@ -80,6 +82,8 @@ const struct supported_nics *nic_list_get(const struct nic_list *l);
 /* report.c */
 void report_policies(struct agent *a, const struct policy_report *rep);
 void report_held(const struct guarded_plan *g);
+struct node_status;
+/* desired: NULL keeps the spec as it is (a reconcile that stopped before building it). */
 void report_node_state(struct agent *a, const struct desired_state *desired,
-                       const struct inventory *inv, const struct apply_report *applied,
-                       const struct plan *plan, const struct guarded_plan *guarded);
+                       const struct inventory *inv, const struct guarded_plan *guarded,
+                       const struct node_status *status);

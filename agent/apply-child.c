@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -115,20 +116,28 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
 {
         struct apply_child *c = userdata;
         struct apply_report rep = { 0 };
+        char why[128] = "";
         int r;
 
-        if (si->si_code == CLD_EXITED && si->si_status == 0)
+        if (si->si_code == CLD_EXITED && si->si_status == 0) {
                 r = read_report(c->report_fd, &rep);
-        else {
-                log_error("the apply process %d %s %d", (int)c->pid,
-                          si->si_code == CLD_EXITED ? "exited with status" : "was killed by signal",
-                          si->si_status);
+                if (r < 0)
+                        snprintf(why, sizeof(why), "process %d left an unreadable report: %s",
+                                 (int)c->pid, strerror(-r));
+        } else {
+                /* Killed by signal 9 is what the OOM killer does. */
+                if (si->si_code == CLD_EXITED)
+                        snprintf(why, sizeof(why), "process %d exited with status %d", (int)c->pid,
+                                 si->si_status);
+                else
+                        snprintf(why, sizeof(why), "process %d was killed by signal %d (%s)",
+                                 (int)c->pid, si->si_status, strsignal(si->si_status));
                 r = -EIO;
         }
         apply_done_fn done = c->done;
         void *ud = c->userdata;
         apply_child_free(c);
-        done(r, r < 0 ? NULL : &rep, ud);
+        done(r, r < 0 ? why : NULL, r < 0 ? NULL : &rep, ud);
         apply_report_done(&rep);
         return 0;
 }

@@ -30,8 +30,10 @@ int apply_plan(const struct apply_options *opts, const struct plan *plan,
 /* The same, in a child process: the caller's sd-event loop keeps running (the kubelet's calls,
  * the API server's watches, signals) while the kernel creates VFs, which can take minutes.
  * done runs from the loop once the child has exited, with its report (ownership passes to
- * done) or a negative errno when the child died. */
-typedef void (*apply_done_fn)(int error, struct apply_report *report, void *userdata);
+ * done) or a negative errno and how the child ended ("was killed by signal 9 (Killed)", for
+ * the caller's log and the NodeState; not logged here) when it gave no report. */
+typedef void (*apply_done_fn)(int error, const char *why, struct apply_report *report,
+                              void *userdata);
 struct apply_child;
 int apply_plan_async(sd_event *event, const struct apply_options *opts, const struct plan *plan,
                      const struct inventory *observed, apply_done_fn done, void *userdata,

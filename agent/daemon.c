@@ -32,26 +32,34 @@
 #define RETRY_MAX_USEC    (300 * 1000000ULL)
 #define POLICY_DIR_EVENTS (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE)
 
-static void agent_schedule_retry(struct agent *a, size_t n_failed)
+/* Failures and changes left after the apply rounds share the backoff: each retry of changes
+ * left makes progress, and one that never converges (something undoing our changes) is
+ * retried at most every RETRY_MAX_USEC, not in a loop. */
+static void agent_schedule_retry(struct agent *a, size_t n_failed, size_t n_left)
 {
-        if (n_failed == 0) {
+        if (n_failed == 0 && n_left == 0) {
                 a->retry_usec = 0;
                 return;
         }
         a->retry_usec = a->retry_usec ? a->retry_usec * 2 : RETRY_MIN_USEC;
         if (a->retry_usec > RETRY_MAX_USEC)
                 a->retry_usec = RETRY_MAX_USEC;
-        log_warning("%zu PF(s) failed; retrying in %llu s", n_failed,
-                    (unsigned long long)(a->retry_usec / 1000000ULL));
+        if (n_failed > 0)
+                log_warning("%zu PF(s) failed; retrying in %llu s", n_failed,
+                            (unsigned long long)(a->retry_usec / 1000000ULL));
+        else
+                log_notice("%zu change(s) left after the apply rounds; reconciling again in "
+                           "%llu s",
+                           n_left, (unsigned long long)(a->retry_usec / 1000000ULL));
         sd_event_source_set_time_relative(a->retry, a->retry_usec);
         sd_event_source_set_enabled(a->retry, SD_EVENT_ONESHOT);
 }
 
-static void on_reconcile_done(size_t n_failed, void *userdata)
+static void on_reconcile_done(size_t n_failed, size_t n_left, void *userdata)
 {
         struct agent *a = userdata;
 
-        agent_schedule_retry(a, n_failed);
+        agent_schedule_retry(a, n_failed, n_left);
         if (a->reconcile_requested)
                 agent_schedule_reconcile(a, "changes during the last reconcile");
 }

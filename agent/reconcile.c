@@ -5,7 +5,10 @@
  *   round     plan → disruption guard → apply in a child process (apply_plan_async)
  *   applied   persist ownership, re-discover, plan again (new VFs get their binds and MTUs);
  *             at most APPLY_ROUNDS_MAX rounds, an empty plan means converged
- *   finish    pools for the kubelet (only PFs whose own configuration is complete), status
+ *   finish    pools for the kubelet (only PFs whose own configuration is complete), status;
+ *             changes left after the last round are retried by the daemon (n_left)
+ *   stop      anything failing on the way ends the reconcile early (reconcile_stop): logged
+ *             once, and the NodeState says Failed with what stopped it
  *
  * Everything is recomputed from the sources each time, so a reconcile never depends on what
  * an earlier one believed. The decisions (what is advertised, which records are written or
@@ -13,6 +16,7 @@
  * around them and hands the end to the caller's callback. */
 #include <errno.h>
 #include <malloc.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +35,7 @@
 #include "kube/json-split.h"
 #include "plan/advertise.h"
 #include "plan/freeze.h"
+#include "plan/node-status.h"
 #include "plan/plan.h"
 #include "plan/records.h"
 #include "plan/vf-usage.h"
@@ -44,7 +49,9 @@
 struct reconcile {
         struct policy_list policies;
         struct inventory inv;
+        bool have_inv; /* inv is this reconcile's discovery (not emptied for a re-discovery) */
         struct desired_state desired;
+        bool have_desired;
         struct policy_report report;
         struct applied_state previous;
         struct plan plan;            /* of the latest round: what is left */
@@ -54,6 +61,7 @@ struct reconcile {
         bool asked_kubelet;
         struct dp_podresources_call *asking; /* PodResources List in flight */
         size_t n_failed;
+        size_t n_left; /* changes due after the apply rounds (node_status_decide) */
         int round;
         struct apply_child *child;
         reconcile_done_fn done;
@@ -108,7 +116,7 @@ static int load_policies(struct agent *a, struct policy_list *ret)
 }
 
 /* Cluster mode: the Node's labels as they are now. -ENOENT while the Node is unknown: without
- * labels every policy would look unselected and owned PFs would be reset. */
+ * labels every policy would look unselected and owned PFs would be reset. Not logged. */
 static int load_node_labels(struct agent *a)
 {
         json_t *labels = kube_cluster_node_labels(a->cluster);
@@ -116,10 +124,7 @@ static int load_node_labels(struct agent *a)
         json_t *value;
 
         if (!kube_cluster_node(a->cluster))
-                return log_error_errno(-ENOENT,
-                                       "node %s is not known to the API server; "
-                                       "nothing is applied until it is",
-                                       a->config.node_name);
+                return -ENOENT;
         node_labels_free(a->labels, a->n_labels);
         a->labels = NULL;
         a->n_labels = 0;
@@ -133,17 +138,20 @@ static int load_node_labels(struct agent *a)
         return 0;
 }
 
-static int discover(const struct agent *a, struct inventory *ret)
+static int discover(const struct agent *a, struct reconcile *rc)
 {
         const struct discover_options opts = {
                 .sysfs_root = a->config.sysfs_root,
                 .query_kernel = host_sysfs_root_is_live(a->config.sysfs_root),
         };
-        int r = host_discover(&opts, ret);
-        if (r < 0)
-                return log_error_errno(r, "discovery under %s failed",
-                                       opts.sysfs_root ? opts.sysfs_root : "/sys");
-        return 0;
+        int r = host_discover(&opts, &rc->inv);
+        rc->have_inv = r >= 0;
+        return r;
+}
+
+static const char *sysfs_root(const struct agent *a)
+{
+        return a->config.sysfs_root ? a->config.sysfs_root : "/sys";
 }
 
 static int ensure_state_dir(const struct agent *a)
@@ -210,6 +218,8 @@ static int update_pools(struct agent *a, const struct desired_state *advertised,
 }
 
 static void reconcile_end(struct agent *a);
+__attribute__((format(printf, 3, 4))) static void reconcile_stop(struct agent *a, int error,
+                                                                 const char *fmt, ...);
 
 static bool no_kubelet_here(const struct agent *a)
 {
@@ -244,9 +254,7 @@ static void on_in_use(void *userdata, int error, const char *message, const stru
                                 r = vf_usage_add(&rc->in_use, usage->resources[i].ids[j]);
         }
         if (r < 0) {
-                log_error_errno(r, "reconcile failed");
-                rc->n_failed = rc->n_failed ? rc->n_failed : 1;
-                reconcile_end(a);
+                reconcile_stop(a, r, "VFs in use (kubelet PodResources)");
                 return;
         }
         reconcile_guard_and_apply(a);
@@ -275,7 +283,7 @@ static void reconcile_end(struct agent *a)
                 return;
         reconcile_done_fn done = rc->done;
         void *userdata = rc->userdata;
-        size_t n_failed = rc->n_failed;
+        size_t n_failed = rc->n_failed, n_left = rc->n_left;
 
         a->running = NULL;
         reconcile_free(rc);
@@ -283,7 +291,44 @@ static void reconcile_end(struct agent *a)
          * keeps their high-water mark (~0.5 MB with 512 VFs) resident between reconciles. */
         malloc_trim(0);
         if (done)
-                done(n_failed, userdata);
+                done(n_failed, n_left, userdata);
+}
+
+/* Ends a reconcile that cannot go on: logs why once ("<what>: <error>", error 0: what says it
+ * all) and, in cluster mode, says it in the NodeState (Failed, plan/node-status.h), so a
+ * Succeeded from an earlier reconcile does not stay. Its interfaces are this reconcile's
+ * discovery, or the last one's when this one has none; its spec is left as it is unless the
+ * desired state was built. The daemon retries with backoff (n_failed). */
+__attribute__((format(printf, 3, 4))) static void reconcile_stop(struct agent *a, int error,
+                                                                 const char *fmt, ...)
+{
+        struct reconcile *rc = a->running;
+        char what[1024], why[NODE_STATUS_MESSAGE_MAX];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof(what), fmt, ap);
+        va_end(ap);
+        if (error < 0)
+                snprintf(why, sizeof(why), "%s: %s", what, strerror(-error));
+        else
+                snprintf(why, sizeof(why), "%s", what);
+        log_error("reconcile stopped: %s; retrying later", why);
+        rc->n_failed = rc->n_failed ? rc->n_failed : 1;
+        if (a->cluster) {
+                struct node_status status;
+                node_status_decide(
+                    &(const struct node_status_facts){
+                        .applied = &rc->applied,
+                        .guarded = &rc->guarded,
+                        .rdma_shared_error = a->rdma_shared_error,
+                        .stopped = why,
+                    },
+                    &status);
+                report_node_state(a, rc->have_desired ? &rc->desired : NULL,
+                                  rc->have_inv ? &rc->inv : &a->observed, &rc->guarded, &status);
+        }
+        reconcile_end(a);
 }
 
 static void reconcile_finish(struct agent *a)
@@ -305,12 +350,23 @@ static void reconcile_finish(struct agent *a)
                 sd_notify(false, "READY=1");
                 a->ready_notified = true;
         }
-        if (a->cluster) {
-                /* A frozen PF is reported Failed even on OOM here: the NodeState then only
-                 * lacks its line, the journal has it from the plan's problems. */
-                (void)apply_report_add_frozen(&rc->applied, &rc->previous);
-                report_node_state(a, &rc->desired, &rc->inv, &rc->applied, &rc->plan, &rc->guarded);
-        }
+        /* A frozen PF is reported Failed even on OOM here: the NodeState then only lacks its
+         * line, the journal has it from the plan's problems. */
+        (void)apply_report_add_frozen(&rc->applied, &rc->previous);
+        struct node_status status;
+        node_status_decide(
+            &(const struct node_status_facts){
+                .applied = &rc->applied,
+                .plan = &rc->plan,
+                .guarded = &rc->guarded,
+                .rdma_shared_error = a->rdma_shared_error,
+                .dry_run = a->config.dry_run,
+            },
+            &status);
+        /* Due, not held, not a dry run: the daemon reconciles again soon. */
+        rc->n_left = status.n_left;
+        if (a->cluster)
+                report_node_state(a, &rc->desired, &rc->inv, &rc->guarded, &status);
         desired_state_done(&advertised);
         /* Periodic checks may then look only for changes (agent/daemon.c on_resync). */
         a->converged = r >= 0 && rc->n_failed == 0 && n_held == 0 && rc->plan.n_actions == 0;
@@ -334,7 +390,7 @@ static int build_plan(struct reconcile *rc)
         return r;
 }
 
-static void on_applied(int error, struct apply_report *report, void *userdata)
+static void on_applied(int error, const char *why, struct apply_report *report, void *userdata)
 {
         struct agent *a = userdata;
         struct reconcile *rc = a->running;
@@ -343,9 +399,7 @@ static void on_applied(int error, struct apply_report *report, void *userdata)
 
         rc->child = NULL;
         if (error < 0) {
-                log_error_errno(error, "applying the plan failed; retrying later");
-                rc->n_failed = 1;
-                reconcile_end(a);
+                reconcile_stop(a, 0, "apply process: %s", why ?: strerror(-error));
                 return;
         }
         apply_report_done(&rc->applied);
@@ -356,24 +410,28 @@ static void on_applied(int error, struct apply_report *report, void *userdata)
 
         /* Re-read what the kernel did and plan again. */
         inventory_done(&rc->inv);
+        rc->have_inv = false;
         applied_state_done(&rc->previous);
-        r = discover(a, &rc->inv);
-        if (r >= 0 && a->config.state_dir) {
-                r = applied_state_load_dir(a->config.state_dir, &rc->previous, &load_error);
-                if (r < 0)
-                        log_error("state directory %s: %s; stopping this reconcile",
-                                  a->config.state_dir, load_error ? load_error : strerror(-r));
-        }
+        r = discover(a, rc);
         if (r < 0) {
-                reconcile_end(a);
+                reconcile_stop(a, r, "discovery under %s after applying", sysfs_root(a));
                 return;
+        }
+        if (a->config.state_dir) {
+                r = applied_state_load_dir(a->config.state_dir, &rc->previous, &load_error);
+                if (r < 0) {
+                        reconcile_stop(a, 0, "state directory %s: %s", a->config.state_dir,
+                                       load_error ? load_error : strerror(-r));
+                        return;
+                }
         }
         rc->round++;
         if (apply_rounds_over(rc->round, &rc->applied)) {
                 /* What is left is reported and retried with backoff; plan it once more so
                  * the pools and the status describe the node as it is now. */
-                if (build_plan(rc) < 0) {
-                        reconcile_end(a);
+                r = build_plan(rc);
+                if (r < 0) {
+                        reconcile_stop(a, r, "planning");
                         return;
                 }
                 reconcile_finish(a);
@@ -389,8 +447,10 @@ static void reconcile_round(struct agent *a)
 
         guarded_plan_done(&rc->guarded);
         r = build_plan(rc);
-        if (r < 0)
-                goto fail;
+        if (r < 0) {
+                reconcile_stop(a, r, "planning");
+                return;
+        }
         if (rc->round == 0)
                 for (size_t i = 0; i < rc->plan.n_problems; i++)
                         log_pf(LOG_WARNING, 0, rc->plan.problems[i].pf, "%s",
@@ -415,15 +475,10 @@ static void reconcile_round(struct agent *a)
         if (!rc->asked_kubelet) {
                 r = ask_kubelet(a); /* continues in reconcile_guard_and_apply() */
                 if (r < 0)
-                        goto fail;
+                        reconcile_stop(a, r, "asking the kubelet which VFs pods hold");
                 return;
         }
         reconcile_guard_and_apply(a);
-        return;
-fail:
-        log_error_errno(r, "reconcile failed");
-        rc->n_failed = rc->n_failed ? rc->n_failed : 1;
-        reconcile_end(a);
 }
 
 /* The kubelet's answer about VFs in use is known: the guard, then apply what it lets through. */
@@ -435,8 +490,10 @@ static void reconcile_guard_and_apply(struct agent *a)
         guarded_plan_done(&rc->guarded);
         r = vf_usage_guard(&rc->plan, &rc->inv, &rc->previous, &rc->in_use,
                            a->config.allow_disruption, &rc->guarded);
-        if (r < 0)
-                goto fail;
+        if (r < 0) {
+                reconcile_stop(a, r, "disruption guard");
+                return;
+        }
         if (rc->round == 0)
                 report_held(&rc->guarded);
         if (rc->guarded.plan.n_actions == 0) {
@@ -449,17 +506,17 @@ static void reconcile_guard_and_apply(struct agent *a)
                 .vf_timeout_ms = (int)(a->config.vf_timeout_usec / 1000),
         };
         r = record_intent(a, &rc->guarded.plan, &rc->previous);
-        if (r < 0)
-                goto fail;
+        if (r < 0) {
+                reconcile_stop(a, r, "state directory %s: cannot write a PF's record",
+                               a->config.state_dir);
+                return;
+        }
         r = apply_plan_async(a->event, &opts, &rc->guarded.plan, &rc->inv, on_applied, a,
                              &rc->child);
-        if (r < 0)
-                goto fail;
-        return;
-fail:
-        log_error_errno(r, "reconcile failed");
-        rc->n_failed = rc->n_failed ? rc->n_failed : 1;
-        reconcile_end(a);
+        if (r < 0) {
+                reconcile_stop(a, r, "apply process: cannot start it");
+                return;
+        }
 }
 
 void reconcile_start(struct agent *a, reconcile_done_fn done, void *userdata)
@@ -484,39 +541,50 @@ void reconcile_start(struct agent *a, reconcile_done_fn done, void *userdata)
         a->running = rc;
         a->reconcile_requested = false;
 
-        if (a->cluster && load_node_labels(a) < 0)
-                goto fail;
+        r = a->cluster ? load_node_labels(a) : 0;
+        if (r == -ENOENT) {
+                reconcile_stop(a, 0,
+                               "node %s is not known to the API server; nothing is "
+                               "applied until it is",
+                               a->config.node_name);
+                return;
+        }
+        if (r < 0) {
+                reconcile_stop(a, r, "node labels");
+                return;
+        }
         r = load_policies(a, &rc->policies);
         if (r < 0) {
-                log_error_errno(r, "cannot read the policies");
-                goto fail;
+                reconcile_stop(a, r, "cannot read the policies");
+                return;
         }
-        r = discover(a, &rc->inv);
-        if (r < 0)
-                goto fail;
+        r = discover(a, rc);
+        if (r < 0) {
+                reconcile_stop(a, r, "discovery under %s", sysfs_root(a));
+                return;
+        }
         r = policy_build_desired_state_with(
             &(const struct policy_build_options){ .supported = nic_list_get(a->nics) },
             rc->policies.items, rc->policies.n_items, a->labels, a->n_labels, &rc->inv,
             &rc->desired, &rc->report);
-        if (r < 0)
-                goto fail;
+        if (r < 0) {
+                reconcile_stop(a, r, "desired state");
+                return;
+        }
+        rc->have_desired = true;
         report_policies(a, &rc->report);
 
         if (a->config.state_dir) {
                 r = applied_state_load_dir(a->config.state_dir, &rc->previous, &load_error);
+                /* Without the records we could reset PFs we own or forget them: touch nothing
+                 * until the file is fixed. */
                 if (r < 0) {
-                        /* Without the records we could reset PFs we own or forget them:
-                         * touch nothing until the file is fixed. */
-                        log_error("state directory %s: %s; not applying anything",
-                                  a->config.state_dir, load_error ? load_error : strerror(-r));
-                        goto fail;
+                        reconcile_stop(a, 0, "state directory %s: %s; not applying anything",
+                                       a->config.state_dir, load_error ? load_error : strerror(-r));
+                        return;
                 }
         }
         reconcile_round(a);
-        return;
-fail:
-        rc->n_failed = 1;
-        reconcile_end(a);
 }
 
 void reconcile_abort(struct agent *a)

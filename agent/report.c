@@ -112,20 +112,18 @@ static enum kube_sync_status to_kube_sync(enum node_sync_status s)
  * and how the last reconcile went, and its Warning Events (plan/node-status.h decides both).
  * The writer only sends what changed. */
 void report_node_state(struct agent *a, const struct desired_state *desired,
-                       const struct inventory *inv, const struct apply_report *applied,
-                       const struct plan *plan, const struct guarded_plan *guarded)
+                       const struct inventory *inv, const struct guarded_plan *guarded,
+                       const struct node_status *status)
 {
         struct kube_nodestate *ns = kube_cluster_nodestate(a->cluster);
-        struct node_status status;
         json_auto_t *spec = NULL, *status_json = NULL;
 
-        node_status_decide(applied, plan, guarded, a->rdma_shared_error, &status);
-        if (desired_state_to_json(desired, &spec) >= 0)
+        if (desired && desired_state_to_json(desired, &spec) >= 0)
                 kube_nodestate_set_spec(ns, spec);
         status_json = inventory_to_json(inv);
         if (status_json)
                 kube_nodestate_set_status(ns, json_object_get(status_json, "interfaces"),
-                                          to_kube_sync(status.sync), status.message);
+                                          to_kube_sync(status->sync), status->message);
 
         _cleanup_(node_events_done) struct node_events events = { 0 };
         json_t *obj = kube_nodestate_object(ns);

@@ -8,9 +8,18 @@
  *   apply_report_add_frozen()); each plan problem that fails its PF until the user acts
  *   (pf_failed: "PF <pci>: <message>"); an RDMA shared config that is not used ("RDMA shared
  *   config not used: <why>").
+ *   A reconcile that stopped early (discovery, the policies, the state directory, the
+ *   kubelet query or the apply process failed) is Failed too, its reason first ("discovery:
+ *   <error>"): without it the NodeState would keep the previous status, Succeeded perhaps.
  * - else InProgress while the disruption guard holds a PF's changes back (not with
  *   --allow-disruption, where nothing is held): "held back until the VFs are free: <reason>"
  *   per held PF, the reason naming the PF, its netdev, the change and the pods in the way.
+ * - else InProgress while the plan still has changes of PFs that are not held: after the
+ *   apply rounds (apply_rounds_over(); the daemon reconciles again soon), "N change(s) left
+ *   after the apply rounds, applying again: <PF> (<netdev>): <action> -> <value>, ... and M
+ *   more" (NODE_STATUS_ACTIONS_LISTED listed); with --dry-run, where nothing is applied,
+ *   "dry run: N change(s) planned, not applied: ...". Upstream's
+ *   InProgress means exactly this: the node does not match its spec yet.
  * - else Succeeded with lastSyncError "".
  * Decided from this reconcile's facts alone: a failure that persists is Failed again on every
  * reconcile, and a held change never hides it (the held PFs then only have their
@@ -32,14 +41,27 @@ enum node_sync_status {
 struct node_status {
         enum node_sync_status sync;
         char message[NODE_STATUS_MESSAGE_MAX]; /* lastSyncError */
+        /* The plan's changes that are due but not applied (of PFs not held; 0 with --dry-run):
+         * the daemon reconciles again soon (with backoff) instead of waiting for its periodic
+         * check. */
+        size_t n_left;
 };
 
-/* applied: the last apply round's report (empty when nothing was applied); plan: the last
- * plan, or NULL; guarded: what the disruption guard held of it; rdma_shared_error: why the RDMA
- * shared config file is not used, or NULL. */
-void node_status_decide(const struct apply_report *applied, const struct plan *plan,
-                        const struct guarded_plan *guarded, const char *rdma_shared_error,
-                        struct node_status *ret);
+/* What a reconcile found. Every pointer may be NULL: nothing applied, no plan, nothing held,
+ * the RDMA shared config used, the reconcile ran to its end. */
+struct node_status_facts {
+        const struct apply_report *applied; /* the last apply round's report */
+        const struct plan *plan;            /* the last plan: what is left */
+        const struct guarded_plan *guarded; /* what the disruption guard held of it */
+        const char *rdma_shared_error;      /* why the RDMA shared config file is not used */
+        const char *stopped; /* why the reconcile stopped early: "discovery: <error>" */
+        bool dry_run;        /* --dry-run: the plan's actions are not applied */
+};
+
+/* How many actions of PFs an InProgress message lists before "and N more". */
+#define NODE_STATUS_ACTIONS_LISTED 4
+
+void node_status_decide(const struct node_status_facts *facts, struct node_status *ret);
 
 /* A Warning Event to post on the NodeState (strings borrowed from the inputs). */
 struct node_event {

@@ -7,6 +7,11 @@ real kubectl against the fake API server and the agent in cluster mode on a gene
    Fixing the file (it is watched) brings Succeeded back.
 2. The kubelet's PodResources socket is absent while a policy change would re-create a PF's
    VFs: the change is held, NodeState InProgress with the reason naming the kubelet question.
+3. Discovery fails (the sysfs tree lacks bus/pci/devices): the reconcile stops early and the
+   NodeState says Failed, lastSyncError naming discovery, the tree and the error, instead of
+   keeping the previous InProgress; the retry after the tree is back brings InProgress again.
+4. The same node under --dry-run: the pending change is planned, not applied; the NodeState
+   says InProgress "dry run: N change(s) planned, not applied: ..." naming it, not Succeeded.
 Exit 1 on any failure.
 """
 import argparse
@@ -97,6 +102,47 @@ def main():
               "held back" in err and "kubelet could not be asked" in err and
               "no PodResources socket" in err, err or json.dumps(cluster.nodestate())[:400])
         check("kubelet not reachable: sriov_numvfs untouched",
+              ct.numvfs(sysfs, ice["pciAddress"]) == str(ice["numVfs"]),
+              ct.numvfs(sysfs, ice["pciAddress"]))
+
+        # 3. Discovery fails: the reconcile stops early, the NodeState says so.
+        def pcis(ns):
+            return [i.get("pciAddress") for i in
+                    (ns or {}).get("status", {}).get("interfaces") or []]
+        seen = pcis(cluster.nodestate())
+        devices = os.path.join(sysfs, "bus", "pci", "devices")
+        os.rename(devices, devices + ".away")
+        ns = ct.wait(ct.sync_status(cluster, "Failed"), 20)
+        err = (ns or {}).get("status", {}).get("lastSyncError", "")
+        check("discovery fails: NodeState Failed, lastSyncError names discovery and the error",
+              err == "discovery under %s: No such file or directory" % sysfs,
+              err or json.dumps((cluster.nodestate() or {}).get("status", {}))[:400])
+        check("discovery fails: the interfaces last seen are kept",
+              seen and pcis(ns) == seen, "%s, before: %s" % (pcis(ns), seen))
+        os.rename(devices + ".away", devices)
+        ns = ct.wait(ct.sync_status(cluster, "InProgress"), 20)
+        check("discovery back: the retry reports the held change again", ns is not None,
+              json.dumps((cluster.nodestate() or {}).get("status", {}))[:400])
+
+        # 4. --dry-run: planned changes are not reported as Succeeded.
+        agent.terminate()
+        agent.wait(timeout=10)
+        agent = subprocess.Popen(
+            [args.agent, "run", "--node-name", ct.NODE, "--kubeconfig", cluster.env["KUBECONFIG"],
+             "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--state-dir", state,
+             "--devinfo-dir", os.path.join(work, "devinfo"), "--dry-run",
+             "--pod-resources-socket", "none", "--resync-interval", "2"], stdout=log, stderr=log)
+
+        def dry_run_status():
+            st = (cluster.nodestate() or {}).get("status", {})
+            return st if st.get("lastSyncError", "").startswith("dry run: ") else None
+        st = ct.wait(dry_run_status, 20) or {}
+        err = st.get("lastSyncError", "")
+        check("dry run: NodeState InProgress naming the planned change, not applied",
+              st.get("syncStatus") == "InProgress" and "planned, not applied: " in err and
+              "%s (ens2f0): set-num-vfs -> %d" % (ice["pciAddress"], ice["numVfs"] + 2) in err,
+              json.dumps(st or (cluster.nodestate() or {}).get("status", {}))[:400])
+        check("dry run: sriov_numvfs untouched",
               ct.numvfs(sysfs, ice["pciAddress"]) == str(ice["numVfs"]),
               ct.numvfs(sysfs, ice["pciAddress"]))
     finally:

@@ -29,6 +29,21 @@
 
 static const struct guarded_plan nothing_held = { 0 };
 
+/* A reconcile that ran to its end, not a dry run. */
+static void decide(const struct apply_report *applied, const struct plan *plan,
+                   const struct guarded_plan *guarded, const char *rdma_shared_error,
+                   struct node_status *ret)
+{
+        node_status_decide(
+            &(const struct node_status_facts){
+                .applied = applied,
+                .plan = plan,
+                .guarded = guarded,
+                .rdma_shared_error = rdma_shared_error,
+            },
+            ret);
+}
+
 static void set_message(struct apply_report *r, const char *pci, const char *message)
 {
         for (size_t i = 0; i < r->n_pfs; i++)
@@ -67,6 +82,16 @@ static void node_setup(struct node *n, bool allow_disruption)
         assert_int_equal(n->g.n_held, 1);
 }
 
+/* The plan as the next round makes it once pf's changes are applied: without its actions. */
+static void applied_pf(struct plan *p, const char *pf)
+{
+        size_t k = 0;
+        for (size_t i = 0; i < p->n_actions; i++)
+                if (strcmp(p->actions[i].pf, pf) != 0)
+                        p->actions[k++] = p->actions[i];
+        p->n_actions = k;
+}
+
 static void node_done(struct node *n)
 {
         guarded_plan_done(&n->g);
@@ -86,7 +111,7 @@ static void test_failed_pf(void **state)
         fx_result(&rep, PF_A, 0, -EBUSY, ACTION_SET_NUM_VFS);
         set_message(&rep, PF_A, EBUSY_MSG);
         fx_result(&rep, PF_B, 3, 0, 0);
-        node_status_decide(&rep, NULL, &nothing_held, NULL, &s);
+        decide(&rep, NULL, &nothing_held, NULL, &s);
         show(&s);
         assert_int_equal(s.sync, NODE_SYNC_FAILED);
         assert_string_equal(node_sync_status_to_string(s.sync), "Failed");
@@ -113,7 +138,7 @@ static void test_every_failure_listed(void **state)
         fx_result(&rep, PF_A, 0, -EBUSY, ACTION_SET_NUM_VFS);
         set_message(&rep, PF_A, EBUSY_MSG);
 
-        node_status_decide(&rep, &p, &nothing_held, RDMA, &s);
+        decide(&rep, &p, &nothing_held, RDMA, &s);
         show(&s);
         assert_int_equal(s.sync, NODE_SYNC_FAILED);
         char want[NODE_STATUS_MESSAGE_MAX];
@@ -124,10 +149,10 @@ static void test_every_failure_listed(void **state)
 
         /* each one alone is a failure too */
         struct apply_report none = { 0 };
-        node_status_decide(&none, &p, &nothing_held, NULL, &s);
+        decide(&none, &p, &nothing_held, NULL, &s);
         assert_int_equal(s.sync, NODE_SYNC_FAILED);
         assert_non_null(strstr(s.message, "PF " PF_B ": 16 VFs wanted"));
-        node_status_decide(&none, NULL, &nothing_held, RDMA, &s);
+        decide(&none, NULL, &nothing_held, RDMA, &s);
         assert_int_equal(s.sync, NODE_SYNC_FAILED);
         assert_string_equal(s.message, "RDMA shared config not used: " RDMA);
 
@@ -147,7 +172,8 @@ static void test_held_change_in_progress(void **state)
 
         node_setup(&n, false);
         fx_result(&rep, PF_B, 3, 0, 0); /* B went ahead */
-        node_status_decide(&rep, &n.p, &n.g, NULL, &s);
+        applied_pf(&n.p, PF_B);         /* the next round's plan: only A's held change */
+        decide(&rep, &n.p, &n.g, NULL, &s);
         show(&s);
         assert_int_equal(s.sync, NODE_SYNC_IN_PROGRESS);
         assert_string_equal(node_sync_status_to_string(s.sync), "InProgress");
@@ -171,7 +197,9 @@ static void test_allow_disruption_not_held(void **state)
         assert_true(n.g.passed_through);
         fx_result(&rep, PF_A, 2, 0, 0);
         fx_result(&rep, PF_B, 3, 0, 0);
-        node_status_decide(&rep, &n.p, &n.g, NULL, &s);
+        applied_pf(&n.p, PF_A); /* the next round's plan: empty */
+        applied_pf(&n.p, PF_B);
+        decide(&rep, &n.p, &n.g, NULL, &s);
         assert_int_equal(s.sync, NODE_SYNC_SUCCEEDED);
         assert_string_equal(s.message, "");
         apply_report_done(&rep);
@@ -188,7 +216,7 @@ static void test_failure_not_hidden_by_held_change(void **state)
         node_setup(&n, false);
         fx_result(&rep, PF_B, 0, -EIO, ACTION_SET_NUM_VFS);
         set_message(&rep, PF_B, "PF " PF_B ": set-num-vfs 2: Input/output error");
-        node_status_decide(&rep, &n.p, &n.g, NULL, &s);
+        decide(&rep, &n.p, &n.g, NULL, &s);
         show(&s);
         assert_int_equal(s.sync, NODE_SYNC_FAILED);
         assert_string_equal(s.message, "PF " PF_B ": set-num-vfs 2: Input/output error");
@@ -208,13 +236,13 @@ static void test_succeeded_only_when_nothing_left(void **state)
 
         fx_result(&rep, PF_A, 3, 0, 0);
         fx_result(&rep, PF_B, 1, 0, 0);
-        node_status_decide(&rep, NULL, &nothing_held, NULL, &s);
+        decide(&rep, NULL, &nothing_held, NULL, &s);
         assert_int_equal(s.sync, NODE_SYNC_SUCCEEDED);
         assert_string_equal(node_sync_status_to_string(s.sync), "Succeeded");
         assert_string_equal(s.message, "");
         p.problems = &warning;
         p.n_problems = 1;
-        node_status_decide(&none, &p, &nothing_held, NULL, &s);
+        decide(&none, &p, &nothing_held, NULL, &s);
         assert_int_equal(s.sync, NODE_SYNC_SUCCEEDED);
         assert_string_equal(s.message, "");
 }
@@ -246,7 +274,7 @@ static void test_failure_persists(void **state)
                 assert_int_equal(plan_freeze_bad_records(&p, &prev), 0);
                 assert_int_equal(p.n_actions, 0); /* converged: nothing applied */
                 assert_int_equal(apply_report_add_frozen(&rep, &prev), 0);
-                node_status_decide(&rep, &p, &nothing_held, NULL, &s);
+                decide(&rep, &p, &nothing_held, NULL, &s);
                 if (reconcile == 0)
                         show(&s);
                 assert_int_equal(s.sync, NODE_SYNC_FAILED);
@@ -262,7 +290,8 @@ static void test_failure_persists(void **state)
         assert_int_equal(plan_build(&d, &inv, &prev, &p), 0);
         assert_int_equal(plan_freeze_bad_records(&p, &prev), 0);
         fx_result(&rep, PF_A, p.n_actions, 0, 0);
-        node_status_decide(&rep, &p, &nothing_held, NULL, &s);
+        applied_pf(&p, PF_A); /* the next round's plan: empty */
+        decide(&rep, &p, &nothing_held, NULL, &s);
         assert_int_equal(s.sync, NODE_SYNC_SUCCEEDED);
         apply_report_done(&rep);
         plan_done(&p);
@@ -286,7 +315,7 @@ static void test_message_cut(void **state)
                 memcpy(msg, pci, strlen(pci));
                 set_message(&rep, pci, msg);
         }
-        node_status_decide(&rep, NULL, &nothing_held, RDMA, &s);
+        decide(&rep, NULL, &nothing_held, RDMA, &s);
         assert_int_equal(s.sync, NODE_SYNC_FAILED);
         assert_int_equal(strlen(s.message), NODE_STATUS_MESSAGE_MAX - 1);
         assert_memory_equal(s.message, "0000:10:00.0xxx", 15);
@@ -342,6 +371,160 @@ static void test_rdma_event_once_per_error(void **state)
         node_events_done(&e);
 }
 
+/* PF B has 8 VFs at MTU 1500 and the policy wants MTU 9000: the real planner gives the PF's
+ * MTU and then each VF's (9 actions). */
+static void mtu_plan(struct inventory *inv, struct desired_state *d, struct plan *p)
+{
+        fake_add_pf(inv, PF_B, "ens2f0", 0x8086, 0x1592, 8, 8, 1500, "iavf");
+        struct vf_group g = fx_group("b", 0, 7);
+        g.mtu = 9000;
+        fx_want(d, PF_B, "ens2f0", 8, 9000, g);
+        assert_int_equal(plan_build(d, inv, NULL, p), 0);
+        assert_int_equal(p->n_actions, 9);
+        assert_int_equal(p->actions[0].kind, ACTION_SET_PF_MTU);
+}
+
+/* The third apply round made progress (nothing failed) and the plan made from what the kernel
+ * shows then still has changes: InProgress naming how many and the first of them, not
+ * Succeeded (which would stay until the periodic full check). */
+static void test_changes_left_after_rounds(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct plan p = { 0 };
+        struct apply_report rep = { 0 };
+        struct node_status s;
+
+        mtu_plan(&inv, &d, &p);
+        fx_result(&rep, PF_B, 2, 0, 0); /* the last round did something */
+        assert_true(apply_rounds_over(APPLY_ROUNDS_MAX, &rep));
+        decide(&rep, &p, &nothing_held, NULL, &s);
+        show(&s);
+        assert_int_equal(s.sync, NODE_SYNC_IN_PROGRESS);
+        assert_string_equal(s.message,
+                            "9 changes left after the apply rounds, applying again: " PF_B
+                            " (ens2f0): set-pf-mtu -> 9000, " PF_B
+                            " (ens2f0): set-vf-mtu vf 0 -> 9000, " PF_B
+                            " (ens2f0): set-vf-mtu vf 1 -> 9000, " PF_B
+                            " (ens2f0): set-vf-mtu vf 2 -> 9000, and 5 more");
+
+        /* one change: no "and N more", singular */
+        p.n_actions = 1;
+        decide(&rep, &p, &nothing_held, NULL, &s);
+        assert_int_equal(s.sync, NODE_SYNC_IN_PROGRESS);
+        assert_string_equal(s.message, "1 change left after the apply rounds, applying again: " PF_B
+                                       " (ens2f0): set-pf-mtu -> 9000");
+        p.n_actions = 9;
+
+        /* a failure is never hidden by what is left */
+        struct apply_report failed = { 0 };
+        fx_result(&failed, PF_A, 0, -EBUSY, ACTION_SET_NUM_VFS);
+        set_message(&failed, PF_A, EBUSY_MSG);
+        decide(&failed, &p, &nothing_held, NULL, &s);
+        assert_int_equal(s.sync, NODE_SYNC_FAILED);
+        assert_string_equal(s.message, EBUSY_MSG);
+
+        apply_report_done(&failed);
+        apply_report_done(&rep);
+        plan_done(&p);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+/* Changes of a held PF are counted once, as held; B's changes left after the rounds are
+ * listed after it. */
+static void test_changes_left_and_held(void **state)
+{
+        struct node n;
+        struct apply_report rep = { 0 };
+        struct node_status s;
+
+        node_setup(&n, false);
+        fx_result(&rep, PF_B, 1, 0, 0);
+        decide(&rep, &n.p, &n.g, NULL, &s);
+        show(&s);
+        assert_int_equal(s.sync, NODE_SYNC_IN_PROGRESS);
+        assert_non_null(strstr(s.message, "held back until the VFs are free: " PF_A " (ens1f0)"));
+        size_t n_b = 0;
+        for (size_t i = 0; i < n.p.n_actions; i++)
+                n_b += strcmp(n.p.actions[i].pf, PF_B) == 0;
+        assert_true(n_b > 0 && n_b < n.p.n_actions);
+        char want[128];
+        snprintf(want, sizeof(want),
+                 "; %zu change%s left after the apply rounds, applying again: " PF_B, n_b,
+                 n_b == 1 ? "" : "s");
+        assert_non_null(strstr(s.message, want));
+        assert_null(strstr(strstr(s.message, want), PF_A));
+        apply_report_done(&rep);
+        node_done(&n);
+
+        /* --allow-disruption: nothing is held, A's changes are left like B's */
+        node_setup(&n, true);
+        decide(&rep, &n.p, &n.g, NULL, &s);
+        assert_int_equal(s.sync, NODE_SYNC_IN_PROGRESS);
+        snprintf(want, sizeof(want), "%zu changes left after the apply rounds", n.p.n_actions);
+        assert_non_null(strstr(s.message, want));
+        assert_null(strstr(s.message, "held back"));
+        node_done(&n);
+}
+
+/* A reconcile that stopped early is Failed with what stopped it first, whatever the apply of an
+ * earlier round said; the RDMA shared config's error is still listed. */
+static void test_stopped_early(void **state)
+{
+        struct node_status s;
+        struct apply_report rep = { 0 };
+        const char *discovery = "discovery: /sys/bus/pci/devices: No such file or directory";
+
+        node_status_decide(&(const struct node_status_facts){ .stopped = discovery }, &s);
+        show(&s);
+        assert_int_equal(s.sync, NODE_SYNC_FAILED);
+        assert_string_equal(s.message, discovery);
+
+        /* round 1 applied B, then the apply process of round 2 was killed */
+        fx_result(&rep, PF_B, 3, 0, 0);
+        node_status_decide(
+            &(const struct node_status_facts){
+                .applied = &rep,
+                .guarded = &nothing_held,
+                .rdma_shared_error = RDMA,
+                .stopped = "apply process: was killed by signal 9",
+            },
+            &s);
+        assert_int_equal(s.sync, NODE_SYNC_FAILED);
+        assert_string_equal(s.message, "apply process: was killed by signal 9; RDMA shared config "
+                                       "not used: " RDMA);
+        apply_report_done(&rep);
+}
+
+/* --dry-run: nothing is applied, so planned changes are InProgress ("dry run: N changes
+ * planned, not applied: ..."), never Succeeded; a dry run with nothing to change is
+ * Succeeded. */
+static void test_dry_run(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct plan p = { 0 }, empty = { 0 };
+        struct node_status s;
+
+        mtu_plan(&inv, &d, &p);
+        node_status_decide(&(const struct node_status_facts){ .plan = &p, .dry_run = true }, &s);
+        show(&s);
+        assert_int_equal(s.sync, NODE_SYNC_IN_PROGRESS);
+        assert_string_equal(s.message, "dry run: 9 changes planned, not applied: " PF_B
+                                       " (ens2f0): set-pf-mtu -> 9000, " PF_B
+                                       " (ens2f0): set-vf-mtu vf 0 -> 9000, " PF_B
+                                       " (ens2f0): set-vf-mtu vf 1 -> 9000, " PF_B
+                                       " (ens2f0): set-vf-mtu vf 2 -> 9000, and 5 more");
+        node_status_decide(&(const struct node_status_facts){ .plan = &empty, .dry_run = true },
+                           &s);
+        assert_int_equal(s.sync, NODE_SYNC_SUCCEEDED);
+        assert_string_equal(s.message, "");
+        plan_done(&p);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -355,6 +538,10 @@ int main(void)
                 cmocka_unit_test(test_message_cut),
                 cmocka_unit_test(test_disruption_held_events),
                 cmocka_unit_test(test_rdma_event_once_per_error),
+                cmocka_unit_test(test_changes_left_after_rounds),
+                cmocka_unit_test(test_changes_left_and_held),
+                cmocka_unit_test(test_stopped_early),
+                cmocka_unit_test(test_dry_run),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
