@@ -59,11 +59,15 @@ struct agent {
 int agent_schedule_reconcile(struct agent *a, const char *why);
 
 /* reconcile.c */
-/* Runs once a reconcile has ended and its state is freed: n_failed PFs failed (1 when the
- * reconcile itself failed), 0 when all went well; n_left changes are still due after the
- * apply rounds (not held back, not --dry-run; the NodeState says InProgress), so the node is
- * not converged yet. The daemon schedules what comes next. */
-typedef void (*reconcile_done_fn)(size_t n_failed, size_t n_left, void *userdata);
+/* How a reconcile ended, for the daemon's retry: n_failed PFs failed, n_left changes are still
+ * due after the apply rounds, stopped: the reconcile itself could not go on (it logged why). */
+struct reconcile_outcome {
+        size_t n_failed;
+        size_t n_left;
+        bool stopped;
+};
+/* Runs once a reconcile has ended and its state is freed. */
+typedef void (*reconcile_done_fn)(const struct reconcile_outcome *outcome, void *userdata);
 /* Starts a reconcile unless one is running or the inputs are not known yet (the cluster's
  * initial sync, the supported-NIC list): their arrival schedules one. done may run before
  * this returns (a reconcile that fails or has nothing to ask the kubelet). */

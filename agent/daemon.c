@@ -35,31 +35,33 @@
 /* Failures and changes left after the apply rounds share the backoff: each retry of changes
  * left makes progress, and one that never converges (something undoing our changes) is
  * retried at most every RETRY_MAX_USEC, not in a loop. */
-static void agent_schedule_retry(struct agent *a, size_t n_failed, size_t n_left)
+static void agent_schedule_retry(struct agent *a, const struct reconcile_outcome *o)
 {
-        if (n_failed == 0 && n_left == 0) {
+        if (!o->stopped && o->n_failed == 0 && o->n_left == 0) {
                 a->retry_usec = 0;
                 return;
         }
         a->retry_usec = a->retry_usec ? a->retry_usec * 2 : RETRY_MIN_USEC;
         if (a->retry_usec > RETRY_MAX_USEC)
                 a->retry_usec = RETRY_MAX_USEC;
-        if (n_failed > 0)
-                log_warning("%zu PF(s) failed; retrying in %llu s", n_failed,
-                            (unsigned long long)(a->retry_usec / 1000000ULL));
+        unsigned long long in_s = a->retry_usec / 1000000ULL;
+        if (o->stopped) /* reconcile_stop() logged why */
+                log_notice("reconciling again in %llu s", in_s);
+        else if (o->n_failed > 0)
+                log_warning("%zu PF(s) failed; retrying in %llu s", o->n_failed, in_s);
         else
                 log_notice("%zu change(s) left after the apply rounds; reconciling again in "
                            "%llu s",
-                           n_left, (unsigned long long)(a->retry_usec / 1000000ULL));
+                           o->n_left, in_s);
         sd_event_source_set_time_relative(a->retry, a->retry_usec);
         sd_event_source_set_enabled(a->retry, SD_EVENT_ONESHOT);
 }
 
-static void on_reconcile_done(size_t n_failed, size_t n_left, void *userdata)
+static void on_reconcile_done(const struct reconcile_outcome *outcome, void *userdata)
 {
         struct agent *a = userdata;
 
-        agent_schedule_retry(a, n_failed, n_left);
+        agent_schedule_retry(a, outcome);
         if (a->reconcile_requested)
                 agent_schedule_reconcile(a, "changes during the last reconcile");
 }

@@ -62,6 +62,7 @@ struct reconcile {
         struct dp_podresources_call *asking; /* PodResources List in flight */
         size_t n_failed;
         size_t n_left; /* changes due after the apply rounds (node_status_decide) */
+        bool stopped;  /* reconcile_stop() ended it */
         int round;
         struct apply_child *child;
         reconcile_done_fn done;
@@ -283,7 +284,9 @@ static void reconcile_end(struct agent *a)
                 return;
         reconcile_done_fn done = rc->done;
         void *userdata = rc->userdata;
-        size_t n_failed = rc->n_failed, n_left = rc->n_left;
+        const struct reconcile_outcome outcome = { .n_failed = rc->n_failed,
+                                                   .n_left = rc->n_left,
+                                                   .stopped = rc->stopped };
 
         a->running = NULL;
         reconcile_free(rc);
@@ -291,14 +294,14 @@ static void reconcile_end(struct agent *a)
          * keeps their high-water mark (~0.5 MB with 512 VFs) resident between reconciles. */
         malloc_trim(0);
         if (done)
-                done(n_failed, n_left, userdata);
+                done(&outcome, userdata);
 }
 
 /* Ends a reconcile that cannot go on: logs why once ("<what>: <error>", error 0: what says it
  * all) and, in cluster mode, says it in the NodeState (Failed, plan/node-status.h), so a
  * Succeeded from an earlier reconcile does not stay. Its interfaces are this reconcile's
  * discovery, or the last one's when this one has none; its spec is left as it is unless the
- * desired state was built. The daemon retries with backoff (n_failed). */
+ * desired state was built. The daemon retries with backoff (outcome.stopped). */
 __attribute__((format(printf, 3, 4))) static void reconcile_stop(struct agent *a, int error,
                                                                  const char *fmt, ...)
 {
@@ -313,8 +316,9 @@ __attribute__((format(printf, 3, 4))) static void reconcile_stop(struct agent *a
                 snprintf(why, sizeof(why), "%s: %s", what, strerror(-error));
         else
                 snprintf(why, sizeof(why), "%s", what);
-        log_error("reconcile stopped: %s; retrying later", why);
-        rc->n_failed = rc->n_failed ? rc->n_failed : 1;
+        log_error("reconcile stopped: %s", why); /* the daemon logs when it tries again */
+        rc->stopped = true;
+        a->converged = false; /* the next periodic check is a full reconcile */
         if (a->cluster) {
                 struct node_status status;
                 node_status_decide(
