@@ -157,7 +157,7 @@ static int parse_vf_settings(int argc, char **argv, struct vf_settings *s)
                                 return fail("vf-set", 0,
                                             "invalid VLAN '%s' (0 for none, or 1..4094)", value);
                 } else if (strcmp(key, "link-state") == 0) {
-                        s->link_state = vf_link_state_from_string(value);
+                        s->link_state = host_vf_link_state_from_string(value);
                         if (s->link_state < 0)
                                 return fail("vf-set", 0,
                                             "link-state must be auto, enable or disable");
@@ -188,11 +188,12 @@ static int debug_vf_set(const struct debug_args *a)
                         continue;
                 any = true;
                 if (res.error[at] == 0)
-                        printf("%s: ok\n", vf_attr_to_string(at));
-                else if (netlink_error_is_not_supported(res.error[at]))
-                        printf("%s: not supported\n", vf_attr_to_string(at));
+                        printf("%s: ok\n", host_vf_attr_to_string(at));
+                else if (host_netlink_error_is_not_supported(res.error[at]))
+                        printf("%s: not supported\n", host_vf_attr_to_string(at));
                 else
-                        printf("%s: error: %s\n", vf_attr_to_string(at), strerror(-res.error[at]));
+                        printf("%s: error: %s\n", host_vf_attr_to_string(at),
+                               strerror(-res.error[at]));
         }
         if (r < 0)
                 return fail("vf-set", r, "cannot configure VF %d of %s", vf, a->argv[0]);
@@ -219,7 +220,8 @@ static int debug_vf_list(const struct debug_args *a)
         for (size_t i = 0; i < n; i++)
                 printf("vf %d mac %s vlan %d trust %s spoofchk %s link-state %s\n", vfs[i].vf,
                        vfs[i].mac, vfs[i].vlan, on_off_unknown(vfs[i].trust),
-                       on_off_unknown(vfs[i].spoofchk), vf_link_state_to_string(vfs[i].link_state));
+                       on_off_unknown(vfs[i].spoofchk),
+                       host_vf_link_state_to_string(vfs[i].link_state));
         printf("ok: %s has %zu VFs\n", a->argv[0], n);
         return 0;
 }

@@ -157,9 +157,9 @@ static void on_link_event(const struct link_event *ev, void *userdata)
         struct agent *a = userdata;
 
         /* Pod veth pairs come and go all the time; only our PFs and VFs matter. */
-        if (!link_event_concerns_sriov(ev, &a->observed, a->config.sysfs_root))
+        if (!host_link_event_concerns_sriov(ev, &a->observed, a->config.sysfs_root))
                 return;
-        log_debug("link %s %s (mtu %d, %s)", ev->ifname, link_event_kind_to_string(ev->kind),
+        log_debug("link %s %s (mtu %d, %s)", ev->ifname, host_link_event_kind_to_string(ev->kind),
                   ev->mtu, ev->up ? "up" : "down");
         schedule(a, ev->resync ? "link events lost" : "link change", true);
 }
@@ -414,7 +414,7 @@ int agent_new(const struct agent_config *config, struct agent **ret)
         sd_event_source_set_enabled(a->retry, SD_EVENT_OFF);
 
         if (host_sysfs_root_is_live(config->sysfs_root)) {
-                r = link_monitor_new(a->event, 0, on_link_event, a, &a->links);
+                r = host_link_monitor_new(a->event, 0, on_link_event, a, &a->links);
                 if (r < 0)
                         log_warning_errno(r, "no netlink link events; drift is found by the "
                                              "periodic check only");
@@ -482,7 +482,7 @@ struct agent *agent_free(struct agent *a)
         sd_event_source_unref(a->policy_watch);
         nic_list_free(a->nics);
         kube_cluster_free(a->cluster);
-        link_monitor_free(a->links);
+        host_link_monitor_free(a->links);
         dp_manager_free(a->plugins);
         sd_event_unref(a->event);
         inventory_done(&a->observed);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int device_error_append(char **error, const char *fmt, ...)
+int host_device_error_append(char **error, const char *fmt, ...)
 {
         char *msg = NULL, *joined = NULL;
         va_list ap;

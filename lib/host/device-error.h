@@ -7,4 +7,5 @@
 #pragma once
 
 /* Appends a formatted problem to *error ("; "-separated). Returns 0 or -ENOMEM. */
-int device_error_append(char **error, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int host_device_error_append(char **error, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));

@@ -54,7 +54,7 @@ static int devlink_open(const char *dev, const char *what, struct devlink *ret)
                 return log_error_errno(-EINVAL, "invalid PCI address '%s' for devlink",
                                        PRINTABLE(dev));
         struct devlink d = { .dev = dev, .family = -1 };
-        int r = netlink_open(NETLINK_GENERIC, 0, &d.sk);
+        int r = host_netlink_open(NETLINK_GENERIC, 0, &d.sk);
         if (r < 0)
                 return log_pf(LOG_ERR, r, dev, "cannot open a generic netlink socket");
         d.family = genl_ctrl_resolve(d.sk, DEVLINK_GENL_NAME);
@@ -85,7 +85,7 @@ static int devlink_transact(const struct devlink *d, struct nl_msg *m, const cha
                             netlink_reply_fn on_reply, void *userdata)
 {
         char extack[EXTACK_MAX];
-        int r = netlink_transact(d->sk, m, on_reply, userdata, extack, sizeof(extack));
+        int r = host_netlink_transact(d->sk, m, on_reply, userdata, extack, sizeof(extack));
         if (r == 0)
                 return 0;
         if (error_means_unsupported(r)) {
@@ -121,7 +121,7 @@ int host_devlink_get_eswitch_mode(const char *pci_addr, char *buf, size_t size)
         int r = devlink_open(pci_addr, "eswitch mode", &d);
         if (r < 0)
                 return r;
-        _cleanup_(nlmsg_freep) struct nl_msg *m = devlink_request(&d, DEVLINK_CMD_ESWITCH_GET);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = devlink_request(&d, DEVLINK_CMD_ESWITCH_GET);
         int mode = -1;
         r = m ? devlink_transact(&d, m, "eswitch mode", on_eswitch_reply, &mode) : -ENOMEM;
         devlink_close(&d);
@@ -178,7 +178,7 @@ static int on_param_reply(struct nl_msg *msg, void *userdata)
 
 static int get_enable_rdma(const struct devlink *d, bool *ret)
 {
-        _cleanup_(nlmsg_freep) struct nl_msg *m = devlink_request(d, DEVLINK_CMD_PARAM_GET);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = devlink_request(d, DEVLINK_CMD_PARAM_GET);
         if (!m || nla_put_string(m, DEVLINK_ATTR_PARAM_NAME, ENABLE_RDMA) < 0)
                 return -ENOMEM;
         struct param_value p = { 0 };
@@ -204,7 +204,7 @@ int host_devlink_get_enable_rdma(const char *pci_addr, bool *ret)
 
 static int set_and_reload(const struct devlink *d, bool enable)
 {
-        _cleanup_(nlmsg_freep) struct nl_msg *m = devlink_request(d, DEVLINK_CMD_PARAM_SET);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = devlink_request(d, DEVLINK_CMD_PARAM_SET);
         if (!m || nla_put_string(m, DEVLINK_ATTR_PARAM_NAME, ENABLE_RDMA) < 0 ||
             nla_put_u8(m, DEVLINK_ATTR_PARAM_TYPE, NLA_FLAG) < 0 ||
             nla_put_u8(m, DEVLINK_ATTR_PARAM_VALUE_CMODE, DEVLINK_PARAM_CMODE_DRIVERINIT) < 0 ||
@@ -215,7 +215,7 @@ static int set_and_reload(const struct devlink *d, bool enable)
                 return r;
 
         /* driverinit values apply only when the driver re-initialises the device */
-        _cleanup_(nlmsg_freep) struct nl_msg *reload = devlink_request(d, DEVLINK_CMD_RELOAD);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *reload = devlink_request(d, DEVLINK_CMD_RELOAD);
         if (!reload)
                 return -ENOMEM;
         r = devlink_transact(d, reload, "reload", NULL, NULL);

@@ -54,12 +54,12 @@ static void query_alt_names(struct pf_info *pf)
         }
 }
 
-void discover_query_kernel(struct inventory *inv)
+void host_discover_query_kernel(struct inventory *inv)
 {
         for (size_t i = 0; i < inv->n_pfs; i++) {
                 query_vf_vlans(&inv->pfs[i]);
                 query_alt_names(&inv->pfs[i]);
                 query_eswitch_mode(&inv->pfs[i]);
         }
-        rdma_verbs_query_ports(inv);
+        host_rdma_verbs_query_ports(inv);
 }

@@ -9,4 +9,4 @@
 
 #include "model/inventory.h"
 
-void discover_query_kernel(struct inventory *inv);
+void host_discover_query_kernel(struct inventory *inv);

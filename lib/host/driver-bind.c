@@ -155,7 +155,7 @@ static int check_target(const struct bind_ctx *c, const char *driver)
         int r = path_printf(rel, sizeof(rel), "bus/pci/drivers/%s", driver);
         if (r < 0)
                 return r;
-        if (!sysfs_exists_at(c->dev->root_fd, rel))
+        if (!host_sysfs_exists_at(c->dev->root_fd, rel))
                 return log_vf(LOG_ERR, -ENOENT, NULL, c->vf,
                               "driver %s is not loaded (%s does not exist): load its module, "
                               "e.g. list it in /etc/modules-load.d/",

@@ -45,7 +45,7 @@ static const char *const link_event_kind_names[_LINK_EVENT_KIND_MAX] = {
         [LINK_EVENT_DEL] = "del",
 };
 
-const char *link_event_kind_to_string(enum link_event_kind k)
+const char *host_link_event_kind_to_string(enum link_event_kind k)
 {
         return (unsigned)k < _LINK_EVENT_KIND_MAX ? link_event_kind_names[k] : "unknown";
 }
@@ -62,7 +62,7 @@ static struct nla_policy link_policy[IFLA_MAX + 1] = {
         [IFLA_NUM_VF] = { .type = NLA_U32 },
 };
 
-int link_event_parse(const struct nlmsghdr *hdr, size_t len, struct link_event *ret)
+int host_link_event_parse(const struct nlmsghdr *hdr, size_t len, struct link_event *ret)
 {
         struct nlattr *tb[IFLA_MAX + 1];
         const struct ifinfomsg *ifi;
@@ -128,7 +128,7 @@ static void dispatch_datagram(struct link_monitor *m, size_t len)
 
                 if (h->nlmsg_type != RTM_NEWLINK && h->nlmsg_type != RTM_DELLINK)
                         continue;
-                if (link_event_parse(h, (size_t)rem, &ev) < 0) {
+                if (host_link_event_parse(h, (size_t)rem, &ev) < 0) {
                         log_debug("link monitor: skipping a malformed link message (%u bytes)",
                                   h->nlmsg_len);
                         continue;
@@ -233,7 +233,7 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *userd
 
 static int open_socket(size_t rcvbuf, struct nl_sock **ret)
 {
-        _cleanup_(nl_socket_freep) struct nl_sock *sk = nl_socket_alloc();
+        _cleanup_(host_nl_socket_freep) struct nl_sock *sk = nl_socket_alloc();
         int size = (int)(rcvbuf > INT32_MAX / 2 ? INT32_MAX / 2 : rcvbuf);
         int fd;
 
@@ -255,8 +255,8 @@ static int open_socket(size_t rcvbuf, struct nl_sock **ret)
         return 0;
 }
 
-int link_monitor_new(sd_event *event, size_t rcvbuf, link_event_fn callback, void *userdata,
-                     struct link_monitor **ret)
+int host_link_monitor_new(sd_event *event, size_t rcvbuf, link_event_fn callback, void *userdata,
+                          struct link_monitor **ret)
 {
         struct link_monitor *m;
         int r;
@@ -278,7 +278,7 @@ int link_monitor_new(sd_event *event, size_t rcvbuf, link_event_fn callback, voi
                         log_error_errno(r, "link monitor: cannot watch the netlink socket");
         }
         if (r < 0) {
-                link_monitor_free(m);
+                host_link_monitor_free(m);
                 return r;
         }
         (void)sd_event_source_set_description(m->source, "link-monitor");
@@ -286,7 +286,7 @@ int link_monitor_new(sd_event *event, size_t rcvbuf, link_event_fn callback, voi
         return 0;
 }
 
-struct link_monitor *link_monitor_free(struct link_monitor *m)
+struct link_monitor *host_link_monitor_free(struct link_monitor *m)
 {
         if (!m)
                 return NULL;
@@ -298,7 +298,7 @@ struct link_monitor *link_monitor_free(struct link_monitor *m)
         return NULL;
 }
 
-unsigned link_monitor_overruns(const struct link_monitor *m)
+unsigned host_link_monitor_overruns(const struct link_monitor *m)
 {
         return m ? m->overruns : 0;
 }
@@ -330,8 +330,8 @@ static bool netdev_has_device(const char *sysfs_root, const char *ifname)
         return stat(path, &st) == 0;
 }
 
-bool link_event_concerns_sriov(const struct link_event *ev, const struct inventory *inventory,
-                               const char *sysfs_root)
+bool host_link_event_concerns_sriov(const struct link_event *ev, const struct inventory *inventory,
+                                    const char *sysfs_root)
 {
         if (!ev)
                 return false;

@@ -28,7 +28,7 @@ enum link_event_kind {
         LINK_EVENT_DEL, /* RTM_DELLINK */
         _LINK_EVENT_KIND_MAX,
 };
-const char *link_event_kind_to_string(enum link_event_kind k); /* "new", "del" */
+const char *host_link_event_kind_to_string(enum link_event_kind k); /* "new", "del" */
 
 struct link_event {
         bool resync; /* messages were lost: re-read everything; the fields below are unset */
@@ -50,24 +50,24 @@ struct link_monitor;
  * `event`. rcvbuf: socket receive buffer in bytes (0 = LINK_MONITOR_DEFAULT_RCVBUF); a smaller
  * buffer overflows sooner (tests use that to provoke a resync). 0 or a negative errno. */
 #define LINK_MONITOR_DEFAULT_RCVBUF (4u * 1024 * 1024)
-int link_monitor_new(sd_event *event, size_t rcvbuf, link_event_fn callback, void *userdata,
-                     struct link_monitor **ret);
+int host_link_monitor_new(sd_event *event, size_t rcvbuf, link_event_fn callback, void *userdata,
+                          struct link_monitor **ret);
 /* Detaches from the loop and closes the socket. NULL is fine. Returns NULL. */
-struct link_monitor *link_monitor_free(struct link_monitor *m);
+struct link_monitor *host_link_monitor_free(struct link_monitor *m);
 /* How many resync events were delivered: lost messages (ENOBUFS), dropped oversized
  * messages, or a socket failure (after which the monitor stops listening). */
-unsigned link_monitor_overruns(const struct link_monitor *m);
+unsigned host_link_monitor_overruns(const struct link_monitor *m);
 
 /* Parses one RTM_NEWLINK/RTM_DELLINK message of `len` bytes (the netlink header included).
  * 0, or -EINVAL for anything truncated, of another type, or with malformed attributes.
  * Exposed for tests: the monitor calls it for each message it reads. */
 struct nlmsghdr;
-int link_event_parse(const struct nlmsghdr *hdr, size_t len, struct link_event *ret);
+int host_link_event_parse(const struct nlmsghdr *hdr, size_t len, struct link_event *ret);
 
 /* Whether an event may concern what the agent manages, so that pod veths and bridges churning
  * on a busy node do not trigger re-plans. True for: resync events; any event about a netdev the
  * inventory knows (a PF's or a VF's, by name); a new netdev backed by a device
  * (<sysfs_root>/class/net/<name>/device exists: a VF someone created or rebound by hand, or a
  * renamed one). inventory may be NULL (nothing known yet); sysfs_root is normally "/sys". */
-bool link_event_concerns_sriov(const struct link_event *ev, const struct inventory *inventory,
-                               const char *sysfs_root);
+bool host_link_event_concerns_sriov(const struct link_event *ev, const struct inventory *inventory,
+                                    const char *sysfs_root);

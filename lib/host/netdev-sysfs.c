@@ -33,7 +33,7 @@ static enum link_type link_type_from_arphrd(int type)
 
 static int note(char **error, const char *ifname, const char *attr, int r)
 {
-        return device_error_append(error, "net/%s/%s: %s", ifname, attr, strerror(-r));
+        return host_device_error_append(error, "net/%s/%s: %s", ifname, attr, strerror(-r));
 }
 
 /* net/<ifname>/<attr> relative to the function: no per-netdev directory handle to open and
@@ -42,7 +42,7 @@ static int read_attr(int fn_dir_fd, const char *ifname, const char *attr, char *
 {
         char rel[64];
         int r = path_printf(rel, sizeof(rel), "net/%s/%s", ifname, attr);
-        return r < 0 ? r : sysfs_read_line_at(fn_dir_fd, rel, buf, size);
+        return r < 0 ? r : host_sysfs_read_line_at(fn_dir_fd, rel, buf, size);
 }
 
 static int read_netdev(int fn_dir_fd, const char *ifname, bool pf_attributes, struct netdev_info *n,
@@ -102,8 +102,8 @@ static int compare_netdev(const void *a, const void *b)
         return strcmp(((const struct netdev_info *)a)->name, ((const struct netdev_info *)b)->name);
 }
 
-int netdev_sysfs_read_function(int fn_dir_fd, bool pf_attributes, struct netdev_info **ret,
-                               size_t *ret_n, char **error)
+int host_netdev_sysfs_read_function(int fn_dir_fd, bool pf_attributes, struct netdev_info **ret,
+                                    size_t *ret_n, char **error)
 {
         _cleanup_free_ struct netdev_info *list = NULL;
         size_t n = 0;
@@ -112,19 +112,20 @@ int netdev_sysfs_read_function(int fn_dir_fd, bool pf_attributes, struct netdev_
         *ret_n = 0;
 
         _cleanup_sysfs_dir_ struct sysfs_dir d;
-        int r = sysfs_dir_open_at(&d, fn_dir_fd, "net");
+        int r = host_sysfs_dir_open_at(&d, fn_dir_fd, "net");
         if (r < 0)
-                return r == -ENOENT ? 0 : device_error_append(error, "net: %s", strerror(-r));
+                return r == -ENOENT ? 0 : host_device_error_append(error, "net: %s", strerror(-r));
 
         const char *name;
-        while ((name = sysfs_dir_next(&d))) {
+        while ((name = host_sysfs_dir_next(&d))) {
                 char shown[64];
 
                 if (name[0] == '.')
                         continue;
                 if (!ifname_is_valid(name)) {
-                        r = device_error_append(error, "net/'%s': not a valid interface name",
-                                                printable_name(name, shown, sizeof(shown)));
+                        r = host_device_error_append(
+                            error, "net/'%s': not a valid interface name",
+                            host_printable_name(name, shown, sizeof(shown)));
                         if (r < 0)
                                 break;
                         continue;

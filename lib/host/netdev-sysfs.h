@@ -15,5 +15,5 @@
 
 #include "model/inventory.h"
 
-int netdev_sysfs_read_function(int fn_dir_fd, bool pf_attributes, struct netdev_info **ret,
-                               size_t *ret_n, char **error);
+int host_netdev_sysfs_read_function(int fn_dir_fd, bool pf_attributes, struct netdev_info **ret,
+                                    size_t *ret_n, char **error);

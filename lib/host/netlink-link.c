@@ -30,7 +30,7 @@ static const char *const vf_attr_names[_VF_ATTR_MAX] = {
         [VF_ATTR_LINK_STATE] = "link-state",
 };
 
-const char *vf_attr_to_string(enum vf_attr a)
+const char *host_vf_attr_to_string(enum vf_attr a)
 {
         return a >= 0 && a < _VF_ATTR_MAX ? vf_attr_names[a] : "unknown";
 }
@@ -41,12 +41,12 @@ static const char *const link_state_names[] = {
         [VF_LINK_STATE_DISABLE] = "disable",
 };
 
-const char *vf_link_state_to_string(int s)
+const char *host_vf_link_state_to_string(int s)
 {
         return s >= 0 && (size_t)s < ELEMENTSOF(link_state_names) ? link_state_names[s] : "unknown";
 }
 
-int vf_link_state_from_string(const char *s)
+int host_vf_link_state_from_string(const char *s)
 {
         for (size_t i = 0; s && i < ELEMENTSOF(link_state_names); i++)
                 if (strcmp(s, link_state_names[i]) == 0)
@@ -54,7 +54,7 @@ int vf_link_state_from_string(const char *s)
         return -EINVAL;
 }
 
-bool netlink_error_is_not_supported(int error)
+bool host_netlink_error_is_not_supported(int error)
 {
         return error == -EOPNOTSUPP;
 }
@@ -94,13 +94,13 @@ static struct nl_msg *link_request(int type, int flags, int ifindex, unsigned if
 /* Sends a built RTM_SETLINK; logs failures with the kernel's extack text. */
 static int send_setlink(struct nl_msg *m, const char *ifname, const char *what)
 {
-        _cleanup_(nl_socket_freep) struct nl_sock *sk = NULL;
+        _cleanup_(host_nl_socket_freep) struct nl_sock *sk = NULL;
         char extack[EXTACK_MAX];
-        int r = netlink_open(NETLINK_ROUTE, 0, &sk);
+        int r = host_netlink_open(NETLINK_ROUTE, 0, &sk);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot open an rtnetlink socket", ifname);
-        r = netlink_transact(sk, m, NULL, NULL, extack, sizeof(extack));
-        if (r < 0 && !netlink_error_is_not_supported(r))
+        r = host_netlink_transact(sk, m, NULL, NULL, extack, sizeof(extack));
+        if (r < 0 && !host_netlink_error_is_not_supported(r))
                 return log_error_errno(r, "%s: cannot set %s%s%s", ifname, what,
                                        extack[0] ? ": " : "", extack);
         return r;
@@ -113,7 +113,7 @@ int host_netlink_set_mtu(const char *ifname, int mtu)
                 return r;
         if (mtu <= 0)
                 return log_error_errno(-EINVAL, "%s: invalid MTU %d", ifname, mtu);
-        _cleanup_(nlmsg_freep) struct nl_msg *m = link_request(RTM_SETLINK, 0, ifindex, 0, 0);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_request(RTM_SETLINK, 0, ifindex, 0, 0);
         if (!m || nla_put_u32(m, IFLA_MTU, (uint32_t)mtu) < 0)
                 return -ENOMEM;
         char what[32];
@@ -129,7 +129,7 @@ int host_netlink_set_up(const char *ifname)
         int ifindex, r = resolve_ifindex(ifname, &ifindex);
         if (r < 0)
                 return r;
-        _cleanup_(nlmsg_freep) struct nl_msg *m =
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m =
             link_request(RTM_SETLINK, 0, ifindex, IFF_UP, IFF_UP);
         if (!m)
                 return -ENOMEM;
@@ -208,7 +208,7 @@ static int validate_vf_settings(const char *pf, int vf, const struct vf_settings
 static int set_one_vf_attr(struct nl_sock *sk, int ifindex, const char *pf, int vf, enum vf_attr a,
                            const struct vf_settings *s)
 {
-        _cleanup_(nlmsg_freep) struct nl_msg *m = link_request(RTM_SETLINK, 0, ifindex, 0, 0);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_request(RTM_SETLINK, 0, ifindex, 0, 0);
         if (!m)
                 return -ENOMEM;
         struct nlattr *list = nla_nest_start(m, IFLA_VFINFO_LIST);
@@ -219,15 +219,15 @@ static int set_one_vf_attr(struct nl_sock *sk, int ifindex, const char *pf, int 
         nla_nest_end(m, list);
 
         char extack[EXTACK_MAX];
-        int r = netlink_transact(sk, m, NULL, NULL, extack, sizeof(extack));
-        if (netlink_error_is_not_supported(r))
+        int r = host_netlink_transact(sk, m, NULL, NULL, extack, sizeof(extack));
+        if (host_netlink_error_is_not_supported(r))
                 log_notice("%s VF %d: %s is not supported by the driver", pf, vf,
-                           vf_attr_to_string(a));
+                           host_vf_attr_to_string(a));
         else if (r < 0)
-                log_error_errno(r, "%s VF %d: cannot set %s%s%s", pf, vf, vf_attr_to_string(a),
+                log_error_errno(r, "%s VF %d: cannot set %s%s%s", pf, vf, host_vf_attr_to_string(a),
                                 extack[0] ? ": " : "", extack);
         else
-                log_info("%s VF %d: %s set", pf, vf, vf_attr_to_string(a));
+                log_info("%s VF %d: %s set", pf, vf, host_vf_attr_to_string(a));
         return r;
 }
 
@@ -329,17 +329,17 @@ static int on_link_reply(struct nl_msg *msg, void *userdata)
 
 static int query_vfs(const char *pf_ifname, int ifindex, struct vf_list *ret)
 {
-        _cleanup_(nl_socket_freep) struct nl_sock *sk = NULL;
-        int r = netlink_open(NETLINK_ROUTE, VF_LIST_RCVBUF, &sk);
+        _cleanup_(host_nl_socket_freep) struct nl_sock *sk = NULL;
+        int r = host_netlink_open(NETLINK_ROUTE, VF_LIST_RCVBUF, &sk);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot open an rtnetlink socket", pf_ifname);
-        _cleanup_(nlmsg_freep) struct nl_msg *m = link_request(RTM_GETLINK, 0, ifindex, 0, 0);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_request(RTM_GETLINK, 0, ifindex, 0, 0);
         if (!m || nla_put_u32(m, IFLA_EXT_MASK, RTEXT_FILTER_VF | RTEXT_FILTER_SKIP_STATS) < 0)
                 return -ENOMEM;
 
         struct vf_list l = { .pf = pf_ifname, .num_vfs = -1 };
         char extack[EXTACK_MAX];
-        r = netlink_transact(sk, m, on_link_reply, &l, extack, sizeof(extack));
+        r = host_netlink_transact(sk, m, on_link_reply, &l, extack, sizeof(extack));
         if (r < 0) {
                 free(l.vfs);
                 return log_error_errno(r, "%s: cannot read the VF list%s%s", pf_ifname,
@@ -401,8 +401,8 @@ int host_netlink_set_vf(const char *pf_ifname, int vf_index, const struct vf_set
                 return log_error_errno(-ENOENT, "%s has %d VFs: there is no VF %d", pf_ifname,
                                        l.num_vfs, vf_index);
 
-        _cleanup_(nl_socket_freep) struct nl_sock *sk = NULL;
-        r = netlink_open(NETLINK_ROUTE, 0, &sk);
+        _cleanup_(host_nl_socket_freep) struct nl_sock *sk = NULL;
+        r = host_netlink_open(NETLINK_ROUTE, 0, &sk);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot open an rtnetlink socket", pf_ifname);
 
@@ -412,7 +412,7 @@ int host_netlink_set_vf(const char *pf_ifname, int vf_index, const struct vf_set
                         continue;
                 res.attempted[a] = true;
                 res.error[a] = set_one_vf_attr(sk, ifindex, pf_ifname, vf_index, a, s);
-                if (res.error[a] < 0 && !netlink_error_is_not_supported(res.error[a]) &&
+                if (res.error[a] < 0 && !host_netlink_error_is_not_supported(res.error[a]) &&
                     first_error == 0)
                         first_error = res.error[a];
         }
@@ -464,20 +464,20 @@ static int on_alt_names_reply(struct nl_msg *msg, void *userdata)
 
 int host_netlink_get_alt_names(const char *ifname, char (*names)[128], size_t max, size_t *ret_n)
 {
-        _cleanup_(nl_socket_freep) struct nl_sock *sk = NULL;
+        _cleanup_(host_nl_socket_freep) struct nl_sock *sk = NULL;
         struct alt_names_reply reply = { .names = names, .max = max };
         char extack[EXTACK_MAX];
         int ifindex, r = resolve_ifindex(ifname, &ifindex);
 
         if (r < 0)
                 return r;
-        r = netlink_open(NETLINK_ROUTE, 0, &sk);
+        r = host_netlink_open(NETLINK_ROUTE, 0, &sk);
         if (r < 0)
                 return r;
-        _cleanup_(nlmsg_freep) struct nl_msg *m = link_request(RTM_GETLINK, 0, ifindex, 0, 0);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_request(RTM_GETLINK, 0, ifindex, 0, 0);
         if (!m || nla_put_u32(m, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS) < 0)
                 return -ENOMEM;
-        r = netlink_transact(sk, m, on_alt_names_reply, &reply, extack, sizeof(extack));
+        r = host_netlink_transact(sk, m, on_alt_names_reply, &reply, extack, sizeof(extack));
         if (r < 0)
                 return r;
         if (reply.error < 0)

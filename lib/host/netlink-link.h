@@ -28,7 +28,7 @@ enum vf_attr {
         _VF_ATTR_MAX,
 };
 const char *
-vf_attr_to_string(enum vf_attr a); /* "mac", "vlan", "trust", "spoofchk", "link-state" */
+host_vf_attr_to_string(enum vf_attr a); /* "mac", "vlan", "trust", "spoofchk", "link-state" */
 
 /* Values as IFLA_VF_LINK_STATE_* */
 enum vf_link_state {
@@ -36,8 +36,8 @@ enum vf_link_state {
         VF_LINK_STATE_ENABLE = 1,
         VF_LINK_STATE_DISABLE = 2,
 };
-const char *vf_link_state_to_string(int s);   /* "auto", "enable", "disable", "unknown" */
-int vf_link_state_from_string(const char *s); /* enum value or -EINVAL */
+const char *host_vf_link_state_to_string(int s);   /* "auto", "enable", "disable", "unknown" */
+int host_vf_link_state_from_string(const char *s); /* enum value or -EINVAL */
 
 /* What to change on one VF; attributes left at their "unset" value are not sent. */
 struct vf_settings {
@@ -58,7 +58,7 @@ struct vf_set_result {
 };
 
 /* -EOPNOTSUPP: the driver does not implement this setting. */
-bool netlink_error_is_not_supported(int error);
+bool host_netlink_error_is_not_supported(int error);
 
 int host_netlink_set_mtu(const char *ifname, int mtu);
 int host_netlink_set_up(const char *ifname);

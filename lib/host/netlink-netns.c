@@ -32,11 +32,11 @@
 
 static int transact(struct nl_msg *m, netlink_reply_fn fn, void *userdata)
 {
-        _cleanup_(nl_socket_freep) struct nl_sock *sk = NULL;
-        int r = netlink_open(NETLINK_ROUTE, fn ? 64 * 1024 : 0, &sk);
+        _cleanup_(host_nl_socket_freep) struct nl_sock *sk = NULL;
+        int r = host_netlink_open(NETLINK_ROUTE, fn ? 64 * 1024 : 0, &sk);
         if (r < 0)
                 return r;
-        return netlink_transact(sk, m, fn, userdata, NULL, 0);
+        return host_netlink_transact(sk, m, fn, userdata, NULL, 0);
 }
 
 static struct nl_msg *link_msg(int type, int ifindex, unsigned flags, unsigned change)
@@ -79,7 +79,7 @@ int host_link_get(const char *ifname, struct host_link *ret)
 {
         if (!ifname || !ifname_is_valid(ifname))
                 return -EINVAL;
-        _cleanup_(nlmsg_freep) struct nl_msg *m = link_msg(RTM_GETLINK, 0, 0, 0);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_msg(RTM_GETLINK, 0, 0, 0);
         if (!m || nla_put_string(m, IFLA_IFNAME, ifname) < 0 ||
             nla_put_u32(m, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS) < 0)
                 return -ENOMEM;
@@ -95,14 +95,14 @@ int host_link_get(const char *ifname, struct host_link *ret)
 
 int host_link_set_updown(int ifindex, bool up)
 {
-        _cleanup_(nlmsg_freep) struct nl_msg *m =
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m =
             link_msg(RTM_SETLINK, ifindex, up ? IFF_UP : 0, IFF_UP);
         return m ? transact(m, NULL, NULL) : -ENOMEM;
 }
 
 int host_link_set_mac(int ifindex, const uint8_t mac[6])
 {
-        _cleanup_(nlmsg_freep) struct nl_msg *m = link_msg(RTM_SETLINK, ifindex, 0, 0);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_msg(RTM_SETLINK, ifindex, 0, 0);
         if (!m || nla_put(m, IFLA_ADDRESS, 6, mac) < 0)
                 return -ENOMEM;
         return transact(m, NULL, NULL);
@@ -110,7 +110,7 @@ int host_link_set_mac(int ifindex, const uint8_t mac[6])
 
 int host_link_set_mtu_index(int ifindex, int mtu)
 {
-        _cleanup_(nlmsg_freep) struct nl_msg *m = link_msg(RTM_SETLINK, ifindex, 0, 0);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_msg(RTM_SETLINK, ifindex, 0, 0);
         if (!m || nla_put_u32(m, IFLA_MTU, (uint32_t)mtu) < 0)
                 return -ENOMEM;
         return transact(m, NULL, NULL);
@@ -120,7 +120,7 @@ int host_link_rename(int ifindex, const char *new_name)
 {
         if (!new_name || !ifname_is_valid(new_name))
                 return -EINVAL;
-        _cleanup_(nlmsg_freep) struct nl_msg *m = link_msg(RTM_SETLINK, ifindex, 0, 0);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_msg(RTM_SETLINK, ifindex, 0, 0);
         if (!m || nla_put_string(m, IFLA_IFNAME, new_name) < 0)
                 return -ENOMEM;
         return transact(m, NULL, NULL);
@@ -130,7 +130,7 @@ int host_link_move(int ifindex, int netns_fd, const char *new_name)
 {
         if (new_name && !ifname_is_valid(new_name))
                 return -EINVAL;
-        _cleanup_(nlmsg_freep) struct nl_msg *m = link_msg(RTM_SETLINK, ifindex, 0, 0);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_msg(RTM_SETLINK, ifindex, 0, 0);
         if (!m || nla_put_u32(m, IFLA_NET_NS_FD, (uint32_t)netns_fd) < 0 ||
             (new_name && nla_put_string(m, IFLA_IFNAME, new_name) < 0))
                 return -ENOMEM;
@@ -167,7 +167,7 @@ int host_link_drop_altname(int ifindex, const char *name)
 {
         if (!name || !*name || strlen(name) >= 128)
                 return -EINVAL;
-        _cleanup_(nlmsg_freep) struct nl_msg *get = link_msg(RTM_GETLINK, ifindex, 0, 0);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *get = link_msg(RTM_GETLINK, ifindex, 0, 0);
         if (!get || nla_put_u32(get, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS) < 0)
                 return -ENOMEM;
         struct altname_lookup q = { .name = name };
@@ -176,7 +176,7 @@ int host_link_drop_altname(int ifindex, const char *name)
                 return r;
         if (!q.found)
                 return 0;
-        _cleanup_(nlmsg_freep) struct nl_msg *del = link_msg(RTM_DELLINKPROP, ifindex, 0, 0);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *del = link_msg(RTM_DELLINKPROP, ifindex, 0, 0);
         if (!del)
                 return -ENOMEM;
         struct nlattr *list = nla_nest_start(del, IFLA_PROP_LIST);
@@ -198,7 +198,7 @@ int host_addr_add(int ifindex, int family, const void *addr, int prefixlen)
         int len = addr_len(family);
         if (len < 0 || prefixlen < 0 || prefixlen > len * 8)
                 return -EINVAL;
-        _cleanup_(nlmsg_freep) struct nl_msg *m =
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m =
             nlmsg_alloc_simple(RTM_NEWADDR, NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL);
         struct ifaddrmsg ifa = {
                 .ifa_family = (uint8_t)family,
@@ -217,7 +217,7 @@ int host_route_add(int ifindex, int family, const void *dst, int dst_len, const 
         int len = addr_len(family);
         if (len < 0 || dst_len < 0 || dst_len > len * 8 || (dst_len > 0 && !dst))
                 return -EINVAL;
-        _cleanup_(nlmsg_freep) struct nl_msg *m =
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m =
             nlmsg_alloc_simple(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL);
         struct rtmsg rtm = {
                 .rtm_family = (uint8_t)family,
@@ -341,17 +341,17 @@ int host_vf_get_state(const char *pf_ifname, int vf_index, struct host_vf_state 
 {
         if (!pf_ifname || !ifname_is_valid(pf_ifname) || vf_index < 0)
                 return -EINVAL;
-        _cleanup_(nlmsg_freep) struct nl_msg *m = link_msg(RTM_GETLINK, 0, 0, 0);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_msg(RTM_GETLINK, 0, 0, 0);
         if (!m || nla_put_string(m, IFLA_IFNAME, pf_ifname) < 0 ||
             nla_put_u32(m, IFLA_EXT_MASK, RTEXT_FILTER_VF | RTEXT_FILTER_SKIP_STATS) < 0)
                 return -ENOMEM;
-        _cleanup_(nl_socket_freep) struct nl_sock *sk = NULL;
+        _cleanup_(host_nl_socket_freep) struct nl_sock *sk = NULL;
         /* the reply carries every VF of the PF: up to ~40 KiB for 256 VFs */
-        int r = netlink_open(NETLINK_ROUTE, 1024 * 1024, &sk);
+        int r = host_netlink_open(NETLINK_ROUTE, 1024 * 1024, &sk);
         if (r < 0)
                 return r;
         struct vf_query q = { .vf = vf_index, .st = ret };
-        r = netlink_transact(sk, m, on_vf_reply, &q, NULL, 0);
+        r = host_netlink_transact(sk, m, on_vf_reply, &q, NULL, 0);
         if (r < 0)
                 return r;
         return q.found ? 0 : -ENOENT;
@@ -362,7 +362,7 @@ static int set_vf_nested(const char *pf_ifname, int type, const void *data, size
         unsigned idx = if_nametoindex(pf_ifname);
         if (idx == 0)
                 return -ENODEV;
-        _cleanup_(nlmsg_freep) struct nl_msg *m = link_msg(RTM_SETLINK, (int)idx, 0, 0);
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_msg(RTM_SETLINK, (int)idx, 0, 0);
         struct nlattr *vfl = m ? nla_nest_start(m, IFLA_VFINFO_LIST) : NULL;
         struct nlattr *info = vfl ? nla_nest_start(m, IFLA_VF_INFO) : NULL;
         struct nlattr *inner = info && list ? nla_nest_start(m, IFLA_VF_VLAN_LIST) : NULL;

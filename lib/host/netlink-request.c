@@ -42,7 +42,7 @@ static int libnl_error_to_errno(int nle)
         }
 }
 
-int netlink_open(int protocol, size_t rcvbuf, struct nl_sock **ret)
+int host_netlink_open(int protocol, size_t rcvbuf, struct nl_sock **ret)
 {
         struct nl_sock *sk = nl_socket_alloc();
         if (!sk)
@@ -112,8 +112,8 @@ static int on_valid(struct nl_msg *msg, void *arg)
         return NL_OK;
 }
 
-int netlink_transact(struct nl_sock *sk, struct nl_msg *req, netlink_reply_fn on_reply,
-                     void *userdata, char *extack, size_t extack_size)
+int host_netlink_transact(struct nl_sock *sk, struct nl_msg *req, netlink_reply_fn on_reply,
+                          void *userdata, char *extack, size_t extack_size)
 {
         struct transact_ctx c = {
                 .on_reply = on_reply,

@@ -17,12 +17,12 @@ static int note(char **error, const char *attr, int r)
         const char *why = r == -EINVAL   ? "not a number"
                           : r == -ERANGE ? "out of range"
                                          : strerror(-r);
-        return device_error_append(error, "%s: %s", attr, why);
+        return host_device_error_append(error, "%s: %s", attr, why);
 }
 
 static int read_hex_u16_noted(int fn_fd, const char *attr, uint16_t *v, char **error)
 {
-        int r = sysfs_read_hex_u16_at(fn_fd, attr, v);
+        int r = host_sysfs_read_hex_u16_at(fn_fd, attr, v);
         if (r < 0) {
                 *v = 0;
                 return note(error, attr, r);
@@ -30,7 +30,7 @@ static int read_hex_u16_noted(int fn_fd, const char *attr, uint16_t *v, char **e
         return 0;
 }
 
-int pci_function_read_ids(int fn_fd, uint16_t *vendor, uint16_t *device, char **error)
+int host_pci_function_read_ids(int fn_fd, uint16_t *vendor, uint16_t *device, char **error)
 {
         int r = read_hex_u16_noted(fn_fd, "vendor", vendor, error);
         if (r >= 0)
@@ -38,26 +38,26 @@ int pci_function_read_ids(int fn_fd, uint16_t *vendor, uint16_t *device, char **
         return r;
 }
 
-int pci_function_read_driver(int fn_fd, char driver[DRIVER_MAX], char **error)
+int host_pci_function_read_driver(int fn_fd, char driver[DRIVER_MAX], char **error)
 {
         char name[DRIVER_MAX];
         bool dangling = false;
 
         driver[0] = '\0';
-        int r = sysfs_read_link_at(fn_fd, "driver", name, sizeof(name), &dangling);
+        int r = host_sysfs_read_link_at(fn_fd, "driver", name, sizeof(name), &dangling);
         if (r == -ENOENT)
                 return 0; /* unbound */
         if (r < 0)
                 return note(error, "driver", r);
         if (dangling)
-                return device_error_append(error, "driver: link to '%s' dangles", name);
+                return host_device_error_append(error, "driver: link to '%s' dangles", name);
         strcpy(driver, name);
         return 0;
 }
 
-int pci_function_read_numa(int fn_fd, int *numa_node, char **error)
+int host_pci_function_read_numa(int fn_fd, int *numa_node, char **error)
 {
-        int r = sysfs_read_int_at(fn_fd, "numa_node", numa_node);
+        int r = host_sysfs_read_int_at(fn_fd, "numa_node", numa_node);
         if (r < 0) {
                 *numa_node = -1;
                 return note(error, "numa_node", r);
@@ -65,13 +65,13 @@ int pci_function_read_numa(int fn_fd, int *numa_node, char **error)
         return 0;
 }
 
-int pci_function_read_iommu_group(int fn_fd, int *group, char **error)
+int host_pci_function_read_iommu_group(int fn_fd, int *group, char **error)
 {
         char name[32];
 
         /* The number the link names is the group, dangling or not: no extra stat per VF. */
         *group = -1;
-        int r = sysfs_read_link_at(fn_fd, "iommu_group", name, sizeof(name), NULL);
+        int r = host_sysfs_read_link_at(fn_fd, "iommu_group", name, sizeof(name), NULL);
         if (r == -ENOENT)
                 return 0;
         if (r < 0)
@@ -79,19 +79,19 @@ int pci_function_read_iommu_group(int fn_fd, int *group, char **error)
         if (parse_int(name, group) < 0 || *group < 0) {
                 char shown[40];
                 *group = -1;
-                return device_error_append(error, "iommu_group: '%s' is not a group number",
-                                           printable_name(name, shown, sizeof(shown)));
+                return host_device_error_append(error, "iommu_group: '%s' is not a group number",
+                                                host_printable_name(name, shown, sizeof(shown)));
         }
         return 0;
 }
 
-int pci_function_read_net_rdma(const struct discover_scan *scan, int fn_fd, bool is_vf,
-                               struct netdev_info **netdevs, size_t *n_netdevs,
-                               struct rdma_device **rdma, size_t *n_rdma, char **error)
+int host_pci_function_read_net_rdma(const struct discover_scan *scan, int fn_fd, bool is_vf,
+                                    struct netdev_info **netdevs, size_t *n_netdevs,
+                                    struct rdma_device **rdma, size_t *n_rdma, char **error)
 {
-        int r = netdev_sysfs_read_function(fn_fd, !is_vf, netdevs, n_netdevs, error);
+        int r = host_netdev_sysfs_read_function(fn_fd, !is_vf, netdevs, n_netdevs, error);
         if (r < 0)
                 return r;
-        return rdma_sysfs_read_function(&scan->rdma, fn_fd, *netdevs, *n_netdevs, rdma, n_rdma,
-                                        error);
+        return host_rdma_sysfs_read_function(&scan->rdma, fn_fd, *netdevs, *n_netdevs, rdma, n_rdma,
+                                             error);
 }

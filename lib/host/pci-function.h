@@ -20,18 +20,18 @@ struct discover_scan {
         struct pci_names *names;
 };
 
-int pci_function_read_ids(int fn_fd, uint16_t *vendor, uint16_t *device, char **error);
+int host_pci_function_read_ids(int fn_fd, uint16_t *vendor, uint16_t *device, char **error);
 /* Driver name from the `driver` link; "" when unbound; error when the link dangles. */
-int pci_function_read_driver(int fn_fd, char driver[DRIVER_MAX], char **error);
+int host_pci_function_read_driver(int fn_fd, char driver[DRIVER_MAX], char **error);
 /* numa_node (-1 = no affinity, as the kernel prints it). */
-int pci_function_read_numa(int fn_fd, int *numa_node, char **error);
+int host_pci_function_read_numa(int fn_fd, int *numa_node, char **error);
 /* iommu_group link's number; -1 when the function has no group (IOMMU off). */
-int pci_function_read_iommu_group(int fn_fd, int *group, char **error);
+int host_pci_function_read_iommu_group(int fn_fd, int *group, char **error);
 /* Netdevs, then RDMA devices (which may be tied to those netdevs). VF netdevs are read
  * without speed (see netdev-sysfs.h). */
-int pci_function_read_net_rdma(const struct discover_scan *scan, int fn_fd, bool is_vf,
-                               struct netdev_info **netdevs, size_t *n_netdevs,
-                               struct rdma_device **rdma, size_t *n_rdma, char **error);
+int host_pci_function_read_net_rdma(const struct discover_scan *scan, int fn_fd, bool is_vf,
+                                    struct netdev_info **netdevs, size_t *n_netdevs,
+                                    struct rdma_device **rdma, size_t *n_rdma, char **error);
 
 /* VFs of the PF in fn_fd, from its virtfnN links, sorted by index (vf-scan.c). */
-int sriov_read_vfs(const struct discover_scan *scan, int pf_fd, struct pf_info *pf);
+int host_sriov_read_vfs(const struct discover_scan *scan, int pf_fd, struct pf_info *pf);

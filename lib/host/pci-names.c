@@ -16,7 +16,7 @@ static void quiet_warning(char *msg, ...)
 {
 }
 
-struct pci_names *pci_names_new(void)
+struct pci_names *host_pci_names_new(void)
 {
         struct pci_names *names = calloc(1, sizeof(*names));
         if (!names)
@@ -32,7 +32,7 @@ struct pci_names *pci_names_new(void)
         return names;
 }
 
-void pci_names_free(struct pci_names *names)
+void host_pci_names_free(struct pci_names *names)
 {
         if (!names)
                 return;
@@ -59,8 +59,8 @@ static int lookup(struct pci_names *names, int flags, uint16_t vendor, uint16_t 
         return *ret ? 0 : -ENOMEM;
 }
 
-int pci_names_lookup(struct pci_names *names, uint16_t vendor, uint16_t device,
-                     char **ret_vendor_name, char **ret_device_name)
+int host_pci_names_lookup(struct pci_names *names, uint16_t vendor, uint16_t device,
+                          char **ret_vendor_name, char **ret_device_name)
 {
         int r = lookup(names, PCI_LOOKUP_VENDOR, vendor, 0, ret_vendor_name);
         if (r < 0)

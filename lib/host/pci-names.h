@@ -11,9 +11,9 @@
 struct pci_names;
 
 /* NULL when libpci cannot be set up; lookups on NULL return NULL names. */
-struct pci_names *pci_names_new(void);
-void pci_names_free(struct pci_names *names);
+struct pci_names *host_pci_names_new(void);
+void host_pci_names_free(struct pci_names *names);
 
 /* Newly allocated names (free()), or NULL when unknown. Returns 0 or -ENOMEM. */
-int pci_names_lookup(struct pci_names *names, uint16_t vendor, uint16_t device,
-                     char **ret_vendor_name, char **ret_device_name);
+int host_pci_names_lookup(struct pci_names *names, uint16_t vendor, uint16_t device,
+                          char **ret_vendor_name, char **ret_device_name);

@@ -42,10 +42,10 @@ static bool is_network_pf(int devices_fd, const char *addr)
         uint32_t class_code;
 
         snprintf(rel, sizeof(rel), "%s/sriov_totalvfs", addr);
-        if (!sysfs_exists_at(devices_fd, rel))
+        if (!host_sysfs_exists_at(devices_fd, rel))
                 return false;
         snprintf(rel, sizeof(rel), "%s/class", addr);
-        int r = sysfs_read_hex_u32_at(devices_fd, rel, &class_code);
+        int r = host_sysfs_read_hex_u32_at(devices_fd, rel, &class_code);
         if (r < 0) {
                 log_pf(LOG_WARNING, r, addr, "SR-IOV function with unreadable class, skipped");
                 return false;
@@ -57,14 +57,14 @@ static bool is_network_pf(int devices_fd, const char *addr)
 static int list_pfs(int devices_fd, pci_addr_t **ret, size_t *ret_n)
 {
         _cleanup_sysfs_dir_ struct sysfs_dir d;
-        int r = sysfs_dir_open_at(&d, devices_fd, ".");
+        int r = host_sysfs_dir_open_at(&d, devices_fd, ".");
         if (r < 0)
                 return r;
 
         _cleanup_free_ pci_addr_t *list = NULL;
         size_t n = 0, allocated = 0;
         const char *name;
-        while ((name = sysfs_dir_next(&d))) {
+        while ((name = host_sysfs_dir_next(&d))) {
                 if (!pci_address_is_valid(name) || !is_network_pf(devices_fd, name))
                         continue;
                 if (n == allocated) {
@@ -89,15 +89,15 @@ static int list_pfs(int devices_fd, pci_addr_t **ret, size_t *ret_n)
 
 static int read_sriov_counts(int fd, struct pf_info *pf)
 {
-        int r = sysfs_read_int_at(fd, "sriov_totalvfs", &pf->total_vfs);
+        int r = host_sysfs_read_int_at(fd, "sriov_totalvfs", &pf->total_vfs);
         if (r < 0) {
                 pf->total_vfs = -1;
-                if (device_error_append(&pf->error, "sriov_totalvfs: %s",
-                                        r == -EINVAL ? "not a number" : strerror(-r)) < 0)
+                if (host_device_error_append(&pf->error, "sriov_totalvfs: %s",
+                                             r == -EINVAL ? "not a number" : strerror(-r)) < 0)
                         return -ENOMEM;
         }
         char buf[32] = "", shown[40];
-        r = sysfs_read_line_at(fd, "sriov_numvfs", buf, sizeof(buf));
+        r = host_sysfs_read_line_at(fd, "sriov_numvfs", buf, sizeof(buf));
         if (r >= 0)
                 r = parse_int(buf, &pf->num_vfs);
         if (r >= 0 && pf->num_vfs < 0)
@@ -105,15 +105,17 @@ static int read_sriov_counts(int fd, struct pf_info *pf)
         if (r < 0) {
                 pf->num_vfs = -1;
                 if ((r == -EINVAL || r == -ERANGE
-                         ? device_error_append(&pf->error, "sriov_numvfs: '%s' is not a VF count",
-                                               printable_name(buf, shown, sizeof(shown)))
-                         : device_error_append(&pf->error, "sriov_numvfs: %s", strerror(-r))) < 0)
+                         ? host_device_error_append(&pf->error,
+                                                    "sriov_numvfs: '%s' is not a VF count",
+                                                    host_printable_name(buf, shown, sizeof(shown)))
+                         : host_device_error_append(&pf->error, "sriov_numvfs: %s", strerror(-r))) <
+                    0)
                         return -ENOMEM;
         }
-        r = sysfs_read_hex_u16_at(fd, "sriov_vf_device", &pf->vf_device);
+        r = host_sysfs_read_hex_u16_at(fd, "sriov_vf_device", &pf->vf_device);
         if (r < 0) {
                 pf->vf_device = 0;
-                if (device_error_append(&pf->error, "sriov_vf_device: %s", strerror(-r)) < 0)
+                if (host_device_error_append(&pf->error, "sriov_vf_device: %s", strerror(-r)) < 0)
                         return -ENOMEM;
         }
         return 0;
@@ -125,30 +127,30 @@ static int read_pf(const struct discover_scan *scan, const char *addr, struct pf
             (struct pf_info){ .numa_node = -1, .iommu_group = -1, .total_vfs = -1, .num_vfs = -1 };
         strcpy(pf->pci_address, addr); /* pci_address_is_valid() bounded it */
 
-        _cleanup_close_ int fd = sysfs_open_dir_at(scan->devices_fd, addr);
+        _cleanup_close_ int fd = host_sysfs_open_dir_at(scan->devices_fd, addr);
         if (fd < 0) /* vanished since it was listed */
-                return device_error_append(&pf->error, "PCI directory: %s", strerror(-fd));
+                return host_device_error_append(&pf->error, "PCI directory: %s", strerror(-fd));
 
-        int r = pci_function_read_ids(fd, &pf->vendor, &pf->device, &pf->error);
-        if (r >= 0 && sysfs_read_hex_u16_at(fd, "subsystem_vendor", &pf->subsystem_vendor) < 0)
+        int r = host_pci_function_read_ids(fd, &pf->vendor, &pf->device, &pf->error);
+        if (r >= 0 && host_sysfs_read_hex_u16_at(fd, "subsystem_vendor", &pf->subsystem_vendor) < 0)
                 pf->subsystem_vendor = 0;
-        if (r >= 0 && sysfs_read_hex_u16_at(fd, "subsystem_device", &pf->subsystem_device) < 0)
+        if (r >= 0 && host_sysfs_read_hex_u16_at(fd, "subsystem_device", &pf->subsystem_device) < 0)
                 pf->subsystem_device = 0;
-        if (r >= 0 && sysfs_read_hex_u32_at(fd, "class", &pf->class_code) < 0)
+        if (r >= 0 && host_sysfs_read_hex_u32_at(fd, "class", &pf->class_code) < 0)
                 pf->class_code = 0;
         if (r >= 0)
-                r = pci_function_read_driver(fd, pf->driver, &pf->error);
+                r = host_pci_function_read_driver(fd, pf->driver, &pf->error);
         if (r >= 0)
-                r = pci_function_read_numa(fd, &pf->numa_node, &pf->error);
+                r = host_pci_function_read_numa(fd, &pf->numa_node, &pf->error);
         if (r >= 0)
-                r = pci_function_read_iommu_group(fd, &pf->iommu_group, &pf->error);
+                r = host_pci_function_read_iommu_group(fd, &pf->iommu_group, &pf->error);
         if (r >= 0)
                 r = read_sriov_counts(fd, pf);
         if (r >= 0)
-                r = pci_function_read_net_rdma(scan, fd, false, &pf->netdevs, &pf->n_netdevs,
-                                               &pf->rdma, &pf->n_rdma, &pf->error);
+                r = host_pci_function_read_net_rdma(scan, fd, false, &pf->netdevs, &pf->n_netdevs,
+                                                    &pf->rdma, &pf->n_rdma, &pf->error);
         if (r >= 0)
-                r = sriov_read_vfs(scan, fd, pf);
+                r = host_sriov_read_vfs(scan, fd, pf);
         return r;
 }
 
@@ -225,8 +227,9 @@ static int scan_pfs(const struct discover_scan *scan, struct inventory *inv)
         /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
         for (size_t i = 0; r >= 0 && i < inv->n_pfs; i++)
                 if (inv->pfs[i].vendor)
-                        r = pci_names_lookup(scan->names, inv->pfs[i].vendor, inv->pfs[i].device,
-                                             &inv->pfs[i].vendor_name, &inv->pfs[i].device_name);
+                        r = host_pci_names_lookup(scan->names, inv->pfs[i].vendor,
+                                                  inv->pfs[i].device, &inv->pfs[i].vendor_name,
+                                                  &inv->pfs[i].device_name);
         return r;
 }
 
@@ -271,22 +274,22 @@ static int read_rdma_nic(const struct discover_scan *scan, const char *addr, str
         *nic =
             (struct pf_info){ .numa_node = -1, .iommu_group = -1, .total_vfs = -1, .num_vfs = -1 };
         strcpy(nic->pci_address, addr); /* pci_address_is_valid() bounded it */
-        _cleanup_close_ int fd = sysfs_open_dir_at(scan->devices_fd, addr);
+        _cleanup_close_ int fd = host_sysfs_open_dir_at(scan->devices_fd, addr);
         if (fd < 0)
                 return 0;
-        if (sysfs_read_hex_u32_at(fd, "class", &nic->class_code) < 0 ||
+        if (host_sysfs_read_hex_u32_at(fd, "class", &nic->class_code) < 0 ||
             (nic->class_code >> 16) != PCI_CLASS_NETWORK)
                 return 0;
-        int r = pci_function_read_ids(fd, &nic->vendor, &nic->device, &nic->error);
+        int r = host_pci_function_read_ids(fd, &nic->vendor, &nic->device, &nic->error);
         if (r >= 0)
-                r = pci_function_read_driver(fd, nic->driver, &nic->error);
+                r = host_pci_function_read_driver(fd, nic->driver, &nic->error);
         if (r >= 0 && nic->driver[0] == 0)
                 return 0;
         if (r >= 0)
-                r = pci_function_read_numa(fd, &nic->numa_node, &nic->error);
+                r = host_pci_function_read_numa(fd, &nic->numa_node, &nic->error);
         if (r >= 0)
-                r = pci_function_read_net_rdma(scan, fd, false, &nic->netdevs, &nic->n_netdevs,
-                                               &nic->rdma, &nic->n_rdma, &nic->error);
+                r = host_pci_function_read_net_rdma(scan, fd, false, &nic->netdevs, &nic->n_netdevs,
+                                                    &nic->rdma, &nic->n_rdma, &nic->error);
         return r < 0 ? r : 1;
 }
 
@@ -332,27 +335,27 @@ int host_discover(const struct discover_options *opts, struct inventory *ret)
         struct inventory inv = {};
 
         *ret = (struct inventory){};
-        _cleanup_close_ int root_fd = sysfs_open_dir_at(AT_FDCWD, root);
+        _cleanup_close_ int root_fd = host_sysfs_open_dir_at(AT_FDCWD, root);
         if (root_fd < 0)
                 return log_error_errno(root_fd, "Cannot open sysfs root %s", root);
-        _cleanup_close_ int devices_fd = sysfs_open_dir_at(root_fd, "bus/pci/devices");
+        _cleanup_close_ int devices_fd = host_sysfs_open_dir_at(root_fd, "bus/pci/devices");
         if (devices_fd < 0)
                 return log_error_errno(devices_fd, "Cannot open %s/bus/pci/devices", root);
 
         struct discover_scan scan = {
                 .root_fd = root_fd,
                 .devices_fd = devices_fd,
-                .names = opts && opts->pci_names ? pci_names_new() : NULL,
+                .names = opts && opts->pci_names ? host_pci_names_new() : NULL,
         };
-        int r = rdma_scan_init(&scan.rdma, root_fd);
+        int r = host_rdma_scan_init(&scan.rdma, root_fd);
         if (r >= 0)
                 r = scan_pfs(&scan, &inv);
         if (r >= 0)
                 r = scan_rdma_nics(&scan, &inv);
         if (r >= 0 && opts && opts->query_kernel)
-                discover_query_kernel(&inv); /* VLANs, eswitch mode, verbs port attributes */
-        rdma_scan_done(&scan.rdma);
-        pci_names_free(scan.names);
+                host_discover_query_kernel(&inv); /* VLANs, eswitch mode, verbs port attributes */
+        host_rdma_scan_done(&scan.rdma);
+        host_pci_names_free(scan.names);
         if (r < 0) {
                 inventory_done(&inv);
                 return log_error_errno(r, "Discovery under %s failed", root);

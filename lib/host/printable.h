@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-static inline const char *printable_name(const char *s, char *buf, size_t size)
+static inline const char *host_printable_name(const char *s, char *buf, size_t size)
 {
         size_t i = 0;
         if (!s)
@@ -17,4 +17,4 @@ static inline const char *printable_name(const char *s, char *buf, size_t size)
         return buf;
 }
 
-#define PRINTABLE(s) printable_name((s), (char[64]){ 0 }, 64)
+#define PRINTABLE(s) host_printable_name((s), (char[64]){ 0 }, 64)

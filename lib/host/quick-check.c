@@ -27,12 +27,12 @@ static int netdevs_unchanged(int fn_fd, const char *prefix, const struct netdev_
                 bool empty = true;
                 snprintf(rel, sizeof(rel), "%snet", prefix);
                 _cleanup_sysfs_dir_ struct sysfs_dir d;
-                int r = sysfs_dir_open_at(&d, fn_fd, rel);
+                int r = host_sysfs_dir_open_at(&d, fn_fd, rel);
                 if (r == -ENOENT)
                         return 1;
                 if (r < 0)
                         return r;
-                for (const char *name; empty && (name = sysfs_dir_next(&d));)
+                for (const char *name; empty && (name = host_sysfs_dir_next(&d));)
                         empty = name[0] == '.';
                 return empty && d.error >= 0;
         }
@@ -40,11 +40,11 @@ static int netdevs_unchanged(int fn_fd, const char *prefix, const struct netdev_
                 int mtu;
                 uint32_t flags;
                 if (path_printf(rel, sizeof(rel), "%snet/%s/mtu", prefix, nd[i].name) < 0 ||
-                    sysfs_read_line_at(fn_fd, rel, buf, sizeof(buf)) < 0 ||
+                    host_sysfs_read_line_at(fn_fd, rel, buf, sizeof(buf)) < 0 ||
                     parse_int(buf, &mtu) < 0 || mtu != nd[i].mtu)
                         return 0;
                 if (path_printf(rel, sizeof(rel), "%snet/%s/flags", prefix, nd[i].name) < 0 ||
-                    sysfs_read_line_at(fn_fd, rel, buf, sizeof(buf)) < 0 ||
+                    host_sysfs_read_line_at(fn_fd, rel, buf, sizeof(buf)) < 0 ||
                     parse_hex_u32(buf, &flags) < 0 || !!(flags & IFF_UP_FLAG) != nd[i].admin_up)
                         return 0;
         }
@@ -70,10 +70,10 @@ static int pf_unchanged(int devices_fd, const struct pf_info *pf)
 
         if (pf->error || pf->num_vfs < 0 || (size_t)pf->num_vfs != pf->n_vfs)
                 return 0; /* what was wrong may have been fixed: let discovery look */
-        _cleanup_close_ int fd = sysfs_open_dir_at(devices_fd, pf->pci_address);
+        _cleanup_close_ int fd = host_sysfs_open_dir_at(devices_fd, pf->pci_address);
         if (fd < 0)
                 return 0;
-        if (sysfs_read_line_at(fd, "sriov_numvfs", buf, sizeof(buf)) < 0 ||
+        if (host_sysfs_read_line_at(fd, "sriov_numvfs", buf, sizeof(buf)) < 0 ||
             parse_int(buf, &num_vfs) < 0 || num_vfs != pf->num_vfs)
                 return 0;
         if (!driver_unchanged(fd, "", pf->driver))
@@ -83,7 +83,7 @@ static int pf_unchanged(int devices_fd, const struct pf_info *pf)
         for (size_t i = 0; r > 0 && i < pf->n_netdevs; i++) {
                 char rel[64];
                 if (path_printf(rel, sizeof(rel), "net/%s/operstate", pf->netdevs[i].name) < 0 ||
-                    sysfs_read_line_at(fd, rel, buf, sizeof(buf)) < 0 ||
+                    host_sysfs_read_line_at(fd, rel, buf, sizeof(buf)) < 0 ||
                     strcmp(buf, pf->netdevs[i].operstate) != 0)
                         r = 0;
         }
@@ -164,12 +164,12 @@ static int rdma_unchanged(int root_fd, const struct inventory *last)
                 qsort(known, n, sizeof(*known), compare_names);
 
         _cleanup_sysfs_dir_ struct sysfs_dir d;
-        int r = sysfs_dir_open_at(&d, root_fd, "class/infiniband");
+        int r = host_sysfs_dir_open_at(&d, root_fd, "class/infiniband");
         if (r < 0)
                 /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return r == -ENOENT ? n == 0 : r;
         bool same = true;
-        for (const char *name; same && (name = sysfs_dir_next(&d));) {
+        for (const char *name; same && (name = host_sysfs_dir_next(&d));) {
                 char rel[300], buf[4096];
                 if (name[0] == '.')
                         continue;
@@ -178,7 +178,7 @@ static int rdma_unchanged(int root_fd, const struct inventory *last)
                         continue;
                 }
                 if (path_printf(rel, sizeof(rel), "class/infiniband/%s/parent", name) >= 0 &&
-                    sysfs_read_line_at(root_fd, rel, buf, sizeof(buf)) >= 0) {
+                    host_sysfs_read_line_at(root_fd, rel, buf, sizeof(buf)) >= 0) {
                         same = !is_our_netdev(last, buf);
                         continue;
                 }
@@ -195,10 +195,11 @@ static int rdma_unchanged(int root_fd, const struct inventory *last)
 
 int host_quick_check(const char *sysfs_root, const struct inventory *last)
 {
-        _cleanup_close_ int root_fd = sysfs_open_dir_at(AT_FDCWD, sysfs_root ? sysfs_root : "/sys");
+        _cleanup_close_ int root_fd =
+            host_sysfs_open_dir_at(AT_FDCWD, sysfs_root ? sysfs_root : "/sys");
         if (root_fd < 0)
                 return root_fd;
-        _cleanup_close_ int devices_fd = sysfs_open_dir_at(root_fd, "bus/pci/devices");
+        _cleanup_close_ int devices_fd = host_sysfs_open_dir_at(root_fd, "bus/pci/devices");
         if (devices_fd < 0)
                 return devices_fd;
         int r = 1;

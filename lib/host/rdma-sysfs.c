@@ -58,19 +58,19 @@ static int read_device_attributes(int base_fd, const char *dir, struct rdma_devi
 
         r = path_printf(rel, sizeof(rel), "%s/node_guid", dir);
         if (r >= 0)
-                r = sysfs_read_line_at(base_fd, rel, buf, sizeof(buf));
+                r = host_sysfs_read_line_at(base_fd, rel, buf, sizeof(buf));
         if (r >= 0 && strlen(buf) < sizeof(dev->node_guid))
                 strcpy(dev->node_guid, buf);
-        else if (device_error_append(error, "%s/node_guid: %s", dir,
-                                     strerror(r < 0 ? -r : ENOBUFS)) < 0)
+        else if (host_device_error_append(error, "%s/node_guid: %s", dir,
+                                          strerror(r < 0 ? -r : ENOBUFS)) < 0)
                 return -ENOMEM;
         /* Port attributes are optional: a device without ports/ is still an RDMA device. */
         if (path_printf(rel, sizeof(rel), "%s/ports/1/state", dir) >= 0 &&
-            sysfs_read_line_at(base_fd, rel, buf, sizeof(buf)) >= 0 &&
+            host_sysfs_read_line_at(base_fd, rel, buf, sizeof(buf)) >= 0 &&
             strlen(buf) < sizeof(dev->port_state))
                 strcpy(dev->port_state, buf);
         if (path_printf(rel, sizeof(rel), "%s/ports/1/link_layer", dir) >= 0 &&
-            sysfs_read_line_at(base_fd, rel, buf, sizeof(buf)) >= 0 &&
+            host_sysfs_read_line_at(base_fd, rel, buf, sizeof(buf)) >= 0 &&
             strlen(buf) < sizeof(dev->link_layer))
                 strcpy(dev->link_layer, buf);
         return 0;
@@ -108,32 +108,33 @@ static int read_local_char_devices(int fn_fd, const char *class_dir, struct rdma
                                    size_t n, char **error)
 {
         _cleanup_sysfs_dir_ struct sysfs_dir d;
-        if (sysfs_dir_open_at(&d, fn_fd, class_dir) < 0)
+        if (host_sysfs_dir_open_at(&d, fn_fd, class_dir) < 0)
                 return 0;
 
         int r = 0;
         const char *name;
-        while (r >= 0 && (name = sysfs_dir_next(&d))) {
+        while (r >= 0 && (name = host_sysfs_dir_next(&d))) {
                 char rel[512], ibdev[RDMA_NAME_MAX + 1], shown[64], path[RDMA_NAME_MAX + 32];
 
                 if (name[0] == '.')
                         continue;
                 if (!rdma_name_is_valid(name)) {
-                        r = device_error_append(error, "%s/'%s': not a valid device name",
-                                                class_dir,
-                                                printable_name(name, shown, sizeof(shown)));
+                        r = host_device_error_append(
+                            error, "%s/'%s': not a valid device name", class_dir,
+                            host_printable_name(name, shown, sizeof(shown)));
                         continue;
                 }
                 if (path_printf(rel, sizeof(rel), "%s/%s/ibdev", class_dir, name) < 0)
                         continue;
-                int k = sysfs_read_line_at(fn_fd, rel, ibdev, sizeof(ibdev));
+                int k = host_sysfs_read_line_at(fn_fd, rel, ibdev, sizeof(ibdev));
                 if (k < 0) {
-                        r = device_error_append(error, "%s: %s", rel, strerror(-k));
+                        r = host_device_error_append(error, "%s: %s", rel, strerror(-k));
                         continue;
                 }
                 if (!rdma_name_is_valid(ibdev)) {
-                        r = device_error_append(error, "%s: '%s' is not a valid RDMA device name",
-                                                rel, printable_name(ibdev, shown, sizeof(shown)));
+                        r = host_device_error_append(
+                            error, "%s: '%s' is not a valid RDMA device name", rel,
+                            host_printable_name(ibdev, shown, sizeof(shown)));
                         continue;
                 }
                 struct rdma_device *dev = find_device(list, n, ibdev);
@@ -149,20 +150,21 @@ static int read_local_char_devices(int fn_fd, const char *class_dir, struct rdma
 static int read_pci_devices(int fn_fd, struct rdma_device **list, size_t *n, char **error)
 {
         _cleanup_sysfs_dir_ struct sysfs_dir d;
-        if (sysfs_dir_open_at(&d, fn_fd, "infiniband") < 0)
+        if (host_sysfs_dir_open_at(&d, fn_fd, "infiniband") < 0)
                 return 0;
 
         int r = 0;
         const char *name;
-        while (r >= 0 && (name = sysfs_dir_next(&d))) {
+        while (r >= 0 && (name = host_sysfs_dir_next(&d))) {
                 char rel[RDMA_NAME_MAX + 16], shown[64];
                 struct rdma_device *dev;
 
                 if (name[0] == '.')
                         continue;
                 if (!rdma_name_is_valid(name)) {
-                        r = device_error_append(error, "infiniband/'%s': not a valid device name",
-                                                printable_name(name, shown, sizeof(shown)));
+                        r = host_device_error_append(
+                            error, "infiniband/'%s': not a valid device name",
+                            host_printable_name(name, shown, sizeof(shown)));
                         continue;
                 }
                 r = append_device(list, n, name, &dev);
@@ -213,9 +215,9 @@ static int read_tied_devices(const struct rdma_scan *scan, const struct netdev_i
         return 0;
 }
 
-int rdma_sysfs_read_function(const struct rdma_scan *scan, int fn_dir_fd,
-                             const struct netdev_info *netdevs, size_t n_netdevs,
-                             struct rdma_device **ret, size_t *ret_n, char **error)
+int host_rdma_sysfs_read_function(const struct rdma_scan *scan, int fn_dir_fd,
+                                  const struct netdev_info *netdevs, size_t n_netdevs,
+                                  struct rdma_device **ret, size_t *ret_n, char **error)
 {
         struct rdma_device *list = NULL;
         size_t n = 0;
@@ -277,12 +279,12 @@ static int add_rdma_function(struct rdma_scan *scan, const char *addr)
 static int read_ties(struct rdma_scan *scan)
 {
         _cleanup_sysfs_dir_ struct sysfs_dir d;
-        if (sysfs_dir_open_at(&d, scan->root_fd, "class/infiniband") < 0)
+        if (host_sysfs_dir_open_at(&d, scan->root_fd, "class/infiniband") < 0)
                 return 0;
 
         int r = 0;
         const char *name;
-        while (r >= 0 && (name = sysfs_dir_next(&d))) {
+        while (r >= 0 && (name = host_sysfs_dir_next(&d))) {
                 char rel[NAME_MAX + 32], parent[IFNAME_MAX + 1], shown[64], target[PATH_MAX],
                     addr[16];
 
@@ -300,11 +302,11 @@ static int read_ties(struct rdma_scan *scan)
                 /* Only virtual devices have `parent`. */
                 if (!rdma_name_is_valid(name) ||
                     path_printf(rel, sizeof(rel), "class/infiniband/%s/parent", name) < 0 ||
-                    sysfs_read_line_at(scan->root_fd, rel, parent, sizeof(parent)) < 0)
+                    host_sysfs_read_line_at(scan->root_fd, rel, parent, sizeof(parent)) < 0)
                         continue;
                 if (!ifname_is_valid(parent)) {
                         log_warning("sysfs %s: '%s' is not a valid interface name, ignoring %s",
-                                    rel, printable_name(parent, shown, sizeof(shown)), name);
+                                    rel, host_printable_name(parent, shown, sizeof(shown)), name);
                         continue;
                 }
                 if (GROW_ARRAY(scan->ties, scan->cap_ties, scan->n_ties + 1) < 0) {
@@ -324,18 +326,18 @@ static int read_ties(struct rdma_scan *scan)
 static int read_class_char_devices(struct rdma_scan *scan, const char *class_dir)
 {
         _cleanup_sysfs_dir_ struct sysfs_dir d;
-        if (sysfs_dir_open_at(&d, scan->root_fd, class_dir) < 0)
+        if (host_sysfs_dir_open_at(&d, scan->root_fd, class_dir) < 0)
                 return 0;
 
         int r = 0;
         const char *name;
-        while (r >= 0 && (name = sysfs_dir_next(&d))) {
+        while (r >= 0 && (name = host_sysfs_dir_next(&d))) {
                 char rel[512], ibdev[RDMA_NAME_MAX + 1];
 
                 if (name[0] == '.' || !rdma_name_is_valid(name))
                         continue;
                 if (path_printf(rel, sizeof(rel), "%s/%s/ibdev", class_dir, name) < 0 ||
-                    sysfs_read_line_at(scan->root_fd, rel, ibdev, sizeof(ibdev)) < 0 ||
+                    host_sysfs_read_line_at(scan->root_fd, rel, ibdev, sizeof(ibdev)) < 0 ||
                     !rdma_name_is_valid(ibdev))
                         continue;
                 char path[sizeof(scan->class_char_devices->path)];
@@ -359,10 +361,10 @@ static int read_class_char_devices(struct rdma_scan *scan, const char *class_dir
         return r;
 }
 
-int rdma_scan_init(struct rdma_scan *scan, int root_fd)
+int host_rdma_scan_init(struct rdma_scan *scan, int root_fd)
 {
         *scan = (struct rdma_scan){ .root_fd = root_fd };
-        scan->has_rdma_cm = sysfs_exists_at(root_fd, "class/misc/rdma_cm");
+        scan->has_rdma_cm = host_sysfs_exists_at(root_fd, "class/misc/rdma_cm");
 
         int r = read_ties(scan);
         if (r >= 0 && scan->n_ties > 0)
@@ -370,11 +372,11 @@ int rdma_scan_init(struct rdma_scan *scan, int root_fd)
         if (r >= 0 && scan->n_ties > 0)
                 r = read_class_char_devices(scan, "class/infiniband_mad");
         if (r < 0)
-                rdma_scan_done(scan);
+                host_rdma_scan_done(scan);
         return r;
 }
 
-void rdma_scan_done(struct rdma_scan *scan)
+void host_rdma_scan_done(struct rdma_scan *scan)
 {
         free(scan->rdma_functions);
         free(scan->ties);

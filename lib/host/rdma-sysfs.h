@@ -47,11 +47,11 @@ struct rdma_scan {
 
 /* Reads the per-scan facts under root_fd (the sysfs root). Hostile or unreadable entries are
  * logged and skipped: they belong to no PCI function that could carry the error. */
-int rdma_scan_init(struct rdma_scan *scan, int root_fd);
-void rdma_scan_done(struct rdma_scan *scan);
+int host_rdma_scan_init(struct rdma_scan *scan, int root_fd);
+void host_rdma_scan_done(struct rdma_scan *scan);
 
 /* RDMA devices of one function (fn_dir_fd), including those tied to its netdevs. Problems are
  * appended to *error; returns 0 or -ENOMEM. */
-int rdma_sysfs_read_function(const struct rdma_scan *scan, int fn_dir_fd,
-                             const struct netdev_info *netdevs, size_t n_netdevs,
-                             struct rdma_device **ret, size_t *ret_n, char **error);
+int host_rdma_sysfs_read_function(const struct rdma_scan *scan, int fn_dir_fd,
+                                  const struct netdev_info *netdevs, size_t n_netdevs,
+                                  struct rdma_device **ret, size_t *ret_n, char **error);

@@ -50,7 +50,7 @@ static void query_port(struct ibv_device *ibdev, struct rdma_device *dev)
         ibv_close_device(ctx);
 }
 
-void rdma_verbs_query_ports(struct inventory *inv)
+void host_rdma_verbs_query_ports(struct inventory *inv)
 {
         int n = 0;
         struct ibv_device **list = ibv_get_device_list(&n);

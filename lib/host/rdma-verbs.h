@@ -9,4 +9,4 @@
 
 #include "model/inventory.h"
 
-void rdma_verbs_query_ports(struct inventory *inv);
+void host_rdma_verbs_query_ports(struct inventory *inv);

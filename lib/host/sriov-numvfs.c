@@ -100,11 +100,11 @@ static bool is_virtfn_name(const char *name)
 static int count_virtfn_links(const struct numvfs_ctx *c)
 {
         _cleanup_sysfs_dir_ struct sysfs_dir d;
-        int r = sysfs_dir_open_at(&d, c->dev->fd, ".");
+        int r = host_sysfs_dir_open_at(&d, c->dev->fd, ".");
         if (r < 0)
                 return r;
         int n = 0;
-        for (const char *name; (name = sysfs_dir_next(&d));)
+        for (const char *name; (name = host_sysfs_dir_next(&d));)
                 n += is_virtfn_name(name);
         return d.error < 0 ? d.error : n; /* a partial count could end the wait early */
 }
@@ -122,7 +122,7 @@ static bool override_blocks_binding(const struct numvfs_ctx *c, const char *vf_l
                 return true;
         if (path_printf(rel, sizeof(rel), "bus/pci/drivers/%s", name) < 0)
                 return false;
-        return !sysfs_exists_at(c->dev->root_fd, rel);
+        return !host_sysfs_exists_at(c->dev->root_fd, rel);
 }
 
 enum vf_state {

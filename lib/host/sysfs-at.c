@@ -12,13 +12,13 @@
 #include "util/macro.h"
 #include "util/parse.h"
 
-int sysfs_open_dir_at(int dir_fd, const char *path)
+int host_sysfs_open_dir_at(int dir_fd, const char *path)
 {
         int fd = openat(dir_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         return fd < 0 ? negative_errno() : fd;
 }
 
-int sysfs_read_line_at(int dir_fd, const char *name, char *buf, size_t size)
+int host_sysfs_read_line_at(int dir_fd, const char *name, char *buf, size_t size)
 {
         _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
@@ -26,28 +26,28 @@ int sysfs_read_line_at(int dir_fd, const char *name, char *buf, size_t size)
         return read_line_fd(fd, buf, size);
 }
 
-int sysfs_read_int_at(int dir_fd, const char *name, int *ret)
+int host_sysfs_read_int_at(int dir_fd, const char *name, int *ret)
 {
         char buf[64];
-        int r = sysfs_read_line_at(dir_fd, name, buf, sizeof(buf));
+        int r = host_sysfs_read_line_at(dir_fd, name, buf, sizeof(buf));
         if (r < 0)
                 return r;
         return parse_int(buf, ret);
 }
 
-int sysfs_read_hex_u32_at(int dir_fd, const char *name, uint32_t *ret)
+int host_sysfs_read_hex_u32_at(int dir_fd, const char *name, uint32_t *ret)
 {
         char buf[64];
-        int r = sysfs_read_line_at(dir_fd, name, buf, sizeof(buf));
+        int r = host_sysfs_read_line_at(dir_fd, name, buf, sizeof(buf));
         if (r < 0)
                 return r;
         return parse_hex_u32(buf, ret);
 }
 
-int sysfs_read_hex_u16_at(int dir_fd, const char *name, uint16_t *ret)
+int host_sysfs_read_hex_u16_at(int dir_fd, const char *name, uint16_t *ret)
 {
         uint32_t v;
-        int r = sysfs_read_hex_u32_at(dir_fd, name, &v);
+        int r = host_sysfs_read_hex_u32_at(dir_fd, name, &v);
         if (r < 0)
                 return r;
         if (v > UINT16_MAX)
@@ -56,7 +56,8 @@ int sysfs_read_hex_u16_at(int dir_fd, const char *name, uint16_t *ret)
         return 0;
 }
 
-int sysfs_read_link_at(int dir_fd, const char *name, char *buf, size_t size, bool *ret_dangling)
+int host_sysfs_read_link_at(int dir_fd, const char *name, char *buf, size_t size,
+                            bool *ret_dangling)
 {
         int r = read_link_basename_at(dir_fd, name, buf, size);
         if (r < 0)
@@ -78,7 +79,7 @@ int host_sysfs_write_at(int dir_fd, const char *name, const char *s)
         return (size_t)n == len ? 0 : -EIO;
 }
 
-bool sysfs_exists_at(int dir_fd, const char *name)
+bool host_sysfs_exists_at(int dir_fd, const char *name)
 {
         return faccessat(dir_fd, name, F_OK, 0) == 0;
 }
@@ -86,7 +87,7 @@ bool sysfs_exists_at(int dir_fd, const char *name)
 /* d_ino + d_off + d_reclen + d_type + 256-byte name, 8-aligned */
 #define DIRENT64_MAX_RECLEN (offsetof(struct dirent64, d_name) + 256 + 7)
 
-int sysfs_dir_open_at(struct sysfs_dir *d, int dir_fd, const char *path)
+int host_sysfs_dir_open_at(struct sysfs_dir *d, int dir_fd, const char *path)
 {
         d->pos = d->len = 0;
         d->error = 0;
@@ -94,7 +95,7 @@ int sysfs_dir_open_at(struct sysfs_dir *d, int dir_fd, const char *path)
         return d->fd < 0 ? negative_errno() : 0;
 }
 
-const char *sysfs_dir_next(struct sysfs_dir *d)
+const char *host_sysfs_dir_next(struct sysfs_dir *d)
 {
         for (;;) {
                 if (d->pos >= d->len) {
@@ -125,7 +126,7 @@ const char *sysfs_dir_next(struct sysfs_dir *d)
         }
 }
 
-void sysfs_dir_close(struct sysfs_dir *d)
+void host_sysfs_dir_close(struct sysfs_dir *d)
 {
         if (d->fd >= 0)
                 close(d->fd);

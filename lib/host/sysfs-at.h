@@ -14,29 +14,30 @@
 #include "util/macro.h"
 
 /* O_PATH|O_DIRECTORY handle of dir_fd/path (dir_fd may be AT_FDCWD); fd or negative errno. */
-int sysfs_open_dir_at(int dir_fd, const char *path);
+int host_sysfs_open_dir_at(int dir_fd, const char *path);
 
-int sysfs_read_line_at(int dir_fd, const char *name, char *buf, size_t size);
-int sysfs_read_int_at(int dir_fd, const char *name, int *ret);
-int sysfs_read_hex_u16_at(int dir_fd, const char *name, uint16_t *ret);
-int sysfs_read_hex_u32_at(int dir_fd, const char *name, uint32_t *ret);
+int host_sysfs_read_line_at(int dir_fd, const char *name, char *buf, size_t size);
+int host_sysfs_read_int_at(int dir_fd, const char *name, int *ret);
+int host_sysfs_read_hex_u16_at(int dir_fd, const char *name, uint16_t *ret);
+int host_sysfs_read_hex_u32_at(int dir_fd, const char *name, uint32_t *ret);
 
 /* Basename of the target of symlink `name` under dir_fd. -ENOENT when there is no link;
  * *ret_dangling is set when the link exists but its target does not. */
-int sysfs_read_link_at(int dir_fd, const char *name, char *buf, size_t size, bool *ret_dangling);
+int host_sysfs_read_link_at(int dir_fd, const char *name, char *buf, size_t size,
+                            bool *ret_dangling);
 
 /* Writes s to dir_fd/name in one write(2) (sysfs store() sees it whole); short write = -EIO. */
 int host_sysfs_write_at(int dir_fd, const char *name, const char *s);
 
 /* Whether dir_fd/name exists (following symlinks). */
-bool sysfs_exists_at(int dir_fd, const char *name);
+bool host_sysfs_exists_at(int dir_fd, const char *name);
 
 /* Directory listing straight from getdents64(2): opendir()'s fstat/fcntl per directory were a
  * fifth of discovery's system calls. "." and ".." are skipped. Usage:
  *   struct sysfs_dir d;
- *   if (sysfs_dir_open_at(&d, dir_fd, "net") >= 0) {
- *           for (const char *name; (name = sysfs_dir_next(&d)); ) ...
- *           sysfs_dir_close(&d);
+ *   if (host_sysfs_dir_open_at(&d, dir_fd, "net") >= 0) {
+ *           for (const char *name; (name = host_sysfs_dir_next(&d)); ) ...
+ *           host_sysfs_dir_close(&d);
  *   }
  * A read error ends the listing early and is kept in d.error. d.fd is closed as soon as the
  * last entry was read, so it is no base for openat(): use the parent's fd and "dir/name". */
@@ -47,9 +48,9 @@ struct sysfs_dir {
         char buf[8192] __attribute__((aligned(8)));
 };
 
-int sysfs_dir_open_at(struct sysfs_dir *d, int dir_fd, const char *path);
-const char *sysfs_dir_next(struct sysfs_dir *d);
-void sysfs_dir_close(struct sysfs_dir *d);
-/* Declare right before sysfs_dir_open_at(), which sets d.fd even when it fails; an initializer
+int host_sysfs_dir_open_at(struct sysfs_dir *d, int dir_fd, const char *path);
+const char *host_sysfs_dir_next(struct sysfs_dir *d);
+void host_sysfs_dir_close(struct sysfs_dir *d);
+/* Declare right before host_sysfs_dir_open_at(), which sets d.fd even when it fails; an initializer
  * would clear the 8 KB buffer for every directory discovery lists. */
-#define _cleanup_sysfs_dir_ _cleanup_(sysfs_dir_close)
+#define _cleanup_sysfs_dir_ _cleanup_(host_sysfs_dir_close)

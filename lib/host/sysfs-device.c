@@ -23,12 +23,12 @@ int host_device_open(struct host_device *d, const char *sysfs_root, const char *
                 return -EINVAL;
         strcpy(d->address, pci_address); /* pci_address_is_valid() bounded it */
 
-        _cleanup_close_ int root_fd = sysfs_open_dir_at(AT_FDCWD, d->root);
+        _cleanup_close_ int root_fd = host_sysfs_open_dir_at(AT_FDCWD, d->root);
         if (root_fd < 0)
                 return root_fd == -ENOENT || root_fd == -ENOTDIR ? -ENODEV : root_fd;
         char rel[sizeof(d->address) + 32];
         snprintf(rel, sizeof(rel), "bus/pci/devices/%s", pci_address);
-        int fd = sysfs_open_dir_at(root_fd, rel);
+        int fd = host_sysfs_open_dir_at(root_fd, rel);
         if (fd < 0)
                 return fd == -ENOENT || fd == -ENOTDIR ? -ENODEV : fd;
         d->fd = fd;
@@ -45,12 +45,12 @@ void host_device_close(struct host_device *d)
 
 int host_device_read_line(const struct host_device *d, const char *attr, char *buf, size_t size)
 {
-        return sysfs_read_line_at(d->fd, attr, buf, size);
+        return host_sysfs_read_line_at(d->fd, attr, buf, size);
 }
 
 int host_device_read_int(const struct host_device *d, const char *attr, int *ret)
 {
-        return sysfs_read_int_at(d->fd, attr, ret);
+        return host_sysfs_read_int_at(d->fd, attr, ret);
 }
 
 int host_device_write(const struct host_device *d, const char *attr, const char *value)
@@ -61,12 +61,12 @@ int host_device_write(const struct host_device *d, const char *attr, const char 
 int host_device_read_link(const struct host_device *d, const char *attr, char *buf, size_t size,
                           bool *ret_dangling)
 {
-        return sysfs_read_link_at(d->fd, attr, buf, size, ret_dangling);
+        return host_sysfs_read_link_at(d->fd, attr, buf, size, ret_dangling);
 }
 
 bool host_device_exists(const struct host_device *d, const char *attr)
 {
-        return sysfs_exists_at(d->fd, attr);
+        return host_sysfs_exists_at(d->fd, attr);
 }
 
 int host_device_path(const struct host_device *d, const char *attr, char *buf, size_t size)

@@ -16,10 +16,10 @@
 static int first_entry(int dir_fd, const char *path, char *buf, size_t size)
 {
         _cleanup_sysfs_dir_ struct sysfs_dir d;
-        int r = sysfs_dir_open_at(&d, dir_fd, path);
+        int r = host_sysfs_dir_open_at(&d, dir_fd, path);
         if (r < 0)
                 return r;
-        const char *name = sysfs_dir_next(&d);
+        const char *name = host_sysfs_dir_next(&d);
         r = -ENOENT;
         if (name) {
                 r = strlen(name) < size ? 0 : -ENOBUFS;
@@ -39,25 +39,25 @@ int host_vf_locate(const char *sysfs_root, const char *vf_pci, struct vf_locatio
                 return -ENODEV;
         const int vf_fd = vf.fd;
         bool dangling = false;
-        int r = sysfs_read_link_at(vf_fd, "physfn", loc.pf_pci, sizeof(loc.pf_pci), &dangling);
+        int r = host_sysfs_read_link_at(vf_fd, "physfn", loc.pf_pci, sizeof(loc.pf_pci), &dangling);
         if (r < 0 || dangling)
                 return -ENOTTY;
-        _cleanup_close_ int pf_fd = sysfs_open_dir_at(vf_fd, "physfn");
+        _cleanup_close_ int pf_fd = host_sysfs_open_dir_at(vf_fd, "physfn");
         if (pf_fd < 0)
                 return -ENOTTY;
         if (first_entry(pf_fd, "net", loc.pf_ifname, sizeof(loc.pf_ifname)) < 0)
                 return -ENOLINK;
 
         _cleanup_sysfs_dir_ struct sysfs_dir d;
-        r = sysfs_dir_open_at(&d, pf_fd, ".");
+        r = host_sysfs_dir_open_at(&d, pf_fd, ".");
         if (r < 0)
                 return r;
-        for (const char *name; (name = sysfs_dir_next(&d));) {
+        for (const char *name; (name = host_sysfs_dir_next(&d));) {
                 int idx;
                 char target[32];
                 if (strncmp(name, "virtfn", 6) != 0 || parse_int(name + 6, &idx) < 0)
                         continue;
-                if (sysfs_read_link_at(pf_fd, name, target, sizeof(target), &dangling) == 0 &&
+                if (host_sysfs_read_link_at(pf_fd, name, target, sizeof(target), &dangling) == 0 &&
                     strcasecmp(target, vf_pci) == 0) {
                         loc.vf_index = idx;
                         break;
@@ -67,7 +67,7 @@ int host_vf_locate(const char *sysfs_root, const char *vf_pci, struct vf_locatio
                 return -ENOENT;
 
         (void)first_entry(vf_fd, "net", loc.vf_ifname, sizeof(loc.vf_ifname));
-        (void)sysfs_read_link_at(vf_fd, "driver", loc.driver, sizeof(loc.driver), &dangling);
+        (void)host_sysfs_read_link_at(vf_fd, "driver", loc.driver, sizeof(loc.driver), &dangling);
         *ret = loc;
         return 0;
 }

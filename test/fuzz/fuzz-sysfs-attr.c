@@ -10,8 +10,8 @@
 #include "fuzz-common.h"
 #include "host/sysfs-at.h"
 #include "util/fileio.h"
-#include "util/parse.h"
 #include "util/macro.h"
+#include "util/parse.h"
 
 static char dir_path[64];
 static int dir_fd = -1;
@@ -39,11 +39,11 @@ static void read_attr(size_t bufsize)
         uint16_t u16;
         uint32_t u32;
         bool dangling;
-        (void)sysfs_read_line_at(dir_fd, "attr", buf, bufsize);
-        (void)sysfs_read_int_at(dir_fd, "attr", &i);
-        (void)sysfs_read_hex_u16_at(dir_fd, "attr", &u16);
-        (void)sysfs_read_hex_u32_at(dir_fd, "attr", &u32);
-        (void)sysfs_read_link_at(dir_fd, "link", buf, bufsize, &dangling);
+        (void)host_sysfs_read_line_at(dir_fd, "attr", buf, bufsize);
+        (void)host_sysfs_read_int_at(dir_fd, "attr", &i);
+        (void)host_sysfs_read_hex_u16_at(dir_fd, "attr", &u16);
+        (void)host_sysfs_read_hex_u32_at(dir_fd, "attr", &u32);
+        (void)host_sysfs_read_link_at(dir_fd, "link", buf, bufsize, &dangling);
 
         char path[sizeof(dir_path) + 8];
         snprintf(path, sizeof(path), "%s/attr", dir_path);

@@ -46,3 +46,13 @@ sriov_layer_check(host model/inventory.h "\"policy/policy.h\"")
 sriov_layer_check(kube nad/render.h "\"host/sriov-numvfs.h\"")
 sriov_layer_check(deviceplugin grpc/grpc-server.h "\"kube/http.h\"")
 sriov_layer_check(deviceplugin grpc/grpc-server.h "\"host/sriov-numvfs.h\"")
+
+# Every function lib/host exports carries the host_ prefix (issue 13), so a call site says
+# which layer touches the machine. Compiler-made symbols ("__", ".") are not ours.
+find_program(SRIOV_NM NAMES nm)
+if(SRIOV_NM)
+    add_test(NAME layers/host-exports-prefixed
+             COMMAND sh -c "bad=$(\"$0\" -g --defined-only \"$1\" | awk 'NF == 3 && $2 ~ /[TDRBV]/ { print $3 }' | grep -v -e '^host_' -e '^__' -e '^[.]' | sort -u); if [ -n \"$bad\" ]; then echo \"lib/host exports without the host_ prefix:\" $bad; exit 1; fi; echo \"every lib/host export is host_-prefixed\""
+                     ${SRIOV_NM} $<TARGET_FILE:layer-host>)
+    set_tests_properties(layers/host-exports-prefixed PROPERTIES LABELS unit)
+endif()

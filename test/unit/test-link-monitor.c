@@ -118,8 +118,8 @@ static void dump_events(const struct recorder *rec)
                         print_message("  resync\n");
                 else
                         print_message("  %s %d %s mtu=%d up=%d running=%d oper=%s\n",
-                                      link_event_kind_to_string(ev->kind), ev->ifindex, ev->ifname,
-                                      ev->mtu, ev->up, ev->running, ev->operstate);
+                                      host_link_event_kind_to_string(ev->kind), ev->ifindex,
+                                      ev->ifname, ev->mtu, ev->up, ev->running, ev->operstate);
         }
 }
 
@@ -129,7 +129,7 @@ static const struct link_event *expect(sd_event *e, struct recorder *rec, size_t
         const struct link_event *ev = wait_for(e, rec, from, match_link, w);
         if (!ev) {
                 print_message("no %s event for %s (mtu %d, up %d, running %d) in time; got:\n",
-                              link_event_kind_to_string(w->kind), w->ifname, w->mtu, w->up,
+                              host_link_event_kind_to_string(w->kind), w->ifname, w->mtu, w->up,
                               w->running);
                 dump_events(rec);
         }
@@ -177,7 +177,7 @@ static void test_link_lifecycle(void **state)
         require_netns();
         assert_non_null(rec);
         assert_int_equal(sd_event_new(&e), 0);
-        assert_int_equal(link_monitor_new(e, 0, record_event, rec, &m), 0);
+        assert_int_equal(host_link_monitor_new(e, 0, record_event, rec, &m), 0);
 
         create_veth("lmon0", "lmon1");
         ev =
@@ -201,9 +201,9 @@ static void test_link_lifecycle(void **state)
         expect(e, rec, &from, &(struct want_link){ LINK_EVENT_DEL, "lmon0", -1, -1, -1, NULL });
         expect(e, rec, &del_from, &(struct want_link){ LINK_EVENT_DEL, "lmon1", -1, -1, -1, NULL });
         assert_int_equal(rec->n_resync, 0);
-        assert_int_equal(link_monitor_overruns(m), 0);
+        assert_int_equal(host_link_monitor_overruns(m), 0);
 
-        link_monitor_free(m);
+        host_link_monitor_free(m);
         sd_event_unref(e);
         free(rec);
 }
@@ -220,12 +220,12 @@ static void test_overrun_resync(void **state)
         create_veth("lmon2", "lmon3");
         assert_int_equal(sd_event_new(&e), 0);
         /* the smallest buffer the kernel grants holds only a few link messages */
-        assert_int_equal(link_monitor_new(e, 1, record_event, rec, &m), 0);
+        assert_int_equal(host_link_monitor_new(e, 1, record_event, rec, &m), 0);
         for (int i = 0; i < 200; i++)
                 change_link("lmon2", 1300 + i % 2, false);
         assert_non_null(wait_for(e, rec, &from, match_resync, NULL));
-        assert_true(link_monitor_overruns(m) >= 1);
-        assert_int_equal(link_monitor_overruns(m), rec->n_resync);
+        assert_true(host_link_monitor_overruns(m) >= 1);
+        assert_int_equal(host_link_monitor_overruns(m), rec->n_resync);
 
         /* drain whatever is left, then the monitor keeps working */
         while (sd_event_run(e, 100 * 1000) > 0)
@@ -234,7 +234,7 @@ static void test_overrun_resync(void **state)
         change_link("lmon2", 1234, false);
         expect(e, rec, &from, &(struct want_link){ LINK_EVENT_NEW, "lmon2", 1234, -1, -1, NULL });
 
-        link_monitor_free(m);
+        host_link_monitor_free(m);
         delete_link("lmon2");
         sd_event_unref(e);
         free(rec);
@@ -250,9 +250,9 @@ static void test_free_with_pending_events(void **state)
         require_netns();
         assert_non_null(rec);
         assert_int_equal(sd_event_new(&e), 0);
-        assert_int_equal(link_monitor_new(e, 0, record_event, rec, &m), 0);
+        assert_int_equal(host_link_monitor_new(e, 0, record_event, rec, &m), 0);
         create_veth("lmon4", "lmon5");
-        assert_null(link_monitor_free(m));
+        assert_null(host_link_monitor_free(m));
         assert_true(sd_event_run(e, 50 * 1000) >= 0);
         assert_int_equal(rec->n, 0);
         delete_link("lmon4");
@@ -266,14 +266,14 @@ static void test_bad_arguments(void **state)
         struct link_monitor *m = NULL;
 
         assert_int_equal(sd_event_new(&e), 0);
-        assert_int_equal(link_monitor_new(NULL, 0, record_event, NULL, &m), -EINVAL);
-        assert_int_equal(link_monitor_new(e, 0, NULL, NULL, &m), -EINVAL);
-        assert_int_equal(link_monitor_new(e, 0, record_event, NULL, NULL), -EINVAL);
+        assert_int_equal(host_link_monitor_new(NULL, 0, record_event, NULL, &m), -EINVAL);
+        assert_int_equal(host_link_monitor_new(e, 0, NULL, NULL, &m), -EINVAL);
+        assert_int_equal(host_link_monitor_new(e, 0, record_event, NULL, NULL), -EINVAL);
         assert_null(m);
-        assert_null(link_monitor_free(NULL));
-        assert_int_equal(link_monitor_overruns(NULL), 0);
-        assert_string_equal(link_event_kind_to_string(LINK_EVENT_DEL), "del");
-        assert_string_equal(link_event_kind_to_string(7), "unknown");
+        assert_null(host_link_monitor_free(NULL));
+        assert_int_equal(host_link_monitor_overruns(NULL), 0);
+        assert_string_equal(host_link_event_kind_to_string(LINK_EVENT_DEL), "del");
+        assert_string_equal(host_link_event_kind_to_string(7), "unknown");
         sd_event_unref(e);
 }
 
@@ -293,7 +293,7 @@ static struct nl_msg *link_msg(int type, int ifindex, unsigned flags)
 static int parse(struct nl_msg *m, struct link_event *ev)
 {
         struct nlmsghdr *h = nlmsg_hdr(m);
-        return link_event_parse(h, h->nlmsg_len, ev);
+        return host_link_event_parse(h, h->nlmsg_len, ev);
 }
 
 static void test_parse_complete_message(void **state)
@@ -343,7 +343,7 @@ static void test_parse_malformed(void **state)
         struct nl_msg *m;
         struct nlmsghdr *h;
 
-        assert_int_equal(link_event_parse(NULL, 0, &ev), -EINVAL);
+        assert_int_equal(host_link_event_parse(NULL, 0, &ev), -EINVAL);
 
         /* wrong message type */
         m = link_msg(RTM_NEWADDR, 1, 0);
@@ -353,11 +353,11 @@ static void test_parse_malformed(void **state)
         /* the header claims more than the buffer holds; a buffer shorter than a header */
         m = link_msg(RTM_NEWLINK, 1, 0);
         h = nlmsg_hdr(m);
-        assert_int_equal(link_event_parse(h, h->nlmsg_len - 1, &ev), -EINVAL);
-        assert_int_equal(link_event_parse(h, 8, &ev), -EINVAL);
+        assert_int_equal(host_link_event_parse(h, h->nlmsg_len - 1, &ev), -EINVAL);
+        assert_int_equal(host_link_event_parse(h, 8, &ev), -EINVAL);
         /* a body shorter than struct ifinfomsg */
         h->nlmsg_len = NLMSG_LENGTH(4);
-        assert_int_equal(link_event_parse(h, h->nlmsg_len, &ev), -EINVAL);
+        assert_int_equal(host_link_event_parse(h, h->nlmsg_len, &ev), -EINVAL);
         nlmsg_free(m);
 
         /* an MTU of 2 bytes */
@@ -422,26 +422,26 @@ static void test_concerns_sriov(void **state)
         fake_add_pf(&inv, "0000:3b:00.0", "ens1f0", 0x8086, 0x1592, 8, 2, 1500, "iavf");
 
         ev = (struct link_event){ .resync = true };
-        assert_true(link_event_concerns_sriov(&ev, NULL, root));
+        assert_true(host_link_event_concerns_sriov(&ev, NULL, root));
         ev = new_link(LINK_EVENT_NEW, "ens1f0"); /* the PF: someone changed its MTU */
-        assert_true(link_event_concerns_sriov(&ev, &inv, root));
+        assert_true(host_link_event_concerns_sriov(&ev, &inv, root));
         ev = new_link(LINK_EVENT_DEL, "ens1f0v1"); /* a VF netdev vanished: numvfs reset */
-        assert_true(link_event_concerns_sriov(&ev, &inv, root));
+        assert_true(host_link_event_concerns_sriov(&ev, &inv, root));
         ev = new_link(LINK_EVENT_NEW, "ens9v0"); /* unknown but backed by a device */
-        assert_true(link_event_concerns_sriov(&ev, &inv, root));
-        assert_true(link_event_concerns_sriov(&ev, NULL, root));
+        assert_true(host_link_event_concerns_sriov(&ev, &inv, root));
+        assert_true(host_link_event_concerns_sriov(&ev, NULL, root));
         ev = new_link(LINK_EVENT_DEL, "ens9v0"); /* gone, and never ours */
-        assert_false(link_event_concerns_sriov(&ev, &inv, root));
+        assert_false(host_link_event_concerns_sriov(&ev, &inv, root));
         ev = new_link(LINK_EVENT_NEW, "veth1234"); /* a pod's veth */
-        assert_false(link_event_concerns_sriov(&ev, &inv, root));
+        assert_false(host_link_event_concerns_sriov(&ev, &inv, root));
         ev = new_link(LINK_EVENT_DEL, "veth1234");
-        assert_false(link_event_concerns_sriov(&ev, &inv, root));
+        assert_false(host_link_event_concerns_sriov(&ev, &inv, root));
         const char *hostile[] = { "", "..", "../pci-fn", "a/b" };
         for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
                 ev = new_link(LINK_EVENT_NEW, hostile[i]);
-                assert_false(link_event_concerns_sriov(&ev, &inv, root));
+                assert_false(host_link_event_concerns_sriov(&ev, &inv, root));
         }
-        assert_false(link_event_concerns_sriov(NULL, &inv, root));
+        assert_false(host_link_event_concerns_sriov(NULL, &inv, root));
 
         snprintf(path, sizeof(path), "%s/class/net/ens9v0/device", root);
         assert_int_equal(unlink(path), 0);

@@ -129,9 +129,9 @@ static void test_vf_attributes_not_supported_each(void **state)
         assert_true(res.attempted[VF_ATTR_LINK_STATE]);
         assert_false(res.attempted[VF_ATTR_VLAN]);
         assert_false(res.attempted[VF_ATTR_SPOOFCHK]);
-        assert_true(netlink_error_is_not_supported(res.error[VF_ATTR_MAC]));
-        assert_true(netlink_error_is_not_supported(res.error[VF_ATTR_TRUST]));
-        assert_true(netlink_error_is_not_supported(res.error[VF_ATTR_LINK_STATE]));
+        assert_true(host_netlink_error_is_not_supported(res.error[VF_ATTR_MAC]));
+        assert_true(host_netlink_error_is_not_supported(res.error[VF_ATTR_TRUST]));
+        assert_true(host_netlink_error_is_not_supported(res.error[VF_ATTR_LINK_STATE]));
 
         struct netlink_vf_info *vfs = NULL;
         size_t n = 99;
@@ -163,15 +163,15 @@ static void test_vf_settings_validated(void **state)
 
 static void test_string_tables(void **state)
 {
-        assert_int_equal(vf_link_state_from_string("auto"), VF_LINK_STATE_AUTO);
-        assert_int_equal(vf_link_state_from_string("enable"), VF_LINK_STATE_ENABLE);
-        assert_int_equal(vf_link_state_from_string("disable"), VF_LINK_STATE_DISABLE);
-        assert_int_equal(vf_link_state_from_string("on"), -EINVAL);
-        assert_int_equal(vf_link_state_from_string(NULL), -EINVAL);
-        assert_string_equal(vf_link_state_to_string(2), "disable");
-        assert_string_equal(vf_link_state_to_string(9), "unknown");
-        assert_string_equal(vf_attr_to_string(VF_ATTR_LINK_STATE), "link-state");
-        assert_string_equal(vf_attr_to_string(VF_ATTR_SPOOFCHK), "spoofchk");
+        assert_int_equal(host_vf_link_state_from_string("auto"), VF_LINK_STATE_AUTO);
+        assert_int_equal(host_vf_link_state_from_string("enable"), VF_LINK_STATE_ENABLE);
+        assert_int_equal(host_vf_link_state_from_string("disable"), VF_LINK_STATE_DISABLE);
+        assert_int_equal(host_vf_link_state_from_string("on"), -EINVAL);
+        assert_int_equal(host_vf_link_state_from_string(NULL), -EINVAL);
+        assert_string_equal(host_vf_link_state_to_string(2), "disable");
+        assert_string_equal(host_vf_link_state_to_string(9), "unknown");
+        assert_string_equal(host_vf_attr_to_string(VF_ATTR_LINK_STATE), "link-state");
+        assert_string_equal(host_vf_attr_to_string(VF_ATTR_SPOOFCHK), "spoofchk");
 }
 
 /* A reply as a PF with 256 VFs sends it (without stats), VFs in reverse order. */
