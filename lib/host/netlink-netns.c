@@ -151,15 +151,17 @@ static int on_link_altnames(struct nl_msg *msg, void *userdata)
         if (h->nlmsg_type != RTM_NEWLINK ||
             nlmsg_parse(h, sizeof(struct ifinfomsg), tb, IFLA_MAX, NULL) < 0)
                 return -EBADMSG;
-        if (tb[IFLA_PROP_LIST])
-                nla_for_each_nested(a, tb[IFLA_PROP_LIST], rem)
-                {
-                        const char *s = nla_data(a);
-                        int len = nla_len(a);
-                        if (nla_type(a) == IFLA_ALT_IFNAME && len > 0 && s[len - 1] == '\0' &&
-                            strcmp(s, q->name) == 0)
-                                q->found = true;
-                }
+        if (!tb[IFLA_PROP_LIST])
+                return 0;
+        /* nla_for_each_nested() spelled out: cppcheck runs without libnl's headers */
+        for (a = nla_data(tb[IFLA_PROP_LIST]), rem = nla_len(tb[IFLA_PROP_LIST]); nla_ok(a, rem);
+             a = nla_next(a, &rem)) {
+                const char *s = nla_data(a);
+                int len = nla_len(a);
+                if (nla_type(a) == IFLA_ALT_IFNAME && len > 0 && s[len - 1] == '\0' &&
+                    strcmp(s, q->name) == 0)
+                        q->found = true;
+        }
         return 0;
 }
 

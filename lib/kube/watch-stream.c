@@ -173,7 +173,7 @@ int kube_watch_stream_feed(struct kube_watch_stream *s, const char *data, size_t
                         if (k < 0)
                                 return k;
                 } else {
-                        if (s->len + take + 1 > s->alloc) {
+                        if (!s->buf || s->len + take + 1 > s->alloc) { /* !buf: for the analyzer */
                                 size_t want = s->alloc ? s->alloc : 4096;
                                 while (want < s->len + take + 1)
                                         want *= 2;

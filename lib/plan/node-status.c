@@ -10,7 +10,8 @@
 #include "util/array.h"
 
 /* Appends sep (unless first) and the formatted text, cutting what does not fit. */
-static void vappend(struct node_status *s, size_t *n, const char *sep, const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static void
+vappend(struct node_status *s, size_t *n, const char *sep, const char *fmt, va_list ap)
 {
         const size_t size = sizeof(s->message);
 
