@@ -738,8 +738,10 @@ def only_the_given_ca(tls, d, b64):
     the system store must not vouch for the API server too. The system store is replaced, in
     a private mount namespace, by one holding the CA that signed the server's certificate,
     while the kubeconfig names another CA."""
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        print("  skip: the system-store check needs root and unshare(1)")
+    if os.geteuid() != 0 or not shutil.which("unshare") or subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "true"],
+            capture_output=True).returncode != 0:
+        print("  skip: the system-store check needs root and a mount namespace (unshare -m)")
         return
     def run(*a):
         subprocess.run(["openssl", *a], check=True, capture_output=True, cwd=d)
