@@ -12,6 +12,7 @@
 #include "plan/applied.h"
 #include "plan/apply-report.h"
 #include "plan/plan.h"
+#include "util/array.h"
 
 /* A netdevice group "<resource>" over VFs start..end. */
 static inline struct vf_group fx_group(const char *resource, int start, int end)
@@ -65,9 +66,8 @@ static inline void fx_owned(struct applied_state *s, const char *pci, int num_vf
 static inline void fx_result(struct apply_report *r, const char *pci, size_t n_done, int error,
                              enum action_kind failed)
 {
-        struct apply_pf_result *arr = realloc(r->pfs, (r->n_pfs + 1) * sizeof(*arr));
-        assert_non_null(arr);
-        r->pfs = arr;
+        assert_int_equal(GROW_ARRAY(r->pfs, r->cap_pfs, r->n_pfs + 1), 0);
+        struct apply_pf_result *arr = r->pfs;
         arr[r->n_pfs] =
             (struct apply_pf_result){ .error = error, .failed_kind = failed, .n_done = n_done };
         snprintf(arr[r->n_pfs].pf, sizeof(arr->pf), "%s", pci);

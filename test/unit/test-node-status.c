@@ -245,6 +245,7 @@ static void test_succeeded_only_when_nothing_left(void **state)
         decide(&none, &p, &nothing_held, NULL, &s);
         assert_int_equal(s.sync, NODE_SYNC_SUCCEEDED);
         assert_string_equal(s.message, "");
+        apply_report_done(&rep);
 }
 
 /* A failure that persists is Failed on every reconcile, also on one with nothing left to apply:
