@@ -102,19 +102,16 @@ static bool same_version(json_t *a, json_t *b)
 
 static int upsert(struct kube_cache *c, const char *key, json_t *object)
 {
-        json_t *old = json_object_get(c->objects, key);
-        if (old && same_version(old, object))
+        json_t *cur = json_object_get(c->objects, key);
+        if (cur && same_version(cur, object))
                 return 0;
-        json_incref(old); /* keep it alive for the callback */
-        if (json_object_set(c->objects, key, object) < 0) {
-                json_decref(old);
+        json_auto_t *old = json_incref(cur); /* keep it alive for the callback */
+        if (json_object_set(c->objects, key, object) < 0)
                 return -ENOMEM;
-        }
         if (old && c->cb.updated)
                 c->cb.updated(old, object, c->cb.userdata);
         else if (!old && c->cb.added)
                 c->cb.added(object, c->cb.userdata);
-        json_decref(old);
         if (c->metadata_only) {
                 /* A callback may have changed the entry (deleted or replaced it): only the
                  * object just delivered is slimmed. */

@@ -296,14 +296,13 @@ static void call_done(struct kube_request *req, int error, long status, const ch
         } else if (r && !c->is_patch) {
                 r->failure_backoff_usec = 0;
                 r->retry_after_usec = 0;
-                json_t *obj = json_loadb(body, body_len, 0, NULL);
+                json_auto_t *obj = json_loadb(body, body_len, 0, NULL);
                 const char *name =
                     json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
                 if (name) {
                         free(r->event_name);
                         r->event_name = strdup(name);
                 }
-                json_decref(obj);
         }
         free(c);
 }
@@ -354,7 +353,8 @@ static int post_new(struct kube_events *ev, struct event_record *r, const struct
                 json_object_set_new(involved, "namespace", json_string(o->namespace_));
         if (involved && o->uid)
                 json_object_set_new(involved, "uid", json_string(o->uid));
-        json_t *body = json_pack(
+        /* "o" steals involved also when json_pack fails. */
+        json_auto_t *body = json_pack(
             "{s:s, s:s, s:{s:s, s:s}, s:o, s:s, s:s%, s:s, s:i, s:s, s:s, s:{s:s, s:s},"
             " s:s, s:s}",
             "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace",
@@ -365,30 +365,22 @@ static int post_new(struct kube_events *ev, struct event_record *r, const struct
         if (!body)
                 return -ENOMEM;
         _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "/api/v1/namespaces/%s/events", r->namespace_) < 0) {
-                json_decref(body);
+        if (asprintf(&path, "/api/v1/namespaces/%s/events", r->namespace_) < 0)
                 return -ENOMEM;
-        }
-        int k = send_call(ev, r, "POST", path, "application/json", body);
-        json_decref(body);
-        return k;
+        return send_call(ev, r, "POST", path, "application/json", body);
 }
 
 static int patch_count(struct kube_events *ev, struct event_record *r)
 {
         char now[32];
         rfc3339_now(now);
-        json_t *body = json_pack("{s:i, s:s}", "count", (int)r->count, "lastTimestamp", now);
+        json_auto_t *body = json_pack("{s:i, s:s}", "count", (int)r->count, "lastTimestamp", now);
         if (!body)
                 return -ENOMEM;
         _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "/api/v1/namespaces/%s/events/%s", r->namespace_, r->event_name) < 0) {
-                json_decref(body);
+        if (asprintf(&path, "/api/v1/namespaces/%s/events/%s", r->namespace_, r->event_name) < 0)
                 return -ENOMEM;
-        }
-        int k = send_call(ev, r, "PATCH", path, "application/merge-patch+json", body);
-        json_decref(body);
-        return k;
+        return send_call(ev, r, "PATCH", path, "application/merge-patch+json", body);
 }
 
 int kube_events_post(struct kube_events *ev, const struct kube_object_ref *object, const char *type,

@@ -353,7 +353,8 @@ int kube_http_new(sd_event *event, struct kube_config *config, struct kube_http 
                                        why ? why : "");
         }
 
-        struct kube_http *h = calloc(1, sizeof(*h));
+        /* From here kube_http_free() (which also undoes curl_global_init()) cleans up. */
+        _cleanup_(kube_http_freep) struct kube_http *h = calloc(1, sizeof(*h));
         if (!h) {
                 curl_global_cleanup();
                 return -ENOMEM;
@@ -361,29 +362,25 @@ int kube_http_new(sd_event *event, struct kube_config *config, struct kube_http 
         h->event = sd_event_ref(event);
         h->config = config;
         h->multi = curl_multi_init();
-        if (!h->multi) {
-                kube_http_free(h);
+        if (!h->multi)
+                /* cppcheck-suppress memleak ; _cleanup_ frees it */
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return -ENOMEM;
-        }
         /* curl's own timeouts (connect, low speed, HTTP/2 upkeep) want millisecond precision. */
         int k = sd_event_add_time(event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 1000, timer_cb, h);
-        if (k < 0) {
-                kube_http_free(h);
+        if (k < 0)
                 return log_error_errno(k, "cannot create the HTTP timer");
-        }
         sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
         k = sd_event_add_defer(event, &h->deferred_adds, deferred_adds_cb, h);
-        if (k < 0) {
-                kube_http_free(h);
+        if (k < 0)
                 return log_error_errno(k, "cannot create the HTTP dispatcher");
-        }
         sd_event_source_set_enabled(h->deferred_adds, SD_EVENT_OFF);
         curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
         curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
         curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timerfunc_cb);
         curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
         curl_multi_setopt(h->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)MAX_CONNECTIONS);
-        *ret = h;
+        *ret = TAKE_PTR(h);
         return 0;
 }
 

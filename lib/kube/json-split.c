@@ -149,11 +149,10 @@ json_t *kube_json_decode_object(const char *text, size_t len, size_t max_size, c
                 max_size = KUBE_MAX_OBJECT_SIZE;
         json_error_t jerr;
         if (len <= max_size) {
-                json_t *obj = json_loadb(text, len, 0, &jerr);
+                json_auto_t *obj = json_loadb(text, len, 0, &jerr);
                 if (json_is_object(obj))
-                        return obj;
+                        return TAKE_PTR(obj);
                 if (obj) {
-                        json_decref(obj);
                         snprintf(reason, reason_size, "not a JSON object");
                         return NULL;
                 }
@@ -163,15 +162,14 @@ json_t *kube_json_decode_object(const char *text, size_t len, size_t max_size, c
                 snprintf(reason, reason_size, "is %zu bytes, over the %zu-byte limit", len,
                          max_size);
 
-        struct stub_parts p = { .stub = json_object() };
-        if (!p.stub)
+        json_auto_t *stub = json_object();
+        if (!stub)
                 return NULL;
+        struct stub_parts p = { .stub = stub };
         (void)kube_json_object_members(text, len, stub_member, &p);
-        json_t *meta = json_object_get(p.stub, "metadata");
-        if (!json_is_object(meta) || !json_is_string(json_object_get(meta, "name"))) {
-                json_decref(p.stub);
+        json_t *meta = json_object_get(stub, "metadata");
+        if (!json_is_object(meta) || !json_is_string(json_object_get(meta, "name")))
                 return NULL;
-        }
         json_t *ann = json_object_get(meta, "annotations");
         if (!json_is_object(ann)) {
                 ann = json_object();
@@ -181,20 +179,19 @@ json_t *kube_json_decode_object(const char *text, size_t len, size_t max_size, c
         json_object_clear(ann);
         json_object_set_new(ann, KUBE_UNDECODABLE_ANNOTATION, json_string(reason));
         json_object_del(meta, "managedFields");
-        return p.stub;
+        return TAKE_PTR(stub);
 }
 
 json_t *kube_object_stub(json_t *obj, const char *reason)
 {
-        json_t *meta = json_deep_copy(json_object_get(obj, "metadata"));
-        if (!json_is_object(meta) || !json_is_string(json_object_get(meta, "name"))) {
-                json_decref(meta);
+        json_auto_t *meta = json_deep_copy(json_object_get(obj, "metadata"));
+        if (!json_is_object(meta) || !json_is_string(json_object_get(meta, "name")))
                 return NULL;
-        }
         json_object_del(meta, "managedFields");
         json_object_set_new(meta, "annotations",
                             json_pack("{s:s}", KUBE_UNDECODABLE_ANNOTATION, reason));
-        json_t *stub = json_pack("{s:o}", "metadata", meta);
+        /* "o" steals meta also when json_pack fails. */
+        json_t *stub = json_pack("{s:o}", "metadata", TAKE_PTR(meta));
         json_t *v;
         if (stub && (v = json_object_get(obj, "kind")))
                 json_object_set(stub, "kind", v);

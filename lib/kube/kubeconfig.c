@@ -339,7 +339,7 @@ int kube_config_load_file(const char *path, struct kube_config **ret)
         if (k < 0)
                 return log_error_errno(k, "kubeconfig %s: cannot read", path);
 
-        _cleanup_(json_decrefp) json_t *root = NULL;
+        json_auto_t *root = NULL;
         _cleanup_free_ char *error = NULL;
         k = yaml_to_json(text, size, YAML_JSON_NO_ALIASES, &root, &error);
         if (k < 0)

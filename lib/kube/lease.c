@@ -159,27 +159,25 @@ static json_t *lease_spec(struct kube_lease *l, const char *holder, uint64_t dur
                          "leaseTransitions", transitions);
 }
 
-static int start_write(struct kube_lease *l, enum lease_op op, json_t *spec)
+/* Takes spec_owned (NULL: out of memory). */
+static int start_write(struct kube_lease *l, enum lease_op op, json_t *spec_owned)
 {
+        json_auto_t *spec = spec_owned;
         if (!spec)
                 return -ENOMEM;
         if (!l->server) {
-                json_t *body = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion",
-                                         "coordination.k8s.io/v1", "kind", "Lease", "metadata",
-                                         "name", l->name, "namespace", l->namespace_, "spec", spec);
-                int k = body ? start(l, OP_CREATE, "POST", l->collection_path, body) : -ENOMEM;
-                json_decref(body);
-                return k;
+                /* "o" steals spec also when json_pack fails. */
+                json_auto_t *body =
+                    json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion",
+                              "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name",
+                              l->name, "namespace", l->namespace_, "spec", TAKE_PTR(spec));
+                return body ? start(l, OP_CREATE, "POST", l->collection_path, body) : -ENOMEM;
         }
-        json_t *body = json_deep_copy(l->server);
-        if (!body) {
-                json_decref(spec);
+        json_auto_t *body = json_deep_copy(l->server);
+        if (!body)
                 return -ENOMEM;
-        }
-        json_object_set_new(body, "spec", spec);
-        int k = start(l, op, "PUT", l->object_path, body);
-        json_decref(body);
-        return k;
+        json_object_set_new(body, "spec", TAKE_PTR(spec));
+        return start(l, op, "PUT", l->object_path, body);
 }
 
 /* Takes note of the Lease as read or watched: the time its spec last changed, on our clock (so
@@ -301,19 +299,17 @@ static void request_done(struct kube_request *req, int error, long status, const
         if (l->stopped)
                 return;
         if (error == 0 && (status == 200 || status == 201)) {
-                json_t *obj = json_loadb(body, body_len, 0, NULL);
+                json_auto_t *obj = json_loadb(body, body_len, 0, NULL);
                 if (op == OP_GET) {
                         if (json_is_object(obj))
                                 observe(l, obj);
-                        json_decref(obj);
                         plan(l);
                         return;
                 }
                 if (json_is_object(obj)) {
                         json_decref(l->server);
-                        l->server = obj;
-                } else
-                        json_decref(obj);
+                        l->server = TAKE_PTR(obj);
+                }
                 /* Our write went through: we hold the Lease. */
                 json_decref(l->observed_spec);
                 l->observed_spec = json_deep_copy(json_object_get(l->server, "spec"));

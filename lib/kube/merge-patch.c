@@ -3,9 +3,11 @@
 
 #include <stdbool.h>
 
+#include "util/macro.h"
+
 static json_t *diff(json_t *old, json_t *new_value, bool owned_only)
 {
-        json_t *patch = json_object();
+        json_auto_t *patch = json_object();
         if (!patch)
                 return NULL;
         const char *key;
@@ -20,19 +22,15 @@ static json_t *diff(json_t *old, json_t *new_value, bool owned_only)
                         continue;
                 if (json_is_object(before) && json_is_object(value)) {
                         /* Below the top level we own the whole subtree. */
-                        json_t *sub = diff(before, value, false);
-                        if (!sub) {
-                                json_decref(patch);
+                        json_auto_t *sub = diff(before, value, false);
+                        if (!sub)
                                 return NULL;
-                        }
                         if (json_object_size(sub) > 0)
-                                json_object_set_new(patch, key, sub);
-                        else
-                                json_decref(sub);
+                                json_object_set_new(patch, key, TAKE_PTR(sub));
                 } else
                         json_object_set(patch, key, value);
         }
-        return patch;
+        return TAKE_PTR(patch);
 }
 
 json_t *kube_merge_patch_diff(json_t *old, json_t *new_value)

@@ -333,9 +333,9 @@ static void request_done(struct kube_request *req, int error, long status, const
         struct kube_networks *n = userdata;
         enum net_op op = n->op;
         _cleanup_free_ char *key = TAKE_PTR(n->op_key);
-        json_t *op_nad = n->op_nad, *op_event = n->op_event, *op_network = n->op_network;
+        json_auto_t *op_nad = TAKE_PTR(n->op_nad), *op_event = TAKE_PTR(n->op_event),
+                    *op_network = TAKE_PTR(n->op_network);
         struct kube_informer *nets = n->nets[n->op_kind];
-        n->op_nad = n->op_event = n->op_network = NULL;
         n->request = NULL;
         n->op = OP_NONE;
 
@@ -344,7 +344,7 @@ static void request_done(struct kube_request *req, int error, long status, const
                 ok = true; /* already gone */
         if (ok) {
                 json_object_del(n->backoff, key);
-                json_t *obj = body && body_len ? json_loadb(body, body_len, 0, NULL) : NULL;
+                json_auto_t *obj = body && body_len ? json_loadb(body, body_len, 0, NULL) : NULL;
                 /* Let the next decision see our write now rather than when its watch event
                  * arrives (the event then changes nothing: same resourceVersion). */
                 if (op == OP_NAD_DELETE && n->nads)
@@ -360,7 +360,6 @@ static void request_done(struct kube_request *req, int error, long status, const
                                    json_string_value(json_object_get(op_event, "type")),
                                    json_string_value(json_object_get(op_event, "reason")),
                                    json_string_value(json_object_get(op_event, "message")));
-                json_decref(obj);
         } else {
                 char desc[512];
                 /* An over-size answer is -EFBIG with status 200: say what it is. */
@@ -381,9 +380,6 @@ static void request_done(struct kube_request *req, int error, long status, const
                     n->backoff, key,
                     json_pack("{s:I, s:I}", "at", (json_int_t)at, "delay", (json_int_t)delay));
         }
-        json_decref(op_nad);
-        json_decref(op_event);
-        json_decref(op_network);
         schedule_pump(n, 0);
 }
 
@@ -419,16 +415,13 @@ static int patch_network(struct kube_networks *n, const char *key, json_t *netwo
 {
         json_object_set_new(metadata_patch, "resourceVersion",
                             json_string(meta_str(network, "resourceVersion")));
-        json_t *body = json_pack("{s:o}", "metadata", metadata_patch);
+        /* "o" steals metadata_patch also when json_pack fails. */
+        json_auto_t *body = json_pack("{s:o}", "metadata", metadata_patch);
         _cleanup_free_ char *path = NULL;
         if (!body ||
-            asprintf(&path, "%s/%s", n->nets_path[n->cur_kind], meta_str(network, "name")) < 0) {
-                json_decref(body);
+            asprintf(&path, "%s/%s", n->nets_path[n->cur_kind], meta_str(network, "name")) < 0)
                 return -ENOMEM;
-        }
-        int k = start(n, OP_NET_PATCH, key, "PATCH", path, "application/merge-patch+json", body);
-        json_decref(body);
-        return k;
+        return start(n, OP_NET_PATCH, key, "PATCH", path, "application/merge-patch+json", body);
 }
 
 static bool has_finalizer(json_t *network)
@@ -524,15 +517,13 @@ static int ensure_condition(struct kube_networks *n, const char *key, json_t *ne
         json_array_foreach(json_object_get(json_object_get(network, "status"), "conditions"), i,
                            c) if (c != cur) json_array_append(conditions, c);
         json_array_append_new(conditions, cond);
-        json_t *body =
+        json_auto_t *body =
             json_pack("{s:{s:s?}, s:{s:o}}", "metadata", "resourceVersion",
                       meta_str(network, "resourceVersion"), "status", "conditions", conditions);
         _cleanup_free_ char *path = NULL;
         if (!body || asprintf(&path, "%s/%s/status", n->nets_path[n->cur_kind],
-                              meta_str(network, "name")) < 0) {
-                json_decref(body);
+                              meta_str(network, "name")) < 0)
                 return -ENOMEM;
-        }
         /* upstream: one Event per transition, ReadyAdded / ReadyChanged, the message as note;
          * a False condition is a Warning here so `kubectl get events` flags it. */
         if (!cur || !cur_status || strcmp(cur_status, want_status) != 0 || !cur_reason ||
@@ -541,7 +532,6 @@ static int ensure_condition(struct kube_networks *n, const char *key, json_t *ne
                     json_pack("{s:s, s:s, s:s}", "type", ready ? "Normal" : "Warning", "reason",
                               cur ? "ReadyChanged" : "ReadyAdded", "message", message);
         int k = start(n, OP_NET_STATUS, key, "PATCH", path, "application/merge-patch+json", body);
-        json_decref(body);
         if (k < 0) {
                 json_decref(n->op_event);
                 n->op_event = NULL;
@@ -591,7 +581,7 @@ static int step(struct kube_networks *n, const char *key, json_t *network)
         if (!has_finalizer(network))
                 return set_finalizer(n, key, network, true);
 
-        _cleanup_(json_decrefp) json_t *want = NULL;
+        json_auto_t *want = NULL;
         _cleanup_free_ char *error = NULL;
         int k = nad_render(n->cur_kind, network, n->prefix, &want, &error);
         if (k == -EINVAL) {
@@ -658,7 +648,7 @@ static int step(struct kube_networks *n, const char *key, json_t *network)
                         log_info("%s: NetworkAttachmentDefinition %s/%s differs "
                                  "from the network; updating it",
                                  key, target, name);
-                json_t *body = json_deep_copy(have);
+                json_auto_t *body = json_deep_copy(have);
                 json_t *bm = json_object_get(body, "metadata"),
                        *wm = json_object_get(want, "metadata");
                 json_object_set(bm, "annotations", json_object_get(wm, "annotations"));
@@ -669,10 +659,8 @@ static int step(struct kube_networks *n, const char *key, json_t *network)
                         json_object_del(bm, "ownerReferences");
                 json_object_set(body, "spec", json_object_get(want, "spec"));
                 _cleanup_free_ char *path = nad_path(target, name);
-                k = path ? start(n, OP_NAD_UPDATE, key, "PUT", path, "application/json", body)
-                         : -ENOMEM;
-                json_decref(body);
-                return k;
+                return path ? start(n, OP_NAD_UPDATE, key, "PUT", path, "application/json", body)
+                            : -ENOMEM;
         }
         if (!last || strcmp(last, target) != 0)
                 return patch_network(

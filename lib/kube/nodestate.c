@@ -256,11 +256,9 @@ static const char *server_extra(json_t *obj)
 
 static void set_server(struct kube_nodestate *st, const char *body, size_t len)
 {
-        json_t *obj = json_loadb(body, len, 0, NULL);
+        json_auto_t *obj = json_loadb(body, len, 0, NULL);
         json_decref(st->server);
-        st->server = json_is_object(obj) ? obj : NULL;
-        if (!st->server)
-                json_decref(obj);
+        st->server = json_is_object(obj) ? TAKE_PTR(obj) : NULL;
 }
 
 /* Members of the server's object (a fresh copy we own) that equal what we hold anyway become
@@ -672,10 +670,9 @@ static json_t *status_write_due(struct kube_nodestate *st)
         json_t *base = st->acked_status ? st->acked_status : server_status;
         if (!differs_beyond_vfs(base, st->desired_status))
                 return NULL;
-        json_t *d = kube_merge_patch_diff_owned(server_status, st->desired_status);
+        json_auto_t *d = kube_merge_patch_diff_owned(server_status, st->desired_status);
         if (d && json_object_size(d) > 0)
-                return d;
-        json_decref(d);
+                return TAKE_PTR(d);
         json_decref(st->acked_status);
         st->acked_status = json_incref(st->desired_status);
         return NULL;
@@ -703,7 +700,7 @@ static void writer_pump(struct kube_nodestate *st)
                 return;
         }
 
-        json_t *spec_diff = NULL, *status_diff = NULL;
+        json_auto_t *spec_diff = NULL, *status_diff = NULL;
         bool extra_changed = false, spec_due = false;
         if (st->op != OP_CREATE) {
                 spec_due = spec_write_due(st, &spec_diff, &extra_changed);
@@ -717,8 +714,6 @@ static void writer_pump(struct kube_nodestate *st)
         /* Pace writes: at most one per write interval, whatever the churn. */
         uint64_t now = now_usec(st);
         if (st->last_write_usec && now < st->last_write_usec + st->write_interval_usec) {
-                json_decref(spec_diff);
-                json_decref(status_diff);
                 schedule(st, st->last_write_usec + st->write_interval_usec - now);
                 return;
         }
@@ -730,8 +725,6 @@ static void writer_pump(struct kube_nodestate *st)
                 k = start_patch(st, spec_diff, extra_changed, NULL);
         else
                 k = start_patch(st, NULL, false, status_diff);
-        json_decref(spec_diff);
-        json_decref(status_diff);
         if (k < 0) {
                 log_error_errno(k, "NodeState %s: cannot start a request", st->node_name);
                 schedule_backoff(st);
@@ -821,21 +814,21 @@ int kube_nodestate_set_status(struct kube_nodestate *st, json_t *interfaces,
         int k = kube_nodestate_split_interfaces(interfaces, &upstream_ifaces, &extra_text);
         if (k < 0)
                 return k;
-        json_t *status = json_pack("{s:o?, s:s, s:s}", "interfaces", upstream_ifaces, "syncStatus",
-                                   s, "lastSyncError", last_sync_error ? last_sync_error : "");
+        /* "o?" steals upstream_ifaces also when json_pack fails. */
+        json_auto_t *status =
+            json_pack("{s:o?, s:s, s:s}", "interfaces", upstream_ifaces, "syncStatus", s,
+                      "lastSyncError", last_sync_error ? last_sync_error : "");
         if (!status)
                 return -ENOMEM;
-        json_t *extra = NULL;
-        if (extra_text && !(extra = json_string(extra_text))) {
-                json_decref(status);
+        json_auto_t *extra = NULL;
+        if (extra_text && !(extra = json_string(extra_text)))
                 return -ENOMEM;
-        }
         /* A Failed status not written yet stays until it is: queue this one behind it. */
         if (failed_unwritten(st) && !is_failed(status)) {
                 json_decref(st->next_status);
                 json_decref(st->next_extra);
-                st->next_status = status;
-                st->next_extra = extra;
+                st->next_status = TAKE_PTR(status);
+                st->next_extra = TAKE_PTR(extra);
                 return 0;
         }
         json_decref(st->next_status);
@@ -845,9 +838,9 @@ int kube_nodestate_set_status(struct kube_nodestate *st, json_t *interfaces,
         bool same = st->desired_status && json_equal(st->desired_status, status) &&
                     streq_null(json_string_value(st->desired_extra), extra_text);
         json_decref(st->desired_status);
-        st->desired_status = status;
+        st->desired_status = TAKE_PTR(status);
         json_decref(st->desired_extra);
-        st->desired_extra = extra;
+        st->desired_extra = TAKE_PTR(extra);
         if (!same || !kube_nodestate_busy(st))
                 desired_changed(st);
         return 0;
@@ -914,13 +907,10 @@ int kube_nodestate_split_interfaces(json_t *interfaces, json_t **ret_upstream, c
         *ret_extra = NULL;
         if (!interfaces)
                 return 0;
-        json_t *out = json_deep_copy(interfaces);
-        json_t *extra = json_object();
-        if (!out || !extra) {
-                json_decref(out);
-                json_decref(extra);
+        json_auto_t *out = json_deep_copy(interfaces);
+        json_auto_t *extra = json_object();
+        if (!out || !extra)
                 return -ENOMEM;
-        }
         size_t i, j;
         json_t *iface, *vf;
         char buf[32];
@@ -951,13 +941,9 @@ int kube_nodestate_split_interfaces(json_t *interfaces, json_t **ret_upstream, c
         }
         if (json_object_size(extra) > 0) {
                 *ret_extra = json_dumps(extra, JSON_COMPACT | JSON_SORT_KEYS);
-                if (!*ret_extra) {
-                        json_decref(out);
-                        json_decref(extra);
+                if (!*ret_extra)
                         return -ENOMEM;
-                }
         }
-        json_decref(extra);
-        *ret_upstream = out;
+        *ret_upstream = TAKE_PTR(out);
         return 0;
 }

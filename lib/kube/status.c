@@ -29,9 +29,8 @@ void kube_status_describe_json(long http_status, json_t *status, char *buf, size
 void kube_status_describe(long http_status, const char *body, size_t body_len, char *buf,
                           size_t size)
 {
-        json_t *status = body ? json_loadb(body, body_len, 0, NULL) : NULL;
+        json_auto_t *status = body ? json_loadb(body, body_len, 0, NULL) : NULL;
         kube_status_describe_json(http_status, status, buf, size);
-        json_decref(status);
 }
 
 void kube_request_describe(const struct kube_request *req, int error, long http_status,

@@ -388,42 +388,40 @@ static void list_done(struct kube_request *req, int error, long status, const ch
                 inf->total_size = 0;
         }
         int k = kube_json_object_members(body, body_len, list_member, &pg);
+        json_auto_t *metadata = TAKE_PTR(pg.metadata);
         free(inf->list_continue);
         inf->list_continue = NULL;
-        if (k < 0 || pg.items_bad || !json_is_object(pg.metadata)) {
+        if (k < 0 || pg.items_bad || !json_is_object(metadata)) {
                 log_error("%s informer: list of %s returned a malformed body (%s); retrying",
                           inf->kind, inf->path,
                           k == -ENOMEM   ? "out of memory"
                           : k < 0        ? "not a JSON object"
                           : pg.items_bad ? "items is not a JSON array"
                                          : "no list metadata");
-                json_decref(pg.metadata);
                 json_array_clear(inf->list_items);
                 inf->list_pages = 0;
                 schedule_backoff(inf, STEP_LIST);
                 return;
         }
-        const char *cont = json_string_value(json_object_get(pg.metadata, "continue"));
+        const char *cont = json_string_value(json_object_get(metadata, "continue"));
         if (cont && *cont) {
                 if (++inf->list_pages >= inf->max_list_pages) {
                         log_error("%s informer: list of %s did not end after %u pages; "
                                   "starting over after a backoff",
                                   inf->kind, inf->path, inf->max_list_pages);
-                        json_decref(pg.metadata);
                         json_array_clear(inf->list_items);
                         inf->list_pages = 0;
                         schedule_backoff(inf, STEP_LIST);
                         return;
                 }
                 inf->list_continue = strdup(cont);
-                json_decref(pg.metadata);
                 if (!inf->list_continue || informer_list(inf) < 0)
                         schedule_backoff(inf, STEP_LIST);
                 return;
         }
-        json_t *list = json_pack("{s:o}", "metadata", pg.metadata);
+        /* "o" steals metadata also when json_pack fails. */
+        json_auto_t *list = json_pack("{s:o}", "metadata", TAKE_PTR(metadata));
         list_finished(inf, list);
-        json_decref(list);
 }
 
 static int informer_list(struct kube_informer *inf)
@@ -493,13 +491,13 @@ static int watch_event(enum kube_watch_event_type type, json_t *object, void *us
         default:
                 return 0;
         }
-        json_t *accounted = budget_account(inf, json_incref(object), type == KUBE_WATCH_DELETED);
+        json_auto_t *accounted =
+            budget_account(inf, json_incref(object), type == KUBE_WATCH_DELETED);
         if (type != KUBE_WATCH_DELETED)
                 log_undecodable(inf, accounted);
         int k = kube_cache_apply(inf->cache,
                                  type == KUBE_WATCH_DELETED ? KUBE_CACHE_DELETE : KUBE_CACHE_UPSERT,
                                  accounted);
-        json_decref(accounted);
         if (k < 0) {
                 log_warning("%s informer: ignoring a %s event for an object without a name",
                             inf->kind, kube_watch_event_type_to_string(type));
