@@ -58,16 +58,11 @@ static bool is_held(const struct guarded_plan *g, const char *pf)
 /* "<PF> (<netdev>): <action>[ vf N][ -> value]": what a user compares with the spec. */
 static void append_action(struct node_status *s, size_t *n, const char *sep, const struct action *a)
 {
-        char target[32] = "", value[DRIVER_MAX + 8] = "";
+        char target[32] = "", value[80];
 
         if (a->vf_index >= 0)
                 snprintf(target, sizeof(target), " vf %d", a->vf_index);
-        if (a->kind == ACTION_BIND_DRIVER)
-                snprintf(value, sizeof(value), " -> %s", a->text[0] ? a->text : "default driver");
-        else if (a->kind == ACTION_SET_ESWITCH_MODE)
-                snprintf(value, sizeof(value), " -> %s", a->text);
-        else if (a->kind != ACTION_PF_LINK_UP)
-                snprintf(value, sizeof(value), " -> %d", a->value);
+        action_value_format(a, value, sizeof(value));
         append_sep(s, n, sep, "%s%s%s%s: %s%s%s", a->pf, a->pf_name[0] ? " (" : "", a->pf_name,
                    a->pf_name[0] ? ")" : "", action_kind_to_string(a->kind), target, value);
 }

@@ -59,19 +59,26 @@ int plan_actions_to_json(const struct plan *p, json_t **ret)
         return 0;
 }
 
+void action_value_format(const struct action *a, char *buf, size_t size)
+{
+        if (a->kind == ACTION_BIND_DRIVER)
+                snprintf(buf, size, " -> %s", a->text[0] ? a->text : "default driver");
+        else if (a->kind == ACTION_SET_ESWITCH_MODE)
+                snprintf(buf, size, " -> %s", a->text);
+        else if (a->kind != ACTION_PF_LINK_UP)
+                snprintf(buf, size, " -> %d", a->value);
+        else if (size > 0)
+                buf[0] = '\0';
+}
+
 void action_format(const struct action *a, char *buf, size_t size)
 {
-        char target[64] = "", value[80] = "";
+        char target[64] = "", value[80];
 
         if (a->vf_index >= 0)
                 snprintf(target, sizeof(target), " vf %d%s%s", a->vf_index,
                          a->vf_address[0] ? " " : "", a->vf_address);
-        if (a->kind == ACTION_BIND_DRIVER)
-                snprintf(value, sizeof(value), " -> %s", a->text[0] ? a->text : "default driver");
-        else if (a->kind == ACTION_SET_ESWITCH_MODE)
-                snprintf(value, sizeof(value), " -> %s", a->text);
-        else if (a->kind != ACTION_PF_LINK_UP)
-                snprintf(value, sizeof(value), " -> %d", a->value);
+        action_value_format(a, value, sizeof(value));
         snprintf(buf, size, "%-16s %s%s%s%s%s%s (%s)", action_kind_to_string(a->kind), a->pf,
                  a->pf_name[0] ? " (" : "", a->pf_name, a->pf_name[0] ? ")" : "", target, value,
                  a->reason);

@@ -83,3 +83,6 @@ int action_to_json(const struct action *a, json_t **ret);
 int plan_actions_to_json(const struct plan *p, json_t **ret);
 /* One human line, without newline. */
 void action_format(const struct action *a, char *buf, size_t size);
+/* The value an action sets, as both human texts show it: " -> 9000", " -> vfio-pci",
+ * " -> default driver"; "" for pf-link-up, which sets none. */
+void action_value_format(const struct action *a, char *buf, size_t size);
