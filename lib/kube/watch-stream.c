@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,10 @@ int kube_watch_event_type_from_string(const char *s)
 
 void kube_watch_stream_init(struct kube_watch_stream *s, size_t max_line)
 {
+        /* A larger cap means none; bounded so that the buffer size (cap + 1, doubled while
+         * growing) cannot wrap around to a buffer smaller than the line. */
+        if (max_line > SIZE_MAX / 4)
+                max_line = SIZE_MAX / 4;
         *s = (struct kube_watch_stream){ .max_line = max_line ? max_line : KUBE_WATCH_MAX_EVENT };
 }
 

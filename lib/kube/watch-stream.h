@@ -41,6 +41,7 @@ struct kube_watch_stream {
         char error[160]; /* what was wrong, for the caller's log line */
 };
 
+/* max_line 0: KUBE_WATCH_MAX_EVENT; SIZE_MAX (anything above SIZE_MAX / 4): no cap. */
 void kube_watch_stream_init(struct kube_watch_stream *s, size_t max_line);
 void kube_watch_stream_done(struct kube_watch_stream *s);
 /* Forgets buffered bytes and any failure: for a new stream. */

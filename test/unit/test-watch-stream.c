@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,24 @@ static void test_partial_line_pending(void **state)
         kube_watch_stream_reset(&ws);
         assert_int_equal(kube_watch_stream_pending(&ws), 0);
         kube_watch_stream_done(&ws);
+}
+
+static void test_unbounded_cap(void **state)
+{
+        /* A cap of SIZE_MAX means "no cap": the line buffer's size arithmetic (cap + 1,
+         * doubling) must not wrap to a zero-sized buffer that the next chunk overruns. */
+        size_t n = strlen(body);
+        for (size_t cut = 1; cut < n; cut += 7) {
+                struct kube_watch_stream ws;
+                struct seen s = {};
+                kube_watch_stream_init(&ws, SIZE_MAX);
+                assert_int_equal(kube_watch_stream_feed(&ws, body, cut, on_event, &s), 0);
+                assert_true(kube_watch_stream_pending(&ws) == 0 ||
+                            ws.alloc > kube_watch_stream_pending(&ws));
+                assert_int_equal(kube_watch_stream_feed(&ws, body + cut, n - cut, on_event, &s), 0);
+                check_all_events(&s);
+                kube_watch_stream_done(&ws);
+        }
 }
 
 static void test_garbage(void **state)
@@ -301,6 +320,7 @@ int main(void)
                 cmocka_unit_test(test_whole_body),
                 cmocka_unit_test(test_every_split_point),
                 cmocka_unit_test(test_partial_line_pending),
+                cmocka_unit_test(test_unbounded_cap),
                 cmocka_unit_test(test_garbage),
                 cmocka_unit_test(test_undecodable_object_isolated),
                 cmocka_unit_test(test_callback_error_stops),
