@@ -61,15 +61,21 @@ static void parse_done(struct parse *p)
         p->error = NULL;
 }
 
+static char *format_message(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+static char *format_message(const char *fmt, va_list ap)
+{
+        char *msg = NULL;
+        return vasprintf(&msg, fmt, ap) < 0 ? NULL : msg;
+}
+
 static int fail(struct parse *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(struct parse *p, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
-        _cleanup_free_ char *msg = NULL;
-        int n = vasprintf(&msg, fmt, ap);
+        _cleanup_free_ char *msg = format_message(fmt, ap);
         va_end(ap);
-        if (n < 0)
+        if (!msg)
                 return -ENOMEM;
         free(p->error);
         if (asprintf(&p->error, "%s: %s", p->origin, msg) < 0)
@@ -82,10 +88,9 @@ static int warn(struct parse *p, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
-        _cleanup_free_ char *msg = NULL;
-        int n = vasprintf(&msg, fmt, ap);
+        _cleanup_free_ char *msg = format_message(fmt, ap);
         va_end(ap);
-        if (n < 0)
+        if (!msg)
                 return -ENOMEM;
         return strv_push_dup(&p->c->warnings, &p->c->n_warnings, msg);
 }
