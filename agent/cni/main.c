@@ -352,6 +352,36 @@ static int attachment_name(struct plugin *p, char name[static NAME_MAX + 1])
         return 0;
 }
 
+/* Why the kernel refused to move the VF's netdev (host name vf_ifname) into the pod's namespace
+ * as CNI_IFNAME. EEXIST means a name is taken there, but not necessarily CNI_IFNAME (checked
+ * before the move): one of the VF's altnames may be (the kernel then moves nothing), or
+ * CNI_IFNAME may be one of the VF's own altnames. Called from the host namespace, back there on
+ * return; only on this failure path. */
+static void move_refused_why(struct plugin *p, int err, int pod_ns, const char *vf_ifname,
+                             char *buf, size_t size)
+{
+        char name[HOST_ALTNAME_SIZE];
+        if (err != -EEXIST) {
+                snprintf(buf, size, "%s", strerror(-err));
+                return;
+        }
+        switch (NL(p, host_link_move_conflict(vf_ifname, pod_ns, p->ifname, name))) {
+        case HOST_MOVE_TAKEN_ALTNAME:
+                snprintf(buf, size, "its altname %s is taken there", name);
+                break;
+        case HOST_MOVE_TAKEN_NAME:
+                snprintf(buf, size, "%s is taken there", name);
+                break;
+        case HOST_MOVE_OWN_ALTNAME:
+                snprintf(buf, size,
+                         "%s is one of its own altnames (a link cannot take one as its name)",
+                         name);
+                break;
+        default: /* gone meanwhile, or not readable */
+                snprintf(buf, size, "%s or one of its altnames is taken there", p->ifname);
+        }
+}
+
 static int cmd_add(struct plugin *p)
 {
         struct cni_conf *conf = &p->conf;
@@ -505,9 +535,10 @@ static int cmd_add(struct plugin *p)
                          * under its old name */
                         struct host_link still;
                         moved = host_link_get(loc.vf_ifname, &still) == -ENODEV;
+                        char why[HOST_ALTNAME_SIZE + 96];
+                        move_refused_why(p, r, pod_ns, loc.vf_ifname, why, sizeof(why));
                         fail(p, CNI_ERR_GENERIC, r, "failed to move %s into %s as %s: %s",
-                             loc.vf_ifname, p->netns, p->ifname,
-                             r == -EEXIST ? "that name is taken there" : strerror(-r));
+                             loc.vf_ifname, p->netns, p->ifname, why);
                         goto undo;
                 }
                 moved = true;

@@ -13,6 +13,8 @@
 #include <netinet/icmp6.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/vfs.h>
@@ -23,6 +25,7 @@
 #include <netlink/msg.h>
 
 #include "host/netlink-request.h"
+#include "util/array.h"
 #include "util/macro.h"
 #include "util/names.h"
 
@@ -75,12 +78,12 @@ static int on_link(struct nl_msg *msg, void *userdata)
         return 0;
 }
 
-int host_link_get(const char *ifname, struct host_link *ret)
+/* attr IFLA_IFNAME (the kernel resolves names and altnames alike) or IFLA_ALT_IFNAME (the same
+ * lookup for names up to 127 bytes, Linux 5.5 and later) */
+static int link_get_by(int attr, const char *name, struct host_link *ret)
 {
-        if (!ifname || !ifname_is_valid(ifname))
-                return -EINVAL;
         _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_msg(RTM_GETLINK, 0, 0, 0);
-        if (!m || nla_put_string(m, IFLA_IFNAME, ifname) < 0 ||
+        if (!m || nla_put_string(m, attr, name) < 0 ||
             nla_put_u32(m, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS) < 0)
                 return -ENOMEM;
         struct host_link l = { .ifindex = 0 };
@@ -91,6 +94,13 @@ int host_link_get(const char *ifname, struct host_link *ret)
                 return -ENODEV;
         *ret = l;
         return 0;
+}
+
+int host_link_get(const char *ifname, struct host_link *ret)
+{
+        if (!ifname || !ifname_is_valid(ifname))
+                return -EINVAL;
+        return link_get_by(IFLA_IFNAME, ifname, ret);
 }
 
 int host_link_set_updown(int ifindex, bool up)
@@ -137,14 +147,15 @@ int host_link_move(int ifindex, int netns_fd, const char *new_name)
         return transact(m, NULL, NULL);
 }
 
-struct altname_lookup {
-        const char *name;
-        bool found;
+struct altname_list {
+        char (*names)[HOST_ALTNAME_SIZE];
+        size_t n, cap;
 };
 
+/* Collects the link's altnames (IFLA_PROP_LIST / IFLA_ALT_IFNAME) from one RTM_NEWLINK. */
 static int on_link_altnames(struct nl_msg *msg, void *userdata)
 {
-        struct altname_lookup *q = userdata;
+        struct altname_list *q = userdata;
         struct nlmsghdr *h = nlmsg_hdr(msg);
         struct nlattr *tb[IFLA_MAX + 1], *a;
         int rem;
@@ -158,25 +169,44 @@ static int on_link_altnames(struct nl_msg *msg, void *userdata)
              a = nla_next(a, &rem)) {
                 const char *s = nla_data(a);
                 int len = nla_len(a);
-                if (nla_type(a) == IFLA_ALT_IFNAME && len > 0 && s[len - 1] == '\0' &&
-                    strcmp(s, q->name) == 0)
-                        q->found = true;
+                if (nla_type(a) != IFLA_ALT_IFNAME || len < 2 || len > HOST_ALTNAME_SIZE ||
+                    s[len - 1] != '\0')
+                        continue;
+                if (GROW_ARRAY(q->names, q->cap, q->n + 1) < 0)
+                        return -ENOMEM;
+                memcpy(q->names[q->n++], s, (size_t)len);
         }
         return 0;
 }
 
-int host_link_drop_altname(int ifindex, const char *name)
+/* The link's altnames in the calling thread's namespace (none before Linux 5.5). */
+static int link_altnames(int ifindex, struct altname_list *ret)
 {
-        if (!name || !*name || strlen(name) >= 128)
-                return -EINVAL;
         _cleanup_(host_nlmsg_freep) struct nl_msg *get = link_msg(RTM_GETLINK, ifindex, 0, 0);
         if (!get || nla_put_u32(get, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS) < 0)
                 return -ENOMEM;
-        struct altname_lookup q = { .name = name };
-        int r = transact(get, on_link_altnames, &q);
+        *ret = (struct altname_list){ .n = 0 };
+        int r = transact(get, on_link_altnames, ret);
+        if (r < 0) {
+                free(ret->names);
+                *ret = (struct altname_list){ .n = 0 };
+        }
+        return r;
+}
+
+int host_link_drop_altname(int ifindex, const char *name)
+{
+        if (!name || !*name || strlen(name) >= HOST_ALTNAME_SIZE)
+                return -EINVAL;
+        struct altname_list q;
+        int r = link_altnames(ifindex, &q);
         if (r < 0)
                 return r;
-        if (!q.found)
+        bool found = false;
+        for (size_t i = 0; i < q.n && !found; i++)
+                found = strcmp(q.names[i], name) == 0;
+        free(q.names);
+        if (!found)
                 return 0;
         _cleanup_(host_nlmsg_freep) struct nl_msg *del = link_msg(RTM_DELLINKPROP, ifindex, 0, 0);
         if (!del)
@@ -188,6 +218,73 @@ int host_link_drop_altname(int ifindex, const char *name)
         r = transact(del, NULL, NULL);
         /* gone between the two requests: what was asked for holds */
         return r == -ENOENT ? 0 : r < 0 ? r : 1;
+}
+
+/* The names in the target, in the order the kernel checks them (net/core/dev.c,
+ * __dev_change_net_namespace, then the rename in do_setlink). Runs in the target namespace;
+ * l is the link: its index there when moved. */
+static int find_conflict(const struct host_link *l, bool moved, const struct altname_list *alts,
+                         const char *ifname, const char *new_name,
+                         char ret[static HOST_ALTNAME_SIZE])
+{
+        struct host_link h;
+        int r;
+        if (moved) {
+                /* the rename was refused: new_name resolves to another link, or to this one
+                 * (one of its own altnames: the kernel refuses those as its name) */
+                r = new_name ? link_get_by(IFLA_IFNAME, new_name, &h) : -ENODEV;
+                if (r < 0)
+                        return r == -ENODEV ? -ENOENT : r;
+                snprintf(ret, HOST_ALTNAME_SIZE, "%s", new_name);
+                return h.ifindex == l->ifindex ? HOST_MOVE_OWN_ALTNAME : HOST_MOVE_TAKEN_NAME;
+        }
+        /* its own name taken there: the kernel tries new_name instead */
+        r = link_get_by(IFLA_IFNAME, ifname, &h);
+        if (r == 0 && new_name && (r = link_get_by(IFLA_IFNAME, new_name, &h)) == 0) {
+                snprintf(ret, HOST_ALTNAME_SIZE, "%s", new_name);
+                return HOST_MOVE_TAKEN_NAME;
+        }
+        if (r < 0 && r != -ENODEV)
+                return r;
+        for (size_t i = 0; i < alts->n; i++) {
+                r = link_get_by(IFLA_ALT_IFNAME, alts->names[i], &h);
+                if (r == 0) {
+                        snprintf(ret, HOST_ALTNAME_SIZE, "%s", alts->names[i]);
+                        return HOST_MOVE_TAKEN_ALTNAME;
+                }
+                if (r != -ENODEV)
+                        return r;
+        }
+        return -ENOENT;
+}
+
+int host_link_move_conflict(const char *ifname, int netns_fd, const char *new_name,
+                            char ret[static HOST_ALTNAME_SIZE])
+{
+        if (!ifname || !ifname_is_valid(ifname) || (new_name && !ifname_is_valid(new_name)))
+                return -EINVAL;
+        _cleanup_close_ int here = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+        if (here < 0)
+                return negative_errno();
+        struct host_link l;
+        struct altname_list alts = { .n = 0 };
+        int r = host_link_get(ifname, &l);
+        /* gone from here: moved, and the rename refused (in the target under its old name) */
+        const bool moved = r == -ENODEV;
+        if (r == 0)
+                r = link_altnames(l.ifindex, &alts);
+        if (r < 0 && !moved)
+                return r;
+        if ((r = host_netns_enter(netns_fd)) < 0) {
+                free(alts.names);
+                return r;
+        }
+        r = moved ? host_link_get(ifname, &l) : 0;
+        if (r == 0)
+                r = find_conflict(&l, moved, &alts, ifname, new_name, ret);
+        free(alts.names);
+        int r2 = host_netns_enter(here);
+        return r2 < 0 ? r2 : r;
 }
 
 static int addr_len(int family)

@@ -29,13 +29,35 @@ int host_link_set_mtu_index(int ifindex, int mtu);
 int host_link_rename(int ifindex, const char *new_name);
 /* Moves the link into the namespace netns_fd and renames it there to new_name, in one request.
  * The kernel moves first and renames after: when new_name is taken in the target the answer is
- * -EEXIST with the link already moved under its old name (callers check the target first). */
+ * -EEXIST with the link already moved under its old name (callers check the target first).
+ * -EEXIST can also mean another name is taken there: host_link_move_conflict() says which. */
 int host_link_move(int ifindex, int netns_fd, const char *new_name);
 /* Removes the alternative name `name` (IFLA_ALT_IFNAME, `ip link property del dev X altname
  * NAME`) from the link when the link lists it: 1 when removed, 0 when the link has no such
  * altname (kernels before 5.5 have none), else the kernel's negative errno. A link carrying its
  * old name as an altname cannot take that name back (-EEXIST), not even when moved home. */
 int host_link_drop_altname(int ifindex, const char *name);
+
+/* An alternative name's size (the kernel's ALTIFNAMSIZ), NUL included. */
+#define HOST_ALTNAME_SIZE 128
+
+/* Which name made host_link_move() answer -EEXIST (its return value; the name in ret): */
+enum host_move_conflict {
+        HOST_MOVE_TAKEN_NAME = 1, /* another link has new_name as its name or an altname */
+        HOST_MOVE_TAKEN_ALTNAME,  /* one of the link's altnames is a name or altname there */
+        HOST_MOVE_OWN_ALTNAME,    /* new_name is one of the link's own altnames */
+};
+/* After host_link_move(ifindex, netns_fd, new_name) answered -EEXIST: which name is taken in the
+ * target namespace. ifname is the link's name, the one it had before the move. The kernel
+ * refuses the move (nothing moved) when one of the link's altnames is a name or altname in the
+ * target (kernels whose netns move checks altnames: 6.1.0-50 and 6.18 measured), or when both
+ * its name and new_name are; it moves the link and then refuses the rename when new_name is
+ * taken there, also as one of the link's own altnames (it stays there under ifname). So the link
+ * is looked for in the calling thread's namespace, else in the target, and the names checked in
+ * the kernel's order. Returns an enum host_move_conflict value, -ENOENT when no name is taken
+ * (any more), or a negative errno; the thread is back in its namespace on return. */
+int host_link_move_conflict(const char *ifname, int netns_fd, const char *new_name,
+                            char ret[static HOST_ALTNAME_SIZE]);
 /* family AF_INET / AF_INET6, addr 4 or 16 bytes. */
 int host_addr_add(int ifindex, int family, const void *addr, int prefixlen);
 /* dst NULL with dst_len 0 = default route; gw NULL = on-link. */

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -217,6 +218,109 @@ static void test_altname_blocks_move_home(void **state)
         assert_true(if_nametoindex("net3") > 0);
 }
 
+static bool in_namespace(int ns_fd)
+{
+        struct stat a, b;
+        assert_int_equal(stat("/proc/thread-self/ns/net", &a), 0);
+        assert_int_equal(fstat(ns_fd, &b), 0);
+        return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* A link carrying an altname that is a name or altname in the target: the kernel (one whose
+ * netns move checks altnames) refuses the move with EEXIST and moves nothing, although new_name is
+ * free there; the plugin reported "that name is taken there" (new_name's) for it.
+ * host_link_move_conflict names the altname, also one longer than an interface name, and leaves the
+ * thread where it was. */
+static void test_move_refused_for_altname(void **state)
+{
+        require_netns();
+        create_veth("cnita0", "cnita1");
+        struct host_link l;
+        assert_int_equal(host_link_get("cnita0", &l), 0);
+        if (add_alt_name(l.ifindex, "cnitalt") < 0) {
+                print_message("skipped: this kernel has no alternative interface names\n");
+                skip();
+        }
+        static const char long_alt[] = "cnita0-an-altname-longer-than-ifnamsiz";
+        assert_int_equal(add_alt_name(l.ifindex, long_alt), 0);
+        /* the pod has a link named like the first altname, another carrying the second */
+        assert_int_equal(host_netns_enter(pod_ns), 0);
+        create_veth("cnitalt", "cnitp1");
+        create_veth("cnitq0", "cnitq1");
+        assert_int_equal(add_alt_name((int)if_nametoindex("cnitq0"), long_alt), 0);
+        assert_int_equal(host_netns_enter(host_ns), 0);
+
+        int r = host_link_move(l.ifindex, pod_ns, "net4");
+        if (r == 0) {
+                print_message("skipped: this kernel does not check altnames when moving a link\n");
+                skip();
+        }
+        assert_int_equal(r, -EEXIST);
+        /* nothing moved, nothing renamed */
+        assert_int_equal(if_nametoindex("cnita0"), (unsigned)l.ifindex);
+        char name[HOST_ALTNAME_SIZE] = "";
+        assert_int_equal(host_link_move_conflict("cnita0", pod_ns, "net4", name),
+                         HOST_MOVE_TAKEN_ALTNAME);
+        assert_string_equal(name, "cnitalt");
+        assert_true(in_namespace(host_ns));
+
+        /* without that one, the long altname (looked up as IFLA_ALT_IFNAME) is in the way */
+        assert_int_equal(host_link_drop_altname(l.ifindex, "cnitalt"), 1);
+        assert_int_equal(host_link_move(l.ifindex, pod_ns, "net4"), -EEXIST);
+        assert_int_equal(if_nametoindex("cnita0"), (unsigned)l.ifindex);
+        assert_int_equal(host_link_move_conflict("cnita0", pod_ns, "net4", name),
+                         HOST_MOVE_TAKEN_ALTNAME);
+        assert_string_equal(name, long_alt);
+        assert_true(in_namespace(host_ns));
+
+        /* both free: moves */
+        assert_int_equal(host_link_drop_altname(l.ifindex, long_alt), 1);
+        assert_int_equal(host_link_move_conflict("cnita0", pod_ns, "net4", name), -ENOENT);
+        assert_int_equal(host_link_move(l.ifindex, pod_ns, "net4"), 0);
+        assert_int_equal(if_nametoindex("cnita0"), 0);
+        assert_int_equal(host_link_move_conflict("nosuchlink0", pod_ns, "net4", name), -ENODEV);
+        assert_true(in_namespace(host_ns));
+}
+
+/* new_name taken in the target: the kernel moves first and refuses the rename after, leaving
+ * the link there under its old name; new_name as one of the link's own altnames is refused
+ * the same way. host_link_move_conflict finds the link in the target and tells the two apart. */
+static void test_move_conflict_after_move(void **state)
+{
+        require_netns();
+        create_veth("cnitb0", "cnitb1");
+        struct host_link l;
+        assert_int_equal(host_link_get("cnitb0", &l), 0);
+        char name[HOST_ALTNAME_SIZE] = "";
+        /* not moved yet, its own name free there: "lo" alone does not stop the move */
+        assert_int_equal(host_link_move_conflict("cnitb0", pod_ns, "lo", name), -ENOENT);
+        assert_int_equal(host_link_move(l.ifindex, pod_ns, "lo"), -EEXIST);
+        assert_int_equal(if_nametoindex("cnitb0"), 0);
+        name[0] = '\0';
+        assert_int_equal(host_link_move_conflict("cnitb0", pod_ns, "lo", name),
+                         HOST_MOVE_TAKEN_NAME);
+        assert_string_equal(name, "lo");
+        assert_true(in_namespace(host_ns));
+        assert_int_equal(host_netns_enter(pod_ns), 0);
+        struct host_link p;
+        assert_int_equal(host_link_get("cnitb0", &p), 0);
+        assert_int_equal(host_link_move(p.ifindex, host_ns, "cnitb0"), 0);
+        assert_int_equal(host_netns_enter(host_ns), 0);
+
+        assert_int_equal(host_link_get("cnitb0", &l), 0);
+        if (add_alt_name(l.ifindex, "net5") < 0) {
+                print_message("skipped: this kernel has no alternative interface names\n");
+                skip();
+        }
+        assert_int_equal(host_link_move(l.ifindex, pod_ns, "net5"), -EEXIST);
+        assert_int_equal(if_nametoindex("cnitb0"), 0);
+        assert_int_equal(host_link_move_conflict("cnitb0", pod_ns, "net5", name),
+                         HOST_MOVE_OWN_ALTNAME);
+        assert_string_equal(name, "net5");
+        assert_true(in_namespace(host_ns));
+        assert_int_equal(host_link_move_conflict("cnitb0", pod_ns, "a/b", name), -EINVAL);
+}
+
 static void test_netns_files_and_vfs(void **state)
 {
         require_netns();
@@ -258,6 +362,8 @@ int main(void)
                 cmocka_unit_test(test_name_taken_in_target),
                 cmocka_unit_test(test_altname_equal_to_old_name),
                 cmocka_unit_test(test_altname_blocks_move_home),
+                cmocka_unit_test(test_move_refused_for_altname),
+                cmocka_unit_test(test_move_conflict_after_move),
                 cmocka_unit_test(test_netns_files_and_vfs),
         };
         return cmocka_run_group_tests(tests, setup, NULL);

@@ -181,6 +181,37 @@ refused "link_state on igb (EOPNOTSUPP): VF 2 moved nowhere, nothing left set" /
 
 netconf /tmp/taken.json "$VF2" ',"vlan":9'
 refused "CNI_IFNAME net1 already taken in pod A" /tmp/taken.json "$NSA" ctr-x '' 'net1 already exists'
+# VF 2 carries an altname (systemd-udevd gives VFs some, e.g. enp1s0f0v2) that pod C has as a
+# link's name, or as a link's altname: the kernel refuses the move (EEXIST, nothing moved) with
+# net1 free there; the message names the altname, not net1 ("that name is taken there" before)
+ALT_LONG=${HOST2}-altname-longer-than-ifnamsiz
+$IPR -n podC link add vf2alt type veth peer name vf2peer || fail "setup: pod C link vf2alt"
+$IPR -n podC link property add dev vf2peer altname "$ALT_LONG" || fail "setup: pod C altname"
+# kernels that do not check a moved link's altnames move such a VF (probed with a veth first)
+$IPR link add vfprobe0 type veth peer name vfprobe1 || fail "setup: probe veth"
+$IPR link property add dev vfprobe0 altname vf2alt || fail "setup: probe altname"
+if $IPR link set dev vfprobe0 netns podC 2>/dev/null; then
+    $IPR -n podC link del vfprobe0
+    ok "skip the altname-taken ADD: this kernel moves a link whose altname is taken in the target"
+else
+    $IPR link del vfprobe0
+    $IPR link property add dev "$HOST2" altname vf2alt || fail "setup: altname vf2alt on $HOST2"
+    refused "VF 2's altname vf2alt is a link's name in pod C" /tmp/taken.json "$NSC" ctr-x '' \
+        "failed to move $HOST2 into $NSC as net1: its altname vf2alt is taken there"
+    check "VF 2 keeps its altname vf2alt in the host" sh -c "$IPR -o link show dev $HOST2 | grep -q 'altname vf2alt'"
+    $IPR link property del dev "$HOST2" altname vf2alt || fail "setup: drop altname vf2alt"
+    $IPR link property add dev "$HOST2" altname "$ALT_LONG" || fail "setup: altname $ALT_LONG on $HOST2"
+    refused "VF 2's altname $ALT_LONG is a link's altname in pod C" /tmp/taken.json "$NSC" ctr-x '' \
+        "failed to move $HOST2 into $NSC as net1: its altname $ALT_LONG is taken there"
+    $IPR link property del dev "$HOST2" altname "$ALT_LONG" || fail "setup: drop altname $ALT_LONG"
+fi
+$IPR -n podC link del vf2alt || fail "setup: delete pod C's vf2alt"
+# net1 is one of VF 2's own altnames: the kernel moves it, then refuses it that name (EEXIST);
+# undone, and said so
+$IPR link property add dev "$HOST2" altname net1 || fail "setup: altname net1 on $HOST2"
+refused "VF 2 carries net1 as an altname" /tmp/taken.json "$NSC" ctr-x '' \
+    "failed to move $HOST2 into $NSC as net1: net1 is one of its own altnames"
+$IPR link property del dev "$HOST2" altname net1 || fail "setup: drop altname net1"
 echo 'this is not json' >/tmp/bad-json.json
 refused "a config that is not JSON" /tmp/bad-json.json "$NSC" ctr-c '' 'not JSON'
 # IPAM fails after the VF was configured and moved: everything undone
