@@ -12,6 +12,18 @@ real kubectl against the fake API server and the agent in cluster mode on a gene
    keeping the previous InProgress; the retry after the tree is back brings InProgress again.
 4. The same node under --dry-run: the pending change is planned, not applied; the NodeState
    says InProgress "dry run: N change(s) planned, not applied: ..." naming it, not Succeeded.
+5. Changes left after the apply rounds (agent/reconcile.c, agent/daemon.c): an MTU policy on
+   ens2f0 whose changes the apply accepts every round while the node does not show them yet.
+   The NodeState says InProgress "5 changes left after the apply rounds, applying again: ..."
+   naming them, the journal "reconciling again in 1 s", then 2 s (the retry backoff, not the
+   periodic check: that is 300 s here); once the node shows the new MTUs, the next retry
+   converges and the NodeState says Succeeded with lastSyncError "". On a generated tree the
+   MTU changes go by netlink to the kernel, so this case needs links of the tree's names: the
+   script runs itself in a private network namespace (`unshare -n`, root) with veth links
+   named ens2f0 and as its VFs there; the netlink calls succeed while the tree, which
+   discovery reads, keeps MTU 1500 until the test writes 9000 into it (the node "catching up",
+   as a driver finishing an MTU change late would). Without root, unshare or veth links the
+   case is skipped.
 Exit 1 on any failure.
 """
 import argparse
@@ -22,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
@@ -34,7 +47,33 @@ ct = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ct)
 
 
+# Set in the copy of this script that runs in its own network namespace (case 5).
+NETNS_MARK = "CLUSTER_REPORTS_NETNS"
+
+
+def private_netns():
+    """True in a private network namespace with lo up: re-executes this script under
+    `unshare -n` first when it can (root). Only loopback and unix sockets are used, so cases
+    1-4 run the same either way."""
+    if os.environ.get(NETNS_MARK) == "1":
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        return True
+    if os.geteuid() == 0 and shutil.which("unshare") and shutil.which("ip") and \
+            subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
+        os.environ[NETNS_MARK] = "1"
+        os.execvp("unshare", ["unshare", "-n", sys.executable, os.path.abspath(__file__)] +
+                  sys.argv[1:])
+    return False
+
+
+def link_mtu(name):
+    out = subprocess.run(["ip", "-j", "link", "show", "dev", name], capture_output=True,
+                         text=True)
+    return json.loads(out.stdout)[0].get("mtu") if out.returncode == 0 else None
+
+
 def main():
+    netns = private_netns()
     ap = argparse.ArgumentParser()
     ap.add_argument("--agent", required=True)
     ap.add_argument("--fake-kubelet", required=True)
@@ -145,6 +184,18 @@ def main():
         check("dry run: sriov_numvfs untouched",
               ct.numvfs(sysfs, ice["pciAddress"]) == str(ice["numVfs"]),
               ct.numvfs(sysfs, ice["pciAddress"]))
+
+        # 5. Changes left after the apply rounds: InProgress, the retry backoff, Succeeded.
+        agent.terminate()
+        agent.wait(timeout=10)
+        agent = None
+        if not netns:
+            print("SKIP changes left after the apply rounds: needs root and unshare -n for "
+                  "links named as the tree's netdevs", flush=True)
+        elif not add_links(ice):
+            print("SKIP changes left after the apply rounds: cannot add veth links", flush=True)
+        else:
+            agent = changes_left(args, cluster, kubelet, sysfs, kdir, state, work, ice)
     finally:
         if agent:
             agent.terminate()
@@ -154,6 +205,91 @@ def main():
         cluster.stop()
 
     return finish(work)
+
+
+def netdev_names(pf):
+    return [pf["ifname"]] + [vf["ifname"] for vf in pf["vfs"]]
+
+
+def add_links(pf):
+    """Links named as the PF's and its VFs' netdevs, MTU 1500 as in the tree: veth pairs (the
+    dummy module is not in every kernel). False when the kernel refuses."""
+    names = netdev_names(pf)
+    ends = names + ([] if len(names) % 2 == 0 else ["left-spare"])
+    for a, b in zip(ends[0::2], ends[1::2]):
+        if subprocess.run(["ip", "link", "add", "name", a, "type", "veth", "peer", "name", b],
+                          capture_output=True).returncode != 0:
+            return False
+    return True
+
+
+def changes_left(args, cluster, kubelet, sysfs, kdir, state, work, ice):
+    """Case 5; returns the agent it started (the caller stops it)."""
+    pf = ice["ifname"]
+    names = netdev_names(ice)
+    policy = json.loads(ct.policy_yaml("e810", "sriov_e810", pf, ice["numVfs"]))
+    policy["spec"]["mtu"] = 9000
+    cluster.ok("apply", "-f", "-", stdin=json.dumps(policy))
+    log_path = os.path.join(work, "agent-left.log")
+    kubelet.wait_for(lambda e: False, 1)  # what the earlier agents' pools said is not looked at
+    mark = len(kubelet.seen)
+    # --resync-interval 300: only the retry backoff can bring the next reconcile in time.
+    agent = subprocess.Popen(
+        [args.agent, "run", "--node-name", ct.NODE, "--kubeconfig", cluster.env["KUBECONFIG"],
+         "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--state-dir", state,
+         "--devinfo-dir", os.path.join(work, "devinfo"), "--pod-resources-socket", "none",
+         "--resync-interval", "300"], stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+
+    def log():
+        with open(log_path) as f:
+            return f.read()
+
+    def left_status():
+        st = (cluster.nodestate() or {}).get("status", {})
+        return st if " left after the apply rounds" in st.get("lastSyncError", "") else None
+    st = ct.wait(left_status, 20) or {}
+    err = st.get("lastSyncError", "")
+    want = "5 changes left after the apply rounds, applying again: " + ", ".join(
+        ["%s (%s): set-pf-mtu -> 9000" % (ice["pciAddress"], pf)] +
+        ["%s (%s): set-vf-mtu vf %d -> 9000" % (ice["pciAddress"], pf, i) for i in range(3)] +
+        ["and 1 more"])
+    check("changes left: NodeState InProgress naming the changes still due",
+          st.get("syncStatus") == "InProgress" and err == want,
+          "%s\nwanted: %s" % (
+              json.dumps(st or (cluster.nodestate() or {}).get("status", {}))[:600], want))
+    check("changes left: the apply did change the links (netlink)",
+          all(link_mtu(n) == 9000 for n in names), str([link_mtu(n) for n in names]))
+    line = "5 change(s) left after the apply rounds; reconciling again in %d s"
+    retried = ct.wait(lambda: line % 2 in log(), 15)
+    check("changes left: retried through the backoff (journal: again in 1 s, then in 2 s)",
+          retried and line % 1 in log() and log().index(line % 1) < log().index(line % 2),
+          log()[-1500:])
+    check("changes left: still InProgress while the node does not show them",
+          (cluster.nodestate() or {}).get("status", {}).get("syncStatus") == "InProgress")
+    e810 = ev("devices", ct.E810_RESOURCE)
+    kubelet.wait_for(lambda e: False, 0.5)  # every event so far into kubelet.seen
+    lists = [e for e in kubelet.seen[mark:] if e810(e)]
+    check("changes left: the PF's pool has no devices while its own MTU change is due",
+          lists and not lists[-1].get("devices"), json.dumps(lists[-1:])[:400])
+
+    # The node catches up: the tree shows what the links have.
+    for name in names:
+        path = os.path.realpath(os.path.join(sysfs, "class", "net", name, "mtu"))
+        with open(path + ".new", "w") as f:
+            f.write("9000\n")
+        os.rename(path + ".new", path)
+    caught_up = time.monotonic()
+    ns = ct.wait(ct.sync_status(cluster, "Succeeded"), 15)
+    st = (ns or cluster.nodestate() or {}).get("status", {})
+    check("changes left: the next retry converges, NodeState Succeeded, lastSyncError \"\"",
+          ns is not None and st.get("lastSyncError") == "", json.dumps(st)[:600])
+    print("  converged %.1f s after the node caught up" % (time.monotonic() - caught_up))
+    vfs = sorted(vf["pciAddress"] for vf in ice["vfs"])
+    full = kubelet.wait_for(lambda e: e810(e) and sorted(
+        d["id"] for d in e.get("devices") or [] if d["health"] == "Healthy") == vfs, 10)
+    check("changes left: once converged, the PF's pool has its %d VFs" % len(vfs),
+          full is not None, json.dumps([e for e in kubelet.seen[mark:] if e810(e)][-1:])[:400])
+    return agent
 
 
 if __name__ == "__main__":
