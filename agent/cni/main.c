@@ -174,6 +174,35 @@ static int reset_pf_side(struct plugin *p, const struct cni_cache *c, bool best_
         return first;
 }
 
+/* Why the kernel refused to move the VF's netdev (named ifname where it is) into target_ns as
+ * new_name. EEXIST means a name is taken there, but not necessarily new_name: one of the VF's
+ * altnames may be (the kernel then moves nothing), or new_name may be one of the VF's own
+ * altnames. Back in the calling thread's namespace on return; only on this failure path. */
+static void move_refused_why(struct plugin *p, int err, int target_ns, const char *ifname,
+                             const char *new_name, char *buf, size_t size)
+{
+        char name[HOST_ALTNAME_SIZE];
+        if (err != -EEXIST) {
+                snprintf(buf, size, "%s", strerror(-err));
+                return;
+        }
+        switch (NL(p, host_link_move_conflict(ifname, target_ns, new_name, name))) {
+        case HOST_MOVE_TAKEN_ALTNAME:
+                snprintf(buf, size, "its altname %s is taken there", name);
+                break;
+        case HOST_MOVE_TAKEN_NAME:
+                snprintf(buf, size, "%s is taken there", name);
+                break;
+        case HOST_MOVE_OWN_ALTNAME:
+                snprintf(buf, size,
+                         "%s is one of its own altnames (a link cannot take one as its name)",
+                         name);
+                break;
+        default: /* gone meanwhile, or not readable */
+                snprintf(buf, size, "%s or one of its altnames is taken there", new_name);
+        }
+}
+
 /* The netdev as ADD found it: down, its MAC and MTU back, moved back to the host under its
  * old name. Called from the host namespace; pod_ns is the pod's. */
 static int release_netdev(struct plugin *p, int pod_ns, const char *ifname,
@@ -223,15 +252,17 @@ static int release_netdev(struct plugin *p, int pod_ns, const char *ifname,
         /* back to the host even when MAC or MTU could not be restored: a VF stuck in a pod's
          * namespace is lost to every other pod; the first error is still reported */
         int rm = NL(p, host_link_move(l.ifindex, p->host_ns, c->orig.host_ifname));
+        char why[HOST_ALTNAME_SIZE + 96] = "";
         if (r >= 0 && rm < 0) {
                 step = "move it back to the host";
                 r = rm;
+                move_refused_why(p, rm, p->host_ns, ifname, c->orig.host_ifname, why, sizeof(why));
         }
         int r2 = enter_ns(p, p->host_ns, "host");
         if (r < 0)
                 return fail(p, CNI_ERR_GENERIC, r, "VF %s: %s in %s: cannot %s (as %s): %s",
                             c->device_id, ifname, p->netns, step, c->orig.host_ifname,
-                            strerror(-r));
+                            why[0] ? why : strerror(-r));
         return r2;
 }
 
@@ -350,36 +381,6 @@ static int attachment_name(struct plugin *p, char name[static NAME_MAX + 1])
                             "CNI_CONTAINERID \"%s\" / CNI_IFNAME \"%s\" are not usable names",
                             p->container_id, p->ifname);
         return 0;
-}
-
-/* Why the kernel refused to move the VF's netdev (host name vf_ifname) into the pod's namespace
- * as CNI_IFNAME. EEXIST means a name is taken there, but not necessarily CNI_IFNAME (checked
- * before the move): one of the VF's altnames may be (the kernel then moves nothing), or
- * CNI_IFNAME may be one of the VF's own altnames. Called from the host namespace, back there on
- * return; only on this failure path. */
-static void move_refused_why(struct plugin *p, int err, int pod_ns, const char *vf_ifname,
-                             char *buf, size_t size)
-{
-        char name[HOST_ALTNAME_SIZE];
-        if (err != -EEXIST) {
-                snprintf(buf, size, "%s", strerror(-err));
-                return;
-        }
-        switch (NL(p, host_link_move_conflict(vf_ifname, pod_ns, p->ifname, name))) {
-        case HOST_MOVE_TAKEN_ALTNAME:
-                snprintf(buf, size, "its altname %s is taken there", name);
-                break;
-        case HOST_MOVE_TAKEN_NAME:
-                snprintf(buf, size, "%s is taken there", name);
-                break;
-        case HOST_MOVE_OWN_ALTNAME:
-                snprintf(buf, size,
-                         "%s is one of its own altnames (a link cannot take one as its name)",
-                         name);
-                break;
-        default: /* gone meanwhile, or not readable */
-                snprintf(buf, size, "%s or one of its altnames is taken there", p->ifname);
-        }
 }
 
 static int cmd_add(struct plugin *p)
@@ -536,7 +537,7 @@ static int cmd_add(struct plugin *p)
                         struct host_link still;
                         moved = host_link_get(loc.vf_ifname, &still) == -ENODEV;
                         char why[HOST_ALTNAME_SIZE + 96];
-                        move_refused_why(p, r, pod_ns, loc.vf_ifname, why, sizeof(why));
+                        move_refused_why(p, r, pod_ns, loc.vf_ifname, p->ifname, why, sizeof(why));
                         fail(p, CNI_ERR_GENERIC, r, "failed to move %s into %s as %s: %s",
                              loc.vf_ifname, p->netns, p->ifname, why);
                         goto undo;

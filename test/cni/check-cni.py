@@ -4,9 +4,11 @@ the first netlink request, on a generated sysfs tree (test/sysfs-gen). Bad input
 error JSON and exit 1 and leaves the records directory as it was; DEL without a record and DEL
 of an upstream-written record without a namespace succeed; VERSION/STATUS/GC; the binary links
 only libnl-3 and jansson. As root, DEL of a VF netdev (a veth, in private namespaces) that carries
-its host name as an altname. The real-kernel half is the lab scenario test/vm/scenarios/07-cni.sh.
+its host name as an altname, and DEL refused because its host name or one of its altnames is taken
+in the host (the error names which). The real-kernel half is the lab scenario test/vm/scenarios/07-cni.sh.
 
     check-cni.py PLUGIN"""
+import contextlib
 import json
 import os
 import subprocess
@@ -77,18 +79,20 @@ def ip(*args, ns_pid=None):
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
-def del_altname_case(binary):
-    """Run in a private network namespace standing in for the host (see main): a VF netdev (a
-    veth here) in a pod's namespace that carries its host name as an altname, as systemd-udevd
-    before v254 leaves a renamed link (upstream sriov-cni issue #250): the kernel refuses to
-    give it that name back (EEXIST after moving it). DEL drops the altname and restores the
-    name; without that it failed and left the VF in the host under the pod's name."""
+@contextlib.contextmanager
+def vf_in_pod(binary, vf_index, altnames=()):
+    """In a private network namespace standing in for the host (see main): a VF netdev (a veth
+    here) already moved into a pod's namespace as net1, carrying `altnames`, and the records an
+    ADD wrote for it (the PF side untouched: this host has no such PF). Yields (plugin, pod
+    pid, pod netns path, the VF's PCI address, its host name), or None when this kernel has no
+    alternative names."""
     with tempfile.TemporaryDirectory() as tmp:
         sysfs, state = os.path.join(tmp, "sys"), os.path.join(tmp, "state")
         man = json.loads(subprocess.run([sys.executable, GEN, "--out", sysfs, "--manifest"],
                                         check=True, capture_output=True).stdout)
         pf = man["pfs"][0]
-        vf, host_name = pf["vfs"][1]["pciAddress"], pf["vfs"][1]["ifname"]
+        vf = pf["vfs"][vf_index]["pciAddress"]
+        host_name = pf["vfs"][vf_index]["ifname"]
         os.makedirs(os.path.join(state, "pci"))
         pod = subprocess.Popen(["unshare", "-n", "sleep", "60"])
         try:
@@ -97,47 +101,90 @@ def del_altname_case(binary):
                 if os.readlink(netns) != os.readlink("/proc/self/ns/net"):
                     break
                 subprocess.run(["sleep", "0.01"])
-            ip("link", "add", host_name, "type", "veth", "peer", "name", "peer0")
+            ip("link", "add", host_name, "type", "veth", "peer", "name", f"peer{vf_index}")
             ip("link", "set", host_name, "netns", str(pod.pid), "name", "net1")
-            if ip("link", "property", "add", "dev", "net1", "altname", host_name,
-                  ns_pid=pod.pid).returncode != 0:
-                print("skip DEL with an altname: this kernel has no alternative names")
-                return
-            check("the pod's net1 answers to its host name too (altname)",
-                  ip("-o", "link", "show", host_name, ns_pid=pod.pid).returncode == 0)
-            # a record as ADD wrote it (the PF side untouched: this host has no such PF)
+            for a in altnames:
+                if ip("link", "property", "add", "dev", "net1", "altname", a,
+                      ns_pid=pod.pid).returncode != 0:
+                    yield None
+                    return
             record = {"cniVersion": "1.0.0", "name": "highnet", "type": "sriov",
                       "OrigVfState": {"HostIFName": host_name, "SpoofChk": False,
                                       "Trust": False, "AdminMAC": "", "EffectiveMAC": "",
                                       "Vlan": 0, "VlanQoS": 0, "VlanProto": 33024,
                                       "MinTxRate": 0, "MaxTxRate": 0, "LinkState": 0,
                                       "MTU": 0},
-                      "Master": pf["ifname"], "MAC": "", "deviceID": vf, "VFID": 1,
+                      "Master": pf["ifname"], "MAC": "", "deviceID": vf, "VFID": vf_index,
                       "runtimeConfig": {}}
             with open(os.path.join(state, "alt-net1"), "w") as f:
                 json.dump(record, f)
             with open(os.path.join(state, "pci", vf), "w") as f:
                 f.write(netns)
-            plugin = Plugin(binary, sysfs, state)
-            rc, out, err = plugin.run("DEL", conf(vf), cid="alt", netns=netns)
-            check("DEL of a VF carrying its host name as an altname: success", rc == 0,
-                  f"rc={rc} out={out} err={err}")
-            shown = ip("-o", "link", "show", host_name)
-            check(f"the VF is back in the host as {host_name}",
-                  shown.returncode == 0 and f": {host_name}@" in shown.stdout, shown.stdout)
-            check("its altname is gone", "altname" not in shown.stdout, shown.stdout)
-            check("nothing named net1 is left in the host or the pod",
-                  ip("link", "show", "net1").returncode != 0 and
-                  ip("link", "show", "net1", ns_pid=pod.pid).returncode != 0)
+            yield Plugin(binary, sysfs, state), pod.pid, netns, vf, host_name
         finally:
             pod.kill()
             pod.wait()
 
 
+def del_altname_case(binary):
+    """A VF netdev in a pod's namespace that carries its host name as an altname, as
+    systemd-udevd before v254 leaves a renamed link (upstream sriov-cni issue #250): the kernel
+    refuses to give it that name back (EEXIST after moving it). DEL drops the altname and
+    restores the name; without that it failed and left the VF in the host under the pod's
+    name."""
+    with vf_in_pod(binary, 1, altnames=["placeholder"]) as staged:
+        if staged is None:
+            print("skip DEL with an altname: this kernel has no alternative names")
+            return
+        plugin, pod, netns, vf, host_name = staged
+        ip("link", "property", "del", "dev", "net1", "altname", "placeholder", ns_pid=pod)
+        ip("link", "property", "add", "dev", "net1", "altname", host_name, ns_pid=pod)
+        check("the pod's net1 answers to its host name too (altname)",
+              ip("-o", "link", "show", host_name, ns_pid=pod).returncode == 0)
+        rc, out, err = plugin.run("DEL", conf(vf), cid="alt", netns=netns)
+        check("DEL of a VF carrying its host name as an altname: success", rc == 0,
+              f"rc={rc} out={out} err={err}")
+        shown = ip("-o", "link", "show", host_name)
+        check(f"the VF is back in the host as {host_name}",
+              shown.returncode == 0 and f": {host_name}@" in shown.stdout, shown.stdout)
+        check("its altname is gone", "altname" not in shown.stdout, shown.stdout)
+        check("nothing named net1 is left in the host or the pod",
+              ip("link", "show", "net1").returncode != 0 and
+              ip("link", "show", "net1", ns_pid=pod).returncode != 0)
+
+
+def del_name_taken_cases(binary):
+    """DEL cannot give the VF back when a name is taken in the host: the error must say which
+    (the kernel only answers EEXIST). Its host name taken: the kernel moves the VF, then refuses
+    the name. One of its altnames taken: the kernel moves nothing."""
+    with vf_in_pod(binary, 2) as staged:
+        plugin, pod, netns, vf, host_name = staged
+        ip("link", "add", host_name, "type", "veth", "peer", "name", "squat0")
+        rc, out, err = plugin.run("DEL", conf(vf), cid="alt", netns=netns)
+        msg = (out or {}).get("msg", "")
+        check(f"DEL with {host_name} taken in the host: fails naming it",
+              rc == 1 and msg.endswith(f"(as {host_name}): {host_name} is taken there"),
+              f"rc={rc} out={out} err={err}")
+    with vf_in_pod(binary, 3, altnames=["vf3alt"]) as staged:
+        if staged is None:
+            print("skip DEL with an altname taken: this kernel has no alternative names")
+            return
+        plugin, pod, netns, vf, host_name = staged
+        ip("link", "add", "vf3alt", "type", "veth", "peer", "name", "squat1")
+        rc, out, err = plugin.run("DEL", conf(vf), cid="alt", netns=netns)
+        msg = (out or {}).get("msg", "")
+        check("DEL with the VF's altname vf3alt taken in the host: fails naming it",
+              rc == 1 and msg.endswith(f"(as {host_name}): its altname vf3alt is taken there"),
+              f"rc={rc} out={out} err={err}")
+        check("the VF stays in the pod as net1 (the kernel moved nothing)",
+              ip("link", "show", "net1", ns_pid=pod).returncode == 0)
+
+
 def main():
     if sys.argv[1] == "--del-altname":
         del_altname_case(os.path.abspath(sys.argv[2]))
-        print(f"check-cni (DEL with an altname): {len(FAILURES)} failure(s)")
+        del_name_taken_cases(os.path.abspath(sys.argv[2]))
+        print(f"check-cni (DEL in private namespaces): {len(FAILURES)} failure(s)")
         return 1 if FAILURES else 0
     binary = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as tmp:
@@ -251,7 +298,8 @@ def main():
                                 "--del-altname", binary], capture_output=True, text=True,
                                timeout=40)
             print(p.stdout + p.stderr, end="")
-            check("DEL with an altname equal to the host name (own namespace)",
+            check("DEL with an altname equal to the host name, and with a name taken in the "
+                  "host (own namespace)",
                   p.returncode == 0, f"rc={p.returncode}")
 
     print(f"check-cni: {len(FAILURES)} failure(s)")
