@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Desired states, applied records and apply reports built in code, for the unit tests of the
- * reconcile's decisions (test-advertise, test-records, test-vf-usage, test-apply-report).
+ * reconcile's decisions (test-advertise, test-records, test-vf-usage, test-apply-report,
+ * test-freeze).
  * Header-only; asserts (cmocka) on allocation failure. Include after <cmocka.h>. */
 #pragma once
 
@@ -13,6 +14,23 @@
 #include "plan/apply-report.h"
 #include "plan/plan.h"
 #include "util/array.h"
+
+/* A node as the decision tests start from: its inventory, what the policies want, the agent's
+ * records and the plan between them. fx_node_done() frees all four. */
+struct fx_node {
+        struct inventory inv;
+        struct desired_state d;
+        struct applied_state prev;
+        struct plan p;
+};
+
+static inline void fx_node_done(struct fx_node *n)
+{
+        plan_done(&n->p);
+        applied_state_done(&n->prev);
+        desired_state_done(&n->d);
+        inventory_done(&n->inv);
+}
 
 /* A netdevice group "<resource>" over VFs start..end. */
 static inline struct vf_group fx_group(const char *resource, int start, int end)

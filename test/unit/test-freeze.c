@@ -41,27 +41,24 @@ static const struct plan_problem *only_problem(const struct plan *p, const char 
  * planned over its file; A is planned as without the bad record. */
 static void test_frozen_pf_held_others_planned(void **state)
 {
-        struct inventory inv = { 0 };
-        struct desired_state d = { 0 };
-        struct applied_state prev = { 0 };
-        struct plan p = { 0 };
+        struct fx_node n = { 0 };
 
-        fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 0, 1500, "mlx5_core");
-        fake_add_pf(&inv, PF_B, "ens1f1", 0x15b3, 0x101b, 16, 0, 1500, "mlx5_core");
-        fx_want(&d, PF_A, "ens1f0", 4, 0, fx_group("a", 0, 3));
-        fx_want(&d, PF_B, "ens1f1", 4, 0, fx_group("b", 0, 3));
-        add_bad(&prev, PF_B, "/var/lib/sriov-agent/" PF_B ".json: not JSON: line 1: x");
+        fake_add_pf(&n.inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 0, 1500, "mlx5_core");
+        fake_add_pf(&n.inv, PF_B, "ens1f1", 0x15b3, 0x101b, 16, 0, 1500, "mlx5_core");
+        fx_want(&n.d, PF_A, "ens1f0", 4, 0, fx_group("a", 0, 3));
+        fx_want(&n.d, PF_B, "ens1f1", 4, 0, fx_group("b", 0, 3));
+        add_bad(&n.prev, PF_B, "/var/lib/sriov-agent/" PF_B ".json: not JSON: line 1: x");
 
-        assert_int_equal(plan_build(&d, &inv, &prev, &p), 0);
-        assert_true(fx_plan_touches(&p, PF_B)); /* the planner alone would change B */
-        assert_int_equal(plan_freeze_bad_records(&p, &prev), 0);
+        assert_int_equal(plan_build(&n.d, &n.inv, &n.prev, &n.p), 0);
+        assert_true(fx_plan_touches(&n.p, PF_B)); /* the planner alone would change B */
+        assert_int_equal(plan_freeze_bad_records(&n.p, &n.prev), 0);
 
-        assert_false(fx_plan_touches(&p, PF_B));
-        assert_true(fx_plan_has(&p, PF_A, ACTION_SET_NUM_VFS));
-        assert_int_equal(p.applied.n_pfs, 1);
-        assert_string_equal(p.applied.pfs[0].pci_address, PF_A);
-        assert_true(prev.bad[0].would_change);
-        const struct plan_problem *pb = only_problem(&p, PF_B);
+        assert_false(fx_plan_touches(&n.p, PF_B));
+        assert_true(fx_plan_has(&n.p, PF_A, ACTION_SET_NUM_VFS));
+        assert_int_equal(n.p.applied.n_pfs, 1);
+        assert_string_equal(n.p.applied.pfs[0].pci_address, PF_A);
+        assert_true(n.prev.bad[0].would_change);
+        const struct plan_problem *pb = only_problem(&n.p, PF_B);
         print_message("  %s\n", pb->message);
         assert_non_null(strstr(pb->message, "state record unusable (/var/lib/sriov-agent/" PF_B
                                             ".json: not JSON: line 1: x)"));
@@ -69,60 +66,46 @@ static void test_frozen_pf_held_others_planned(void **state)
         assert_non_null(strstr(pb->message, "until the file is fixed or removed"));
         assert_false(pb->pf_failed); /* Failed through apply_report_add_frozen(), not twice */
 
-        plan_done(&p);
-        applied_state_done(&prev);
-        desired_state_done(&d);
-        inventory_done(&inv);
+        fx_node_done(&n);
 }
 
 /* A frozen PF with nothing to change is still reported (its file is still bad), without saying
  * that changes were held back. */
 static void test_frozen_pf_without_changes(void **state)
 {
-        struct inventory inv = { 0 };
-        struct desired_state d = { 0 };
-        struct applied_state prev = { 0 };
-        struct plan p = { 0 };
+        struct fx_node n = { 0 };
 
-        fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 0, 1500, "mlx5_core");
-        add_bad(&prev, PF_A, PF_A ".json: record is for PF 0000:5e:00.0.json");
+        fake_add_pf(&n.inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 0, 1500, "mlx5_core");
+        add_bad(&n.prev, PF_A, PF_A ".json: record is for PF 0000:5e:00.0.json");
 
-        assert_int_equal(plan_build(&d, &inv, &prev, &p), 0);
-        assert_int_equal(plan_freeze_bad_records(&p, &prev), 0);
-        assert_int_equal(p.n_actions, 0);
-        assert_false(prev.bad[0].would_change);
-        const struct plan_problem *pa = only_problem(&p, PF_A);
+        assert_int_equal(plan_build(&n.d, &n.inv, &n.prev, &n.p), 0);
+        assert_int_equal(plan_freeze_bad_records(&n.p, &n.prev), 0);
+        assert_int_equal(n.p.n_actions, 0);
+        assert_false(n.prev.bad[0].would_change);
+        const struct plan_problem *pa = only_problem(&n.p, PF_A);
         print_message("  %s\n", pa->message);
         assert_non_null(strstr(pa->message, "record is for PF"));
         assert_null(strstr(pa->message, "held back"));
 
-        plan_done(&p);
-        applied_state_done(&prev);
-        inventory_done(&inv);
+        fx_node_done(&n);
 }
 
 /* A record's file name may spell the PCI address in capitals: it still freezes that PF. */
 static void test_pci_address_case_insensitive(void **state)
 {
-        struct inventory inv = { 0 };
-        struct desired_state d = { 0 };
-        struct applied_state prev = { 0 };
-        struct plan p = { 0 };
+        struct fx_node n = { 0 };
 
-        fake_add_pf(&inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 0, 1500, "mlx5_core");
-        fx_want(&d, PF_A, "ens1f0", 4, 0, fx_group("a", 0, 3));
-        add_bad(&prev, "0000:3B:00.0", "0000:3B:00.0.json: not JSON");
+        fake_add_pf(&n.inv, PF_A, "ens1f0", 0x15b3, 0x101b, 16, 0, 1500, "mlx5_core");
+        fx_want(&n.d, PF_A, "ens1f0", 4, 0, fx_group("a", 0, 3));
+        add_bad(&n.prev, "0000:3B:00.0", "0000:3B:00.0.json: not JSON");
 
-        assert_int_equal(plan_build(&d, &inv, &prev, &p), 0);
-        assert_int_equal(plan_freeze_bad_records(&p, &prev), 0);
-        assert_false(fx_plan_touches(&p, PF_A));
-        assert_int_equal(p.applied.n_pfs, 0);
-        assert_true(prev.bad[0].would_change);
+        assert_int_equal(plan_build(&n.d, &n.inv, &n.prev, &n.p), 0);
+        assert_int_equal(plan_freeze_bad_records(&n.p, &n.prev), 0);
+        assert_false(fx_plan_touches(&n.p, PF_A));
+        assert_int_equal(n.p.applied.n_pfs, 0);
+        assert_true(n.prev.bad[0].would_change);
 
-        plan_done(&p);
-        applied_state_done(&prev);
-        desired_state_done(&d);
-        inventory_done(&inv);
+        fx_node_done(&n);
 }
 
 int main(void)

@@ -45,25 +45,22 @@ static bool removed(const struct record_changes *c, const char *pci)
 /* A: new to the agent, 0 -> 4 VFs. B: the agent's, 4 -> 6 VFs. C: new, already as desired. */
 static void test_record_written_before_the_first_change(void **state)
 {
-        struct inventory inv = { 0 };
-        struct desired_state d = { 0 };
-        struct applied_state prev = { 0 };
+        struct fx_node n = { 0 };
         struct record_changes c = { 0 };
-        struct plan p = { 0 };
 
-        fake_add_pf(&inv, PF_A, "ens1f0", 0x8086, 0x1592, 8, 0, 1500, NULL);
-        fake_add_pf(&inv, PF_B, "ens1f1", 0x8086, 0x1592, 8, 4, 1500, "iavf");
-        fake_add_pf(&inv, PF_C, "ens2f0", 0x8086, 0x1592, 8, 4, 1500, "iavf");
-        fx_owned(&prev, PF_B, 4, 2, "b");
-        fx_want(&d, PF_A, "ens1f0", 4, 0, fx_group("a", 0, 3));
-        fx_want(&d, PF_B, "ens1f1", 6, 0, fx_group("b", 0, 5));
-        fx_want(&d, PF_C, "ens2f0", 4, 0, fx_group("c", 0, 3));
-        assert_int_equal(plan_build(&d, &inv, &prev, &p), 0);
-        assert_true(fx_plan_touches(&p, PF_A));
-        assert_true(fx_plan_touches(&p, PF_B));
-        assert_false(fx_plan_touches(&p, PF_C));
+        fake_add_pf(&n.inv, PF_A, "ens1f0", 0x8086, 0x1592, 8, 0, 1500, NULL);
+        fake_add_pf(&n.inv, PF_B, "ens1f1", 0x8086, 0x1592, 8, 4, 1500, "iavf");
+        fake_add_pf(&n.inv, PF_C, "ens2f0", 0x8086, 0x1592, 8, 4, 1500, "iavf");
+        fx_owned(&n.prev, PF_B, 4, 2, "b");
+        fx_want(&n.d, PF_A, "ens1f0", 4, 0, fx_group("a", 0, 3));
+        fx_want(&n.d, PF_B, "ens1f1", 6, 0, fx_group("b", 0, 5));
+        fx_want(&n.d, PF_C, "ens2f0", 4, 0, fx_group("c", 0, 3));
+        assert_int_equal(plan_build(&n.d, &n.inv, &n.prev, &n.p), 0);
+        assert_true(fx_plan_touches(&n.p, PF_A));
+        assert_true(fx_plan_touches(&n.p, PF_B));
+        assert_false(fx_plan_touches(&n.p, PF_C));
 
-        assert_int_equal(records_before_apply(&p, &prev, &c), 0);
+        assert_int_equal(records_before_apply(&n.p, &n.prev, &c), 0);
         assert_int_equal(c.n_save, 1);
         assert_int_equal(c.n_remove, 0);
         const struct applied_pf *a = saved(&c, PF_A);
@@ -75,7 +72,7 @@ static void test_record_written_before_the_first_change(void **state)
         record_changes_done(&c);
 
         /* all applied: the agent manages exactly the desired PFs, with their new records */
-        assert_int_equal(records_after_apply(&p, &prev, &all_done, &c), 0);
+        assert_int_equal(records_after_apply(&n.p, &n.prev, &all_done, &c), 0);
         assert_int_equal(c.n_save, 3);
         assert_int_equal(saved(&c, PF_B)->applied.num_vfs, 6);
         assert_int_equal(saved(&c, PF_B)->original_num_vfs, 2);
@@ -83,10 +80,7 @@ static void test_record_written_before_the_first_change(void **state)
         assert_int_equal(c.n_remove, 0);
         record_changes_done(&c);
 
-        plan_done(&p);
-        applied_state_done(&prev);
-        desired_state_done(&d);
-        inventory_done(&inv);
+        fx_node_done(&n);
 }
 
 /* B left every policy: it is reset, and its record goes once the reset worked. If the reset
@@ -94,21 +88,18 @@ static void test_record_written_before_the_first_change(void **state)
  * and resets it on the next try. */
 static void test_released_pf_record_deleted_after_its_reset(void **state)
 {
-        struct inventory inv = { 0 };
-        struct desired_state d = { 0 };
-        struct applied_state prev = { 0 };
+        struct fx_node n = { 0 };
         struct record_changes c = { 0 };
-        struct plan p = { 0 };
 
-        fake_add_pf(&inv, PF_A, "ens1f0", 0x8086, 0x1592, 8, 4, 1500, "iavf");
-        fake_add_pf(&inv, PF_B, "ens1f1", 0x8086, 0x1592, 8, 4, 1500, "iavf");
-        fx_owned(&prev, PF_A, 4, 0, "a");
-        fx_owned(&prev, PF_B, 4, 0, "b");
-        fx_want(&d, PF_A, "ens1f0", 4, 0, fx_group("a", 0, 3));
-        assert_int_equal(plan_build(&d, &inv, &prev, &p), 0);
-        assert_true(fx_plan_has(&p, PF_B, ACTION_RESET_PF));
+        fake_add_pf(&n.inv, PF_A, "ens1f0", 0x8086, 0x1592, 8, 4, 1500, "iavf");
+        fake_add_pf(&n.inv, PF_B, "ens1f1", 0x8086, 0x1592, 8, 4, 1500, "iavf");
+        fx_owned(&n.prev, PF_A, 4, 0, "a");
+        fx_owned(&n.prev, PF_B, 4, 0, "b");
+        fx_want(&n.d, PF_A, "ens1f0", 4, 0, fx_group("a", 0, 3));
+        assert_int_equal(plan_build(&n.d, &n.inv, &n.prev, &n.p), 0);
+        assert_true(fx_plan_has(&n.p, PF_B, ACTION_RESET_PF));
 
-        assert_int_equal(records_after_apply(&p, &prev, &all_done, &c), 0);
+        assert_int_equal(records_after_apply(&n.p, &n.prev, &all_done, &c), 0);
         assert_non_null(saved(&c, PF_A));
         assert_null(saved(&c, PF_B));
         assert_true(removed(&c, PF_B));
@@ -118,17 +109,14 @@ static void test_released_pf_record_deleted_after_its_reset(void **state)
         for (size_t n_done = 0; n_done <= 1; n_done++) {
                 struct apply_report rep = { 0 };
                 fx_result(&rep, PF_B, n_done, -EBUSY, ACTION_RESET_PF);
-                assert_int_equal(records_after_apply(&p, &prev, &rep, &c), 0);
+                assert_int_equal(records_after_apply(&n.p, &n.prev, &rep, &c), 0);
                 assert_false(removed(&c, PF_B));
                 assert_int_equal(c.n_remove, 0);
                 record_changes_done(&c);
                 apply_report_done(&rep);
         }
 
-        plan_done(&p);
-        applied_state_done(&prev);
-        desired_state_done(&d);
-        inventory_done(&inv);
+        fx_node_done(&n);
 }
 
 /* B's change 4 -> 6 VFs failed before anything changed: its old record (4 VFs, what its VFs
@@ -136,36 +124,30 @@ static void test_released_pf_record_deleted_after_its_reset(void **state)
  * action of it went through, the new record is written. */
 static void test_failed_before_any_change_keeps_the_old_record(void **state)
 {
-        struct inventory inv = { 0 };
-        struct desired_state d = { 0 };
-        struct applied_state prev = { 0 };
+        struct fx_node n = { 0 };
         struct record_changes c = { 0 };
-        struct plan p = { 0 };
 
-        fake_add_pf(&inv, PF_B, "ens1f1", 0x8086, 0x1592, 8, 4, 1500, "iavf");
-        fx_owned(&prev, PF_B, 4, 0, "b");
-        fx_want(&d, PF_B, "ens1f1", 6, 9000, fx_group("b", 0, 5));
-        assert_int_equal(plan_build(&d, &inv, &prev, &p), 0);
+        fake_add_pf(&n.inv, PF_B, "ens1f1", 0x8086, 0x1592, 8, 4, 1500, "iavf");
+        fx_owned(&n.prev, PF_B, 4, 0, "b");
+        fx_want(&n.d, PF_B, "ens1f1", 6, 9000, fx_group("b", 0, 5));
+        assert_int_equal(plan_build(&n.d, &n.inv, &n.prev, &n.p), 0);
 
         struct apply_report rep = { 0 };
         fx_result(&rep, PF_B, 0, -EBUSY, ACTION_SET_NUM_VFS);
-        assert_int_equal(records_after_apply(&p, &prev, &rep, &c), 0);
+        assert_int_equal(records_after_apply(&n.p, &n.prev, &rep, &c), 0);
         assert_int_equal(c.n_save, 0);
         assert_int_equal(c.n_remove, 0);
         record_changes_done(&c);
         apply_report_done(&rep);
 
         fx_result(&rep, PF_B, 1, -EINVAL, ACTION_SET_PF_MTU);
-        assert_int_equal(records_after_apply(&p, &prev, &rep, &c), 0);
+        assert_int_equal(records_after_apply(&n.p, &n.prev, &rep, &c), 0);
         assert_int_equal(c.n_save, 1);
         assert_int_equal(saved(&c, PF_B)->applied.num_vfs, 6);
         record_changes_done(&c);
         apply_report_done(&rep);
 
-        plan_done(&p);
-        applied_state_done(&prev);
-        desired_state_done(&d);
-        inventory_done(&inv);
+        fx_node_done(&n);
 }
 
 /* F has VFs someone else made and no policy selects it: no action, and no record is ever
@@ -174,76 +156,64 @@ static void test_failed_before_any_change_keeps_the_old_record(void **state)
  * agent's), its record deleted. */
 static void test_foreign_pf_never_reset_nor_recorded(void **state)
 {
-        struct inventory inv = { 0 };
-        struct desired_state d = { 0 };
-        struct applied_state prev = { 0 };
+        struct fx_node n = { 0 };
         struct record_changes c = { 0 };
-        struct plan p = { 0 };
 
-        fake_add_pf(&inv, PF_A, "ens1f0", 0x8086, 0x1592, 8, 0, 1500, NULL);
-        fake_add_pf(&inv, PF_C, "ens2f0", 0x8086, 0x1592, 8, 4, 9000, "iavf");
-        fake_add_pf(&inv, PF_F, "eno1", 0x8086, 0x1592, 64, 4, 9000, "iavf");
-        fx_owned(&prev, PF_C, 4, 0, "c");
-        prev.pfs[0].applied.externally_managed = true;
-        fx_want(&d, PF_A, "ens1f0", 4, 0, fx_group("a", 0, 3));
-        assert_int_equal(plan_build(&d, &inv, &prev, &p), 0);
-        assert_false(fx_plan_touches(&p, PF_F));
-        assert_false(fx_plan_touches(&p, PF_C));
+        fake_add_pf(&n.inv, PF_A, "ens1f0", 0x8086, 0x1592, 8, 0, 1500, NULL);
+        fake_add_pf(&n.inv, PF_C, "ens2f0", 0x8086, 0x1592, 8, 4, 9000, "iavf");
+        fake_add_pf(&n.inv, PF_F, "eno1", 0x8086, 0x1592, 64, 4, 9000, "iavf");
+        fx_owned(&n.prev, PF_C, 4, 0, "c");
+        n.prev.pfs[0].applied.externally_managed = true;
+        fx_want(&n.d, PF_A, "ens1f0", 4, 0, fx_group("a", 0, 3));
+        assert_int_equal(plan_build(&n.d, &n.inv, &n.prev, &n.p), 0);
+        assert_false(fx_plan_touches(&n.p, PF_F));
+        assert_false(fx_plan_touches(&n.p, PF_C));
 
-        assert_int_equal(records_before_apply(&p, &prev, &c), 0);
+        assert_int_equal(records_before_apply(&n.p, &n.prev, &c), 0);
         assert_null(saved(&c, PF_F));
         assert_null(saved(&c, PF_C));
         record_changes_done(&c);
-        assert_int_equal(records_after_apply(&p, &prev, &all_done, &c), 0);
+        assert_int_equal(records_after_apply(&n.p, &n.prev, &all_done, &c), 0);
         assert_null(saved(&c, PF_F));
         assert_false(removed(&c, PF_F));
         assert_null(saved(&c, PF_C));
         assert_true(removed(&c, PF_C));
         record_changes_done(&c);
 
-        plan_done(&p);
-        applied_state_done(&prev);
-        desired_state_done(&d);
-        inventory_done(&inv);
+        fx_node_done(&n);
 }
 
 /* A's record file is unusable: its PF is frozen, and the file is neither overwritten nor
  * deleted, before or after the apply of the other PFs. */
 static void test_unusable_record_left_alone(void **state)
 {
-        struct inventory inv = { 0 };
-        struct desired_state d = { 0 };
-        struct applied_state prev = { 0 };
+        struct fx_node n = { 0 };
         struct record_changes c = { 0 };
-        struct plan p = { 0 };
 
-        fake_add_pf(&inv, PF_A, "ens1f0", 0x8086, 0x1592, 8, 0, 1500, NULL);
-        fake_add_pf(&inv, PF_B, "ens1f1", 0x8086, 0x1592, 8, 0, 1500, NULL);
-        prev.bad = calloc(1, sizeof(*prev.bad));
-        assert_non_null(prev.bad);
-        snprintf(prev.bad[0].pci_address, sizeof(prev.bad[0].pci_address), "%s", PF_A);
-        snprintf(prev.bad[0].message, sizeof(prev.bad[0].message), "%s.json: not JSON", PF_A);
-        prev.n_bad = 1;
-        fx_want(&d, PF_A, "ens1f0", 4, 0, fx_group("a", 0, 3));
-        fx_want(&d, PF_B, "ens1f1", 4, 0, fx_group("b", 0, 3));
-        assert_int_equal(plan_build(&d, &inv, &prev, &p), 0);
-        assert_int_equal(plan_freeze_bad_records(&p, &prev), 0);
-        assert_false(fx_plan_touches(&p, PF_A));
+        fake_add_pf(&n.inv, PF_A, "ens1f0", 0x8086, 0x1592, 8, 0, 1500, NULL);
+        fake_add_pf(&n.inv, PF_B, "ens1f1", 0x8086, 0x1592, 8, 0, 1500, NULL);
+        n.prev.bad = calloc(1, sizeof(*n.prev.bad));
+        assert_non_null(n.prev.bad);
+        snprintf(n.prev.bad[0].pci_address, sizeof(n.prev.bad[0].pci_address), "%s", PF_A);
+        snprintf(n.prev.bad[0].message, sizeof(n.prev.bad[0].message), "%s.json: not JSON", PF_A);
+        n.prev.n_bad = 1;
+        fx_want(&n.d, PF_A, "ens1f0", 4, 0, fx_group("a", 0, 3));
+        fx_want(&n.d, PF_B, "ens1f1", 4, 0, fx_group("b", 0, 3));
+        assert_int_equal(plan_build(&n.d, &n.inv, &n.prev, &n.p), 0);
+        assert_int_equal(plan_freeze_bad_records(&n.p, &n.prev), 0);
+        assert_false(fx_plan_touches(&n.p, PF_A));
 
-        assert_int_equal(records_before_apply(&p, &prev, &c), 0);
+        assert_int_equal(records_before_apply(&n.p, &n.prev, &c), 0);
         assert_null(saved(&c, PF_A));
         assert_non_null(saved(&c, PF_B));
         record_changes_done(&c);
-        assert_int_equal(records_after_apply(&p, &prev, &all_done, &c), 0);
+        assert_int_equal(records_after_apply(&n.p, &n.prev, &all_done, &c), 0);
         assert_null(saved(&c, PF_A));
         assert_false(removed(&c, PF_A));
         assert_non_null(saved(&c, PF_B));
         record_changes_done(&c);
 
-        plan_done(&p);
-        applied_state_done(&prev);
-        desired_state_done(&d);
-        inventory_done(&inv);
+        fx_node_done(&n);
 }
 
 int main(void)

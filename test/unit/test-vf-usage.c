@@ -25,16 +25,9 @@
 
 /* PF A has 4 VFs and is the agent's; the policy now wants 6 (writes 0 first: disruptive while
  * any VF is in use). PF B has no VFs yet and gets 2 (never disruptive). */
-struct node {
-        struct inventory inv;
-        struct desired_state d;
-        struct applied_state prev;
-        struct plan p;
-};
-
-static void node_setup(struct node *n)
+static void node_setup(struct fx_node *n)
 {
-        *n = (struct node){ 0 };
+        *n = (struct fx_node){ 0 };
         fake_add_pf(&n->inv, PF_A, "ens1f0", 0x8086, 0x1592, 8, 4, 1500, "iavf");
         fake_add_pf(&n->inv, PF_B, "ens2f0", 0x8086, 0x1592, 8, 0, 1500, NULL);
         fx_owned(&n->prev, PF_A, 4, 0, "a");
@@ -43,14 +36,6 @@ static void node_setup(struct node *n)
         assert_int_equal(plan_build(&n->d, &n->inv, &n->prev, &n->p), 0);
         assert_true(fx_plan_has(&n->p, PF_A, ACTION_SET_NUM_VFS));
         assert_true(fx_plan_has(&n->p, PF_B, ACTION_SET_NUM_VFS));
-}
-
-static void node_done(struct node *n)
-{
-        plan_done(&n->p);
-        applied_state_done(&n->prev);
-        desired_state_done(&n->d);
-        inventory_done(&n->inv);
 }
 
 static void test_kubelet_unknown_means_every_vf_in_use(void **state)
@@ -74,7 +59,7 @@ static void test_kubelet_unknown_means_every_vf_in_use(void **state)
  * held PF keeps its record. Nothing in use: both go ahead. */
 static void test_change_held_while_pods_use_vfs(void **state)
 {
-        struct node n;
+        struct fx_node n;
         struct vf_usage u = { 0 };
         struct guarded_plan g = { 0 };
         struct record_changes c = { 0 };
@@ -105,7 +90,7 @@ static void test_change_held_while_pods_use_vfs(void **state)
         assert_int_equal(g.n_held, 0);
         assert_int_equal(g.plan.n_actions, n.p.n_actions);
         guarded_plan_done(&g);
-        node_done(&n);
+        fx_node_done(&n);
 }
 
 /* The kubelet could not be asked: A's change is held with the kubelet's failure in its reason;
@@ -113,7 +98,7 @@ static void test_change_held_while_pods_use_vfs(void **state)
  * why it would have been held. */
 static void test_kubelet_unknown_holds_disruptive_change(void **state)
 {
-        struct node n;
+        struct fx_node n;
         struct vf_usage u = { 0 };
         struct guarded_plan g = { 0 };
 
@@ -137,7 +122,7 @@ static void test_kubelet_unknown_holds_disruptive_change(void **state)
         guarded_plan_done(&g);
 
         vf_usage_done(&u);
-        node_done(&n);
+        fx_node_done(&n);
 }
 
 int main(void)
