@@ -111,6 +111,17 @@ static void test_move_rename_and_back(void **state)
         assert_false(l.flags & IFF_UP);
 }
 
+/* A link left in the pod under `name` (moved, its rename refused) goes back to the host under
+ * that name; the test thread ends in the host's namespace. */
+static void bring_home(const char *name)
+{
+        struct host_link l;
+        assert_int_equal(host_netns_enter(pod_ns), 0);
+        assert_int_equal(host_link_get(name, &l), 0);
+        assert_int_equal(host_link_move(l.ifindex, host_ns, name), 0);
+        assert_int_equal(host_netns_enter(host_ns), 0);
+}
+
 static void test_name_taken_in_target(void **state)
 {
         require_netns();
@@ -122,11 +133,7 @@ static void test_name_taken_in_target(void **state)
          * after moving) - why the plugin checks the pod's names first */
         assert_int_equal(host_link_move(l.ifindex, pod_ns, "lo"), -EEXIST);
         assert_int_equal(if_nametoindex("cnit2"), 0);
-        assert_int_equal(host_netns_enter(pod_ns), 0);
-        struct host_link moved;
-        assert_int_equal(host_link_get("cnit2", &moved), 0);
-        assert_int_equal(host_link_move(moved.ifindex, host_ns, "cnit2"), 0);
-        assert_int_equal(host_netns_enter(host_ns), 0);
+        bring_home("cnit2");
         assert_int_equal(host_link_get("cnit2", &l), 0);
         assert_int_equal(host_link_rename(l.ifindex, "cnit2x"), 0);
         assert_int_equal(if_nametoindex("cnit2"), 0);
@@ -301,11 +308,7 @@ static void test_move_conflict_after_move(void **state)
                          HOST_MOVE_TAKEN_NAME);
         assert_string_equal(name, "lo");
         assert_true(in_namespace(host_ns));
-        assert_int_equal(host_netns_enter(pod_ns), 0);
-        struct host_link p;
-        assert_int_equal(host_link_get("cnitb0", &p), 0);
-        assert_int_equal(host_link_move(p.ifindex, host_ns, "cnitb0"), 0);
-        assert_int_equal(host_netns_enter(host_ns), 0);
+        bring_home("cnitb0");
 
         assert_int_equal(host_link_get("cnitb0", &l), 0);
         if (add_alt_name(l.ifindex, "net5") < 0) {
