@@ -82,10 +82,10 @@ def ip(*args, ns_pid=None):
 @contextlib.contextmanager
 def vf_in_pod(binary, vf_index, altnames=()):
     """In a private network namespace standing in for the host (see main): a VF netdev (a veth
-    here) already moved into a pod's namespace as net1, carrying `altnames`, and the records an
-    ADD wrote for it (the PF side untouched: this host has no such PF). Yields (plugin, pod
-    pid, pod netns path, the VF's PCI address, its host name), or None when this kernel has no
-    alternative names."""
+    here) already moved into a pod's namespace as net1, carrying `altnames` ("{host}" stands for
+    its host name), and the records an ADD wrote for it (the PF side untouched: this host has no
+    such PF). Yields (plugin, pod pid, pod netns path, the VF's PCI address, its host name), or
+    None when this kernel has no alternative names."""
     with tempfile.TemporaryDirectory() as tmp:
         sysfs, state = os.path.join(tmp, "sys"), os.path.join(tmp, "state")
         man = json.loads(subprocess.run([sys.executable, GEN, "--out", sysfs, "--manifest"],
@@ -104,8 +104,8 @@ def vf_in_pod(binary, vf_index, altnames=()):
             ip("link", "add", host_name, "type", "veth", "peer", "name", f"peer{vf_index}")
             ip("link", "set", host_name, "netns", str(pod.pid), "name", "net1")
             for a in altnames:
-                if ip("link", "property", "add", "dev", "net1", "altname", a,
-                      ns_pid=pod.pid).returncode != 0:
+                if ip("link", "property", "add", "dev", "net1", "altname",
+                      a.format(host=host_name), ns_pid=pod.pid).returncode != 0:
                     yield None
                     return
             record = {"cniVersion": "1.0.0", "name": "highnet", "type": "sriov",
@@ -132,13 +132,11 @@ def del_altname_case(binary):
     refuses to give it that name back (EEXIST after moving it). DEL drops the altname and
     restores the name; without that it failed and left the VF in the host under the pod's
     name."""
-    with vf_in_pod(binary, 1, altnames=["placeholder"]) as staged:
+    with vf_in_pod(binary, 1, altnames=["{host}"]) as staged:
         if staged is None:
             print("skip DEL with an altname: this kernel has no alternative names")
             return
         plugin, pod, netns, vf, host_name = staged
-        ip("link", "property", "del", "dev", "net1", "altname", "placeholder", ns_pid=pod)
-        ip("link", "property", "add", "dev", "net1", "altname", host_name, ns_pid=pod)
         check("the pod's net1 answers to its host name too (altname)",
               ip("-o", "link", "show", host_name, ns_pid=pod).returncode == 0)
         rc, out, err = plugin.run("DEL", conf(vf), cid="alt", netns=netns)
