@@ -308,7 +308,21 @@ def request_attributes(method, path, query):
     verb = {"GET": "watch" if watch else ("get" if name else "list"), "POST": "create",
             "PUT": "update", "PATCH": "patch",
             "DELETE": "delete" if name else "deletecollection"}.get(method, method.lower())
+    if verb in ("list", "watch") and name is None:
+        # As the real RequestInfoFactory: a list or watch whose field selector requires
+        # metadata.name to equal one value is that object's request, so RBAC resourceNames can
+        # grant it; without such a selector it names no object and resourceNames cannot.
+        name = selector_exact_name(query.get("fieldSelector") or "")
     return verb, group, resource, sub, ns, name
+
+
+def selector_exact_name(selector):
+    """The value of a metadata.name=V (or ==V) term of a field selector, else None."""
+    for term in selector.split(","):
+        m = re.fullmatch(r"\s*metadata\.name\s*==?\s*(.*?)\s*", term)
+        if m and m.group(1):
+            return m.group(1)
+    return None
 
 
 def rule_allows(rule, verb, group, resource, sub, name):
