@@ -125,22 +125,36 @@ static int on_wait_over(sd_event_source *s, uint64_t usec, void *userdata)
 int rdma_configmap_new(struct agent *a, struct kube_http *http, const char *ref,
                        struct rdma_configmap **ret)
 {
-        _cleanup_(rdma_configmap_freep) struct rdma_configmap *m = calloc(1, sizeof(*m));
-        _cleanup_free_ char *ns = NULL, *path = NULL, *selector = NULL, *escaped = NULL;
         const char *slash = strchr(ref, '/');
+        char ns[64]; /* a namespace's name is a DNS label: at most 63 characters */
 
+        if (!slash || slash == ref || !slash[1] || strchr(slash + 1, '/') ||
+            (size_t)(slash - ref) >= sizeof(ns))
+                return log_error_errno(
+                    -EINVAL, "--rdma-shared-configmap: \"%s\" is not NAMESPACE/NAME", ref);
+        memcpy(ns, ref, (size_t)(slash - ref));
+        ns[slash - ref] = 0;
+
+        _cleanup_(rdma_configmap_freep) struct rdma_configmap *m = calloc(1, sizeof(*m));
+        _cleanup_free_ char *path = NULL, *selector = NULL, *escaped = NULL;
         if (!m)
                 return -ENOMEM;
         m->agent = a;
-        if (!slash || slash == ref || !slash[1] || strchr(slash + 1, '/'))
-                return log_error_errno(
-                    -EINVAL, "--rdma-shared-configmap: \"%s\" is not NAMESPACE/NAME", ref);
-        ns = strndup(ref, (size_t)(slash - ref));
         m->name = strdup(slash + 1);
-        if (!ns || !m->name || !(escaped = kube_http_escape(ns)) ||
-            asprintf(&m->origin, "ConfigMap %s key %s", ref, RDMA_CONFIGMAP_KEY) < 0 ||
-            asprintf(&path, "/api/v1/namespaces/%s/configmaps", escaped) < 0 ||
-            asprintf(&selector, "metadata.name=%s", m->name) < 0)
+        escaped = kube_http_escape(ns);
+        if (!m->name || !escaped)
+                /* cppcheck-suppress memleak ; _cleanup_ frees it */
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees them */
+                return -ENOMEM;
+        /* asprintf() leaves its pointer undefined on failure: the cleanups must see NULL */
+        if (asprintf(&m->origin, "ConfigMap %s key %s", ref, RDMA_CONFIGMAP_KEY) < 0)
+                m->origin = NULL;
+        if (asprintf(&path, "/api/v1/namespaces/%s/configmaps", escaped) < 0)
+                path = NULL;
+        if (asprintf(&selector, "metadata.name=%s", m->name) < 0)
+                selector = NULL;
+        if (!m->origin || !path || !selector)
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees them */
                 return -ENOMEM;
         const struct kube_informer_opts opts = {
                 .kind = "ConfigMap",
