@@ -15,9 +15,11 @@ kubelet reporting the node's resources to the API server.
 5. Deleted: the pool goes; the kubelet drops it after its endpoint grace period; the NodeState
    says absent.
 6. --rdma-shared-config FILE next to the ConfigMap: the file wins, the journal says so.
+5b. A ConfigMap of that name without the config.json key: reported like an invalid one.
 7. RBAC: the agent may get, and list/watch with fieldSelector metadata.name=rdma-devices, that
    one ConfigMap; any other ConfigMap of kube-system, or the list without the selector, is 403;
    the agent itself never got a 403.
+8. A malformed --rdma-shared-configmap is refused at start.
 Exit 1 on any failure.
 """
 import argparse
@@ -214,6 +216,22 @@ def main():
               wait(lambda: extra_rdma(cluster).get("state") == "absent", 10),
               json.dumps(extra_rdma(cluster)))
 
+        # 5b. A ConfigMap of that name without the key: reported, nothing served.
+        cluster.ok("apply", "-f", "-", stdin="apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                   "  name: rdma-devices\n  namespace: kube-system\ndata:\n"
+                   "  config.yaml: \"configList: []\"\n")
+        ns = wait(ct.sync_status(cluster, "Failed"), 20)
+        err = (ns or {}).get("status", {}).get("lastSyncError", "")
+        check("no config.json key: NodeState Failed naming the ConfigMap and the key",
+              ORIGIN + ': the ConfigMap has no key "config.json"' in err, err)
+        check("no config.json key: no whole-card pool, the NodeState says none is used",
+              extra_rdma(cluster).get("state") == "invalid: none is used" and
+              kubelet.wait_for(ev("register", HCA), 2) is None,
+              json.dumps(extra_rdma(cluster)))
+        cluster.ok("delete", "configmap", "-n", "kube-system", "rdma-devices")
+        check("no config.json key, deleted: NodeState Succeeded",
+              wait(ct.sync_status(cluster, "Succeeded"), 20) is not None)
+
         # 6. A file next to the ConfigMap: the file wins.
         agent.stop()
         cluster.ok("apply", "-f", SEED)
@@ -247,6 +265,16 @@ def main():
               [as_agent(cluster, base + "/other"), as_agent(cluster, base),
                as_agent(cluster, base + "?fieldSelector=metadata.name%3Dother"),
                as_agent(cluster, base + "?watch=1&timeoutSeconds=1")] == [403, 403, 403, 403])
+        # 8. A malformed --rdma-shared-configmap stops the agent at start, naming the flag.
+        bad = subprocess.run([args.agent, "run", "--node-name", ct.NODE, "--kubeconfig",
+                              cluster.agent_kubeconfig, "--sysfs-root", sysfs,
+                              "--kubelet-dir", kdir, "--state-dir", os.path.join(work, "st2"),
+                              "--pod-resources-socket", "none",
+                              "--rdma-shared-configmap", "rdma-devices"],
+                             capture_output=True, text=True, timeout=30)
+        check("--rdma-shared-configmap without a namespace: refused at start, naming the flag",
+              bad.returncode != 0 and '--rdma-shared-configmap: "rdma-devices" is not '
+              'NAMESPACE/NAME' in bad.stderr, bad.stderr[-300:])
     finally:
         if agent:
             agent.stop()
