@@ -9,7 +9,9 @@ core/v1 events. Objects of CRDs are validated against the CRD's openAPIV3Schema 
 enums, ranges, patterns, lengths, maxItems/maxProperties, required fields, defaults) as a
 structural schema: unknown fields are pruned with a Warning header (fieldValidation=Warn, the
 default) or refused with 400 under fieldValidation=Strict; strategic-merge patches of custom
-resources are 415. With --rbac the agent's token is held to the stored RBAC objects. The built-in kinds of manifests/ (ServiceAccount, ConfigMap, Pod,
+resources are 415. With --rbac the agent's token is held to the stored RBAC objects (a list or
+watch with fieldSelector metadata.name=X is a request for X, so resourceNames can grant it, as
+on a real server). The built-in kinds of manifests/ (ServiceAccount, ConfigMap, Pod,
 DaemonSet, Role/ClusterRole and their bindings) are stored as given, without validation.
 
 Fault switches (for tests), POST /_fake/faults with a JSON object, any subset of the list
