@@ -219,7 +219,7 @@ def case_apply():
             check(rc == 0, f"kubectl get {' '.join(args)} ({err.strip()[:200]})")
             return json.loads(out) if rc == 0 else {}
 
-        # The order of README "Install on a cluster".
+        # The order of docs/install.md "Install with kubectl".
         rc, out, err = kubectl("apply", "-f", CRDS)
         check(rc == 0, f"kubectl apply -f crds/ ({err.strip()[:300]})")
         rc, _, err = kubectl("wait", "--for", "condition=established", "--timeout=30s",
@@ -641,7 +641,7 @@ def case_install():
             m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", r.stdout)
             check(m is not None and float(m.group(1)) <= 3.0,
                   f"systemd-analyze security: exposure {m and m.group(1)} <= 3.0 "
-                  f"(README quotes it)")
+                  f"(docs/install.md quotes it)")
 
 # -------------------------------------------------------------------------------- hostpaths
 
