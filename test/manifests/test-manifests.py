@@ -35,7 +35,8 @@ CASE:
   initcni  the install-cni init container's script (busybox sh) installs the plugin
            atomically (rename over the old file, mode 0755, no leftover) and fails without one
   install  `cmake --install` puts the binary, the unit (ExecStart = installed binary), the
-           manifests and the CRDs under the prefix; `systemd-analyze verify` accepts the unit
+           manifests and the CRDs under the prefix; `systemd-analyze verify` accepts the unit;
+           the man page sriov-agent(8) renders and names every flag of every command's --help
 Uses only temp dirs and 127.0.0.1. Environment: KUBECTL (default "kubectl")."""
 import glob
 import json
@@ -627,6 +628,26 @@ def case_install():
         r = subprocess.run([os.path.join(prefix, "sbin/sriov-agent"), "version"],
                            capture_output=True, text=True, timeout=30)
         check(r.returncode == 0, "the installed binary runs")
+        # The man page sriov-agent(8), generated from --help at build time, and the docs.
+        man = "share/man/man8/sriov-agent.8"
+        check(man in installed, f"installs {man}")
+        check("share/doc/sriov-agent/README.md" in installed and
+              "share/doc/sriov-agent/docs/configuration.md" in installed,
+              "installs README.md and docs/ under share/doc/sriov-agent")
+        if man in installed:
+            r = subprocess.run(["groff", "-Tutf8", "-man", "-P-c", os.path.join(prefix, man)],
+                               capture_output=True, text=True, timeout=30)
+            page = re.sub(r".\x08", "", r.stdout)
+            check(r.returncode == 0 and "sriov-agent - SR-IOV node agent" in page,
+                  f"the man page renders with its NAME line ({r.stderr.strip()[:200]})")
+            for command in ("run", "plan", "discover", "watch"):
+                h = subprocess.run([os.path.join(prefix, "sbin/sriov-agent"), command, "--help"],
+                                   capture_output=True, text=True, timeout=30).stdout
+                flags = set(re.findall(r"^\s+(?:-\w, )?(--[a-z-]+)", h, re.M))
+                missing = sorted(f for f in flags if f not in page)
+                check(flags and not missing,
+                      f"the man page lists every flag of 'sriov-agent {command} --help' "
+                      f"(missing: {missing})")
         analyze = shutil.which("systemd-analyze")
         check(analyze is not None, "systemd-analyze is installed (scripts/install-deps)")
         if analyze:
