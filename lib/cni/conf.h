@@ -3,7 +3,8 @@
  *
  * Accepts every field upstream sriov-cni accepts (k8snetworkplumbingwg/sriov-cni
  * pkg/types/types.go, validated as pkg/config/config.go LoadConf does) and ignores unknown
- * ones. The MAC requested for the VF follows upstream's precedence: runtimeConfig.mac, then
+ * ones. Keys are read as Go's encoding/json reads them: in any letter case, the last of
+ * duplicates winning; no cniVersion means 0.1.0; name is required. The MAC requested for the VF follows upstream's precedence: runtimeConfig.mac, then
  * CNI_ARGS `MAC=`, then the config's `mac`; it is lower-cased. */
 #pragma once
 

@@ -165,7 +165,7 @@ static void test_other_validation(void **state)
         refused("", NULL, CNI_ERR_DECODE, "not JSON");
         refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"sriov\"}", NULL,
                 CNI_ERR_INVALID_CONFIG, "\"deviceID\" (the VF's PCI address) is required");
-        refused("{\"cniVersion\":\"1.0.0\",\"deviceID\":\"../../etc\"}", NULL,
+        refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"deviceID\":\"../../etc\"}", NULL,
                 CNI_ERR_INVALID_CONFIG, "not a PCI address");
         refused("{" BASE ",\"link_state\":\"up\"}", NULL, CNI_ERR_INVALID_CONFIG,
                 "auto, enable or disable");
@@ -177,7 +177,66 @@ static void test_other_validation(void **state)
                 "\"ipam\" must be an object");
         refused("{" BASE ",\"ipam\":{\"type\":\"../bin/sh\"}}", NULL, CNI_ERR_INVALID_CONFIG,
                 "not a plugin name");
-        refused("{" BASE ",\"vlan\":1,\"vlan\":2}", NULL, CNI_ERR_DECODE, "duplicate");
+}
+
+/* As upstream decodes its configuration (Go's encoding/json into sriov-cni's NetConf, the
+ * version as libcni's pkg/version conf_test "assumes the config is version 0.1.0"). */
+static void test_decoded_as_upstream(void **state)
+{
+        struct cni_conf c;
+        struct cni_error e;
+        /* no cniVersion: 0.1.0, and the result and errors are printed in it */
+        assert_int_equal(parse("{\"name\":\"n\",\"type\":\"sriov\",\"deviceID\":\"0000:01:10.0\"}",
+                               NULL, &c, &e),
+                         0);
+        assert_string_equal(c.cni_version, "0.1.0");
+        cni_conf_done(&c);
+        /* keys in any case set the field: "VLAN": 100 is vlan 100 upstream */
+        assert_int_equal(
+            parse("{\"CNIVERSION\":\"0.4.0\",\"Name\":\"n\",\"DeviceId\":"
+                  "\"0000:01:10.0\",\"VLAN\":100,\"VlanQos\":2,\"SPOOFCHK\":\"off\","
+                  "\"Max_Tx_Rate\":5,\"RuntimeConfig\":{\"MAC\":\"02:00:00:00:00:0A\"},"
+                  "\"IPAM\":{\"Type\":\"host-local\"}}",
+                  NULL, &c, &e),
+            0);
+        assert_string_equal(c.cni_version, "0.4.0");
+        assert_string_equal(c.device_id, "0000:01:10.0");
+        assert_true(c.has_vlan);
+        assert_int_equal(c.vlan, 100);
+        assert_int_equal(c.qos, 2);
+        assert_int_equal(c.spoofchk, 0);
+        assert_true(c.has_max_tx);
+        assert_int_equal(c.max_tx_rate, 5);
+        assert_true(c.has_mac);
+        assert_string_equal(c.mac_str, "02:00:00:00:00:0a");
+        assert_string_equal(c.ipam_type, "host-local");
+        cni_conf_done(&c);
+        /* a duplicate key takes the last value, whatever the case of each; an escaped key and
+         * the long s (U+017F) that Unicode folds to 's' match too, as Go's EqualFold */
+        assert_int_equal(parse("{" BASE ",\"VLAN\":1,\"vlan\":2,\"VLAN\":3,"
+                               "\"\\u0074rust\":\"on\",\"\xc5\xbfpoofchk\":\"on\"}",
+                               NULL, &c, &e),
+                         0);
+        assert_int_equal(c.vlan, 3);
+        assert_int_equal(c.trust, 1);
+        assert_int_equal(c.spoofchk, 1);
+        cni_conf_done(&c);
+        /* a later null unsets the field, as it does a Go pointer */
+        assert_int_equal(parse("{" BASE ",\"vlan\":7,\"Vlan\":null}", NULL, &c, &e), 0);
+        assert_false(c.has_vlan);
+        cni_conf_done(&c);
+        /* the last value is the one checked */
+        refused("{" BASE ",\"vlan\":7,\"vlan\":5000}", NULL, CNI_ERR_INVALID_CONFIG,
+                "\"vlan\" is 5000");
+        /* a key of another length, or a near miss, is another field */
+        assert_int_equal(parse("{" BASE ",\"vlan_\":7,\"vla\":8}", NULL, &c, &e), 0);
+        assert_false(c.has_vlan);
+        cni_conf_done(&c);
+        /* the network's name is required (CNI spec: "name" is a required field) */
+        refused("{\"cniVersion\":\"1.0.0\",\"type\":\"sriov\",\"deviceID\":\"0000:01:10.0\"}", NULL,
+                CNI_ERR_INVALID_CONFIG, "\"name\"");
+        refused("{\"cniVersion\":\"1.0.0\",\"name\":\"\",\"deviceID\":\"0000:01:10.0\"}", NULL,
+                CNI_ERR_INVALID_CONFIG, "\"name\" (the network's name) is required");
 }
 
 static void test_versions(void **state)
@@ -276,6 +335,7 @@ int main(void)
                 cmocka_unit_test(test_mac_precedence),
                 cmocka_unit_test(test_vlan_validation),
                 cmocka_unit_test(test_other_validation),
+                cmocka_unit_test(test_decoded_as_upstream),
                 cmocka_unit_test(test_versions),
                 cmocka_unit_test(test_results),
         };
