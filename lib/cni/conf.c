@@ -282,33 +282,60 @@ static int get_onoff(const struct json_text *o, const char *key, int *ret, struc
         return 0;
 }
 
-/* CNI_ARGS: "K=V;K=V". Upstream reads MAC and IgnoreUnknown; runtimes add K8S_POD_* etc.,
- * which are ignored here whatever IgnoreUnknown says (nothing else is read from them). */
+/* CNI_ARGS: "K=V;K=V", read by libcni's rule (pkg/types LoadArgs): every pair is exactly one
+ * key and one value; keys are case-sensitive; a key the plugin does not know is an error unless
+ * IgnoreUnknown (1/true/0/false, any case) is true anywhere in the list. The keys upstream's
+ * plugin knows are MAC and IgnoreUnknown, so runtimes' K8S_POD_* need IgnoreUnknown=1 here as
+ * there (the runtimes pass it with them). */
 static int parse_cni_args(const char *args, char *mac, size_t size, struct cni_error *e)
 {
         mac[0] = '\0';
         if (!args || !*args)
                 return 0;
-        const char *p = args;
-        while (*p) {
+        bool ignore_unknown = false;
+        const char *unknown = NULL;
+        size_t unknown_len = 0;
+        for (const char *p = args;;) {
                 const char *end = strchr(p, ';');
-                size_t len = end ? (size_t)(end - p) : strlen(p);
+                const size_t len = end ? (size_t)(end - p) : strlen(p);
                 const char *eq = memchr(p, '=', len);
-                if (!eq || eq == p)
+                if (!eq || memchr(eq + 1, '=', len - (size_t)(eq - p) - 1))
                         return cni_fail(e, CNI_ERR_INVALID_ENV, -EINVAL,
-                                        "CNI_ARGS: invalid pair \"%.*s\"", (int)len, p);
-                if ((size_t)(eq - p) == 3 && strncmp(p, "MAC", 3) == 0) {
-                        size_t vlen = len - 4;
+                                        "CNI_ARGS: invalid pair \"%.*s\" (want KEY=VALUE)",
+                                        (int)len, p);
+                const size_t klen = (size_t)(eq - p), vlen = len - klen - 1;
+                const char *v = eq + 1;
+                if (klen == 3 && strncmp(p, "MAC", 3) == 0) {
                         if (vlen >= size)
                                 return cni_fail(e, CNI_ERR_INVALID_ENV, -EINVAL,
                                                 "CNI_ARGS: MAC value is too long");
-                        memcpy(mac, eq + 1, vlen);
+                        memcpy(mac, v, vlen);
                         mac[vlen] = '\0';
+                } else if (klen == 13 && strncmp(p, "IgnoreUnknown", 13) == 0) {
+                        if ((vlen == 1 && *v == '1') ||
+                            (vlen == 4 && strncasecmp(v, "true", 4) == 0))
+                                ignore_unknown = true;
+                        else if ((vlen == 1 && *v == '0') ||
+                                 (vlen == 5 && strncasecmp(v, "false", 5) == 0))
+                                ignore_unknown = false;
+                        else
+                                return cni_fail(e, CNI_ERR_INVALID_ENV, -EINVAL,
+                                                "CNI_ARGS: IgnoreUnknown is \"%.*s\": must be 1, "
+                                                "true, 0 or false",
+                                                (int)vlen, v);
+                } else if (!unknown) {
+                        unknown = p;
+                        unknown_len = len;
                 }
                 if (!end)
                         break;
                 p = end + 1;
         }
+        if (unknown && !ignore_unknown)
+                return cni_fail(e, CNI_ERR_INVALID_ENV, -EINVAL,
+                                "CNI_ARGS: unknown argument \"%.*s\" (the plugin reads MAC; add "
+                                "IgnoreUnknown=1 to pass others)",
+                                (int)unknown_len, unknown);
         return 0;
 }
 

@@ -211,6 +211,13 @@ def main():
                 "incompatible CNI versions")
         refused(plugin, "no CNI_NETNS", conf(vf), 4, "CNI_NETNS", netns=None)
         refused(plugin, "bad CNI_ARGS MAC", conf(vf), 4, "CNI_ARGS MAC", args="MAC=nope")
+        # libcni's LoadArgs rule, as upstream's plugin applies it
+        refused(plugin, "CNI_ARGS key the plugin does not read, without IgnoreUnknown", conf(vf),
+                4, "unknown argument \"K8S_POD_NAME=p\"", args="K8S_POD_NAME=p")
+        refused(plugin, "CNI_ARGS pair K=V=W", conf(vf), 4, "invalid pair",
+                args="IgnoreUnknown=1;A=b=c")
+        refused(plugin, "config without a name", json.dumps({"cniVersion": "1.0.0",
+                "type": "sriov", "deviceID": vf}), 7, "\"name\"")
 
         # a VF held by a pod whose namespace is alive (our own namespace stands in for it); its
         # netdev is in the pod, so the host's net/ is empty: still "allocated", not "no netdev"

@@ -109,11 +109,12 @@ static void test_mac_precedence(void **state)
         assert_string_equal(c.mac_str, "02:00:00:00:00:0a");
         cni_conf_done(&c);
         /* CNI_ARGS wins over config */
-        assert_int_equal(parse(conf_args, "K8S_POD_NAME=p;MAC=02:00:00:00:00:0B", &c, &e), 0);
+        assert_int_equal(
+            parse(conf_args, "IgnoreUnknown=1;K8S_POD_NAME=p;MAC=02:00:00:00:00:0B", &c, &e), 0);
         assert_string_equal(c.mac_str, "02:00:00:00:00:0b");
         cni_conf_done(&c);
         /* config alone, lower-cased */
-        assert_int_equal(parse(conf_args, "K8S_POD_NAME=p", &c, &e), 0);
+        assert_int_equal(parse(conf_args, "K8S_POD_NAME=p;IgnoreUnknown=true", &c, &e), 0);
         assert_string_equal(c.mac_str, "02:00:00:00:00:0c");
         assert_int_equal(c.mac[5], 0x0c);
         cni_conf_done(&c);
@@ -130,6 +131,37 @@ static void test_mac_precedence(void **state)
         refused("{" BASE ",\"runtimeConfig\":{\"mac\":\"x\"}}", NULL, CNI_ERR_INVALID_CONFIG,
                 "runtimeConfig.mac");
         refused("{" BASE "}", "MAC", CNI_ERR_INVALID_ENV, "CNI_ARGS: invalid pair");
+}
+
+/* CNI_ARGS by libcni's LoadArgs rule, the cases of its pkg/types args_test ("LoadArgs should
+ * fail" for an unknown key without IgnoreUnknown, and for "IgnoreUnknown=0, Unk=nown"). */
+static void test_cni_args_as_libcni(void **state)
+{
+        struct cni_conf c;
+        struct cni_error e;
+        const char *ok[] = {
+                "IgnoreUnknown=True;Unk=nown",
+                "Unk=nown;IgnoreUnknown=1",
+                "IgnoreUnknown=1",
+                "MAC=02:00:00:00:00:01",
+                "IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p;K8S_POD_INFRA_CONTAINER_ID=x;"
+                "K8S_POD_UID=u",
+                "IgnoreUnknown=1;MAC=",
+        };
+        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+                if (parse("{" BASE "}", ok[i], &c, &e) != 0)
+                        fail_msg("CNI_ARGS \"%s\" refused: %s", ok[i], e.msg);
+                cni_conf_done(&c);
+        }
+        refused("{" BASE "}", "Unk=nown", CNI_ERR_INVALID_ENV, "unknown argument \"Unk=nown\"");
+        refused("{" BASE "}", "K8S_POD_NAME=p;IgnoreUnknown=0", CNI_ERR_INVALID_ENV,
+                "unknown argument \"K8S_POD_NAME=p\"");
+        /* keys are case-sensitive, as Go's FieldByName */
+        refused("{" BASE "}", "mac=02:00:00:00:00:01", CNI_ERR_INVALID_ENV, "unknown argument");
+        refused("{" BASE "}", "IgnoreUnknown=0, Unk=nown", CNI_ERR_INVALID_ENV, "invalid pair");
+        refused("{" BASE "}", "MAC=02:00:00:00:00:01=x", CNI_ERR_INVALID_ENV, "invalid pair");
+        refused("{" BASE "}", "IgnoreUnknown=1;", CNI_ERR_INVALID_ENV, "invalid pair \"\"");
+        refused("{" BASE "}", "IgnoreUnknown=yes", CNI_ERR_INVALID_ENV, "IgnoreUnknown is \"yes\"");
 }
 
 static void test_vlan_validation(void **state)
@@ -333,6 +365,7 @@ int main(void)
                 cmocka_unit_test(test_minimal_and_defaults),
                 cmocka_unit_test(test_all_fields),
                 cmocka_unit_test(test_mac_precedence),
+                cmocka_unit_test(test_cni_args_as_libcni),
                 cmocka_unit_test(test_vlan_validation),
                 cmocka_unit_test(test_other_validation),
                 cmocka_unit_test(test_decoded_as_upstream),
