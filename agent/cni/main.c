@@ -332,8 +332,9 @@ static int apply_ipam(struct plugin *p, int pod_ns, const char *ifname,
                         fail(p, CNI_ERR_GENERIC, r, "%s: cannot add IPAM route %zu: %s", ifname, i,
                              strerror(-r));
         }
-        if (r >= 0) {
-                /* wait briefly for carrier (upstream waits 200 ms), then announce */
+        if (r >= 0 && l.hwaddr_len == 6) {
+                /* wait briefly for carrier (upstream waits 200 ms), then announce
+                 * (Ethernet only: the frames are built for a 6-byte address) */
                 for (int i = 0; i < 20 && !(l.flags & IFF_RUNNING); i++) {
                         nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
                         if (host_link_get(ifname, &l) < 0)
@@ -528,7 +529,7 @@ static int cmd_add(struct plugin *p)
         }
 
         uint8_t result_mac[6] = { 0 };
-        char mac_str[18] = "";
+        char mac_str[CNI_HWADDR_STR_MAX] = "";
         if (!dpdk) {
                 r = NL(p, host_link_move(vf_link.ifindex, pod_ns, p->ifname));
                 if (r < 0) {
@@ -582,8 +583,11 @@ static int cmd_add(struct plugin *p)
                             memcmp(l.mac, conf->mac, 6) == 0)
                                 r = 0;
                 }
-                if (r >= 0)
+                if (r >= 0) {
                         memcpy(result_mac, l.mac, 6);
+                        /* all of it, as upstream reports it: 20 bytes on an IPoIB VF */
+                        cni_format_hwaddr(l.hwaddr, (size_t)l.hwaddr_len, mac_str);
+                }
                 int r2 = enter_ns(p, p->host_ns, "host");
                 if (r < 0) {
                         fail(p, CNI_ERR_GENERIC, r, "%s in %s: cannot %s: %s", p->ifname, p->netns,
@@ -594,11 +598,21 @@ static int cmd_add(struct plugin *p)
                         goto undo;
                 rec.mtu = vf_link.mtu;
                 rec.has_mtu = true;
-                cni_format_mac(result_mac, mac_str);
-        } else if (conf->has_mac) {
-                snprintf(mac_str, sizeof(mac_str), "%s", conf->mac_str);
-        } else if (memcmp(vs.mac, (uint8_t[6]){ 0 }, 6) != 0) {
-                cni_format_mac(vs.mac, mac_str);
+        } else {
+                if (conf->has_mac)
+                        snprintf(mac_str, sizeof(mac_str), "%s", conf->mac_str);
+                else if (memcmp(vs.mac, (uint8_t[6]){ 0 }, 6) != 0)
+                        cni_format_mac(vs.mac, mac_str);
+                /* a VF without a netdev has no MTU of its own: upstream reports (and records)
+                 * its PF's, which is what the VF's traffic is bounded by */
+                struct host_link pf_link;
+                if ((r = NL(p, host_link_get(pf, &pf_link))) < 0) {
+                        fail(p, CNI_ERR_GENERIC, r, "VF %s: cannot read its PF %s: %s",
+                             conf->device_id, pf, strerror(-r));
+                        goto undo;
+                }
+                rec.mtu = pf_link.mtu;
+                rec.has_mtu = true;
         }
 
         if (conf->ipam_type[0]) {

@@ -79,6 +79,15 @@ void cni_format_mac(const uint8_t mac[6], char out[18])
                  mac[5]);
 }
 
+void cni_format_hwaddr(const uint8_t *addr, size_t len, char out[static CNI_HWADDR_STR_MAX])
+{
+        size_t pos = 0;
+        out[0] = '\0';
+        for (size_t i = 0; i < len && pos + 4 <= CNI_HWADDR_STR_MAX; i++)
+                pos += (size_t)snprintf(out + pos, CNI_HWADDR_STR_MAX - pos, i ? ":%02x" : "%02x",
+                                        addr[i]);
+}
+
 void cni_conf_done(struct cni_conf *c)
 {
         if (c && c->root) {

@@ -75,6 +75,10 @@ static int on_link(struct nl_msg *msg, void *userdata)
                 l->mtu = (int)nla_get_u32(tb[IFLA_MTU]);
         if (tb[IFLA_ADDRESS] && nla_len(tb[IFLA_ADDRESS]) == 6)
                 memcpy(l->mac, nla_data(tb[IFLA_ADDRESS]), 6);
+        if (tb[IFLA_ADDRESS] && nla_len(tb[IFLA_ADDRESS]) <= HOST_HWADDR_MAX) {
+                l->hwaddr_len = nla_len(tb[IFLA_ADDRESS]);
+                memcpy(l->hwaddr, nla_data(tb[IFLA_ADDRESS]), (size_t)l->hwaddr_len);
+        }
         return 0;
 }
 

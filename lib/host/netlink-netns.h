@@ -13,10 +13,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The longest link-layer address (the kernel's MAX_ADDR_LEN). */
+#define HOST_HWADDR_MAX 32
+
 struct host_link {
         int ifindex;
         char name[IFNAMSIZ];
-        uint8_t mac[6];
+        uint8_t mac[6]; /* the address when it is 6 bytes long (Ethernet), else zero */
+        /* the address as the kernel reports it, of any length: 20 bytes on IPoIB */
+        uint8_t hwaddr[HOST_HWADDR_MAX];
+        int hwaddr_len;
         int mtu;
         unsigned flags; /* IFF_* */
 };

@@ -359,6 +359,71 @@ static void test_results(void **state)
         json_decref(o);
 }
 
+/* As libcni's result types print them (pkg/types/100 types_test "correctly encodes a 0.4.0
+ * Result": the 0.4.0 interface has no mtu) and as plugins' ipam.ConfigureIface reads routes
+ * (its test "configures a link with addresses and routes" gives a table and a scope). */
+static void test_results_as_libcni(void **state)
+{
+        const char *ipam_out =
+            "{\"cniVersion\":\"1.0.0\",\"ips\":[{\"address\":\"1.2.3.30/24\","
+            "\"gateway\":\"1.2.3.1\"}],\"routes\":[{\"dst\":\"15.5.6.0/24\",\"gw\":\"15.5.6.8\","
+            "\"table\":5000,\"priority\":20},{\"dst\":\"1.2.3.4/32\",\"scope\":200},"
+            "{\"dst\":\"0.0.0.0/0\",\"mtu\":1400,\"advmss\":1360,\"table\":0}]}";
+        struct cni_ipam_result r;
+        struct cni_error e = { 0 };
+        assert_int_equal(cni_ipam_result_parse(ipam_out, strlen(ipam_out), &r, &e), 0);
+        const struct cni_iface ifc = { .name = "net1",
+                                       .mac = "00:11:22:33:44:55",
+                                       .mtu = 9000,
+                                       .sandbox = "/var/run/netns/a" };
+        static const char *const versions[] = { "1.1.0", "1.0.0", "0.4.0", "0.3.1", "0.2.0" };
+        for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+                const char *v = versions[i];
+                json_t *o = load(cni_result_format(v, &ifc, &r));
+                json_t *routes = cni_version_compare(v, "0.3.0") >= 0
+                                     ? json_object_get(o, "routes")
+                                     : json_object_get(json_object_get(o, "ip4"), "routes");
+                json_t *r0 = json_array_get(routes, 0), *r1 = json_array_get(routes, 1),
+                       *r2 = json_array_get(routes, 2);
+                if (!r0 || !r1 || !r2)
+                        fail_msg("%s: routes missing", v);
+                assert_int_equal(json_integer_value(json_object_get(r0, "table")), 5000);
+                assert_int_equal(json_integer_value(json_object_get(r0, "priority")), 20);
+                assert_null(json_object_get(r0, "scope"));
+                assert_int_equal(json_integer_value(json_object_get(r1, "scope")), 200);
+                assert_null(json_object_get(r1, "table"));
+                assert_null(json_object_get(r1, "priority"));
+                assert_int_equal(json_integer_value(json_object_get(r2, "mtu")), 1400);
+                assert_int_equal(json_integer_value(json_object_get(r2, "advmss")), 1360);
+                /* a table given as 0 is still given (a Go *int) */
+                assert_non_null(json_object_get(r2, "table"));
+                json_t *if0 = json_array_get(json_object_get(o, "interfaces"), 0);
+                if (cni_version_compare(v, "1.0.0") >= 0)
+                        assert_int_equal(json_integer_value(json_object_get(if0, "mtu")), 9000);
+                else if (if0 && json_object_get(if0, "mtu"))
+                        fail_msg("a %s result has an interface mtu", v);
+                json_decref(o);
+        }
+        cni_ipam_result_done(&r);
+
+        const char *bad = "{\"ips\":[{\"address\":\"10.0.0.1/8\"}],\"routes\":[{\"dst\":"
+                          "\"0.0.0.0/0\",\"scope\":256}]}";
+        assert_true(cni_ipam_result_parse(bad, strlen(bad), &r, &e) < 0);
+        assert_non_null(strstr(e.msg, "route scope"));
+
+        /* an IPoIB link-layer address is 20 bytes; upstream prints all of them */
+        uint8_t ib[20];
+        for (size_t i = 0; i < sizeof(ib); i++)
+                ib[i] = (uint8_t)(0xa0 + i);
+        char text[CNI_HWADDR_STR_MAX];
+        cni_format_hwaddr(ib, sizeof(ib), text);
+        assert_string_equal(text, "a0:a1:a2:a3:a4:a5:a6:a7:a8:a9:aa:ab:ac:ad:ae:af:b0:b1:b2:b3");
+        cni_format_hwaddr(ib, 6, text);
+        assert_string_equal(text, "a0:a1:a2:a3:a4:a5");
+        cni_format_hwaddr(ib, 0, text);
+        assert_string_equal(text, "");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -371,6 +436,7 @@ int main(void)
                 cmocka_unit_test(test_decoded_as_upstream),
                 cmocka_unit_test(test_versions),
                 cmocka_unit_test(test_results),
+                cmocka_unit_test(test_results_as_libcni),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
