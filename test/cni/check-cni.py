@@ -242,6 +242,20 @@ def main():
         check("a CNI_NETNS that is not a namespace is refused", rc == 1 and
               "failed to open netns" in out.get("msg", ""), str(out))
 
+        # a PF with several netdevs (multi-port, switchdev): upstream takes the first of the
+        # sorted names (os.ReadDir in its GetPfName), not the directory's own order
+        pf2 = man["pfs"][2]
+        pf2_net = os.path.join(sysfs, "bus", "pci", "devices", pf2["pciAddress"], "net")
+        for name in ("zz9", "b1", "a0x", "pf9"):
+            os.makedirs(os.path.join(os.path.realpath(pf2_net), name))
+        listed = os.listdir(pf2_net)
+        want = sorted(listed)[0]
+        if listed[0] == want:
+            print(f"note: {pf2_net} lists {want} first already: the case cannot tell")
+        rc, out, _ = plugin.run("ADD", conf(pf2["vfs"][0]["pciAddress"]), cid="multi")
+        check(f"a PF with netdevs {listed}: known by the first sorted name, {want}",
+              rc == 1 and f"{want} VF 0 " in (out or {}).get("msg", ""), str(out))
+
         # the pod's namespace (ours stands in) already has an interface of that name: refused
         # before anything is changed (the kernel would move the netdev and fail the rename)
         refused(plugin, "CNI_IFNAME taken in the pod's namespace", conf(vf3), 999,
