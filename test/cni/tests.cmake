@@ -12,3 +12,5 @@ set_tests_properties(unit/test-cni-conf unit/test-cni-state unit/test-netlink-ne
 # IPAM results put on the pod's interface as the reference plugins' ipam.ConfigureIface (its
 # ipam_linux_test cases), veths in a private namespace
 set_tests_properties(unit/test-iface-ip PROPERTIES LABELS "unit;conformance")
+# the MAC read back and set again as upstream's SetVFEffectiveMAC (veth, private namespace)
+set_tests_properties(unit/test-link-mac PROPERTIES LABELS "unit;conformance")
