@@ -348,6 +348,19 @@ static int parse_cni_args(const char *args, char *mac, size_t size, struct cni_e
         return 0;
 }
 
+/* libcni's skel refuses a network name that does not match ^[a-zA-Z0-9][a-zA-Z0-9_.-]*$
+ * (pkg/utils ValidateNetworkName) before the plugin runs. */
+static bool network_name_is_valid(const char *name)
+{
+        for (const char *p = name; *p; p++) {
+                const bool alnum = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                                   (*p >= '0' && *p <= '9');
+                if (!alnum && (p == name || (*p != '_' && *p != '.' && *p != '-')))
+                        return false;
+        }
+        return name[0] != '\0';
+}
+
 int cni_conf_parse(const char *data, size_t len, const char *args, struct cni_conf *ret,
                    struct cni_error *e)
 {
@@ -372,12 +385,20 @@ int cni_conf_parse(const char *data, size_t len, const char *args, struct cni_co
             (r = get_string(&top, "type", type, sizeof(type), e)) < 0 ||
             (r = get_string(&top, "deviceID", c.device_id, sizeof(c.device_id), e)) < 0)
                 goto fail;
-        /* upstream's version decoder (libcni create.DecodeVersion) takes none for 0.1.0 */
+        /* libcni's version decoder (create.DecodeVersion) takes none for 0.1.0 */
         if (!c.cni_version[0])
                 strcpy(c.cni_version, "0.1.0");
         if (!c.name[0]) {
                 r = cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
                              "field \"name\" (the network's name) is required");
+                goto fail;
+        }
+        if (!network_name_is_valid(c.name)) {
+                r = cni_fail(e, CNI_ERR_INVALID_CONFIG, -EINVAL,
+                             "field \"name\" is \"%s\": invalid characters found in network "
+                             "name (letters, digits, '_', '.', '-', not starting with one of "
+                             "the last three)",
+                             c.name);
                 goto fail;
         }
         if (!c.device_id[0]) {

@@ -269,6 +269,18 @@ static void test_decoded_as_upstream(void **state)
                 CNI_ERR_INVALID_CONFIG, "\"name\"");
         refused("{\"cniVersion\":\"1.0.0\",\"name\":\"\",\"deviceID\":\"0000:01:10.0\"}", NULL,
                 CNI_ERR_INVALID_CONFIG, "\"name\" (the network's name) is required");
+        /* and made of libcni's characters (skel's validateConfig, ValidateNetworkName) */
+        refused("{\"name\":\"../x\",\"deviceID\":\"0000:01:10.0\"}", NULL, CNI_ERR_INVALID_CONFIG,
+                "invalid characters found in network name");
+        refused("{\"name\":\"a/b\",\"deviceID\":\"0000:01:10.0\"}", NULL, CNI_ERR_INVALID_CONFIG,
+                "\"a/b\"");
+        refused("{\"name\":\"-x\",\"deviceID\":\"0000:01:10.0\"}", NULL, CNI_ERR_INVALID_CONFIG,
+                "invalid characters");
+        refused("{\"name\":\"net 1\",\"deviceID\":\"0000:01:10.0\"}", NULL, CNI_ERR_INVALID_CONFIG,
+                "invalid characters");
+        assert_int_equal(
+            parse("{\"name\":\"Sriov_net-1.a\",\"deviceID\":\"0000:01:10.0\"}", NULL, &c, &e), 0);
+        cni_conf_done(&c);
 }
 
 static void test_versions(void **state)
