@@ -272,7 +272,7 @@ char *cni_result_format(const char *version, const struct cni_iface *iface,
                 json_object_set_new(o, "ips", ips);
                 if (ipam->n_routes)
                         json_object_set_new(o, "routes", route_list(ipam, 0));
-                json_object_set(o, "dns", ipam->dns ? ipam->dns : json_object());
+                json_object_set_new(o, "dns", ipam->dns ? json_incref(ipam->dns) : json_object());
         } else {
                 json_object_set_new(o, "dns", json_object());
         }
