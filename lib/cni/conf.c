@@ -225,7 +225,7 @@ static json_t *member_text(const struct json_text *o, const char *key, struct js
         if (!find_member(o, key, &v))
                 return NULL;
         json_t *j = json_loadb(v.p, v.n, JSON_DECODE_ANY, NULL);
-        if (j && json_is_null(j)) {
+        if (json_is_null(j)) {
                 json_decref(j);
                 return NULL;
         }
@@ -378,7 +378,7 @@ int cni_conf_parse(const char *data, size_t len, const char *args, struct cni_co
                              "network configuration is not a JSON object");
                 goto fail;
         }
-        const struct json_text top = { .p = data, .n = len };
+        const struct json_text top = { .p = data ? data : "", .n = data ? len : 0 };
         char type[64] = "";
         if ((r = get_string(&top, "cniVersion", c.cni_version, sizeof(c.cni_version), e)) < 0 ||
             (r = get_string(&top, "name", c.name, sizeof(c.name), e)) < 0 ||

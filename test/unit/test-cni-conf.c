@@ -144,8 +144,7 @@ static void test_cni_args_as_libcni(void **state)
                 "Unk=nown;IgnoreUnknown=1",
                 "IgnoreUnknown=1",
                 "MAC=02:00:00:00:00:01",
-                "IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p;K8S_POD_INFRA_CONTAINER_ID=x;"
-                "K8S_POD_UID=u",
+                "IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p;K8S_POD_UID=u",
                 "IgnoreUnknown=1;MAC=",
         };
         for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {

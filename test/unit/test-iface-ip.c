@@ -5,7 +5,7 @@
  * addresses and routes" (a route with a table, one with scope 200), "configures multiple routes
  * with the same destination (ECMP)", "keeps IPV6 addresses after the interface is brought
  * down", and its IPv6 enabling on lo and the link; plus DAD as ip.SettleAddresses sees it.
- * Checked with /proc and `ip`, independent of the code under test. */
+ * Checked with /proc and libnl's route cache, independent of the code under test. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +25,8 @@
 #include "host/iface-ip.h"
 #include "host/netlink-netns.h"
 #include "veth-fixture.h"
+
+#include <netlink/route/route.h>
 
 static bool have_netns;
 
@@ -48,17 +50,17 @@ static void sysctl_write(const char *ifname, const char *key, const char *value)
 
 static int sysctl_read(const char *ifname, const char *key)
 {
-        char path[128];
-        int v = -1;
+        char path[128], line[32] = "";
         snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/%s", ifname, key);
         FILE *f = fopen(path, "r");
         assert_non_null(f);
-        assert_int_equal(fscanf(f, "%d", &v), 1);
+        assert_non_null(fgets(line, sizeof(line), f));
         fclose(f);
-        return v;
+        return (int)strtol(line, NULL, 10);
 }
 
-/* The flags of ifname's IPv6 address (hex form of /proc/net/if_inet6), -1 when absent. */
+/* The flags of ifname's IPv6 address (hex form of /proc/net/if_inet6), -1 when absent. Its
+ * lines: address, ifindex, prefix length, scope, flags (all hex), name. */
 static int inet6_flags(const char *ifname, const char *addr)
 {
         uint8_t want[16];
@@ -68,29 +70,82 @@ static int inet6_flags(const char *ifname, const char *addr)
                 snprintf(hex + 2 * i, 3, "%02x", want[i]);
         FILE *f = fopen("/proc/net/if_inet6", "r");
         assert_non_null(f);
-        char a[64], dev[IFNAMSIZ + 1];
-        unsigned idx, plen, scope, flags;
+        char line[256];
         int found = -1;
-        while (fscanf(f, "%63s %x %x %x %x %16s", a, &idx, &plen, &scope, &flags, dev) == 6)
-                if (strcmp(a, hex) == 0 && strcmp(dev, ifname) == 0)
-                        found = (int)flags;
+        while (fgets(line, sizeof(line), f)) {
+                char *save = NULL, *field[6];
+                int n = 0;
+                for (char *t = strtok_r(line, " \t\n", &save); t && n < 6;
+                     t = strtok_r(NULL, " \t\n", &save))
+                        field[n++] = t;
+                if (n == 6 && strcmp(field[0], hex) == 0 && strcmp(field[5], ifname) == 0)
+                        found = (int)strtoul(field[4], NULL, 16);
+        }
         fclose(f);
         return found;
 }
 
-/* `ip ARGS` output (the test's own view of routes), malloc'ed. */
-static char *ip_output(const char *args)
+/* What the kernel holds for an IPv4 route to dst (any table): read with libnl's route cache,
+ * independent of the code under test. */
+struct route_seen {
+        bool found;
+        uint32_t table, priority;
+        int scope;
+        int n_gw;
+        char gw[4][INET_ADDRSTRLEN];
+};
+
+struct route_dump {
+        struct nl_addr *want;
+        struct route_seen seen;
+};
+
+/* Each route of the dump on its own: libnl's route cache would merge two routes that differ
+ * only in their gateway (the kernel keeps IPv4 ones apart). */
+static int on_route(struct nl_msg *msg, void *arg)
 {
-        char cmd[256];
-        snprintf(cmd, sizeof(cmd), "ip %s 2>&1", args);
-        FILE *p = popen(cmd, "r");
-        assert_non_null(p);
-        char *out = calloc(1, 16384);
-        assert_non_null(out);
-        size_t n = fread(out, 1, 16383, p);
-        out[n] = '\0';
-        pclose(p);
-        return out;
+        struct route_dump *d = arg;
+        struct rtnl_route *r = NULL;
+        if (rtnl_route_parse(nlmsg_hdr(msg), &r) < 0)
+                return NL_SKIP;
+        struct nl_addr *dst = rtnl_route_get_dst(r);
+        if (dst && nl_addr_cmp(dst, d->want) == 0 &&
+            nl_addr_get_prefixlen(dst) == nl_addr_get_prefixlen(d->want)) {
+                struct route_seen *s = &d->seen;
+                s->found = true;
+                s->table = rtnl_route_get_table(r);
+                s->priority = rtnl_route_get_priority(r);
+                s->scope = rtnl_route_get_scope(r);
+                for (int i = 0; i < rtnl_route_get_nnexthops(r) && s->n_gw < 4; i++) {
+                        struct nl_addr *gw = rtnl_route_nh_get_gateway(rtnl_route_nexthop_n(r, i));
+                        if (gw)
+                                nl_addr2str(gw, s->gw[s->n_gw++], INET_ADDRSTRLEN);
+                }
+        }
+        rtnl_route_put(r);
+        return NL_OK;
+}
+
+static struct route_seen route_lookup(const char *dst)
+{
+        struct route_dump d = { .seen = { .scope = -1 } };
+        assert_int_equal(nl_addr_parse(dst, AF_INET, &d.want), 0);
+        struct nl_sock *sk = rtnl();
+        struct rtmsg rtm = { .rtm_family = AF_INET };
+        assert_int_equal(nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, on_route, &d), 0);
+        assert_true(nl_send_simple(sk, RTM_GETROUTE, NLM_F_DUMP, &rtm, sizeof(rtm)) >= 0);
+        assert_int_equal(nl_recvmsgs_default(sk), 0);
+        nl_addr_put(d.want);
+        nl_socket_free(sk);
+        return d.seen;
+}
+
+static bool route_has_gw(const struct route_seen *r, const char *gw)
+{
+        for (int i = 0; i < r->n_gw; i++)
+                if (strcmp(r->gw[i], gw) == 0)
+                        return true;
+        return false;
 }
 
 static void link_up(const char *ifname)
@@ -194,20 +249,20 @@ static void test_routes_as_configure_iface(void **state)
         if (r < 0)
                 fail_msg("cannot %s %zu: %s", why.step, why.index, strerror(-r));
 
-        char *t = ip_output("-4 route show table 5000 dev pod2");
-        if (!strstr(t, "15.5.6.0/24 via 10.2.0.1") || !strstr(t, "metric 20"))
-                fail_msg("table 5000: %s", t);
-        free(t);
-        t = ip_output("-4 route show table main dev pod2");
-        if (!strstr(t, "1.2.3.4") || !(strstr(t, "scope site") || strstr(t, "scope 200")))
-                fail_msg("scope 200 route: %s", t);
-        if (!strstr(t, "172.16.0.0/16 via 10.2.0.1") || !strstr(t, "metric 7"))
-                fail_msg("route through the address's gateway: %s", t);
-        free(t);
-        t = ip_output("-4 route show table main 192.168.7.0/24");
-        if (!strstr(t, "10.2.0.1") || !strstr(t, "10.2.0.3"))
-                fail_msg("both next hops of 192.168.7.0/24: %s", t);
-        free(t);
+        struct route_seen t = route_lookup("15.5.6.0/24");
+        if (!t.found || t.table != 5000 || t.priority != 20 || !route_has_gw(&t, "10.2.0.1"))
+                fail_msg("15.5.6.0/24: found %d table %u metric %u", t.found, t.table, t.priority);
+        t = route_lookup("1.2.3.4/32");
+        if (!t.found || t.scope != 200)
+                fail_msg("1.2.3.4/32: found %d scope %d", t.found, t.scope);
+        t = route_lookup("172.16.0.0/16");
+        if (!t.found || t.priority != 7 || !route_has_gw(&t, "10.2.0.1"))
+                fail_msg("172.16.0.0/16 through the address's gateway: found %d metric %u", t.found,
+                         t.priority);
+        /* ECMP: one route with two next hops, or two routes, as the kernel keeps them */
+        t = route_lookup("192.168.7.0/24");
+        if (!route_has_gw(&t, "10.2.0.1") || !route_has_gw(&t, "10.2.0.3"))
+                fail_msg("both next hops of 192.168.7.0/24: %d gateway(s) seen", t.n_gw);
 }
 
 static int setup(void **state)

@@ -117,7 +117,7 @@ static void test_mac_applied_late(void **state)
         assert_int_equal(setsockopt(d.notify_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
 
         pthread_attr_t attr;
-        pthread_t driver;
+        pthread_t driver = 0;
         if (!pin_and_prioritize(&attr) || pthread_create(&driver, &attr, driver_main, &d) != 0) {
                 close(d.notify_fd);
                 print_message("skipped: cannot run a SCHED_FIFO thread here\n");
