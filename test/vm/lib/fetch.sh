@@ -303,7 +303,7 @@ fetch_cni_plugins() {
 # libraries into the guest's one /usr/lib, and trixie's systemd 257 needs glibc >= 2.38 (and
 # trixie's libsystemd-shared its own libraries): one root cannot hold both without a second
 # C library. The unit is thus proven under the systemd of the release the agent is built for
-# (and the one `systemd-analyze security` rates in README). Fetched only when a scenario of the
+# (and the one `systemd-analyze security` rates in docs/install.md). Fetched only when a scenario of the
 # systemd profile is selected; its own stamp, so other parts of the cache are not touched.
 VM_SYSTEMD_PACKAGES="systemd"
 fetch_systemd() {
