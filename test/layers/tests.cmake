@@ -46,6 +46,8 @@ sriov_layer_check(host model/inventory.h "\"policy/policy.h\"")
 sriov_layer_check(kube nad/render.h "\"host/sriov-numvfs.h\"")
 sriov_layer_check(deviceplugin grpc/grpc-server.h "\"kube/http.h\"")
 sriov_layer_check(deviceplugin grpc/grpc-server.h "\"host/sriov-numvfs.h\"")
+sriov_layer_check(dra grpc/grpc-server.h "\"kube/http.h\"")
+sriov_layer_check(dra grpc/grpc-server.h "\"host/sriov-numvfs.h\"")
 
 # Every function lib/host exports carries the host_ prefix (issue 13), so a call site says
 # which layer touches the machine. Compiler-made symbols ("__", ".") are not ours.
