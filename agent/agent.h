@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "daemon.h"
+#include "deviceplugin/pool.h"
 #include "deviceplugin/rdma-shared-config.h"
 #include "model/desired.h"
 #include "model/inventory.h"
@@ -57,6 +58,11 @@ struct agent {
         uint64_t retry_usec;
         char *last_report;     /* policy statuses last logged, to log changes only */
         struct nic_list *nics; /* supported NIC models (built-in, files, ConfigMap) */
+
+        char **dra_resources; /* --dra-resources: resource names served through DRA */
+        size_t n_dra_resources;
+        struct dra_plugin *dra;       /* NULL when no resource is served through DRA */
+        struct dp_pool_set dra_pools; /* the pools cut out of the device plugin's */
 };
 
 /* daemon.c */
@@ -68,6 +74,16 @@ int agent_schedule_reconcile(struct agent *a, const char *why);
  * or reported changed (a reconcile should follow), 0 when not, -ENOMEM. */
 int agent_rdma_shared_update(struct agent *a, const char *origin, const char *text,
                              const char *read_error);
+
+/* dra.c */
+/* "a,b,c" appended to *ret (duplicates once); -EINVAL (logged) for a name that is not a valid
+ * resourceName. */
+int agent_dra_parse_resources(const char *list, char ***ret, size_t *n);
+/* Starts the DRA driver when --dra-resources names any resource. */
+int agent_dra_start(struct agent *a);
+/* Moves the pools of DRA resources out of pools (what the device plugin will serve). */
+int agent_dra_take_pools(struct agent *a, struct dp_pool_set *pools);
+void agent_dra_stop(struct agent *a);
 
 /* rdma-configmap.c */
 struct kube_http;

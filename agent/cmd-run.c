@@ -64,6 +64,13 @@ static void print_usage(FILE *f)
                 "                            cluster mode: the ConfigMap (key config.json)\n"
                 "                            watched for that config (default:\n"
                 "                            kube-system/rdma-devices; \"none\": not read)\n"
+                "Dynamic Resource Allocation:\n"
+                "  --dra-resources NAME,...  resources (policy resourceName, whole-card pool\n"
+                "                            name) served through the DRA driver instead of\n"
+                "                            the device plugin (default: none, DRA off)\n"
+                "  --kubelet-root DIR        kubelet root: DRA registration in\n"
+                "                            DIR/plugins_registry, the driver's socket in\n"
+                "                            DIR/plugins (default: /var/lib/kubelet)\n"
                 "Loop:\n"
                 "  --resync-interval SEC     periodic drift check (default: 30)\n"
                 "  --log-level LEVEL         err, warning, notice, info (default), debug\n"
@@ -106,6 +113,8 @@ int cmd_run(int argc, char **argv)
                 OPT_SUPPORTED_NICS,
                 OPT_ALL_NICS,
                 OPT_LOG_LEVEL,
+                OPT_DRA_RESOURCES,
+                OPT_KUBELET_ROOT,
         };
         static const struct option options[] = {
                 { "policy-dir", required_argument, NULL, OPT_POLICY_DIR },
@@ -128,6 +137,8 @@ int cmd_run(int argc, char **argv)
                 { "supported-nics", required_argument, NULL, OPT_SUPPORTED_NICS },
                 { "all-nics", no_argument, NULL, OPT_ALL_NICS },
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+                { "dra-resources", required_argument, NULL, OPT_DRA_RESOURCES },
+                { "kubelet-root", required_argument, NULL, OPT_KUBELET_ROOT },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -219,6 +230,12 @@ int cmd_run(int argc, char **argv)
                                         optarg);
                                 return 1;
                         }
+                        break;
+                case OPT_DRA_RESOURCES:
+                        config.dra_resources = optarg;
+                        break;
+                case OPT_KUBELET_ROOT:
+                        config.kubelet_root = optarg;
                         break;
                 case 'h':
                         print_usage(stdout);

@@ -465,6 +465,13 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                 goto fail;
         }
 
+        r = agent_dra_parse_resources(config->dra_resources, &a->dra_resources,
+                                      &a->n_dra_resources);
+        if (r >= 0)
+                r = agent_dra_start(a);
+        if (r < 0)
+                goto fail;
+
         sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
@@ -572,6 +579,7 @@ struct agent *agent_free(struct agent *a)
         kube_cluster_free(a->cluster);
         host_link_monitor_free(a->links);
         dp_manager_free(a->plugins);
+        agent_dra_stop(a);
         sd_event_unref(a->event);
         inventory_done(&a->observed);
         node_labels_free(a->labels, a->n_labels);

@@ -18,6 +18,8 @@ struct agent_config {
         const char *node_labels; /* "k=v,k2=v2" in standalone mode */
         const char *sysfs_root;
         const char *kubelet_dir;
+        const char *kubelet_root;  /* DRA: plugins_registry/ and plugins/ are under it */
+        const char *dra_resources; /* "a,b": resources served through DRA, not the device plugin */
         const char *state_dir;
         const char *devinfo_dir;
         const char *resource_prefix;

@@ -208,10 +208,14 @@ static int update_pools(struct agent *a, const struct desired_state *advertised,
 {
         struct dp_pool_set pools = { 0 }, served = { 0 };
         int r = dp_manager_get_pools(a->plugins, &served);
+        if (r >= 0) /* a VF moved into a pod keeps its place on either side */
+                r = dp_pool_set_append_copy(&served, &a->dra_pools);
         if (r >= 0)
                 r = dp_pools_build(advertised, inv, a->config.resource_prefix,
                                    a->have_rdma_shared ? &a->rdma_shared : NULL, &served, &pools);
         dp_pool_set_done(&served);
+        if (r >= 0)
+                r = agent_dra_take_pools(a, &pools);
         if (r >= 0)
                 r = dp_manager_set_pools(a->plugins, &pools);
         dp_pool_set_done(&pools);

@@ -55,3 +55,14 @@ foreach(api v1 v1beta1)
         set_tests_properties(integration/dra/registration-${api} PROPERTIES LABELS integration)
     endif()
 endforeach()
+
+# Per resource, device plugin or DRA, never both: the agent with both kubelet doubles.
+if(TARGET fake-dra-kubelet AND TARGET fake-kubelet AND Python3_Interpreter_FOUND)
+    add_test(NAME integration/dra/resource-choice
+             COMMAND ${Python3_EXECUTABLE} ${DRA_TEST_DIR}/run-dra-resource-choice.py
+                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --fake-dra-kubelet ${DRA_FAKE_KUBELET}
+                     --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
+    set_tests_properties(integration/dra/resource-choice PROPERTIES
+        LABELS "integration;dra" TIMEOUT 120)
+endif()
