@@ -63,6 +63,7 @@ struct agent {
         size_t n_dra_resources;
         struct dra_plugin *dra;       /* NULL when no resource is served through DRA */
         struct dp_pool_set dra_pools; /* the pools cut out of the device plugin's */
+        struct kube_slices *slices;   /* cluster mode: this node's ResourceSlices */
 };
 
 /* daemon.c */
@@ -83,6 +84,11 @@ int agent_dra_parse_resources(const char *list, char ***ret, size_t *n);
 int agent_dra_start(struct agent *a);
 /* Moves the pools of DRA resources out of pools (what the device plugin will serve). */
 int agent_dra_take_pools(struct agent *a, struct dp_pool_set *pools);
+/* Cluster mode: the ResourceSlice publisher (with DRA off it removes leftovers once). */
+int agent_dra_publisher_new(struct agent *a);
+/* Publishes the DRA pools' devices as this node's ResourceSlices (on change only). */
+int agent_dra_publish(struct agent *a, const struct inventory *inv);
+/* Before the cluster goes: frees the publisher and the plugin. */
 void agent_dra_stop(struct agent *a);
 
 /* rdma-configmap.c */

@@ -523,6 +523,9 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                         if (r < 0)
                                 goto fail;
                 }
+                r = agent_dra_publisher_new(a);
+                if (r < 0)
+                        goto fail;
         } else {
                 r = sd_event_add_inotify(a->event, &a->policy_watch, config->policy_dir,
                                          POLICY_DIR_EVENTS, on_policy_dir, a);
@@ -576,10 +579,10 @@ struct agent *agent_free(struct agent *a)
         sd_event_source_unref(a->policy_watch);
         nic_list_free(a->nics);
         rdma_configmap_free(a->rdma_configmap); /* its informer uses the cluster's HTTP */
+        agent_dra_stop(a);                      /* so does the ResourceSlice publisher */
         kube_cluster_free(a->cluster);
         host_link_monitor_free(a->links);
         dp_manager_free(a->plugins);
-        agent_dra_stop(a);
         sd_event_unref(a->event);
         inventory_done(&a->observed);
         node_labels_free(a->labels, a->n_labels);

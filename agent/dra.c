@@ -10,6 +10,9 @@
 #include "agent.h"
 #include "deviceplugin/pool.h"
 #include "dra/plugin.h"
+#include "dra/slices.h"
+#include "kube/cluster.h"
+#include "kube/resource-slices.h"
 #include "util/log.h"
 #include "util/names.h"
 #include "util/strv.h"
@@ -82,8 +85,38 @@ int agent_dra_take_pools(struct agent *a, struct dp_pool_set *pools)
         return 0;
 }
 
+int agent_dra_publisher_new(struct agent *a)
+{
+        int r = kube_slices_new(kube_cluster_http(a->cluster), a->config.node_name,
+                                DRA_DRIVER_NAME_DEFAULT, &a->slices);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the ResourceSlice publisher");
+        if (a->n_dra_resources == 0) {
+                /* DRA off: slices a previous run published for this node must go. */
+                json_t *none = json_array();
+                r = none ? kube_slices_set(a->slices, none) : -ENOMEM;
+                json_decref(none);
+        }
+        return r;
+}
+
+int agent_dra_publish(struct agent *a, const struct inventory *inv)
+{
+        if (!a->slices || a->n_dra_resources == 0)
+                return 0;
+        json_t *slices = NULL;
+        int r = dra_slices_build(&a->dra_pools, inv, a->config.node_name, DRA_DRIVER_NAME_DEFAULT,
+                                 &slices);
+        if (r < 0)
+                return r;
+        r = kube_slices_set(a->slices, slices);
+        json_decref(slices);
+        return r;
+}
+
 void agent_dra_stop(struct agent *a)
 {
+        a->slices = kube_slices_free(a->slices);
         a->dra = dra_plugin_free(a->dra);
         dp_pool_set_done(&a->dra_pools);
         strv_free_n(a->dra_resources, a->n_dra_resources);

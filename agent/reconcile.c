@@ -217,6 +217,8 @@ static int update_pools(struct agent *a, const struct desired_state *advertised,
         if (r >= 0)
                 r = agent_dra_take_pools(a, &pools);
         if (r >= 0)
+                r = agent_dra_publish(a, inv);
+        if (r >= 0)
                 r = dp_manager_set_pools(a->plugins, &pools);
         dp_pool_set_done(&pools);
         return r;

@@ -120,6 +120,8 @@ static int read_vf(const struct discover_scan *scan, int pf_fd, const struct pf_
         if (r >= 0)
                 r = host_pci_function_read_numa(fd, &vf->numa_node, &vf->error);
         if (r >= 0)
+                r = host_pci_function_read_pcie_root(scan, fd, vf->pcie_root);
+        if (r >= 0)
                 r = host_pci_function_read_iommu_group(fd, &vf->iommu_group, &vf->error);
         if (r >= 0 && vf->iommu_group >= 0 && strcmp(vf->driver, "vfio-pci") == 0) {
                 /* vfio's no-IOMMU mode (a VM without a virtual IOMMU) names its groups; only

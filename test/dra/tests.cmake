@@ -66,3 +66,25 @@ if(TARGET fake-dra-kubelet AND TARGET fake-kubelet AND Python3_Interpreter_FOUND
     set_tests_properties(integration/dra/resource-choice PROPERTIES
         LABELS "integration;dra" TIMEOUT 120)
 endif()
+
+# The node's ResourceSlices through the API: real kubectl, the strict fake API server.
+find_program(DRA_KUBECTL kubectl)
+if(TARGET fake-dra-kubelet AND TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DRA_KUBECTL)
+    add_test(NAME integration/dra/resource-slices
+             COMMAND ${Python3_EXECUTABLE} ${DRA_TEST_DIR}/run-dra-slices.py
+                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --fake-dra-kubelet ${DRA_FAKE_KUBELET} --kubectl ${DRA_KUBECTL})
+    set_tests_properties(integration/dra/resource-slices PROPERTIES
+        LABELS "integration;dra" TIMEOUT 180
+        ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+endif()
+
+# The fake API server's resource.k8s.io/v1 kinds: validation and RBAC, with real kubectl.
+if(Python3_Interpreter_FOUND AND DRA_KUBECTL)
+    add_test(NAME integration/dra/fake-apiserver
+             COMMAND ${Python3_EXECUTABLE} ${DRA_TEST_DIR}/run-fake-apiserver-dra.py
+                     --kubectl ${DRA_KUBECTL})
+    set_tests_properties(integration/dra/fake-apiserver PROPERTIES
+        LABELS "integration;dra" TIMEOUT 120
+        ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+endif()
