@@ -21,6 +21,7 @@
 #include "policy/policy-merge.h"
 
 struct apply_report;
+struct prepare_job;
 struct reconcile;
 
 struct agent {
@@ -64,6 +65,7 @@ struct agent {
         struct dra_plugin *dra;       /* NULL when no resource is served through DRA */
         struct dp_pool_set dra_pools; /* the pools cut out of the device plugin's */
         struct kube_slices *slices;   /* cluster mode: this node's ResourceSlices */
+        struct prepare_job *dra_jobs; /* NodePrepareResources calls reading claims */
 };
 
 /* daemon.c */

@@ -71,6 +71,8 @@ static void print_usage(FILE *f)
                 "  --kubelet-root DIR        kubelet root: DRA registration in\n"
                 "                            DIR/plugins_registry, the driver's socket in\n"
                 "                            DIR/plugins (default: /var/lib/kubelet)\n"
+                "  --cdi-root DIR            where the DRA driver writes its CDI specs\n"
+                "                            (default: /var/run/cdi)\n"
                 "Loop:\n"
                 "  --resync-interval SEC     periodic drift check (default: 30)\n"
                 "  --log-level LEVEL         err, warning, notice, info (default), debug\n"
@@ -115,6 +117,7 @@ int cmd_run(int argc, char **argv)
                 OPT_LOG_LEVEL,
                 OPT_DRA_RESOURCES,
                 OPT_KUBELET_ROOT,
+                OPT_CDI_ROOT,
         };
         static const struct option options[] = {
                 { "policy-dir", required_argument, NULL, OPT_POLICY_DIR },
@@ -139,6 +142,7 @@ int cmd_run(int argc, char **argv)
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
                 { "dra-resources", required_argument, NULL, OPT_DRA_RESOURCES },
                 { "kubelet-root", required_argument, NULL, OPT_KUBELET_ROOT },
+                { "cdi-root", required_argument, NULL, OPT_CDI_ROOT },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -236,6 +240,9 @@ int cmd_run(int argc, char **argv)
                         break;
                 case OPT_KUBELET_ROOT:
                         config.kubelet_root = optarg;
+                        break;
+                case OPT_CDI_ROOT:
+                        config.cdi_root = optarg;
                         break;
                 case 'h':
                         print_usage(stdout);

@@ -3,16 +3,21 @@
  * registers with the kubelet. A resource named there is cut out of the device-plugin pools
  * on every reconcile (agent_dra_take_pools), so a device is offered through one path only. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent.h"
+#include "deviceplugin/allocate.h"
 #include "deviceplugin/pool.h"
+#include "dra/claim.h"
 #include "dra/plugin.h"
 #include "dra/slices.h"
 #include "kube/cluster.h"
 #include "kube/resource-slices.h"
+#include "util/fileio.h"
 #include "util/log.h"
 #include "util/names.h"
 #include "util/strv.h"
@@ -40,19 +45,360 @@ int agent_dra_parse_resources(const char *list, char ***ret, size_t *n)
         return 0;
 }
 
-/* ResourceClaim allocations are not read yet: every claim is answered with an error, which
- * the kubelet shows in the pod's events, rather than with devices that were never checked. */
-static void prepare(void *userdata, const struct dra_claim *claim, struct dra_claim_result *ret)
+/* ---- Prepare: the claim's allocation, read from the API server, becomes a CDI spec ---- */
+
+struct claim_read {
+        struct prepare_job *job;
+        size_t index;
+        struct kube_request *request;
+};
+
+struct prepare_job {
+        struct agent *agent;
+        struct dra_prepare *req;
+        struct claim_read *reads;
+        size_t pending;
+        struct prepare_job *next;
+};
+
+static int set_error(struct dra_claim_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int set_error(struct dra_claim_result *r, const char *fmt, ...)
 {
-        if (asprintf(&ret->error,
-                     "claim %s/%s (%s): this agent does not read ResourceClaim allocations yet",
-                     claim->namespace_, claim->name, claim->uid) < 0)
-                ret->error = NULL;
+        va_list ap;
+        dra_claim_result_done(r);
+        va_start(ap, fmt);
+        if (vasprintf(&r->error, fmt, ap) < 0)
+                r->error = NULL;
+        va_end(ap);
+        return -EINVAL;
+}
+
+static int path_in(const char *dir, const char *uid, char *buf, size_t size)
+{
+        int n = snprintf(buf, size, "%s/" DRA_DRIVER_NAME_DEFAULT "-%s.json", dir, uid);
+        return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static const char *cdi_root(const struct agent *a)
+{
+        return a->config.cdi_root ?: "/var/run/cdi";
+}
+
+static int record_dir(const struct agent *a, char *buf, size_t size)
+{
+        int n = snprintf(buf, size, "%s/dra", a->config.state_dir ?: "/var/lib/sriov-agent");
+        return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* The answer and the CDI spec of a prepared claim, kept in the state dir so that Prepare is
+ * answered the same after an agent restart (and the CDI spec written again after a reboot
+ * emptied /var/run). */
+static int write_json_file(const char *dir, const char *uid, json_t *obj)
+{
+        char path[4096];
+        int r = mkdir_p(dir);
+        if (r >= 0)
+                r = path_in(dir, uid, path, sizeof(path));
+        _cleanup_free_ char *text = r >= 0 ? json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        if (r >= 0 && !text)
+                r = -ENOMEM;
+        return r < 0 ? r : write_file_atomic(path, text, strlen(text), 0644);
+}
+
+static int result_from_record(json_t *record, struct dra_claim_result *res)
+{
+        json_t *devs = json_object_get(record, "devices");
+        res->devices = calloc(json_array_size(devs) ?: 1, sizeof(*res->devices));
+        if (!res->devices)
+                return -ENOMEM;
+        size_t i;
+        json_t *d;
+        json_array_foreach(devs, i, d)
+        {
+                struct dra_prepared_device *p = &res->devices[res->n_devices++];
+                p->pool = strdup(json_string_value(json_object_get(d, "pool")) ?: "");
+                p->device = strdup(json_string_value(json_object_get(d, "device")) ?: "");
+                if (!p->pool || !p->device ||
+                    strv_push_dup(&p->request_names, &p->n_request_names,
+                                  json_string_value(json_object_get(d, "request")) ?: "") < 0 ||
+                    strv_push_dup(&p->cdi_ids, &p->n_cdi_ids,
+                                  json_string_value(json_object_get(d, "cdi")) ?: "") < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* A claim prepared before (by this or an earlier run): answered from its record. 1 when it
+ * was, 0 when there is none. */
+static int prepare_from_record(struct agent *a, const struct dra_claim *c,
+                               struct dra_claim_result *res)
+{
+        char dir[4096], path[4096];
+        if (record_dir(a, dir, sizeof(dir)) < 0 || path_in(dir, c->uid, path, sizeof(path)) < 0)
+                return 0;
+        json_auto_t *record = json_load_file(path, 0, NULL);
+        if (!record)
+                return 0;
+        if (result_from_record(record, res) < 0)
+                return set_error(res, "out of memory");
+        char cdi[4096];
+        if (path_in(cdi_root(a), c->uid, cdi, sizeof(cdi)) >= 0 && access(cdi, F_OK) < 0) {
+                int r = write_json_file(cdi_root(a), c->uid, json_object_get(record, "cdi"));
+                if (r < 0)
+                        return set_error(res, "cannot write the CDI spec in %s: %s", cdi_root(a),
+                                         strerror(-r));
+        }
+        return 1;
+}
+
+static const struct dp_pool *find_device(const struct agent *a, const char *name,
+                                         const struct dp_device **ret)
+{
+        for (size_t i = 0; i < a->dra_pools.n_pools; i++) {
+                const struct dp_pool *p = &a->dra_pools.pools[i];
+                for (size_t j = 0; p->kind == DP_POOL_SRIOV && j < p->n_devices; j++) {
+                        char dn[PCI_ADDR_MAX];
+                        dra_device_name(p->devices[j].id, dn);
+                        if (strcmp(dn, name) == 0) {
+                                *ret = &p->devices[j];
+                                return p;
+                        }
+                }
+        }
+        return NULL;
+}
+
+/* Turns the claim's allocation into a CDI spec, its record and the answer. */
+static void prepare_from_claim(struct agent *a, const struct dra_claim *c, json_t *claim,
+                               struct dra_claim_result *res)
+{
+        _cleanup_free_ char *error = NULL;
+        struct dra_allocated *al = NULL;
+        size_t n = 0;
+        int r = dra_claim_allocated(claim, c->uid, DRA_DRIVER_NAME_DEFAULT, a->config.node_name,
+                                    &al, &n, &error);
+        if (r < 0) {
+                set_error(res, "%s", error ?: "out of memory");
+                return;
+        }
+        const struct dp_pool **pools = calloc(n ?: 1, sizeof(*pools));
+        struct dp_container_allocation *own = calloc(n ?: 1, sizeof(*own));
+        struct dp_container_allocation *per_pool = calloc(n ?: 1, sizeof(*per_pool));
+        const struct dp_container_allocation **own_ptr = calloc(n ?: 1, sizeof(*own_ptr));
+        const struct dp_container_allocation **pool_ptr = calloc(n ?: 1, sizeof(*pool_ptr));
+        char **names = calloc(n ?: 1, sizeof(*names));
+        char **ids = calloc(n ?: 1, sizeof(*ids));
+        json_t *record_devs = json_array();
+        struct grpc_status st = { 0 };
+        r = pools && own && per_pool && own_ptr && pool_ptr && names && ids && record_devs
+                ? 0
+                : set_error(res, "out of memory");
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                const struct dp_device *d = NULL;
+                pools[i] = find_device(a, al[i].device, &d);
+                if (!pools[i]) {
+                        r = set_error(res,
+                                      "device %s (request %s) is not a VF this node serves "
+                                      "through DRA",
+                                      al[i].device, al[i].request);
+                        break;
+                }
+                names[i] = al[i].device;
+                ids[i] = (char *)d->id;
+                if (dp_allocate_container(pools[i], &ids[i], 1, &own[i], &st) != GRPC_STATUS_OK)
+                        r = set_error(res, "device %s: %s", al[i].device, st.message);
+                own_ptr[i] = &own[i];
+        }
+        /* Per pool, every device of the claim in it, for the PCIDEVICE_* variables. */
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                size_t k = 0;
+                for (size_t j = 0; j < n; j++)
+                        if (pools[j] == pools[i])
+                                k++;
+                _cleanup_free_ char **group = calloc(k, sizeof(*group));
+                if (!group) {
+                        r = set_error(res, "out of memory");
+                        break;
+                }
+                k = 0;
+                for (size_t j = 0; j < n; j++)
+                        if (pools[j] == pools[i])
+                                group[k++] = ids[j];
+                if (dp_allocate_container(pools[i], group, k, &per_pool[i], &st) != GRPC_STATUS_OK)
+                        r = set_error(res, "%s", st.message);
+                pool_ptr[i] = &per_pool[i];
+        }
+        json_auto_t *cdi =
+            r == 0 ? dra_cdi_spec(DRA_DRIVER_NAME_DEFAULT, c->uid, names, own_ptr, pool_ptr, n)
+                   : NULL;
+        if (r == 0 && !cdi)
+                r = set_error(res, "out of memory");
+        if (r == 0) {
+                res->devices = calloc(n ?: 1, sizeof(*res->devices));
+                if (!res->devices)
+                        r = set_error(res, "out of memory");
+        }
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                char id[512];
+                struct dra_prepared_device *p = &res->devices[res->n_devices++];
+                p->pool = strdup(a->config.node_name);
+                p->device = strdup(al[i].device);
+                if (dra_cdi_device_id(DRA_DRIVER_NAME_DEFAULT, c->uid, al[i].device, id,
+                                      sizeof(id)) < 0 ||
+                    !p->pool || !p->device ||
+                    strv_push_dup(&p->request_names, &p->n_request_names, al[i].request) < 0 ||
+                    strv_push_dup(&p->cdi_ids, &p->n_cdi_ids, id) < 0 ||
+                    json_array_append_new(record_devs,
+                                          json_pack("{s:s,s:s,s:s,s:s}", "request", al[i].request,
+                                                    "pool", a->config.node_name, "device",
+                                                    al[i].device, "cdi", id)) < 0)
+                        r = set_error(res, "out of memory");
+        }
+        char dir[4096];
+        if (r == 0) {
+                r = write_json_file(cdi_root(a), c->uid, cdi);
+                if (r < 0)
+                        r = set_error(res, "cannot write the CDI spec in %s: %s", cdi_root(a),
+                                      strerror(-r));
+        }
+        if (r == 0) {
+                json_auto_t *record = json_pack("{s:O,s:O}", "devices", record_devs, "cdi", cdi);
+                r = record_dir(a, dir, sizeof(dir));
+                if (r >= 0)
+                        r = record ? write_json_file(dir, c->uid, record) : -ENOMEM;
+                if (r < 0)
+                        r = set_error(res, "cannot record the prepared claim in %s: %s", dir,
+                                      strerror(-r));
+        }
+        for (size_t i = 0; i < n && own && per_pool; i++) {
+                dp_container_allocation_done(&own[i]);
+                dp_container_allocation_done(&per_pool[i]);
+        }
+        json_decref(record_devs);
+        free(pools);
+        free(own);
+        free(per_pool);
+        free(own_ptr);
+        free(pool_ptr);
+        free(names);
+        free(ids);
+        dra_allocated_free(al, n);
+}
+
+static void job_finish(struct prepare_job *job)
+{
+        struct agent *a = job->agent;
+        for (struct prepare_job **pp = &a->dra_jobs; *pp; pp = &(*pp)->next)
+                if (*pp == job) {
+                        *pp = job->next;
+                        break;
+                }
+        dra_prepare_done(job->req);
+        free(job->reads);
+        free(job);
+}
+
+static void claim_read_done(struct kube_request *request, int error, long status, const char *body,
+                            size_t body_len, void *userdata)
+{
+        struct claim_read *rd = userdata;
+        struct prepare_job *job = rd->job;
+        rd->request = NULL;
+        const struct dra_claim *c = dra_prepare_claim(job->req, rd->index);
+        struct dra_claim_result *res = dra_prepare_result(job->req, rd->index);
+        json_auto_t *claim =
+            error == 0 && status == 200 ? json_loadb(body, body_len, 0, NULL) : NULL;
+        if (claim)
+                prepare_from_claim(job->agent, c, claim, res);
+        else if (status == 404)
+                set_error(res, "ResourceClaim %s/%s not found", c->namespace_, c->name);
+        else
+                set_error(res, "cannot read ResourceClaim %s/%s: %s", c->namespace_, c->name,
+                          error    ? strerror(-error)
+                          : status ? "unexpected answer"
+                                   : "no answer");
+        if (--job->pending == 0)
+                job_finish(job);
+}
+
+static void prepare(void *userdata, struct dra_prepare *req)
+{
+        struct agent *a = userdata;
+        size_t n = dra_prepare_n_claims(req);
+        struct prepare_job *job = calloc(1, sizeof(*job));
+        struct claim_read *reads = calloc(n ?: 1, sizeof(*reads));
+        if (!job || !reads) {
+                for (size_t i = 0; i < n; i++)
+                        set_error(dra_prepare_result(req, i), "out of memory");
+                free(job);
+                free(reads);
+                dra_prepare_done(req);
+                return;
+        }
+        *job = (struct prepare_job){ .agent = a, .req = req, .reads = reads, .pending = 1 };
+        job->next = a->dra_jobs;
+        a->dra_jobs = job;
+        for (size_t i = 0; i < n; i++) {
+                const struct dra_claim *c = dra_prepare_claim(req, i);
+                struct dra_claim_result *res = dra_prepare_result(req, i);
+                if (!c->uid || !filename_is_valid(c->uid) || !c->name || !*c->name ||
+                    !c->namespace_ || !*c->namespace_) {
+                        set_error(res, "claim without a valid namespace, name and uid");
+                        continue;
+                }
+                if (prepare_from_record(a, c, res) != 0)
+                        continue;
+                if (!a->cluster) {
+                        set_error(res,
+                                  "claim %s/%s: no API server to read it from "
+                                  "(standalone mode)",
+                                  c->namespace_, c->name);
+                        continue;
+                }
+                _cleanup_free_ char *ns = kube_http_escape(c->namespace_),
+                                    *name = kube_http_escape(c->name), *path = NULL;
+                if (!ns || !name ||
+                    asprintf(&path, "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s", ns,
+                             name) < 0) {
+                        path = NULL;
+                        set_error(res, "out of memory");
+                        continue;
+                }
+                reads[i] = (struct claim_read){ .job = job, .index = i };
+                const struct kube_request_opts opts = {
+                        .path = path,
+                        .on_done = claim_read_done,
+                        .userdata = &reads[i],
+                        .timeout_s = 10,
+                };
+                int r = kube_http_start(kube_cluster_http(a->cluster), &opts, &reads[i].request);
+                if (r < 0)
+                        set_error(res, "cannot read ResourceClaim %s/%s: %s", c->namespace_,
+                                  c->name, strerror(-r));
+                else
+                        job->pending++;
+        }
+        if (--job->pending == 0)
+                job_finish(job);
 }
 
 static char *unprepare(void *userdata, const struct dra_claim *claim)
 {
-        return NULL; /* nothing is ever prepared (see prepare) */
+        struct agent *a = userdata;
+        char *error = NULL;
+        if (!claim->uid || !filename_is_valid(claim->uid))
+                return strdup("claim without a valid uid");
+        char dir[4096], path[4096];
+        if (path_in(cdi_root(a), claim->uid, path, sizeof(path)) >= 0 && unlink(path) < 0 &&
+            errno != ENOENT && asprintf(&error, "cannot remove %s: %m", path) < 0)
+                error = NULL;
+        /* The record goes last: while it exists, Prepare and Unprepare can both be redone. */
+        if (!error && record_dir(a, dir, sizeof(dir)) >= 0 &&
+            path_in(dir, claim->uid, path, sizeof(path)) >= 0 && unlink(path) < 0 &&
+            errno != ENOENT && asprintf(&error, "cannot remove %s: %m", path) < 0)
+                error = NULL;
+        return error;
 }
 
 static const struct dra_handlers agent_dra_handlers = { .prepare = prepare,
@@ -116,6 +462,18 @@ int agent_dra_publish(struct agent *a, const struct inventory *inv)
 
 void agent_dra_stop(struct agent *a)
 {
+        /* Claims still being read: answered with an error now, before the HTTP client goes. */
+        while (a->dra_jobs) {
+                struct prepare_job *job = a->dra_jobs;
+                size_t n = dra_prepare_n_claims(job->req);
+                for (size_t i = 0; i < n; i++)
+                        if (job->reads[i].request) {
+                                kube_request_cancel(job->reads[i].request);
+                                job->reads[i].request = NULL;
+                                set_error(dra_prepare_result(job->req, i), "the agent is stopping");
+                        }
+                job_finish(job);
+        }
         a->slices = kube_slices_free(a->slices);
         a->dra = dra_plugin_free(a->dra);
         dp_pool_set_done(&a->dra_pools);

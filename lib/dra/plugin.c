@@ -117,12 +117,6 @@ static struct dra_claim claim_view(const Dra__Claim *c)
         return (struct dra_claim){ .namespace_ = c->namespace_, .uid = c->uid, .name = c->name };
 }
 
-static void prepare_request_freep(Dra__NodePrepareResourcesRequest **r)
-{
-        if (*r)
-                dra__node_prepare_resources_request__free_unpacked(*r, NULL);
-}
-
 static void unprepare_request_freep(Dra__NodeUnprepareResourcesRequest **r)
 {
         if (*r)
@@ -167,52 +161,137 @@ static int claim_view_init(struct claim_view *v, const char *uid, const struct d
         return 0;
 }
 
-static int on_prepare(void *userdata, const uint8_t *req, size_t len, uint8_t **ret,
-                      size_t *ret_len, struct grpc_status *st)
+struct dra_prepare {
+        struct dra_plugin *plugin;
+        struct grpc_call *call; /* NULL once the kubelet went away */
+        Dra__NodePrepareResourcesRequest *request;
+        struct dra_claim *claims;
+        struct dra_claim_result *results;
+        size_t n;
+};
+
+size_t dra_prepare_n_claims(const struct dra_prepare *req)
 {
-        struct dra_plugin *p = userdata;
-        _cleanup_(prepare_request_freep) Dra__NodePrepareResourcesRequest *r =
-            dra__node_prepare_resources_request__unpack(NULL, len, req);
-        if (!r)
-                return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT,
-                                 "malformed NodePrepareResourcesRequest");
-        size_t n = r->n_claims;
-        struct dra_claim_result *results = calloc(n ?: 1, sizeof(*results));
+        return req->n;
+}
+
+const struct dra_claim *dra_prepare_claim(const struct dra_prepare *req, size_t i)
+{
+        return &req->claims[i];
+}
+
+struct dra_claim_result *dra_prepare_result(struct dra_prepare *req, size_t i)
+{
+        return &req->results[i];
+}
+
+static void prepare_free(struct dra_prepare *req)
+{
+        for (size_t i = 0; req->results && i < req->n; i++)
+                dra_claim_result_done(&req->results[i]);
+        free(req->results);
+        free(req->claims);
+        if (req->request)
+                dra__node_prepare_resources_request__free_unpacked(req->request, NULL);
+        free(req);
+}
+
+static void prepare_call_closed(struct grpc_call *call, void *userdata)
+{
+        struct dra_prepare *req = userdata;
+        req->call = NULL; /* the owner still finishes it; the answer goes nowhere */
+}
+
+static int pack_prepare_response(struct dra_prepare *req, uint8_t **ret, size_t *ret_len)
+{
+        size_t n = req->n;
         struct claim_view *views = calloc(n ?: 1, sizeof(*views));
         Dra__NodePrepareResourcesResponse__ClaimsEntry **entries = calloc(n ?: 1, sizeof(*entries));
-        int code = GRPC_STATUS_OK;
-        if (!results || !views || !entries)
-                code = grpc_fail(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-        for (size_t i = 0; code == GRPC_STATUS_OK && i < n; i++) {
-                const struct dra_claim c = claim_view(r->claims[i]);
-                p->handlers->prepare(p->userdata, &c, &results[i]);
-                if (results[i].error)
-                        log_ctx_msg(LOG_WARNING, 0, LOG_DRV(p),
-                                    "NodePrepareResources: claim %s/%s (%s): %s", c.namespace_,
-                                    c.name, c.uid, results[i].error);
-                else
-                        log_ctx_msg(LOG_INFO, 0, LOG_DRV(p),
-                                    "NodePrepareResources: claim %s/%s (%s): %zu device(s)",
-                                    c.namespace_, c.name, c.uid, results[i].n_devices);
-                if (claim_view_init(&views[i], c.uid, &results[i]) < 0)
-                        code = grpc_fail(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        int r = views && entries ? 0 : -ENOMEM;
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                r = claim_view_init(&views[i], req->claims[i].uid, &req->results[i]);
                 entries[i] = &views[i].entry;
         }
-        if (code == GRPC_STATUS_OK) {
+        if (r == 0) {
                 Dra__NodePrepareResourcesResponse resp = DRA__NODE_PREPARE_RESOURCES_RESPONSE__INIT;
                 resp.n_claims = n;
                 resp.claims = entries;
-                code = pack_message(&resp.base, ret, ret_len, st);
+                size_t len = dra__node_prepare_resources_response__get_packed_size(&resp);
+                uint8_t *buf = malloc(len ?: 1);
+                if (buf) {
+                        dra__node_prepare_resources_response__pack(&resp, buf);
+                        *ret = buf;
+                        *ret_len = len;
+                } else
+                        r = -ENOMEM;
         }
-        for (size_t i = 0; results && views && i < n; i++) {
+        for (size_t i = 0; views && i < n; i++) {
                 free(views[i].devs);
                 free(views[i].dev_ptrs);
-                dra_claim_result_done(&results[i]);
         }
-        free(results);
         free(views);
         free(entries);
-        return code;
+        return r;
+}
+
+void dra_prepare_done(struct dra_prepare *req)
+{
+        struct dra_plugin *p = req->plugin;
+        for (size_t i = 0; i < req->n; i++) {
+                const struct dra_claim *c = &req->claims[i];
+                if (req->results[i].error)
+                        log_ctx_msg(LOG_WARNING, 0, LOG_DRV(p),
+                                    "NodePrepareResources: claim %s/%s (%s): %s", c->namespace_,
+                                    c->name, c->uid, req->results[i].error);
+                else
+                        log_ctx_msg(LOG_INFO, 0, LOG_DRV(p),
+                                    "NodePrepareResources: claim %s/%s (%s): %zu device(s)",
+                                    c->namespace_, c->name, c->uid, req->results[i].n_devices);
+        }
+        if (req->call) {
+                _cleanup_free_ uint8_t *msg = NULL;
+                size_t len = 0;
+                grpc_call_set_closed_handler(req->call, NULL, NULL);
+                if (pack_prepare_response(req, &msg, &len) < 0)
+                        (void)grpc_call_finish(req->call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                                               "out of memory");
+                else if (grpc_call_send(req->call, msg, len) >= 0)
+                        (void)grpc_call_finish(req->call, GRPC_STATUS_OK, NULL);
+        } else
+                log_ctx_msg(LOG_NOTICE, 0, LOG_DRV(p),
+                            "NodePrepareResources: the kubelet went away before the answer");
+        prepare_free(req);
+}
+
+/* A unary method served as a stream that sends one message: the answer may wait for the API
+ * server, and the wire is the same for the kubelet. */
+static int on_prepare(void *userdata, struct grpc_call *call, const uint8_t *data, size_t len,
+                      struct grpc_status *st)
+{
+        struct dra_plugin *p = userdata;
+        struct dra_prepare *req = calloc(1, sizeof(*req));
+        if (!req)
+                return grpc_fail(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        req->plugin = p;
+        req->request = dra__node_prepare_resources_request__unpack(NULL, len, data);
+        if (!req->request) {
+                prepare_free(req);
+                return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT,
+                                 "malformed NodePrepareResourcesRequest");
+        }
+        req->n = req->request->n_claims;
+        req->claims = calloc(req->n ?: 1, sizeof(*req->claims));
+        req->results = calloc(req->n ?: 1, sizeof(*req->results));
+        if (!req->claims || !req->results) {
+                prepare_free(req);
+                return grpc_fail(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        }
+        for (size_t i = 0; i < req->n; i++)
+                req->claims[i] = claim_view(req->request->claims[i]);
+        req->call = call;
+        grpc_call_set_closed_handler(call, prepare_call_closed, req);
+        p->handlers->prepare(p->userdata, req);
+        return GRPC_STATUS_OK;
 }
 
 static int on_unprepare(void *userdata, const uint8_t *req, size_t len, uint8_t **ret,
@@ -267,11 +346,11 @@ static int on_unprepare(void *userdata, const uint8_t *req, size_t len, uint8_t 
 
 static const struct grpc_method service_methods[] = {
         { .path = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources",
-          .unary = on_prepare },
+          .stream = on_prepare },
         { .path = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources",
           .unary = on_unprepare },
         { .path = "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodePrepareResources",
-          .unary = on_prepare },
+          .stream = on_prepare },
         { .path = "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources",
           .unary = on_unprepare },
 };

@@ -49,10 +49,19 @@ struct dra_claim_result {
 };
 void dra_claim_result_done(struct dra_claim_result *r);
 
+/* One NodePrepareResources call, answered when the owner is done with it (reading the claims
+ * from the API server takes a round trip): fill every claim's result, then call
+ * dra_prepare_done(), at once or later from the event loop. If the kubelet went away
+ * meanwhile the answer is dropped; the request stays valid until dra_prepare_done(). */
+struct dra_prepare;
+size_t dra_prepare_n_claims(const struct dra_prepare *req);
+const struct dra_claim *dra_prepare_claim(const struct dra_prepare *req, size_t i);
+struct dra_claim_result *dra_prepare_result(struct dra_prepare *req, size_t i);
+void dra_prepare_done(struct dra_prepare *req);
+
 struct dra_handlers {
-        /* Fills *ret (zeroed on entry); an error goes into ret->error. */
-        void (*prepare)(void *userdata, const struct dra_claim *claim,
-                        struct dra_claim_result *ret);
+        /* Starts answering req (results zeroed on entry); see dra_prepare_done(). */
+        void (*prepare)(void *userdata, struct dra_prepare *req);
         /* Returns NULL or a malloc'd error. Unpreparing what was never prepared is success. */
         char *(*unprepare)(void *userdata, const struct dra_claim *claim);
 };

@@ -40,9 +40,9 @@ static int strv_from_json(const json_t *array, char ***ret, size_t *n)
         return 0;
 }
 
-static void prepare(void *userdata, const struct dra_claim *claim, struct dra_claim_result *ret)
+static void prepare_claim(struct harness *h, const struct dra_claim *claim,
+                          struct dra_claim_result *ret)
 {
-        struct harness *h = userdata;
         const json_t *devs = json_object_get(h->allocations, claim->uid);
         if (!json_is_array(devs)) {
                 if (asprintf(&ret->error, "claim %s/%s (%s) has no allocation on this node",
@@ -71,6 +71,13 @@ static void prepare(void *userdata, const struct dra_claim *claim, struct dra_cl
                         return;
                 }
         }
+}
+
+static void prepare(void *userdata, struct dra_prepare *req)
+{
+        for (size_t i = 0; i < dra_prepare_n_claims(req); i++)
+                prepare_claim(userdata, dra_prepare_claim(req, i), dra_prepare_result(req, i));
+        dra_prepare_done(req);
 }
 
 static char *unprepare(void *userdata, const struct dra_claim *claim)

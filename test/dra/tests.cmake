@@ -88,3 +88,19 @@ if(Python3_Interpreter_FOUND AND DRA_KUBECTL)
         LABELS "integration;dra" TIMEOUT 120
         ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
 endif()
+
+# NodePrepareResources/NodeUnprepareResources from the agent: claims read from the API, CDI
+# specs, records across restarts; once per DRAPlugin version.
+foreach(api v1 v1beta1)
+    if(TARGET fake-dra-kubelet AND TARGET fake-kubelet AND Python3_Interpreter_FOUND AND
+       DRA_KUBECTL)
+        add_test(NAME integration/dra/prepare-${api}
+                 COMMAND ${Python3_EXECUTABLE} ${DRA_TEST_DIR}/run-dra-prepare.py
+                         --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                         --fake-dra-kubelet ${DRA_FAKE_KUBELET} --api ${api}
+                         --kubectl ${DRA_KUBECTL})
+        set_tests_properties(integration/dra/prepare-${api} PROPERTIES
+            LABELS "integration;dra" TIMEOUT 180
+            ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+    endif()
+endforeach()
