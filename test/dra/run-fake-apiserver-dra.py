@@ -65,6 +65,19 @@ def main():
                                       "matchAttribute": "resource.kubernetes.io/pcieRoot"}]}}}
         cluster.ok("apply", "-f", "-", stdin=json.dumps(claim))
         cluster.ok("apply", "-f", "-", stdin=json.dumps(slice_obj("ok", [dev("0000-3b-01-0")])))
+        examples = os.path.join(src, "manifests/examples/dra")
+        rc, out = cluster.run("apply", "-f", examples)
+        check("kubectl apply -f manifests/examples/dra/ (DeviceClass, ResourceClaimTemplate, "
+              "Pod)", rc == 0 and "resourceclaimtemplate" in out and "pod/" in out, out[-400:])
+        rc, out = cluster.run("get", "resourceclaimtemplate", "gpus-and-vf", "-o", "json")
+        tmpl = json.loads(out) if rc == 0 else {}
+        devices = tmpl.get("spec", {}).get("spec", {}).get("devices", {})
+        check("the example claim: 8 GPUs and one VF under one pcieRoot",
+              [r["exactly"].get("count", 1) for r in devices.get("requests", [])] == [8, 1] and
+              devices.get("constraints") == [{"requests": ["gpus", "vf"],
+                                               "matchAttribute":
+                                                   "resource.kubernetes.io/pcieRoot"}],
+              json.dumps(devices)[:400])
         rc, out = cluster.run("get", "resourceslices,deviceclasses")
         check("kubectl get resourceslices,deviceclasses", rc == 0 and "ok" in out and
               "sriov-vf" in out, out)

@@ -144,6 +144,8 @@ BUILTINS = [
              status=True, schema="DRA"),
     Resource("resource.k8s.io", "v1", "deviceclasses", "deviceclass", "DeviceClass", False,
              schema="DRA"),
+    Resource("resource.k8s.io", "v1", "resourceclaimtemplates", "resourceclaimtemplate",
+             "ResourceClaimTemplate", True, schema="DRA"),
     # Leader election (the agents' NAD renderer): stored as given, optimistic concurrency
     # through resourceVersion on PUT like every object here.
     Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
@@ -223,6 +225,10 @@ DRA_SCHEMAS = {
                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}},
             "devices": {"type": "array", "items": {"type": "object",
                                                    "x-kubernetes-preserve-unknown-fields": True}}}}}},
+    "resourceclaimtemplates": {"type": "object", "required": ["spec"], "properties": {
+        "spec": {"type": "object", "required": ["spec"], "properties": {
+            "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "spec": None}}}},
     "deviceclasses": {"type": "object", "required": ["spec"], "properties": {"spec": {
         "type": "object", "properties": {
             "selectors": _SELECTORS,
@@ -231,6 +237,8 @@ DRA_SCHEMAS = {
             "extendedResourceName": {"type": "string"}}}}},
 }
 
+DRA_SCHEMAS["resourceclaimtemplates"]["properties"]["spec"]["properties"]["spec"] = \
+    DRA_SCHEMAS["resourceclaims"]["properties"]["spec"]
 for _r in BUILTINS:
     if _r.schema == "DRA":
         _r.schema = DRA_SCHEMAS[_r.plural]
