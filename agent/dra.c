@@ -420,6 +420,33 @@ int agent_dra_start(struct agent *a)
         return 0;
 }
 
+/* The same link health the device plugin reports (a VF whose PF link is down is unhealthy),
+ * for the kubelet's DRAResourceHealth stream. */
+static int report_health(struct agent *a)
+{
+        size_t n = 0, k = 0;
+        for (size_t i = 0; i < a->dra_pools.n_pools; i++)
+                if (a->dra_pools.pools[i].kind == DP_POOL_SRIOV)
+                        n += a->dra_pools.pools[i].n_devices;
+        _cleanup_free_ struct dra_device_health *list = calloc(n ?: 1, sizeof(*list));
+        _cleanup_free_ char(*names)[PCI_ADDR_MAX] = calloc(n ?: 1, sizeof(*names));
+        if (!list || !names)
+                return -ENOMEM;
+        for (size_t i = 0; i < a->dra_pools.n_pools; i++) {
+                const struct dp_pool *p = &a->dra_pools.pools[i];
+                for (size_t j = 0; p->kind == DP_POOL_SRIOV && j < p->n_devices; j++, k++) {
+                        dra_device_name(p->devices[j].id, names[k]);
+                        list[k] = (struct dra_device_health){
+                                .device = names[k],
+                                .healthy = p->devices[j].healthy,
+                                .message = p->devices[j].healthy ? NULL : "the PF's link is down",
+                        };
+                }
+        }
+        int r = dra_plugin_set_health(a->dra, a->config.node_name ?: "node", list, k);
+        return r < 0 ? r : 0;
+}
+
 int agent_dra_take_pools(struct agent *a, struct dp_pool_set *pools)
 {
         struct dp_pool_set dra = { 0 };
@@ -428,7 +455,7 @@ int agent_dra_take_pools(struct agent *a, struct dp_pool_set *pools)
                 return r;
         dp_pool_set_done(&a->dra_pools);
         a->dra_pools = dra;
-        return 0;
+        return a->dra ? report_health(a) : 0;
 }
 
 int agent_dra_publisher_new(struct agent *a)

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <time.h>
 
+#include "drahealth.pb-c.h"
 #include "draplugin.pb-c.h"
 #include "grpc/grpc-server.h"
 #include "pluginregistration.pb-c.h"
@@ -30,6 +32,17 @@ struct dra_plugin {
         struct grpc_server *registration, *service;
         sd_event_source *registry_watch, *check_timer;
         bool registered;
+        struct health_watcher *health_watchers;
+        char *health_pool;
+        struct dra_device_health *health; /* strings owned */
+        size_t n_health;
+        uint64_t health_sent_usec; /* CLOCK_MONOTONIC of the last send to every watcher */
+};
+
+struct health_watcher {
+        struct grpc_call *call;
+        struct dra_plugin *plugin;
+        struct health_watcher *next;
 };
 
 #define LOG_DRV(p) (&(const struct log_ctx){ .resource = (p)->driver })
@@ -344,6 +357,9 @@ static int on_unprepare(void *userdata, const uint8_t *req, size_t len, uint8_t 
         return code;
 }
 
+static int on_watch_health(void *userdata, struct grpc_call *call, const uint8_t *req, size_t len,
+                           struct grpc_status *st);
+
 static const struct grpc_method service_methods[] = {
         { .path = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources",
           .stream = on_prepare },
@@ -353,7 +369,163 @@ static const struct grpc_method service_methods[] = {
           .stream = on_prepare },
         { .path = "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources",
           .unary = on_unprepare },
+        { .path = "/v1alpha1.DRAResourceHealth/NodeWatchResources", .stream = on_watch_health },
+        { .path = "/v1.DRAResourceHealth/NodeWatchResources", .stream = on_watch_health },
 };
+
+/* ---- DRAResourceHealth (v1alpha1 and v1 share their messages) ---- */
+
+static int pack_health(const struct dra_plugin *p, uint8_t **ret, size_t *ret_len)
+{
+        size_t n = p->n_health;
+        _cleanup_free_ Drahealth__DeviceHealth *devs = calloc(n ?: 1, sizeof(*devs));
+        _cleanup_free_ Drahealth__DeviceHealth **ptrs = calloc(n ?: 1, sizeof(*ptrs));
+        _cleanup_free_ Drahealth__DeviceIdentifier *ids = calloc(n ?: 1, sizeof(*ids));
+        if (!devs || !ptrs || !ids)
+                return -ENOMEM;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        for (size_t i = 0; i < n; i++) {
+                ids[i] = (Drahealth__DeviceIdentifier)DRAHEALTH__DEVICE_IDENTIFIER__INIT;
+                ids[i].pool_name = p->health_pool;
+                ids[i].device_name = (char *)p->health[i].device;
+                devs[i] = (Drahealth__DeviceHealth)DRAHEALTH__DEVICE_HEALTH__INIT;
+                devs[i].device = &ids[i];
+                devs[i].health = p->health[i].healthy ? DRAHEALTH__HEALTH_STATUS__HEALTHY
+                                                      : DRAHEALTH__HEALTH_STATUS__UNHEALTHY;
+                devs[i].last_updated_time = now.tv_sec;
+                devs[i].health_check_timeout_seconds = DRA_HEALTH_TIMEOUT_S;
+                devs[i].message = (char *)(p->health[i].message ?: "");
+                ptrs[i] = &devs[i];
+        }
+        Drahealth__NodeWatchResourcesResponse resp = DRAHEALTH__NODE_WATCH_RESOURCES_RESPONSE__INIT;
+        resp.n_devices = n;
+        resp.devices = ptrs;
+        size_t len = drahealth__node_watch_resources_response__get_packed_size(&resp);
+        uint8_t *buf = malloc(len ?: 1);
+        if (!buf)
+                return -ENOMEM;
+        drahealth__node_watch_resources_response__pack(&resp, buf);
+        *ret = buf;
+        *ret_len = len;
+        return 0;
+}
+
+static void send_health(struct dra_plugin *p, struct grpc_call *only)
+{
+        _cleanup_free_ uint8_t *msg = NULL;
+        size_t len = 0;
+        if (pack_health(p, &msg, &len) < 0)
+                return;
+        if (only) {
+                (void)grpc_call_send(only, msg, len);
+                return;
+        }
+        /* A send can end its own stream (client too slow), freeing w: step first. */
+        for (struct health_watcher *w = p->health_watchers, *next; w; w = next) {
+                next = w->next;
+                (void)grpc_call_send(w->call, msg, len);
+        }
+        uint64_t now = 0;
+        (void)sd_event_now(p->event, CLOCK_MONOTONIC, &now);
+        p->health_sent_usec = now;
+}
+
+static void health_watcher_closed(struct grpc_call *call, void *userdata)
+{
+        struct health_watcher *w = userdata;
+        struct dra_plugin *p = w->plugin;
+        for (struct health_watcher **pp = &p->health_watchers; *pp; pp = &(*pp)->next)
+                if (*pp == w) {
+                        *pp = w->next;
+                        break;
+                }
+        free(w);
+}
+
+static int on_watch_health(void *userdata, struct grpc_call *call, const uint8_t *req, size_t len,
+                           struct grpc_status *st)
+{
+        struct dra_plugin *p = userdata;
+        Drahealth__NodeWatchResourcesRequest *r =
+            drahealth__node_watch_resources_request__unpack(NULL, len, req);
+        if (!r)
+                return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT,
+                                 "malformed NodeWatchResourcesRequest");
+        drahealth__node_watch_resources_request__free_unpacked(r, NULL);
+        struct health_watcher *w = calloc(1, sizeof(*w));
+        if (!w)
+                return grpc_fail(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        *w = (struct health_watcher){ .call = call, .plugin = p, .next = p->health_watchers };
+        p->health_watchers = w;
+        grpc_call_set_closed_handler(call, health_watcher_closed, w);
+        send_health(p, call);
+        log_ctx_msg(LOG_INFO, 0, LOG_DRV(p), "NodeWatchResources: sent %zu devices", p->n_health);
+        return GRPC_STATUS_OK;
+}
+
+static void health_done(struct dra_plugin *p)
+{
+        for (size_t i = 0; i < p->n_health; i++) {
+                free((char *)p->health[i].device);
+                free((char *)p->health[i].message);
+        }
+        free(p->health);
+        p->health = NULL;
+        p->n_health = 0;
+}
+
+static bool same_health(const struct dra_plugin *p, const char *pool,
+                        const struct dra_device_health *devs, size_t n)
+{
+        if (n != p->n_health || !p->health_pool || strcmp(pool, p->health_pool) != 0)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(devs[i].device, p->health[i].device) != 0 ||
+                    devs[i].healthy != p->health[i].healthy ||
+                    strcmp(devs[i].message ?: "", p->health[i].message ?: "") != 0)
+                        return false;
+        return true;
+}
+
+int dra_plugin_set_health(struct dra_plugin *p, const char *pool,
+                          const struct dra_device_health *devs, size_t n)
+{
+        if (same_health(p, pool, devs, n))
+                return 0;
+        struct dra_device_health *copy = calloc(n ?: 1, sizeof(*copy));
+        char *pool_copy = strdup(pool);
+        if (!copy || !pool_copy) {
+                free(copy);
+                free(pool_copy);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                copy[i] =
+                    (struct dra_device_health){ .device = strdup(devs[i].device),
+                                                .healthy = devs[i].healthy,
+                                                .message = devs[i].message ? strdup(devs[i].message)
+                                                                           : NULL };
+        }
+        health_done(p);
+        free(p->health_pool);
+        p->health_pool = pool_copy;
+        p->health = copy;
+        p->n_health = n;
+        for (size_t i = 0; i < n; i++)
+                if (!copy[i].device || (devs[i].message && !copy[i].message))
+                        return -ENOMEM; /* kept consistent: health_done frees what is there */
+        send_health(p, NULL);
+        return 1;
+}
+
+size_t dra_plugin_n_health_watchers(const struct dra_plugin *p)
+{
+        size_t n = 0;
+        for (const struct health_watcher *w = p->health_watchers; w; w = w->next)
+                n++;
+        return n;
+}
 
 /* ---- sockets ---- */
 
@@ -422,6 +594,8 @@ static int on_check_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct dra_plugin *p = userdata;
         (void)dra_plugin_check(p);
+        if (p->health_watchers && usec >= p->health_sent_usec + DRA_HEALTH_RESEND_USEC)
+                send_health(p, NULL); /* keeps the reports inside their timeout */
         (void)sd_event_source_set_time_relative(s, CHECK_INTERVAL_USEC);
         (void)sd_event_source_set_enabled(s, SD_EVENT_ON);
         return 0;
@@ -473,7 +647,9 @@ struct dra_plugin *dra_plugin_free(struct dra_plugin *p)
         p->registry_watch = sd_event_source_disable_unref(p->registry_watch);
         /* Registration first, so that the kubelet never dials an endpoint that is gone. */
         p->registration = grpc_server_free(p->registration);
-        p->service = grpc_server_free(p->service);
+        p->service = grpc_server_free(p->service); /* closes the health watchers */
+        health_done(p);
+        free(p->health_pool);
         sd_event_unref(p->event);
         free(p);
         return NULL;

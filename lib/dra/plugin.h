@@ -80,6 +80,21 @@ bool dra_plugin_check(struct dra_plugin *p);
 struct dra_plugin *dra_plugin_free(struct dra_plugin *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct dra_plugin *, dra_plugin_free);
 
+/* Device health for the kubelet's DRAResourceHealth stream (v1alpha1 and v1): the whole list,
+ * sent to every NodeWatchResources stream when it differs from the last one, and again every
+ * DRA_HEALTH_RESEND_USEC (each report is valid for DRA_HEALTH_TIMEOUT_S, after which the
+ * kubelet would call the device's health unknown). Strings are copied. 0 or -ENOMEM. */
+#define DRA_HEALTH_TIMEOUT_S   60
+#define DRA_HEALTH_RESEND_USEC (20 * 1000000ULL)
+struct dra_device_health {
+        const char *device;
+        bool healthy;
+        const char *message; /* may be NULL */
+};
+int dra_plugin_set_health(struct dra_plugin *p, const char *pool,
+                          const struct dra_device_health *devs, size_t n);
+size_t dra_plugin_n_health_watchers(const struct dra_plugin *p);
+
 /* Whether the kubelet's last NotifyRegistrationStatus accepted us. */
 bool dra_plugin_is_registered(const struct dra_plugin *p);
 const char *dra_plugin_endpoint(const struct dra_plugin *p);

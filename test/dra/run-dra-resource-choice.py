@@ -4,7 +4,9 @@ with both kubelet doubles (the device-plugin fake kubelet and the fake DRA kubel
 
 1. --dra-resources highnet_dra: the kubelet's device manager gets openshift.io/ice_dp and never
    openshift.io/highnet_dra; the DRA kubelet registers the driver.
-2. The agent restarted without --dra-resources (the resource moves back): the device plugin
+2. DRAResourceHealth (v1alpha1 and v1 streams, as kubelets 1.34/1.35 open them): every VF of
+   the DRA resource HEALTHY; the PF's link down: UNHEALTHY with a reason, on both streams.
+3. The agent restarted without --dra-resources (the resource moves back): the device plugin
    serves both resources, and the DRA driver is gone from plugins_registry.
 Exit 1 on any failure.
 """
@@ -53,6 +55,7 @@ def main():
         return subprocess.Popen(
             [args.agent, "run", "--policy-dir", pdir, "--node-labels", "highnet-node=true",
              "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--kubelet-root", root,
+             "--node-name", "worker-1", "--resync-interval", "1",
              "--devinfo-dir", devinfo, "--state-dir", state, "--pod-resources-socket", "none",
              "--log-level", "debug"] + extra,
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "agent-%d.log" % n), "w"))
@@ -79,6 +82,39 @@ def main():
         check("no device-plugin socket for the DRA resource",
               not os.path.exists(os.path.join(kdir, "openshift.io_highnet_dra.sock")),
               str(os.listdir(kdir)))
+        # 2. Health.
+        n = nvfs["ens1f0"]
+        for version in ("v1alpha1", "v1"):
+            dra.send({"cmd": "watch-health", "driver": DRIVER, "version": version})
+            opened = dra.wait_for(ev("watch-health"), 5) or {}
+            check("NodeWatchResources %s opened" % version, opened.get("code") == "OK",
+                  json.dumps(opened))
+            h = dra.wait_for(lambda e: ev("health")(e) and e.get("version") == version, 5) or {}
+            devs = h.get("devices") or []
+            check("%s: the %d VFs of the DRA resource HEALTHY, pool worker-1, timeout 60 s"
+                  % (version, n), len(devs) == n and
+                  all(d["health"] == "HEALTHY" and d["pool"] == "worker-1" and
+                      d["timeout"] == 60 for d in devs), json.dumps(h)[:400])
+        pf_dir = os.path.realpath(os.path.join(
+            sysfs, "bus/pci/devices",
+            next(pf["pciAddress"] for pf in manifest["pfs"] if pf.get("ifname") == "ens1f0")))
+        with open(os.path.join(pf_dir, "net", "ens1f0", "operstate"), "w") as f:
+            f.write("down\n")
+        down = {}
+
+        def unhealthy(e):  # both streams' messages come in any order
+            if ev("health")(e) and any(d["health"] == "UNHEALTHY" for d in e.get("devices") or []):
+                down[e["version"]] = e
+            return len(down) == 2
+
+        dra.wait_for(unhealthy, 10)
+        for version in ("v1alpha1", "v1"):
+            h = down.get(version) or {}
+            devs = h.get("devices") or []
+            check("%s: PF link down -> every VF UNHEALTHY with the reason" % version,
+                  len(devs) == n and all(d["health"] == "UNHEALTHY" and "link" in d["message"]
+                                         for d in devs), json.dumps(h)[:400])
+
         stop(agent)
         check("DRA driver deregistered when the agent stops",
               dra.wait_for(lambda e: ev("deregister")(e) and e.get("driver") == DRIVER, 5) is not None)

@@ -18,7 +18,10 @@ if(GO_EXECUTABLE AND PROTOC_EXECUTABLE AND PROTOC_GEN_GO AND PROTOC_GEN_GO_GRPC)
         ${CMAKE_SOURCE_DIR}/proto/pluginregistration.proto
         ${DRA_FAKE_DIR}/proto/draplugin_v1_service.proto
         ${DRA_FAKE_DIR}/proto/draplugin_v1beta1_service.proto
-        ${DRA_FAKE_DIR}/proto/pluginregistration_service.proto)
+        ${DRA_FAKE_DIR}/proto/pluginregistration_service.proto
+        ${CMAKE_SOURCE_DIR}/proto/drahealth.proto
+        ${DRA_FAKE_DIR}/proto/drahealth_v1alpha1_service.proto
+        ${DRA_FAKE_DIR}/proto/drahealth_v1_service.proto)
     add_custom_command(
         OUTPUT ${DRA_FAKE_KUBELET}
         COMMAND ${CMAKE_COMMAND} -E make_directory ${DRA_GOPATH}/src/fakedrakubelet

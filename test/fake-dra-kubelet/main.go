@@ -13,6 +13,8 @@
 //
 //	{"cmd":"prepare","driver":D,"claims":[{"namespace":N,"name":M,"uid":U}]}
 //	{"cmd":"unprepare","driver":D,"claims":[...]}
+//	{"cmd":"watch-health","driver":D,"version":"v1alpha1"|"v1"}   open a DRAResourceHealth
+//	                    NodeWatchResources stream; every message is a "health" event
 //	{"cmd":"restart"}   forget every driver and register them again, as a restarted kubelet
 //	{"cmd":"quit"}
 package main
@@ -35,6 +37,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	dra "sriov-agent/proto/dra"
+	health "sriov-agent/proto/drahealth"
+	healthv1 "sriov-agent/proto/drahealthv1"
+	healthv1alpha1 "sriov-agent/proto/drahealthv1alpha1"
 	drav1 "sriov-agent/proto/drav1"
 	drav1beta1 "sriov-agent/proto/drav1beta1"
 	reg "sriov-agent/proto/pluginregistration"
@@ -217,9 +222,53 @@ type claim struct {
 }
 
 type command struct {
-	Cmd    string  `json:"cmd"`
-	Driver string  `json:"driver"`
-	Claims []claim `json:"claims"`
+	Cmd     string  `json:"cmd"`
+	Driver  string  `json:"driver"`
+	Claims  []claim `json:"claims"`
+	Version string  `json:"version"`
+}
+
+// healthStream is what the kubelet's health manager does: one stream per driver, each
+// message the full list of the driver's devices.
+type healthStream interface {
+	Recv() (*health.NodeWatchResourcesResponse, error)
+}
+
+func (k *kubelet) watchHealth(d *driver, version string, ev map[string]interface{}) {
+	var stream healthStream
+	var err error
+	ctx := context.Background()
+	if version == "v1" {
+		stream, err = healthv1.NewDRAResourceHealthClient(d.conn).NodeWatchResources(ctx,
+			&health.NodeWatchResourcesRequest{})
+	} else {
+		stream, err = healthv1alpha1.NewDRAResourceHealthClient(d.conn).NodeWatchResources(ctx,
+			&health.NodeWatchResourcesRequest{})
+	}
+	if err != nil {
+		errFields(ev, err)
+		return
+	}
+	ev["code"] = "OK"
+	go func() {
+		for {
+			resp, err := stream.Recv()
+			if err != nil {
+				k.out.emit(map[string]interface{}{"event": "health-end", "driver": d.name,
+					"message": err.Error()})
+				return
+			}
+			var devs []map[string]interface{}
+			for _, h := range resp.Devices {
+				devs = append(devs, map[string]interface{}{
+					"pool": h.GetDevice().GetPoolName(), "device": h.GetDevice().GetDeviceName(),
+					"health": h.Health.String(), "message": h.Message,
+					"timeout": h.HealthCheckTimeoutSeconds, "updated": h.LastUpdatedTime})
+			}
+			k.out.emit(map[string]interface{}{"event": "health", "driver": d.name,
+				"version": version, "devices": devs})
+		}
+	}()
 }
 
 func (k *kubelet) handle(c command) {
@@ -239,6 +288,10 @@ func (k *kubelet) handle(c command) {
 	var claims []*dra.Claim
 	for _, cl := range c.Claims {
 		claims = append(claims, &dra.Claim{Namespace: cl.Namespace, Name: cl.Name, Uid: cl.UID})
+	}
+	if c.Cmd == "watch-health" {
+		k.watchHealth(d, c.Version, ev)
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
