@@ -15,6 +15,7 @@
 //	{"cmd":"unprepare","driver":D,"claims":[...]}
 //	{"cmd":"watch-health","driver":D,"version":"v1alpha1"|"v1"}   open a DRAResourceHealth
 //	                    NodeWatchResources stream; every message is a "health" event
+//	{"cmd":"bench-prepare","driver":D,"claims":[...],"n":N}   time N Prepare calls
 //	{"cmd":"restart"}   forget every driver and register them again, as a restarted kubelet
 //	{"cmd":"quit"}
 package main
@@ -28,6 +29,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -226,6 +228,34 @@ type command struct {
 	Driver  string  `json:"driver"`
 	Claims  []claim `json:"claims"`
 	Version string  `json:"version"`
+	N       int     `json:"n"`
+}
+
+// benchPrepare times n sequential NodePrepareResources calls for the same claims, as the
+// kubelet makes them (one call per pod sandbox), and reports median and p99 in microseconds.
+func (k *kubelet) benchPrepare(d *driver, claims []*dra.Claim, n int, ev map[string]interface{}) {
+	var lat []float64
+	for i := 0; i < n; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		t0 := time.Now()
+		var err error
+		req := &dra.NodePrepareResourcesRequest{Claims: claims}
+		if k.api == "v1" {
+			_, err = drav1.NewDRAPluginClient(d.conn).NodePrepareResources(ctx, req)
+		} else {
+			_, err = drav1beta1.NewDRAPluginClient(d.conn).NodePrepareResources(ctx, req)
+		}
+		cancel()
+		if err != nil {
+			errFields(ev, err)
+			return
+		}
+		lat = append(lat, float64(time.Since(t0).Microseconds()))
+	}
+	sort.Float64s(lat)
+	ev["code"] = "OK"
+	ev["median_us"] = lat[len(lat)/2]
+	ev["p99_us"] = lat[(len(lat)*99)/100]
 }
 
 // healthStream is what the kubelet's health manager does: one stream per driver, each
@@ -291,6 +321,18 @@ func (k *kubelet) handle(c command) {
 	}
 	if c.Cmd == "watch-health" {
 		k.watchHealth(d, c.Version, ev)
+		return
+	}
+	if c.Cmd == "bench-prepare" {
+		var claims []*dra.Claim
+		for _, cl := range c.Claims {
+			claims = append(claims, &dra.Claim{Namespace: cl.Namespace, Name: cl.Name,
+				Uid: cl.UID})
+		}
+		if c.N < 1 {
+			c.N = 1000
+		}
+		k.benchPrepare(d, claims, c.N, ev)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
