@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "daemon.h"
+#include "deviceplugin/podresources.h"
 #include "deviceplugin/pool.h"
 #include "deviceplugin/rdma-shared-config.h"
 #include "model/desired.h"
@@ -66,6 +67,8 @@ struct agent {
         struct dp_pool_set dra_pools; /* the pools cut out of the device plugin's */
         struct kube_slices *slices;   /* cluster mode: this node's ResourceSlices */
         struct prepare_job *dra_jobs; /* NodePrepareResources calls reading claims */
+        struct dp_usage dra_held;     /* DRA resources' VFs pods hold through the device plugin */
+        struct dp_podresources_call *dra_held_call;
 };
 
 /* daemon.c */

@@ -483,7 +483,7 @@ static int dra_slices_preview(const struct plan_args *a, const struct desired_st
                 r = dp_pool_set_split(&pools, names, n, &dra);
         if (r >= 0)
                 r = dra_slices_build(&dra, inv, a->node_name ?: "node", DRA_DRIVER_NAME_DEFAULT,
-                                     ret);
+                                     NULL, ret);
         if (r < 0)
                 log_error_errno(r, "--dra-resources: cannot build the ResourceSlices: %s",
                                 strerror(-r));

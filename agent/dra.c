@@ -11,6 +11,7 @@
 
 #include "agent.h"
 #include "deviceplugin/allocate.h"
+#include "deviceplugin/podresources.h"
 #include "deviceplugin/pool.h"
 #include "dra/claim.h"
 #include "dra/plugin.h"
@@ -473,13 +474,73 @@ int agent_dra_publisher_new(struct agent *a)
         return r;
 }
 
+static bool same_usage(const struct dp_usage *x, const struct dp_usage *y)
+{
+        if (x->n_resources != y->n_resources)
+                return false;
+        for (size_t i = 0; i < x->n_resources; i++) {
+                const struct dp_resource_usage *u = &x->resources[i];
+                const struct dp_resource_usage *v = dp_usage_find(y, u->resource);
+                if (!v || v->n_ids != u->n_ids)
+                        return false;
+                for (size_t j = 0; j < u->n_ids; j++)
+                        if (!dp_usage_in_use(y, u->resource, u->ids[j]))
+                                return false;
+        }
+        return true;
+}
+
+/* What pods hold through the device plugin. A resource moved to DRA while pods use it keeps
+ * those VFs out of the slices until the pods end: the kubelet still has them assigned. A
+ * kubelet that cannot be asked changes nothing (the last answer stands). */
+static void on_held(void *userdata, int error, const char *message, const struct dp_usage *usage)
+{
+        struct agent *a = userdata;
+        a->dra_held_call = NULL;
+        if (error < 0) {
+                log_debug("DRA: cannot ask the kubelet which VFs pods hold: %s",
+                          message ?: strerror(-error));
+                return;
+        }
+        struct dp_usage copy = { 0 };
+        for (size_t i = 0; i < usage->n_resources; i++)
+                for (size_t j = 0; j < usage->resources[i].n_ids; j++)
+                        if (strv_contains(a->dra_resources, a->n_dra_resources,
+                                          strchr(usage->resources[i].resource, '/')
+                                              ? strchr(usage->resources[i].resource, '/') + 1
+                                              : usage->resources[i].resource) &&
+                            dp_usage_add(&copy, usage->resources[i].resource,
+                                         usage->resources[i].ids[j]) < 0) {
+                                dp_usage_done(&copy);
+                                return;
+                        }
+        if (same_usage(&copy, &a->dra_held)) {
+                dp_usage_done(&copy);
+                return;
+        }
+        dp_usage_done(&a->dra_held);
+        a->dra_held = copy;
+        (void)agent_schedule_reconcile(a, "VFs of a DRA resource held or freed by device-plugin "
+                                          "pods");
+}
+
+static void ask_held(struct agent *a)
+{
+        const char *sock = a->config.pod_resources_socket;
+        if (a->dra_held_call || !sock || !*sock || strcmp(sock, "none") == 0)
+                return;
+        if (dp_podresources_list(a->event, sock, 2 * 1000000ULL, on_held, a, &a->dra_held_call) < 0)
+                a->dra_held_call = NULL;
+}
+
 int agent_dra_publish(struct agent *a, const struct inventory *inv)
 {
         if (!a->slices || a->n_dra_resources == 0)
                 return 0;
         json_t *slices = NULL;
+        ask_held(a); /* for the next publication, if pods' VFs changed */
         int r = dra_slices_build(&a->dra_pools, inv, a->config.node_name, DRA_DRIVER_NAME_DEFAULT,
-                                 &slices);
+                                 &a->dra_held, &slices);
         if (r < 0)
                 return r;
         r = kube_slices_set(a->slices, slices);
@@ -502,6 +563,9 @@ void agent_dra_stop(struct agent *a)
                 job_finish(job);
         }
         a->slices = kube_slices_free(a->slices);
+        dp_podresources_call_cancel(a->dra_held_call);
+        a->dra_held_call = NULL;
+        dp_usage_done(&a->dra_held);
         a->dra = dra_plugin_free(a->dra);
         dp_pool_set_done(&a->dra_pools);
         strv_free_n(a->dra_resources, a->n_dra_resources);

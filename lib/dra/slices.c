@@ -99,7 +99,7 @@ static int compare_names(const void *a, const void *b)
 }
 
 int dra_slices_build(const struct dp_pool_set *pools, const struct inventory *inv, const char *node,
-                     const char *driver, json_t **ret)
+                     const char *driver, const struct dp_usage *held, json_t **ret)
 {
         size_t n = 0;
         for (size_t i = 0; i < pools->n_pools; i++)
@@ -121,6 +121,8 @@ int dra_slices_build(const struct dp_pool_set *pools, const struct inventory *in
                         const struct pf_info *pf = NULL;
                         const struct vf_info *vf = find_vf(inv, p->devices[j].id, &pf);
                         if (!vf) /* pools come from this inventory: a VF gone meanwhile */
+                                continue;
+                        if (held && dp_usage_in_use(held, p->resource, p->devices[j].id))
                                 continue;
                         if (!(devs[k] = device_json(p, &p->devices[j], pf, vf))) {
                                 r = -ENOMEM;

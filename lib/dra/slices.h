@@ -15,13 +15,16 @@
 
 #include <jansson.h>
 
+#include "deviceplugin/podresources.h"
 #include "deviceplugin/pool.h"
 #include "model/inventory.h"
 
 #define DRA_DEVICES_PER_SLICE 128
 
-/* *ret: a new JSON array of ResourceSlice objects (possibly empty). 0 or -ENOMEM. */
+/* *ret: a new JSON array of ResourceSlice objects (possibly empty). held (NULL: none): devices
+ * pods still hold through the device plugin (the kubelet's PodResources), left out so that a
+ * resource moved to DRA with pods running never hands out a VF twice. 0 or -ENOMEM. */
 int dra_slices_build(const struct dp_pool_set *pools, const struct inventory *inv, const char *node,
-                     const char *driver, json_t **ret);
+                     const char *driver, const struct dp_usage *held, json_t **ret);
 /* The device name of a VF's PCI address ("0000:3b:00.2" -> "0000-3b-00-2"). */
 void dra_device_name(const char *pci, char buf[PCI_ADDR_MAX]);

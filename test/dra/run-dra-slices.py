@@ -8,6 +8,9 @@ manifests/20-rbac.yaml), the device-plugin fake kubelet and the fake DRA kubelet
    generated sysfs says (read here with realpath, not through the agent), and the other
    attributes name the PF, VF index, resource and type.
 2. Resyncs without a device change write nothing (same resourceVersion).
+2b. A pod still holding a VF of the resource through the device plugin (the kubelet's
+   PodResources says so, as after moving the resource to DRA with pods running): that VF
+   leaves the slice until the pod ends, then comes back.
 3. A VF rebound to vfio-pci leaves the pool: 7 devices, pool generation + 1.
 4. A restarted agent finds the slices current and writes nothing.
 5. Restarted without --dra-resources it removes them.
@@ -25,7 +28,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from testlib import Agent, Proc, check, ev, finish, wait  # noqa: E402
+from testlib import Agent, Proc, check, ev, finish, wait, write_json  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
     "cluster_tests", os.path.join(HERE, "..", "agent", "run-cluster-tests.py"))
@@ -40,6 +43,10 @@ def pcie_root(sysfs, pci):
     real = os.path.realpath(os.path.join(sysfs, "bus/pci/devices", pci))
     top = os.path.realpath(sysfs) + "/devices/"
     return real[len(top):].split("/")[0] if real.startswith(top) else None
+
+
+def dev_name(pci):
+    return pci.replace(":", "-").replace(".", "-")
 
 
 def bind_vfio(sysfs, addr):
@@ -69,7 +76,10 @@ def main():
     cx = next(pf for pf in manifest["pfs"] if pf.get("ifname") == "ens1f0")
 
     cluster = ct.Cluster(src, work, args.kubectl)
-    kubelet = Proc([args.fake_kubelet, "--dir", kdir], os.path.join(work, "kubelet.err"))
+    prsock, assign = os.path.join(work, "pod-resources.sock"), os.path.join(work, "assign.json")
+    write_json(assign, [])
+    kubelet = Proc([args.fake_kubelet, "--dir", kdir, "--podresources", prsock,
+                    "--assignments", assign], os.path.join(work, "kubelet.err"))
     kubelet.wait_for(ev("ready"), 10)
     dra = Proc([args.fake_dra_kubelet, "--root", root], os.path.join(work, "dra-kubelet.err"))
     dra.wait_for(ev("ready"), 10)
@@ -81,7 +91,7 @@ def main():
                                   "--kubelet-dir", kdir, "--kubelet-root", root,
                                   "--state-dir", state,
                                   "--devinfo-dir", os.path.join(work, "devinfo"),
-                                  "--pod-resources-socket", "none", "--vf-timeout", "1",
+                                  "--pod-resources-socket", prsock, "--vf-timeout", "1",
                                   "--resync-interval", "1", "--log-level", "debug"] +
                      list(extra), os.path.join(work, "agent.log"))
 
@@ -154,6 +164,19 @@ def main():
               json.dumps([s["metadata"] for s in now]))
         check("...and the journal has no publication", "published, pool generation" not in
               agent.text()[since:], agent.text()[since:][-400:])
+
+        # 2b. A VF still held by a device-plugin pod stays out until the pod ends.
+        held = cx["vfs"][6]["pciAddress"]
+        write_json(assign, [{"pod": "old-train", "namespace": "ml", "container": "c",
+                             "resource": RESOURCE, "ids": [held]}])
+        items = wait(lambda: [s for s in ours() if dev_name(held) not in devices([s])], 15) or []
+        check("a VF a device-plugin pod holds leaves the slice", len(items) == 1 and
+              len(devices(items)) == len(cx["vfs"]) - 1, json.dumps(items)[:300])
+        write_json(assign, [])
+        items = wait(lambda: [s for s in ours() if dev_name(held) in devices([s])], 15) or []
+        check("...and comes back when the pod ended", len(items) == 1 and
+              len(devices(items)) == len(cx["vfs"]), json.dumps(items)[:300])
+        spec = items[0]["spec"] if items else spec
 
         # 3. A device goes: generation bumped.
         gen = spec.get("pool", {}).get("generation", 0)

@@ -37,7 +37,7 @@ static void test_attributes_of_a_vf(void **state)
         struct dp_pool_set pools = { 0 };
         assert_int_equal(dp_pools_from_desired(&d, &inv, NULL, &pools), 0);
         json_t *slices = NULL;
-        assert_int_equal(dra_slices_build(&pools, &inv, "worker-1", DRIVER, &slices), 0);
+        assert_int_equal(dra_slices_build(&pools, &inv, "worker-1", DRIVER, NULL, &slices), 0);
 
         assert_int_equal(json_array_size(slices), 1);
         json_t *slice = json_array_get(slices, 0);
@@ -89,8 +89,8 @@ static void test_128_per_slice(void **state)
         struct dp_pool_set pools = { 0 };
         assert_int_equal(dp_pools_from_desired(&d, &inv, NULL, &pools), 0);
         json_t *a = NULL, *b = NULL;
-        assert_int_equal(dra_slices_build(&pools, &inv, "n", DRIVER, &a), 0);
-        assert_int_equal(dra_slices_build(&pools, &inv, "n", DRIVER, &b), 0);
+        assert_int_equal(dra_slices_build(&pools, &inv, "n", DRIVER, NULL, &a), 0);
+        assert_int_equal(dra_slices_build(&pools, &inv, "n", DRIVER, NULL, &b), 0);
         assert_true(json_equal(a, b));
         assert_int_equal(json_array_size(a), 2);
         size_t total = 0;
@@ -109,7 +109,7 @@ static void test_128_per_slice(void **state)
 
         /* no DRA pools: no slices */
         struct dp_pool_set none = { 0 };
-        assert_int_equal(dra_slices_build(&none, &inv, "n", DRIVER, &a), 0);
+        assert_int_equal(dra_slices_build(&none, &inv, "n", DRIVER, NULL, &a), 0);
         assert_int_equal(json_array_size(a), 0);
         json_decref(a);
         dp_pool_set_done(&pools);
