@@ -258,7 +258,10 @@ void httpd_respond(struct httpd_request *req, unsigned status, const char *conte
                 return; /* from the handler: on_request() queues it */
         waiting_remove(req);
         MHD_resume_connection(req->connection);
-        rearm(req->server); /* MHD runs the resumed connection on its next turn: now */
+        /* MHD picks resumed connections up on its next run, and its epoll fd does not say so
+         * in the external mode: run it from the loop right away. */
+        sd_event_source_set_time_relative(req->server->timer, 0);
+        sd_event_source_set_enabled(req->server->timer, SD_EVENT_ONESHOT);
 }
 
 const char *httpd_request_header(struct httpd_request *req, const char *name)
@@ -337,11 +340,11 @@ int httpd_new(sd_event *event, const struct httpd_options *opts, struct httpd **
          * body is our buffer, outside it. */
         h->daemon = MHD_start_daemon(
             MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
-            h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, max,
-            MHD_OPTION_PER_IP_CONNECTION_LIMIT, max > 1 ? max / 2 : 1,
-            MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory, MHD_OPTION_CONNECTION_TIMEOUT,
-            opts->timeout_s ? opts->timeout_s : 10, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_END);
+            h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_LISTEN_SOCKET, fd,
+            MHD_OPTION_CONNECTION_LIMIT, max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+            max > 1 ? max / 2 : 1, MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory,
+            MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : 10,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
         if (!h->daemon) {
                 close(fd);
                 return log_error_errno(-EIO, "metrics endpoint %s: libmicrohttpd did not start",

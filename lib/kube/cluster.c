@@ -226,6 +226,11 @@ struct kube_cluster *kube_cluster_free(struct kube_cluster *c)
         return NULL;
 }
 
+struct kube_http *kube_cluster_http(const struct kube_cluster *c)
+{
+        return c->http;
+}
+
 bool kube_cluster_synced(const struct kube_cluster *c)
 {
         return c->policies && c->nodes && kube_informer_has_synced(c->policies) &&

@@ -47,6 +47,8 @@ static inline void kube_cluster_freep(struct kube_cluster **c)
 
 /* True once policies and the node have both been listed. */
 bool kube_cluster_synced(const struct kube_cluster *c);
+/* The cluster's API client (for its request counts). */
+struct kube_http *kube_cluster_http(const struct kube_cluster *c);
 /* Policies keyed "namespace/name" → SriovNetworkNodePolicy object. */
 json_t *kube_cluster_policies(struct kube_cluster *c);
 /* The Node object, NULL while it does not exist (yet). */
