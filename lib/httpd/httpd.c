@@ -38,10 +38,22 @@ struct httpd_request {
         struct httpd_request *prev, *next; /* the server's waiting list */
 };
 
+/* One client connection, for the whole-request deadline: MHD's own timeout counts
+ * inactivity only, so a client sending a header byte every few seconds (slowloris) would
+ * hold its slot for hours. */
+struct httpd_conn {
+        struct MHD_Connection *connection;
+        uint64_t since; /* CLOCK_MONOTONIC: accepted, or its last request answered */
+        struct httpd_conn *prev, *next;
+};
+
 struct httpd {
         sd_event *event;
         struct MHD_Daemon *daemon;
         sd_event_source *io, *timer;
+        sd_event_source *deadline; /* armed while a connection is open */
+        uint64_t request_usec;     /* whole-request deadline */
+        struct httpd_conn *conns;  /* oldest `since` last: new and reset ones go first */
         char path[256];
         httpd_handler_fn handler;
         void *userdata;
@@ -156,6 +168,7 @@ static void waiting_remove(struct httpd_request *req)
 }
 
 static void rearm(struct httpd *h);
+static void run(struct httpd *h);
 
 static enum MHD_Result queue_text(struct MHD_Connection *c, unsigned status, const char *text,
                                   const char *allow)
@@ -227,9 +240,107 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         return MHD_YES;
 }
 
+static uint64_t now_usec(struct httpd *h)
+{
+        uint64_t now = 0;
+        (void)sd_event_now(h->event, CLOCK_MONOTONIC, &now);
+        return now;
+}
+
+static void conn_unlink(struct httpd *h, struct httpd_conn *c)
+{
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                h->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        c->prev = c->next = NULL;
+}
+
+static void conn_push(struct httpd *h, struct httpd_conn *c)
+{
+        c->since = now_usec(h);
+        c->next = h->conns;
+        if (h->conns)
+                h->conns->prev = c;
+        h->conns = c;
+}
+
+static struct httpd_conn *conn_oldest(const struct httpd *h)
+{
+        struct httpd_conn *c = h->conns;
+        while (c && c->next)
+                c = c->next;
+        return c;
+}
+
+static void arm_deadline(struct httpd *h)
+{
+        const struct httpd_conn *oldest = conn_oldest(h);
+        if (!oldest) {
+                sd_event_source_set_enabled(h->deadline, SD_EVENT_OFF);
+                return;
+        }
+        sd_event_source_set_time(h->deadline, oldest->since + h->request_usec);
+        sd_event_source_set_enabled(h->deadline, SD_EVENT_ONESHOT);
+}
+
+/* Connections past the deadline are shut down (not closed: MHD still owns the fd and
+ * closes it when it sees the end). */
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct httpd *h = userdata;
+        uint64_t now = now_usec(h);
+        for (struct httpd_conn *c = h->conns; c; c = c->next) {
+                if (now < c->since + h->request_usec)
+                        continue;
+                const union MHD_ConnectionInfo *info =
+                    MHD_get_connection_info(c->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+                if (info) {
+                        log_debug("metrics endpoint: closing a connection that did not finish "
+                                  "its request in %llu s",
+                                  (unsigned long long)(h->request_usec / 1000000ULL));
+                        shutdown(info->connect_fd, SHUT_RDWR);
+                }
+                c->since = now; /* once; MHD closes it on its next run */
+        }
+        run(h);
+        arm_deadline(h);
+        return 0;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+        struct httpd *h = cls;
+        struct httpd_conn *c = *socket_context;
+        if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+                c = calloc(1, sizeof(*c));
+                if (!c)
+                        return; /* no deadline for this one; MHD's timeout still holds */
+                c->connection = connection;
+                conn_push(h, c);
+                *socket_context = c;
+        } else if (c) {
+                conn_unlink(h, c);
+                free(c);
+                *socket_context = NULL;
+        }
+        arm_deadline(h);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
+        struct httpd *h = cls;
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        if (info && info->socket_context) { /* a kept-alive connection starts afresh */
+                conn_unlink(h, info->socket_context);
+                conn_push(h, info->socket_context);
+                arm_deadline(h);
+        }
         struct httpd_request *req = *con_cls;
         if (!req)
                 return;
@@ -328,6 +439,7 @@ int httpd_new(sd_event *event, const struct httpd_options *opts, struct httpd **
         h->event = sd_event_ref(event);
         h->handler = opts->handler;
         h->userdata = opts->userdata;
+        h->request_usec = (uint64_t)(opts->timeout_s ? opts->timeout_s : 10) * 1000000ULL;
         snprintf(h->path, sizeof(h->path), "%s", opts->path);
 
         int fd = -1;
@@ -344,7 +456,8 @@ int httpd_new(sd_event *event, const struct httpd_options *opts, struct httpd **
             MHD_OPTION_CONNECTION_LIMIT, max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
             max > 1 ? max / 2 : 1, MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory,
             MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : 10,
-            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+            on_connection, h, MHD_OPTION_END);
         if (!h->daemon) {
                 close(fd);
                 return log_error_errno(-EIO, "metrics endpoint %s: libmicrohttpd did not start",
@@ -361,6 +474,11 @@ int httpd_new(sd_event *event, const struct httpd_options *opts, struct httpd **
         r = sd_event_add_time_relative(event, &h->timer, CLOCK_MONOTONIC, 0, 1000, on_timer, h);
         if (r < 0)
                 return r;
+        r = sd_event_add_time_relative(event, &h->deadline, CLOCK_MONOTONIC, 0, 100 * 1000,
+                                       on_deadline, h);
+        if (r < 0)
+                return r;
+        sd_event_source_set_enabled(h->deadline, SD_EVENT_OFF);
         rearm(h);
         log_info("metrics endpoint listening on %s (port %d), GET %s", opts->listen, h->port,
                  h->path);
@@ -394,6 +512,7 @@ struct httpd *httpd_free(struct httpd *h)
         }
         sd_event_source_disable_unref(h->io);
         sd_event_source_disable_unref(h->timer);
+        sd_event_source_disable_unref(h->deadline);
         sd_event_unref(h->event);
         free(h);
         return NULL;

@@ -5,7 +5,8 @@
  *
  * Bounded by construction: at most max_connections at once (and half of them per client
  * address), max_request_bytes for the request line and headers (more: 431), timeout_s for a
- * client that sends slowly or stalls (slowloris) or does not read. GET on the path calls the
+ * client that stalls or does not read, and for a whole request, so one that sends a byte now
+ * and then (slowloris) cannot keep its slot. GET on the path calls the
  * handler; other paths answer 404, other methods on the path 405 (with Allow: GET).
  *
  * The handler may answer at once or later from the loop (it waits for the kubelet): the
