@@ -4,6 +4,7 @@
  * asks the kubelet's PodResources (bounded by a 1 s deadline; the connection waits
  * suspended meanwhile, the loop goes on), then writes every family in one pass. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,18 +41,26 @@ struct vf_sample {
         struct netlink_vf_info stats;
 };
 
-struct rdma_sample {
-        char device[RDMA_NAME_MAX];
+/* RDMA ports, then their counters pointing back at them: the counters are most of the lines
+ * (mlx5 has ~100 hw_counters per port), so they stay small. */
+struct rdma_port_sample {
+        const char *device; /* the inventory's: stable for the scrape */
         struct host_rdma_port port;
-        char counter[64]; /* "" for the port itself */
+};
+
+struct rdma_counter_sample {
+        uint32_t port; /* index in rdma_samples.ports */
         bool hw;
+        char name[47];
         uint64_t value;
 };
 
 struct rdma_samples {
         const char *device;
-        struct rdma_sample *items;
-        size_t n, cap;
+        struct rdma_port_sample *ports;
+        size_t n_ports, cap_ports;
+        struct rdma_counter_sample *counters;
+        size_t n_counters, cap_counters;
         int error;
 };
 
@@ -59,14 +68,28 @@ static void on_rdma_port(const struct host_rdma_port *port, const char *counter,
                          uint64_t value, void *userdata)
 {
         struct rdma_samples *s = userdata;
-        if (s->error || GROW_ARRAY(s->items, s->cap, s->n + 1) < 0) {
+        if (s->error)
+                return;
+        if (!counter) {
+                if (GROW_ARRAY(s->ports, s->cap_ports, s->n_ports + 1) < 0) {
+                        s->error = -ENOMEM;
+                        return;
+                }
+                s->ports[s->n_ports++] =
+                    (struct rdma_port_sample){ .device = s->device, .port = *port };
+                return;
+        }
+        if (s->n_ports == 0 || strlen(counter) >= sizeof(s->counters[0].name))
+                return;
+        if (GROW_ARRAY(s->counters, s->cap_counters, s->n_counters + 1) < 0) {
                 s->error = -ENOMEM;
                 return;
         }
-        struct rdma_sample *x = &s->items[s->n++];
-        *x = (struct rdma_sample){ .port = *port, .hw = hw, .value = value };
-        snprintf(x->device, sizeof(x->device), "%s", s->device);
-        snprintf(x->counter, sizeof(x->counter), "%s", counter ? counter : "");
+        struct rdma_counter_sample *c = &s->counters[s->n_counters++];
+        *c = (struct rdma_counter_sample){ .port = (uint32_t)(s->n_ports - 1),
+                                           .hw = hw,
+                                           .value = value };
+        strcpy(c->name, counter);
 }
 
 static void write_build_and_process(struct metrics_writer *w)
@@ -252,51 +275,67 @@ static void write_rdma(struct metrics_writer *w, const struct agent *a)
                 add_rdma(&s, root, nic->rdma, nic->n_rdma);
         }
 
-        static const char *const families[] = {
-                "sriov_rdma_port_state",           "sriov_rdma_port_rate_bytes_per_second",
-                "sriov_rdma_port_link_width_info", "sriov_rdma_port_stat",
-                "sriov_rdma_port_hw_stat",
+        char port[16];
+        metrics_family(w, "sriov_rdma_port_state", METRICS_GAUGE,
+                       "Port state as sysfs numbers it (4 = ACTIVE), with its name.");
+        for (size_t i = 0; i < s.n_ports; i++) {
+                const struct rdma_port_sample *x = &s.ports[i];
+                snprintf(port, sizeof(port), "%d", x->port.port);
+                if (x->port.state_code >= 0)
+                        metrics_sample(w, "sriov_rdma_port_state",
+                                       METRICS_LABELS({ "device", x->device }, { "port", port },
+                                                      { "state", x->port.state }),
+                                       x->port.state_code);
+        }
+        metrics_family(w, "sriov_rdma_port_rate_bytes_per_second", METRICS_GAUGE,
+                       "Port rate from sysfs ports/N/rate (100 Gb/sec: 12.5e9).");
+        for (size_t i = 0; i < s.n_ports; i++) {
+                const struct rdma_port_sample *x = &s.ports[i];
+                snprintf(port, sizeof(port), "%d", x->port.port);
+                if (x->port.rate_bps >= 0)
+                        metrics_sample(w, "sriov_rdma_port_rate_bytes_per_second",
+                                       METRICS_LABELS({ "device", x->device }, { "port", port }),
+                                       x->port.rate_bps / 8);
+        }
+        metrics_family(w, "sriov_rdma_port_link_width_info", METRICS_GAUGE,
+                       "Port link width from sysfs ports/N/rate (1).");
+        for (size_t i = 0; i < s.n_ports; i++) {
+                const struct rdma_port_sample *x = &s.ports[i];
+                snprintf(port, sizeof(port), "%d", x->port.port);
+                if (x->port.width[0])
+                        metrics_sample(w, "sriov_rdma_port_link_width_info",
+                                       METRICS_LABELS({ "device", x->device }, { "port", port },
+                                                      { "width", x->port.width }),
+                                       1);
+        }
+        static const struct {
+                const char *name, *help;
+                bool hw;
+        } counter_families[] = {
+                { "sriov_rdma_port_stat",
+                  "Port counters from sysfs ports/N/counters (IB standard; *_data in 4-byte "
+                  "words).",
+                  false },
+                { "sriov_rdma_port_hw_stat",
+                  "Driver counters from sysfs ports/N/hw_counters (mlx5: out_of_buffer, ...).",
+                  true },
         };
-        static const char *const helps[] = {
-                "Port state as sysfs numbers it (4 = ACTIVE), with its name.",
-                "Port rate from sysfs ports/N/rate (100 Gb/sec: 12.5e9).",
-                "Port link width from sysfs ports/N/rate (1).",
-                "Port counters from sysfs ports/N/counters (IB standard; *_data in 4-byte words).",
-                "Driver counters from sysfs ports/N/hw_counters (mlx5: out_of_buffer, ...).",
-        };
-        for (size_t f = 0; f < ELEMENTSOF(families); f++) {
-                metrics_family(w, families[f], f < 3 ? METRICS_GAUGE : METRICS_UNTYPED, helps[f]);
-                for (size_t i = 0; i < s.n; i++) {
-                        const struct rdma_sample *x = &s.items[i];
-                        char port[16];
-                        snprintf(port, sizeof(port), "%d", x->port.port);
-                        bool is_port = !x->counter[0];
-                        if (f == 0 && is_port && x->port.state_code >= 0)
-                                metrics_sample(w, families[f],
-                                               METRICS_LABELS({ "device", x->device },
-                                                              { "port", port },
-                                                              { "state", x->port.state }),
-                                               x->port.state_code);
-                        else if (f == 1 && is_port && x->port.rate_bps >= 0)
-                                metrics_sample(
-                                    w, families[f],
-                                    METRICS_LABELS({ "device", x->device }, { "port", port }),
-                                    x->port.rate_bps / 8);
-                        else if (f == 2 && is_port && x->port.width[0])
-                                metrics_sample(w, families[f],
-                                               METRICS_LABELS({ "device", x->device },
-                                                              { "port", port },
-                                                              { "width", x->port.width }),
-                                               1);
-                        else if (f >= 3 && !is_port && x->hw == (f == 4))
-                                metrics_sample_u64(w, families[f],
-                                                   METRICS_LABELS({ "device", x->device },
-                                                                  { "port", port },
-                                                                  { "counter", x->counter }),
-                                                   x->value);
+        for (size_t f = 0; f < ELEMENTSOF(counter_families); f++) {
+                metrics_family(w, counter_families[f].name, METRICS_UNTYPED,
+                               counter_families[f].help);
+                for (size_t i = 0; i < s.n_counters; i++) {
+                        const struct rdma_counter_sample *c = &s.counters[i];
+                        if (c->hw != counter_families[f].hw)
+                                continue;
+                        snprintf(port, sizeof(port), "%d", s.ports[c->port].port.port);
+                        metrics_sample_u64(w, counter_families[f].name,
+                                           METRICS_LABELS({ "device", s.ports[c->port].device },
+                                                          { "port", port }, { "counter", c->name }),
+                                           c->value);
                 }
         }
-        free(s.items);
+        free(s.ports);
+        free(s.counters);
 }
 
 static void write_pf_links(struct metrics_writer *w, const struct agent *a)
@@ -488,6 +527,9 @@ static void answer(struct agent *a, struct httpd_request *req, const struct dp_u
         char *text = NULL;
         size_t len = 0;
         int r = build(a, usage, asked_kubelet, &text, &len);
+        /* a scrape's working arrays on a large node are megabytes, freed by now: give the
+         * pages back rather than keep them resident until the next scrape */
+        malloc_trim(0);
         if (r < 0) {
                 log_error_errno(r, "metrics: cannot write the exposition");
                 char *msg = strdup("500 the agent could not write its metrics\n");

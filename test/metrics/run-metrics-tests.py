@@ -213,6 +213,31 @@ def main():
                                     'group_left() count by (resource) '
                                     '(sriov_agent_pod_device{pod="train-1"})'), 10, 0.5)
         check("Prometheus: a join on the pod metric", len(joined) == 1, json.dumps(joined)[:400])
+
+        # The Grafana dashboard: every query parses in this Prometheus, and every name it
+        # uses, like every family the endpoint writes, is documented in docs/metrics.md.
+        src = os.environ.get("SRCDIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+        with open(os.path.join(src, "manifests/grafana/sriov-agent-dashboard.json")) as f:
+            dashboard = json.load(f)
+        with open(os.path.join(src, "docs/metrics.md")) as f:
+            documented = set(re.findall(r"`((?:sriov|process)_\w+)`", f.read()))
+        exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+        bad = []
+        for e in exprs:
+            q = e.replace("$__rate_interval", "1m").replace("$instance", ".*").replace(
+                "$job", ".*")
+            _, _, body = get(api + "query?" + urllib.parse.urlencode({"query": q}))
+            if json.loads(body).get("status") != "success":
+                bad.append((e[:80], body[:200]))
+        check("dashboard: every query is valid PromQL (%d)" % len(exprs), exprs and not bad,
+              str(bad[:3]))
+        used = set(re.findall(r"\b((?:sriov|process)_[a-z_]+?)(?:_bucket)?\b",
+                              " ".join(exprs)))
+        check("dashboard: every metric it uses is documented", used <= documented,
+              str(sorted(used - documented)))
+        families = set(re.findall(r"^# TYPE (\S+)", text, re.M))
+        check("every family the endpoint writes is documented", families <= documented,
+              str(sorted(families - documented)))
         prom.terminate()
         prom.wait(timeout=10)
         prom = None
