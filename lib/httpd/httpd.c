@@ -375,11 +375,6 @@ void httpd_respond(struct httpd_request *req, unsigned status, const char *conte
         sd_event_source_set_enabled(req->server->timer, SD_EVENT_ONESHOT);
 }
 
-const char *httpd_request_header(struct httpd_request *req, const char *name)
-{
-        return MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, name);
-}
-
 void httpd_request_on_abort(struct httpd_request *req, void (*abort)(void *data), void *data)
 {
         req->abort = abort;
