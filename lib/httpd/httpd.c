@@ -413,7 +413,9 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
         return 0;
 }
 
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+/* libmicrohttpd's own messages (a refused connection, a request too large), at debug level:
+ * a hostile client must not flood the journal. */
+__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
         char buf[512];
         vsnprintf(buf, sizeof(buf), fmt, ap);
