@@ -127,7 +127,7 @@ static void write_build_and_process(struct metrics_writer *w)
 static int gather_vf_stats(const struct inventory *inv, struct vf_sample **ret, size_t *ret_n)
 {
         struct vf_sample *items = NULL;
-        size_t n = 0, cap = 0;
+        size_t n = 0;
         for (size_t i = 0; i < inv->n_pfs; i++) {
                 const struct pf_info *pf = &inv->pfs[i];
                 const char *ifname = pf_netdev_name(pf);
@@ -135,15 +135,18 @@ static int gather_vf_stats(const struct inventory *inv, struct vf_sample **ret, 
                 size_t n_vfs = 0;
                 if (pf->n_vfs == 0 || !ifname)
                         continue;
-                if (host_netlink_get_vf_stats(ifname, &vfs, &n_vfs) < 0) /* logged */
+                if (host_netlink_get_vf_stats(ifname, &vfs, &n_vfs) < 0 || n_vfs == 0) /* logged */
                         continue;
+                /* one growth per PF, by the VFs the kernel listed */
+                struct vf_sample *grown = reallocarray(items, n + n_vfs, sizeof(*items));
+                if (!grown) {
+                        free(items);
+                        return -ENOMEM;
+                }
+                items = grown;
                 for (size_t j = 0; j < n_vfs; j++) {
                         if (!vfs[j].have_stats)
                                 continue;
-                        if (GROW_ARRAY(items, cap, n + 1) < 0) {
-                                free(items);
-                                return -ENOMEM;
-                        }
                         items[n++] = (struct vf_sample){ .pf = pf,
                                                          .vf = pf_find_vf(pf, vfs[j].vf),
                                                          .stats = vfs[j] };

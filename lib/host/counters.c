@@ -143,20 +143,39 @@ int host_process_read(struct host_process_stats *ret)
         int r = read_full_file("/proc/self/stat", 4096, &stat, &len);
         if (r < 0)
                 return r;
-        /* fields after the ")" that ends comm: 3 state ... 14 utime 15 stime ... 22 starttime */
+        /* fields after the ")" that ends comm, counted from 3 (state): 14 utime, 15 stime,
+         * 22 starttime */
         const char *p = strrchr(stat, ')');
-        unsigned long long utime, stime, start;
-        if (!p || sscanf(p + 2,
-                         "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d "
-                         "%*d %*d %*d %llu",
-                         &utime, &stime, &start) != 3)
+        unsigned long long field[23] = { 0 };
+        if (!p)
                 return -EBADMSG;
-        s.cpu_seconds = (double)(utime + stime) / (double)tick;
+        p++;
+        for (int i = 3; i <= 22; i++) {
+                char *end;
+                while (*p == ' ')
+                        p++;
+                if (i == 3) { /* the state letter */
+                        if (!*p)
+                                return -EBADMSG;
+                        p++;
+                        continue;
+                }
+                errno = 0;
+                long long v = strtoll(p, &end, 10); /* some fields are signed */
+                if (errno || end == p)
+                        return -EBADMSG;
+                field[i] = v < 0 ? 0 : (unsigned long long)v;
+                p = end;
+        }
+        s.cpu_seconds = (double)(field[14] + field[15]) / (double)tick;
         r = read_full_file("/proc/self/statm", 4096, &statm, &len);
-        unsigned long long size, resident;
         if (r < 0)
                 return r;
-        if (sscanf(statm, "%llu %llu", &size, &resident) != 2)
+        char *end;
+        errno = 0;
+        unsigned long long size = strtoull(statm, &end, 10);
+        unsigned long long resident = strtoull(end, &end, 10);
+        if (errno)
                 return -EBADMSG;
         s.virtual_bytes = size * (uint64_t)page;
         s.resident_bytes = resident * (uint64_t)page;
@@ -166,7 +185,7 @@ int host_process_read(struct host_process_stats *ret)
         const char *btime = strstr(sys, "\nbtime ");
         if (!btime)
                 return -EBADMSG;
-        s.start_time_seconds = strtod(btime + 7, NULL) + (double)start / (double)tick;
+        s.start_time_seconds = strtod(btime + 7, NULL) + (double)field[22] / (double)tick;
         r = count_fds(&s.open_fds);
         if (r < 0)
                 return r;

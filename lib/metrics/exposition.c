@@ -31,7 +31,7 @@ static void append(struct metrics_writer *w, const char *s, size_t n)
 {
         if (w->error)
                 return;
-        if (grow_array((void **)&w->buf, &w->cap, w->len + n + 1, 1) < 0) {
+        if (grow_array((void **)&w->buf, &w->cap, w->len + n + 1, 1) < 0 || !w->buf) {
                 fail(w, -ENOMEM);
                 return;
         }
