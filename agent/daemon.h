@@ -22,6 +22,8 @@ struct agent_config {
         const char *devinfo_dir;
         const char *resource_prefix;
         const char *rdma_shared_config;
+        /* cluster mode: "NAMESPACE/NAME" of the RDMA shared config ConfigMap; NULL: none */
+        const char *rdma_shared_configmap;
         const char *pod_resources_socket;
         const char *metrics_listen; /* NULL: no metrics endpoint */
         const char *const *supported_nics_files; /* --supported-nics, in order */

@@ -537,6 +537,8 @@ void reconcile_start(struct agent *a, reconcile_done_fn done, void *userdata)
                 return; /* the initial sync triggers the first reconcile */
         if (!nic_list_ready(a->nics))
                 return; /* reading the supported-NIC ConfigMap triggers it */
+        if (!rdma_configmap_ready(a->rdma_configmap))
+                return; /* reading the RDMA shared config ConfigMap triggers it */
         rc = calloc(1, sizeof(*rc));
         if (!rc) {
                 log_error_errno(-ENOMEM, "cannot start a reconcile");

@@ -226,11 +226,6 @@ struct kube_cluster *kube_cluster_free(struct kube_cluster *c)
         return NULL;
 }
 
-struct kube_http *kube_cluster_http(const struct kube_cluster *c)
-{
-        return c->http;
-}
-
 bool kube_cluster_synced(const struct kube_cluster *c)
 {
         return c->policies && c->nodes && kube_informer_has_synced(c->policies) &&
@@ -255,6 +250,11 @@ json_t *kube_cluster_node_labels(struct kube_cluster *c)
 struct kube_nodestate *kube_cluster_nodestate(struct kube_cluster *c)
 {
         return c->nodestate;
+}
+
+struct kube_http *kube_cluster_http(struct kube_cluster *c)
+{
+        return c->http;
 }
 
 struct kube_events *kube_cluster_events(struct kube_cluster *c)

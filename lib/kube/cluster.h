@@ -47,8 +47,6 @@ static inline void kube_cluster_freep(struct kube_cluster **c)
 
 /* True once policies and the node have both been listed. */
 bool kube_cluster_synced(const struct kube_cluster *c);
-/* The cluster's API client (for its request counts). */
-struct kube_http *kube_cluster_http(const struct kube_cluster *c);
 /* Policies keyed "namespace/name" → SriovNetworkNodePolicy object. */
 json_t *kube_cluster_policies(struct kube_cluster *c);
 /* The Node object, NULL while it does not exist (yet). */
@@ -57,6 +55,8 @@ json_t *kube_cluster_node(struct kube_cluster *c);
 json_t *kube_cluster_node_labels(struct kube_cluster *c);
 
 struct kube_nodestate *kube_cluster_nodestate(struct kube_cluster *c);
+/* The HTTP client the informers use, for the daemon's own informers (borrowed). */
+struct kube_http *kube_cluster_http(struct kube_cluster *c);
 struct kube_events *kube_cluster_events(struct kube_cluster *c);
 /* The SriovNetwork → NAD controller (kube/networks.h): active only on the Lease holder. */
 struct kube_networks *kube_cluster_networks(struct kube_cluster *c);
