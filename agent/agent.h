@@ -14,6 +14,7 @@
 
 #include "daemon.h"
 #include "deviceplugin/rdma-shared-config.h"
+#include "metrics/histogram.h"
 #include "model/desired.h"
 #include "model/inventory.h"
 #include "plan/disruption.h"
@@ -21,6 +22,24 @@
 
 struct apply_report;
 struct reconcile;
+struct httpd;
+
+enum agent_reconcile_result {
+        AGENT_RECONCILE_OK,
+        AGENT_RECONCILE_FAILED,       /* a PF failed */
+        AGENT_RECONCILE_CHANGES_LEFT, /* changes due after the apply rounds */
+        AGENT_RECONCILE_STOPPED,      /* the reconcile could not go on */
+        _AGENT_RECONCILE_RESULT_MAX,
+};
+
+/* The agent's own work, for the metrics endpoint (agent/metrics.c). */
+struct agent_stats {
+        uint64_t reconciles[_AGENT_RECONCILE_RESULT_MAX];
+        struct metrics_histogram reconcile_seconds;
+        int last_result;         /* enum agent_reconcile_result */
+        double last_end_seconds; /* CLOCK_REALTIME; 0 before the first */
+        uint64_t started_usec;   /* CLOCK_MONOTONIC start of the one running */
+};
 
 struct agent {
         struct agent_config config;
@@ -57,6 +76,9 @@ struct agent {
         uint64_t retry_usec;
         char *last_report;     /* policy statuses last logged, to log changes only */
         struct nic_list *nics; /* supported NIC models (built-in, files, ConfigMap) */
+        struct httpd *metrics; /* --metrics-listen; NULL when off */
+        struct agent_stats stats;
+        int sync_status; /* enum node_sync_status of the last reconcile, -1 before */
 };
 
 /* daemon.c */
@@ -83,6 +105,9 @@ static inline void rdma_configmap_freep(struct rdma_configmap **m)
 /* false until the ConfigMap has been listed once (or could not be for a while). */
 bool rdma_configmap_ready(const struct rdma_configmap *m);
 const char *rdma_configmap_origin(const struct rdma_configmap *m);
+
+/* metrics.c: the endpoint when --metrics-listen is given (its stats in any case). */
+int agent_metrics_start(struct agent *a);
 
 /* reconcile.c */
 /* How a reconcile ended, for the daemon's retry: n_failed PFs failed, n_left changes are still

@@ -64,6 +64,10 @@ static void print_usage(FILE *f)
                 "                            cluster mode: the ConfigMap (key config.json)\n"
                 "                            watched for that config (default:\n"
                 "                            kube-system/rdma-devices; \"none\": not read)\n"
+                "Metrics:\n"
+                "  --metrics-listen ADDR     serve Prometheus metrics on http://ADDR/metrics:\n"
+                "                            HOST:PORT, [IPV6]:PORT or :PORT for every\n"
+                "                            address (default: none, no endpoint)\n"
                 "Loop:\n"
                 "  --resync-interval SEC     periodic drift check (default: 30)\n"
                 "  --log-level LEVEL         err, warning, notice, info (default), debug\n"
@@ -106,6 +110,7 @@ int cmd_run(int argc, char **argv)
                 OPT_SUPPORTED_NICS,
                 OPT_ALL_NICS,
                 OPT_LOG_LEVEL,
+                OPT_METRICS_LISTEN,
         };
         static const struct option options[] = {
                 { "policy-dir", required_argument, NULL, OPT_POLICY_DIR },
@@ -128,6 +133,7 @@ int cmd_run(int argc, char **argv)
                 { "supported-nics", required_argument, NULL, OPT_SUPPORTED_NICS },
                 { "all-nics", no_argument, NULL, OPT_ALL_NICS },
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+                { "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -208,6 +214,9 @@ int cmd_run(int argc, char **argv)
                         break;
                 case OPT_ALL_NICS:
                         config.all_nics = true;
+                        break;
+                case OPT_METRICS_LISTEN:
+                        config.metrics_listen = *optarg ? optarg : NULL;
                         break;
                 case OPT_ALLOW_DISRUPTION:
                         config.allow_disruption = true;

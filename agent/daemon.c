@@ -19,6 +19,7 @@
 #include "host/discover.h"
 #include "host/link-monitor.h"
 #include "host/quick-check.h"
+#include "httpd/httpd.h"
 #include "kube/cluster.h"
 #include "policy/node-labels.h"
 #include "util/debounce.h"
@@ -57,10 +58,28 @@ static void agent_schedule_retry(struct agent *a, const struct reconcile_outcome
         sd_event_source_set_enabled(a->retry, SD_EVENT_ONESHOT);
 }
 
+static void count_reconcile(struct agent *a, const struct reconcile_outcome *o)
+{
+        enum agent_reconcile_result result = o->stopped        ? AGENT_RECONCILE_STOPPED
+                                             : o->n_failed > 0 ? AGENT_RECONCILE_FAILED
+                                             : o->n_left > 0   ? AGENT_RECONCILE_CHANGES_LEFT
+                                                               : AGENT_RECONCILE_OK;
+        uint64_t now;
+        a->stats.reconciles[result]++;
+        a->stats.last_result = (int)result;
+        if (a->stats.started_usec && sd_event_now(a->event, CLOCK_MONOTONIC, &now) >= 0)
+                metrics_histogram_observe(&a->stats.reconcile_seconds,
+                                          (double)(now - a->stats.started_usec) / 1e6);
+        a->stats.started_usec = 0;
+        if (sd_event_now(a->event, CLOCK_REALTIME, &now) >= 0)
+                a->stats.last_end_seconds = (double)now / 1e6;
+}
+
 static void on_reconcile_done(const struct reconcile_outcome *outcome, void *userdata)
 {
         struct agent *a = userdata;
 
+        count_reconcile(a, outcome);
         agent_schedule_retry(a, outcome);
         if (a->reconcile_requested)
                 agent_schedule_reconcile(a, "changes during the last reconcile");
@@ -73,6 +92,8 @@ static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata)
         if (sd_event_now(a->event, CLOCK_MONOTONIC, &a->debounce_last) < 0 || !a->debounce_last)
                 a->debounce_last = usec ? usec : 1;
         a->converged = false; /* until this reconcile says otherwise */
+        if (!a->running)
+                a->stats.started_usec = a->debounce_last;
         reconcile_start(a, on_reconcile_done, a);
         return 0;
 }
@@ -528,6 +549,9 @@ int agent_new(const struct agent_config *config, struct agent **ret)
         r = nic_list_new(a, &a->nics);
         if (r < 0)
                 goto fail;
+        r = agent_metrics_start(a);
+        if (r < 0)
+                goto fail;
         *ret = a;
         return 0;
 fail:
@@ -562,6 +586,7 @@ struct agent *agent_free(struct agent *a)
 {
         if (!a)
                 return NULL;
+        httpd_free(a->metrics); /* first: a scrape waiting for the kubelet is answered 503 */
         reconcile_abort(a);
         sd_event_source_unref(a->debounce);
         sd_event_source_unref(a->resync);

@@ -25,6 +25,7 @@ struct agent_config {
         /* cluster mode: "NAMESPACE/NAME" of the RDMA shared config ConfigMap; NULL: none */
         const char *rdma_shared_configmap;
         const char *pod_resources_socket;
+        const char *metrics_listen; /* NULL: no metrics endpoint */
         const char *const *supported_nics_files; /* --supported-nics, in order */
         size_t n_supported_nics_files;
         bool all_nics; /* --all-nics: every SR-IOV PF model may be configured */

@@ -319,6 +319,7 @@ __attribute__((format(printf, 3, 4))) static void reconcile_stop(struct agent *a
         log_error("reconcile stopped: %s", why); /* the daemon logs when it tries again */
         rc->stopped = true;
         a->converged = false; /* the next periodic check is a full reconcile */
+        a->sync_status = NODE_SYNC_FAILED;
         if (a->cluster) {
                 struct node_status status;
                 node_status_decide(
@@ -369,6 +370,7 @@ static void reconcile_finish(struct agent *a)
             &status);
         /* Due, not held, not a dry run: the daemon reconciles again soon. */
         rc->n_left = status.n_left;
+        a->sync_status = (int)status.sync;
         if (a->cluster)
                 report_node_state(a, &rc->desired, &rc->inv, &rc->guarded, &status);
         desired_state_done(&advertised);
