@@ -50,6 +50,8 @@ struct agent {
         struct reconcile *running; /* never two at once: a request meanwhile waits for it */
         bool reconcile_requested;
         bool ready_notified;
+        sd_event_source *ready_timer; /* --ready-timeout: READY=1 even if the boot apply hangs */
+        bool api_reconciled;          /* a reconcile from the API's policies has started */
         uint64_t retry_usec;
         char *last_report;     /* policy statuses last logged, to log changes only */
         struct nic_list *nics; /* supported NIC models (built-in, files, ConfigMap) */
@@ -57,6 +59,9 @@ struct agent {
 
 /* daemon.c */
 int agent_schedule_reconcile(struct agent *a, const char *why);
+/* READY=1 to systemd, once: after the first reconcile (or the boot apply of the records), or
+ * when --ready-timeout runs out first; why says which, in the journal. */
+void agent_notify_ready(struct agent *a, const char *why);
 
 /* reconcile.c */
 /* How a reconcile ended, for the daemon's retry: n_failed PFs failed, n_left changes are still
@@ -72,6 +77,10 @@ typedef void (*reconcile_done_fn)(const struct reconcile_outcome *outcome, void 
  * initial sync, the supported-NIC list): their arrival schedules one. done may run before
  * this returns (a reconcile that fails or has nothing to ask the kubelet). */
 void reconcile_start(struct agent *a, reconcile_done_fn done, void *userdata);
+/* Cluster mode at start: one reconcile whose desired state is the records (plan/records.h
+ * records_boot_desired()), so that a rebooted node gets its VFs, drivers, MTUs and pools back
+ * without waiting for the API server; no NodeState is written by it. */
+void reconcile_start_from_records(struct agent *a, reconcile_done_fn done, void *userdata);
 /* On shutdown: stops an apply in progress (its child finishes the kernel write it is in). */
 void reconcile_abort(struct agent *a);
 
