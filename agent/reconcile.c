@@ -212,7 +212,10 @@ static int update_pools(struct agent *a, const struct desired_state *advertised,
         int r = dp_manager_get_pools(a->plugins, &served);
         if (r >= 0)
                 r = dp_pools_build(advertised, inv, a->config.resource_prefix,
-                                   a->have_rdma_shared ? &a->rdma_shared : NULL, &served, &pools);
+                                   a->have_rdma_shared ? &a->rdma_shared : NULL, &served,
+                                   &(const struct dp_health_options){
+                                       .ignore_link = a->config.no_link_health },
+                                   &pools);
         dp_pool_set_done(&served);
         if (r >= 0)
                 r = dp_manager_set_pools(a->plugins, &pools);
