@@ -33,7 +33,7 @@ struct agent {
         sd_event_source *retry;    /* backoff after a failed PF */
         sd_event_source *policy_watch;
         struct dp_manager *plugins;
-        struct link_monitor *links;   /* live /sys only */
+        struct link_monitor *links;   /* rtnetlink link events */
         struct kube_cluster *cluster; /* cluster mode: policies, node labels, NodeState */
         struct inventory observed;    /* as of the last reconcile, to filter link events */
 
@@ -53,8 +53,9 @@ struct agent {
         sd_event_source *ready_timer; /* --ready-timeout: READY=1 even if the boot apply hangs */
         bool api_reconciled;          /* a reconcile from the API's policies has started */
         uint64_t retry_usec;
-        char *last_report;     /* policy statuses last logged, to log changes only */
-        struct nic_list *nics; /* supported NIC models (built-in, files, ConfigMap) */
+        char *last_report;               /* policy statuses last logged, to log changes only */
+        struct nic_list *nics;           /* supported NIC models (built-in, files, ConfigMap) */
+        struct link_health *link_health; /* each served PF's up/down, as last reported */
 };
 
 /* daemon.c */
@@ -83,6 +84,14 @@ void reconcile_start(struct agent *a, reconcile_done_fn done, void *userdata);
 void reconcile_start_from_records(struct agent *a, reconcile_done_fn done, void *userdata);
 /* On shutdown: stops an apply in progress (its child finishes the kernel write it is in). */
 void reconcile_abort(struct agent *a);
+
+/* link-health.c */
+struct link_health;
+/* After the pools are updated: reports each served PF that went down or came back (journal,
+ * Event), once per change, flapping damped. */
+void link_health_update(struct agent *a, const struct desired_state *served,
+                        const struct inventory *inv);
+void link_health_free(struct agent *a);
 
 /* nic-list.c */
 struct nic_list;

@@ -473,12 +473,12 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                 goto fail;
         sd_event_source_set_enabled(a->retry, SD_EVENT_OFF);
 
-        if (host_sysfs_root_is_live(config->sysfs_root)) {
-                r = host_link_monitor_new(a->event, 0, on_link_event, a, &a->links);
-                if (r < 0)
-                        log_warning_errno(r, "no netlink link events; drift is found by the "
-                                             "periodic check only");
-        }
+        /* Also under a generated --sysfs-root: its netdev names are then followed in the
+         * agent's network namespace (tests pair them with veths there). */
+        r = host_link_monitor_new(a->event, 0, on_link_event, a, &a->links);
+        if (r < 0)
+                log_warning_errno(r, "no netlink link events; drift and link changes are found "
+                                     "by the periodic check only");
 
         if (!config->policy_dir) {
                 const struct kube_cluster_opts kube_opts = {
@@ -551,6 +551,7 @@ struct agent *agent_free(struct agent *a)
         sd_event_source_disable_unref(a->ready_timer);
         sd_event_source_unref(a->policy_watch);
         nic_list_free(a->nics);
+        link_health_free(a);
         kube_cluster_free(a->cluster);
         host_link_monitor_free(a->links);
         dp_manager_free(a->plugins);

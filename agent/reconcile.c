@@ -211,11 +211,11 @@ static int update_pools(struct agent *a, const struct desired_state *advertised,
         struct dp_pool_set pools = { 0 }, served = { 0 };
         int r = dp_manager_get_pools(a->plugins, &served);
         if (r >= 0)
-                r = dp_pools_build(advertised, inv, a->config.resource_prefix,
-                                   a->have_rdma_shared ? &a->rdma_shared : NULL, &served,
-                                   &(const struct dp_health_options){
-                                       .ignore_link = a->config.no_link_health },
-                                   &pools);
+                r = dp_pools_build(
+                    advertised, inv, a->config.resource_prefix,
+                    a->have_rdma_shared ? &a->rdma_shared : NULL, &served,
+                    &(const struct dp_health_options){ .ignore_link = a->config.no_link_health },
+                    &pools);
         dp_pool_set_done(&served);
         if (r >= 0)
                 r = dp_manager_set_pools(a->plugins, &pools);
@@ -352,6 +352,8 @@ static void reconcile_finish(struct agent *a)
                 r = update_pools(a, &advertised, &rc->inv);
         if (r < 0)
                 log_error_errno(r, "cannot update the device-plugin pools");
+        else
+                link_health_update(a, &advertised, &rc->inv);
 
         sd_notifyf(false, "STATUS=%s%zu PF(s) configured, %zu failed, %zu held back",
                    rc->from_records ? "recorded state restored, waiting for the API server: " : "",
