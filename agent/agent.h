@@ -52,6 +52,7 @@ struct agent {
         bool ready_notified;
         sd_event_source *ready_timer; /* --ready-timeout: READY=1 even if the boot apply hangs */
         bool api_reconciled;          /* a reconcile from the API's policies has started */
+        bool boot_applied;            /* a reconcile from the records has finished */
         uint64_t retry_usec;
         char *last_report;               /* policy statuses last logged, to log changes only */
         struct nic_list *nics;           /* supported NIC models (built-in, files, ConfigMap) */

@@ -361,11 +361,13 @@ static void reconcile_finish(struct agent *a)
         if (rc->from_records) {
                 uint64_t now = 0;
                 (void)sd_event_now(a->event, CLOCK_MONOTONIC, &now);
-                log_info("boot: recorded state of %zu PF(s) applied in %llu ms (%zu failed, %zu "
-                         "held back); the live policies follow once the API server answers",
-                         advertised.n_interfaces,
-                         (unsigned long long)((now - rc->started_usec) / 1000), rc->n_failed,
-                         n_held);
+                log_ctx_msg(a->boot_applied ? LOG_DEBUG : LOG_INFO, 0, NULL,
+                            "boot: recorded state of %zu PF(s) applied in %llu ms (%zu failed, %zu "
+                            "held back); the live policies follow once the API server answers",
+                            advertised.n_interfaces,
+                            (unsigned long long)((now - rc->started_usec) / 1000), rc->n_failed,
+                            n_held);
+                a->boot_applied = true;
         }
         agent_notify_ready(a, rc->from_records ? "recorded state applied" : "first reconcile done");
         /* A frozen PF is reported Failed even on OOM here: the NodeState then only lacks its
@@ -579,9 +581,11 @@ void reconcile_start_from_records(struct agent *a, reconcile_done_fn done, void 
                 reconcile_stop(a, r, "boot: discovery under %s", sysfs_root(a));
                 return;
         }
-        log_info("boot: applying the recorded state of %zu PF(s) from %s before the API server "
-                 "answers",
-                 rc->desired.n_interfaces, a->config.state_dir);
+        /* Until the API server answers, link events and retries come back here: said once. */
+        log_ctx_msg(a->boot_applied ? LOG_DEBUG : LOG_INFO, 0, NULL,
+                    "boot: applying the recorded state of %zu PF(s) from %s before the API server "
+                    "answers",
+                    rc->desired.n_interfaces, a->config.state_dir);
         reconcile_round(a);
 }
 
