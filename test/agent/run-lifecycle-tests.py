@@ -12,7 +12,8 @@ What an operator would check:
    of its kubelet.sock appearing, with the recorded VFs Healthy.
 2. Policy deleted while down. Once the API server answers, the policy of ens2f0 that was
    deleted meanwhile is undone: ens2f0 gets back the 4 VFs it had before the agent adopted it,
-   its record and its pool go; ens1f0 and eno1 are left as they are.
+   its record and its pool go; ens1f0 and eno1 are left as they are. A boot apply that hangs
+   (the kernel does not create the VFs) notifies READY=1 at --ready-timeout anyway.
 3. Rolling restarts. With the stand-in kubelet holding ListAndWatch streams and Allocating
    continuously, the agent is restarted 6 times (SIGTERM and SIGKILL in turn): SIGTERM of a
    restart (--stop-mode restart) reports no device Unhealthy, no Allocate sent to a live
@@ -59,6 +60,7 @@ class FakeKernel(threading.Thread):
             self.targets[pci] = {int(n[6:]): os.readlink(os.path.join(d, n))
                                  for n in os.listdir(d) if n.startswith("virtfn")}
         self.stop = False
+        self.paused = False  # a kernel stuck creating VFs
 
     def sync(self, pci):
         d = self.dirs[pci]
@@ -78,7 +80,7 @@ class FakeKernel(threading.Thread):
 
     def run(self):
         while not self.stop:
-            for pci in self.dirs:
+            for pci in ([] if self.paused else self.dirs):
                 self.sync(pci)
             time.sleep(0.005)
 
@@ -98,6 +100,9 @@ class Notify:
         while True:
             data = self.sock.recv(4096).decode(errors="replace")
             counts = {pci: numvfs(self.sysfs, pci) for pci in self.pcis}
+            counts["vfs"] = {pci: len([n for n in os.listdir(
+                os.path.join(self.sysfs, "bus/pci/devices", pci)) if n.startswith("virtfn")])
+                for pci in self.pcis}
             self.messages.append((time.monotonic(), data, counts))
 
     def ready(self):
@@ -284,6 +289,35 @@ def main():
         check("API back: ens1f0 keeps its 8 VFs, eno1 stays untouched",
               numvfs(sysfs, cx["pciAddress"]) == "8" and numvfs(sysfs, igb["pciAddress"]) == "0",
               "%s %s" % (numvfs(sysfs, cx["pciAddress"]), numvfs(sysfs, igb["pciAddress"])))
+
+        # 2b. A boot apply that hangs (the kernel does not create the VFs) cannot hold the
+        #     kubelet: READY=1 comes at --ready-timeout, the apply goes on and finishes later.
+        agent.send_signal(signal.SIGTERM)
+        agent.wait(10)
+        kernel.paused = True
+        write_numvfs(sysfs, cx["pciAddress"], 0)
+        for n in os.listdir(os.path.join(sysfs, "bus/pci/devices", cx["pciAddress"])):
+            if n.startswith("virtfn"):
+                os.remove(os.path.join(sysfs, "bus/pci/devices", cx["pciAddress"], n))
+        notify2 = Notify(os.path.join(work, "notify2.sock"), sysfs, watched)
+        mark = len(agent_log_text())
+        t0 = time.monotonic()
+        agent = start_agent({"NOTIFY_SOCKET": notify2.path},
+                            ["--ready-timeout", "1", "--vf-timeout", "30"])
+        ready = wait(notify2.ready, 10, 0.05)
+        check("ready timeout: READY=1 although the VFs are not there", ready is not None and
+              ready[1]["vfs"][cx["pciAddress"]] == 0, str(ready))
+        if ready:
+            check("ready timeout: after about 1 s", 0.8 < ready[0] - t0 < 3,
+                  "%.2f s" % (ready[0] - t0))
+        check("ready timeout: the journal says why",
+              "not ready after 1 s (--ready-timeout)" in agent_log_text()[mark:],
+              agent_log_text()[mark:][-600:])
+        kernel.paused = False
+        check("ready timeout: the apply goes on and finishes",
+              wait(lambda: numvfs(sysfs, cx["pciAddress"]) == "8" and kubelet.wait_for(
+                  lambda e: ev("devices", SEED_RESOURCE)(e) and len(e["devices"] or []) == 8,
+                  0.5), 20), agent_log_text()[mark:][-600:])
 
         # 3. Rolling restarts while the kubelet allocates.
         agent.send_signal(signal.SIGTERM)
