@@ -102,7 +102,8 @@ int records_boot_desired(const struct applied_state *records, struct desired_sta
                 d.interfaces[d.n_interfaces++] = copy.applied;
         }
         /* The planner and the pools expect the desired state sorted by PCI address. */
-        qsort(d.interfaces, d.n_interfaces, sizeof(*d.interfaces), compare_interfaces);
+        if (d.n_interfaces > 1)
+                qsort(d.interfaces, d.n_interfaces, sizeof(*d.interfaces), compare_interfaces);
         *ret = d;
         return 0;
 }
