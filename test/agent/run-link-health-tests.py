@@ -14,6 +14,7 @@ What an operator would check, with the grpc-go fake kubelet and real kubectl:
    lines while it lasts, the final state (up) in ListAndWatch within 1 s of the last change,
    and in the journal when the damping window ends.
 4. --link-health off: a carrier loss leaves the devices Healthy (upstream's behaviour).
+5. The PF's driver unbound (its netdev goes): Unhealthy all the same, the journal says so.
 Prints the latencies (bench/run quotes them). Exit 1 on any failure; skipped (exit 77) without
 root, unshare or veth links.
 """
@@ -242,6 +243,20 @@ def main():
                 "Unhealthy" in health_of(e)]
         check("--link-health off: a carrier loss leaves the devices Healthy", not sick,
               str(sick[:1]))
+        # 5. The PF's driver unbound (even with --link-health off): the tree loses the PF's
+        #    driver link and the kernel its netdev (the veth pair deleted: RTM_DELLINK).
+        first = len(kubelet.seen)
+        os.remove(os.path.join(sysfs, "bus/pci/devices", pf, "driver"))
+        t = now_ms()
+        subprocess.run(["ip", "link", "del", "ens1f0"], check=True)
+        down = devices_until(lambda e: health_of(e) == {"Unhealthy"}, 5)
+        check("PF driver unbound: every VF Unhealthy (link health off or not)", down is not None,
+              log_text()[-800:])
+        if down:
+            figures["PF driver unbound -> Unhealthy"] = down["t"] - t
+        check("PF driver unbound: the journal names the cause",
+              wait(lambda: lines("PF %s (ens1f0): driver unbound" % pf, 0), 3),
+              log_text()[-800:])
         for name, ms in figures.items():
             print("figure: %s: %d" % (name, ms))
     finally:
