@@ -124,13 +124,12 @@ def write_numvfs(sysfs, pci, n):
 
 class Restarts:
     """The stand-in kubelet's side of rolling restarts: Allocate continuously while it holds a
-    live ListAndWatch stream whose devices are Healthy (a kubelet admits pods only then); the
-    driver takes the lock around each signal, so no call is in flight at the instant a
+    live ListAndWatch stream whose devices are Healthy (a kubelet admits pods only then). The
+    calls and the signals come from one thread, so no call is in flight at the instant a
     process is killed (such a call is lost whatever the plugin does)."""
 
     def __init__(self, kubelet, resource, device):
         self.kubelet, self.resource, self.device = kubelet, resource, device
-        self.lock = threading.Lock()
         self.live = False
         self.sent = self.failed = 0
         self.failures = []
@@ -230,8 +229,8 @@ def main():
         for pci in watched:
             write_numvfs(sysfs, pci, 0)
         time.sleep(0.1)
-        os.remove(os.path.join(kdir, "kubelet.sock")) if os.path.exists(
-            os.path.join(kdir, "kubelet.sock")) else None
+        if os.path.exists(os.path.join(kdir, "kubelet.sock")):
+            os.remove(os.path.join(kdir, "kubelet.sock"))
         cluster.faults(errors_500=1000000)
         cluster.ok("delete", "sriovnetworknodepolicy", "-n", NS, "e810")
         notify = Notify(os.path.join(work, "notify.sock"), sysfs, watched)
@@ -327,7 +326,6 @@ def main():
                          len(e["devices"] or []) == 8, 10)
         rs = Restarts(kubelet, SEED_RESOURCE, cx["vfs"][0]["pciAddress"])
         rs.live = True
-        pending = []
         windows, unhealthy = [], []
         for i in range(args.restarts):
             sig = signal.SIGTERM if i % 2 == 0 else signal.SIGKILL
@@ -343,7 +341,6 @@ def main():
                                          5)
                     while e is not None and e.get("event") != "allocate":
                         rs.on_event(e)
-                        pending.append(e)
                         e = kubelet.wait_for(lambda e: isinstance(e, dict) and
                                              e.get("event") in ("allocate", "devices",
                                                                 "watch-end"), 5)
