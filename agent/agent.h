@@ -45,6 +45,10 @@ struct agent {
         char *rdma_shared_error; /* why the file as it is now is not used; NULL when it is */
         char *rdma_shared_error_posted; /* the error last sent as an Event */
         sd_event_source *rdma_shared_watch;
+        /* Where the whole-card config comes from: "file PATH", "ConfigMap NS/NAME key
+         * config.json", or NULL (none); journal and NodeState say it. */
+        char *rdma_shared_source;
+        struct rdma_configmap *rdma_configmap; /* cluster mode: the ConfigMap followed */
 
         int state_lock_fd;         /* --state-dir, flock()ed: one agent per state dir; -1 = none */
         struct reconcile *running; /* never two at once: a request meanwhile waits for it */
@@ -64,6 +68,28 @@ int agent_schedule_reconcile(struct agent *a, const char *why);
 /* READY=1 to systemd, once: after the first reconcile (or the boot apply of the records), or
  * when --ready-timeout runs out first; why says which, in the journal. */
 void agent_notify_ready(struct agent *a, const char *why);
+/* Takes the RDMA shared config's text as its source has it now; origin names the source in
+ * messages. text NULL without read_error: the source has none (no ConfigMap), so no
+ * whole-card pools. read_error: the source cannot be used as it is (unreadable, no key); like
+ * an invalid text it keeps the last good config and is reported. Returns 1 when what is used
+ * or reported changed (a reconcile should follow), 0 when not, -ENOMEM. */
+int agent_rdma_shared_update(struct agent *a, const char *origin, const char *text,
+                             const char *read_error);
+
+/* rdma-configmap.c */
+struct kube_http;
+struct rdma_configmap;
+/* ref: "NAMESPACE/NAME" of the ConfigMap (key config.json). */
+int rdma_configmap_new(struct agent *a, struct kube_http *http, const char *ref,
+                       struct rdma_configmap **ret);
+struct rdma_configmap *rdma_configmap_free(struct rdma_configmap *m);
+static inline void rdma_configmap_freep(struct rdma_configmap **m)
+{
+        rdma_configmap_free(*m);
+}
+/* false until the ConfigMap has been listed once (or could not be for a while). */
+bool rdma_configmap_ready(const struct rdma_configmap *m);
+const char *rdma_configmap_origin(const struct rdma_configmap *m);
 
 /* reconcile.c */
 /* How a reconcile ended, for the daemon's retry: n_failed PFs failed, n_left changes are still

@@ -67,7 +67,11 @@ static void print_usage(FILE *f)
                 "                            (default: /var/run/k8s.cni.cncf.io/devinfo/dp)\n"
                 "  --resource-prefix PREFIX  prefix of SR-IOV resources (default: openshift.io)\n"
                 "  --rdma-shared-config FILE whole-card RDMA pools (k8s-rdma-shared-dev-plugin\n"
-                "                            format)\n"
+                "                            format) from a file; it wins over the ConfigMap\n"
+                "  --rdma-shared-configmap NS/NAME\n"
+                "                            cluster mode: the ConfigMap (key config.json)\n"
+                "                            watched for that config (default:\n"
+                "                            kube-system/rdma-devices; \"none\": not read)\n"
                 "  --link-health on|off      a PF whose link is down (carrier, InfiniBand port\n"
                 "                            not ACTIVE) makes its VFs and whole-card devices\n"
                 "                            Unhealthy (default: on; off: upstream's\n"
@@ -107,6 +111,7 @@ int cmd_run(int argc, char **argv)
                 OPT_DEVINFO_DIR,
                 OPT_RESOURCE_PREFIX,
                 OPT_RDMA_SHARED_CONFIG,
+                OPT_RDMA_SHARED_CONFIGMAP,
                 OPT_RESYNC,
                 OPT_POD_RESOURCES,
                 OPT_ALLOW_DISRUPTION,
@@ -131,6 +136,7 @@ int cmd_run(int argc, char **argv)
                 { "devinfo-dir", required_argument, NULL, OPT_DEVINFO_DIR },
                 { "resource-prefix", required_argument, NULL, OPT_RESOURCE_PREFIX },
                 { "rdma-shared-config", required_argument, NULL, OPT_RDMA_SHARED_CONFIG },
+                { "rdma-shared-configmap", required_argument, NULL, OPT_RDMA_SHARED_CONFIGMAP },
                 { "resync-interval", required_argument, NULL, OPT_RESYNC },
                 { "pod-resources-socket", required_argument, NULL, OPT_POD_RESOURCES },
                 { "allow-disruption", no_argument, NULL, OPT_ALLOW_DISRUPTION },
@@ -153,6 +159,8 @@ int cmd_run(int argc, char **argv)
                 .vf_timeout_usec = 120 * USEC_PER_SEC,
                 .ready_timeout_usec = 60 * USEC_PER_SEC,
                 .pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock",
+                /* where k8s-rdma-shared-dev-plugin's deployment keeps it */
+                .rdma_shared_configmap = "kube-system/rdma-devices",
         };
         int level = LOG_INFO, c;
 
@@ -198,6 +206,10 @@ int cmd_run(int argc, char **argv)
                         break;
                 case OPT_RDMA_SHARED_CONFIG:
                         config.rdma_shared_config = optarg;
+                        break;
+                case OPT_RDMA_SHARED_CONFIGMAP:
+                        config.rdma_shared_configmap =
+                            strcmp(optarg, "none") == 0 || !*optarg ? NULL : optarg;
                         break;
                 case OPT_RESYNC:
                         if (parse_seconds("--resync-interval", optarg, &config.resync_usec) < 0)

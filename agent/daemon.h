@@ -24,6 +24,8 @@ struct agent_config {
         const char *devinfo_dir;
         const char *resource_prefix;
         const char *rdma_shared_config;
+        /* cluster mode: "NAMESPACE/NAME" of the RDMA shared config ConfigMap; NULL: none */
+        const char *rdma_shared_configmap;
         const char *pod_resources_socket;
         const char *const *supported_nics_files; /* --supported-nics, in order */
         size_t n_supported_nics_files;

@@ -601,6 +601,8 @@ void reconcile_start(struct agent *a, reconcile_done_fn done, void *userdata)
                 return; /* the initial sync triggers the first reconcile */
         if (!nic_list_ready(a->nics))
                 return; /* reading the supported-NIC ConfigMap triggers it */
+        if (!rdma_configmap_ready(a->rdma_configmap))
+                return; /* reading the RDMA shared config ConfigMap triggers it */
         rc = reconcile_new(a, done, userdata);
         if (!rc)
                 return;

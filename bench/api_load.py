@@ -176,7 +176,7 @@ def bench_api(build_dir, work, row, note):
         took = time.monotonic() - start
         # The stream is silent but TCP is alive (the fault's server keeps the connection): only
         # the 75 s idle limit notices it, which must exceed the API server's bookmark cadence
-        # (one a minute): this cannot be 60 s. README "Dead connections".
+        # (one a minute): this cannot be 60 s. docs/design.md "Dead connections and timers".
         row("API", "silent stream, TCP alive: detected, watches resumed",
             "%.0f s" % took if resumed else "> 90 s", "<= 85 s (75 s idle limit)",
             bool(resumed) and took <= 85)

@@ -28,6 +28,7 @@
 #include "cni/ipam.h"
 #include "cni/result.h"
 #include "cni/state.h"
+#include "host/iface-ip.h"
 #include "host/netlink-netns.h"
 #include "host/vf-lookup.h"
 #include "util/fileio.h"
@@ -120,6 +121,9 @@ static void enable_notify(const char *ifname)
                 (void)!write(fd, "1", 1);
                 close(fd);
         }
+        /* IPv6 addresses usable while DAD runs, as upstream's SetupVF (kernels without
+         * CONFIG_IPV6_OPTIMISTIC_DAD have no such file: addresses then settle normally) */
+        (void)host_ipv6_conf_set(ifname, "optimistic_dad", "1");
 }
 
 /* ---- restoring (DEL, and ADD's undo) ---- */
@@ -307,33 +311,44 @@ static int apply_ipam(struct plugin *p, int pod_ns, const char *ifname,
         int r = enter_ns(p, pod_ns, "pod's");
         if (r < 0)
                 return r;
-        struct host_link l;
-        r = NL(p, host_link_get(ifname, &l));
-        const struct cni_ip *gw4 = NULL, *gw6 = NULL;
-        for (size_t i = 0; r >= 0 && i < res->n_ips; i++) {
+        struct host_ip_addr ips[CNI_MAX_IPS];
+        struct host_ip_route routes[CNI_MAX_ROUTES];
+        for (size_t i = 0; i < res->n_ips; i++) {
                 const struct cni_ip *ip = &res->ips[i];
-                r = NL(p, host_addr_add(l.ifindex, ip->family, ip->addr, ip->prefix));
-                if (r < 0)
-                        fail(p, CNI_ERR_GENERIC, r, "%s: cannot add IPAM address %zu: %s", ifname,
-                             i, strerror(-r));
-                if (ip->has_gw && ip->family == AF_INET && !gw4)
-                        gw4 = ip;
-                if (ip->has_gw && ip->family == AF_INET6 && !gw6)
-                        gw6 = ip;
+                ips[i] = (struct host_ip_addr){ .family = ip->family,
+                                                .prefix = ip->prefix,
+                                                .has_gw = ip->has_gw };
+                memcpy(ips[i].addr, ip->addr, sizeof(ips[i].addr));
+                memcpy(ips[i].gw, ip->gw, sizeof(ips[i].gw));
         }
-        /* routes without a gateway go through the IP's gateway of their family, as upstream's
-         * ipam.ConfigureIface does */
-        for (size_t i = 0; r >= 0 && i < res->n_routes; i++) {
+        for (size_t i = 0; i < res->n_routes; i++) {
                 const struct cni_route *rt = &res->routes[i];
-                const struct cni_ip *dgw = rt->family == AF_INET ? gw4 : gw6;
-                const void *gw = rt->has_gw ? rt->gw : dgw ? dgw->gw : NULL;
-                r = NL(p, host_route_add(l.ifindex, rt->family, rt->dst, rt->dst_len, gw));
-                if (r < 0)
-                        fail(p, CNI_ERR_GENERIC, r, "%s: cannot add IPAM route %zu: %s", ifname, i,
-                             strerror(-r));
+                routes[i] = (struct host_ip_route){ .family = rt->family,
+                                                    .dst_len = rt->dst_len,
+                                                    .has_gw = rt->has_gw,
+                                                    .priority = rt->priority,
+                                                    .has_table = rt->has_table,
+                                                    .table = rt->table,
+                                                    .has_scope = rt->has_scope,
+                                                    .scope = rt->scope };
+                memcpy(routes[i].dst, rt->dst, sizeof(routes[i].dst));
+                memcpy(routes[i].gw, rt->gw, sizeof(routes[i].gw));
         }
-        if (r >= 0) {
-                /* wait briefly for carrier (upstream waits 200 ms), then announce */
+        /* as upstream's ipam.ConfigureIface (see host/iface-ip.h) */
+        struct host_ip_failure why;
+        r = NL(p, host_iface_configure_ip(ifname, ips, res->n_ips, routes, res->n_routes,
+                                          HOST_DAD_SETTLE_MS, &why));
+        if (r < 0 && (strcmp(why.step, "add address") == 0 || strcmp(why.step, "add route") == 0))
+                fail(p, CNI_ERR_GENERIC, r, "%s: cannot %s %zu of the IPAM result: %s", ifname,
+                     why.step, why.index, strerror(-r));
+        else if (r < 0)
+                fail(p, CNI_ERR_GENERIC, r, "%s: cannot %s: %s", ifname, why.step, strerror(-r));
+        struct host_link l;
+        if (r >= 0)
+                r = NL(p, host_link_get(ifname, &l));
+        if (r >= 0 && l.hwaddr_len == 6) {
+                /* wait briefly for carrier (upstream waits 200 ms), then announce
+                 * (Ethernet only: the frames are built for a 6-byte address) */
                 for (int i = 0; i < 20 && !(l.flags & IFF_RUNNING); i++) {
                         nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
                         if (host_link_get(ifname, &l) < 0)
@@ -528,7 +543,7 @@ static int cmd_add(struct plugin *p)
         }
 
         uint8_t result_mac[6] = { 0 };
-        char mac_str[18] = "";
+        char mac_str[CNI_HWADDR_STR_MAX] = "";
         if (!dpdk) {
                 r = NL(p, host_link_move(vf_link.ifindex, pod_ns, p->ifname));
                 if (r < 0) {
@@ -582,8 +597,11 @@ static int cmd_add(struct plugin *p)
                             memcmp(l.mac, conf->mac, 6) == 0)
                                 r = 0;
                 }
-                if (r >= 0)
+                if (r >= 0) {
                         memcpy(result_mac, l.mac, 6);
+                        /* all of it, as upstream reports it: 20 bytes on an IPoIB VF */
+                        cni_format_hwaddr(l.hwaddr, (size_t)l.hwaddr_len, mac_str);
+                }
                 int r2 = enter_ns(p, p->host_ns, "host");
                 if (r < 0) {
                         fail(p, CNI_ERR_GENERIC, r, "%s in %s: cannot %s: %s", p->ifname, p->netns,
@@ -594,11 +612,21 @@ static int cmd_add(struct plugin *p)
                         goto undo;
                 rec.mtu = vf_link.mtu;
                 rec.has_mtu = true;
-                cni_format_mac(result_mac, mac_str);
-        } else if (conf->has_mac) {
-                snprintf(mac_str, sizeof(mac_str), "%s", conf->mac_str);
-        } else if (memcmp(vs.mac, (uint8_t[6]){ 0 }, 6) != 0) {
-                cni_format_mac(vs.mac, mac_str);
+        } else {
+                if (conf->has_mac)
+                        snprintf(mac_str, sizeof(mac_str), "%s", conf->mac_str);
+                else if (memcmp(vs.mac, (uint8_t[6]){ 0 }, 6) != 0)
+                        cni_format_mac(vs.mac, mac_str);
+                /* a VF without a netdev has no MTU of its own: upstream reports (and records)
+                 * its PF's, which is what the VF's traffic is bounded by */
+                struct host_link pf_link;
+                if ((r = NL(p, host_link_get(pf, &pf_link))) < 0) {
+                        fail(p, CNI_ERR_GENERIC, r, "VF %s: cannot read its PF %s: %s",
+                             conf->device_id, pf, strerror(-r));
+                        goto undo;
+                }
+                rec.mtu = pf_link.mtu;
+                rec.has_mtu = true;
         }
 
         if (conf->ipam_type[0]) {

@@ -3,8 +3,10 @@
  *
  * Accepts every field upstream sriov-cni accepts (k8snetworkplumbingwg/sriov-cni
  * pkg/types/types.go, validated as pkg/config/config.go LoadConf does) and ignores unknown
- * ones. The MAC requested for the VF follows upstream's precedence: runtimeConfig.mac, then
- * CNI_ARGS `MAC=`, then the config's `mac`; it is lower-cased. */
+ * ones. Keys are read as Go's encoding/json reads them: in any letter case, the last of
+ * duplicates winning; no cniVersion means 0.1.0; name is required. The MAC requested for the VF
+ * follows upstream's precedence: runtimeConfig.mac, then CNI_ARGS `MAC=`, then the config's `mac`;
+ * it is lower-cased. */
 #pragma once
 
 #include <jansson.h>
@@ -72,3 +74,7 @@ int cni_version_compare(const char *a, const char *b);
 /* "aa:bb:cc:dd:ee:ff" (either case) -> bytes; -EINVAL otherwise. */
 int cni_parse_mac(const char *s, uint8_t mac[6]);
 void cni_format_mac(const uint8_t mac[6], char out[18]);
+/* A link-layer address of any length (20 bytes on IPoIB) as upstream's Go net.HardwareAddr
+ * prints it: lower-case hex pairs joined by ':'; "" for none. */
+#define CNI_HWADDR_STR_MAX (32 * 3)
+void cni_format_hwaddr(const uint8_t *addr, size_t len, char out[static CNI_HWADDR_STR_MAX]);

@@ -75,6 +75,22 @@ static int add_ip(struct cni_ipam_result *r, json_t *o, const char *addr_key, st
         return 0;
 }
 
+/* An optional non-negative integer member of a route, at most max; *present tells. */
+static int route_uint(json_t *o, const char *key, json_int_t max, bool *present, uint32_t *ret,
+                      struct cni_error *e)
+{
+        json_t *v = json_object_get(o, key);
+        *present = v && !json_is_null(v);
+        if (!*present)
+                return 0;
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max)
+                return cni_fail(e, CNI_ERR_GENERIC, -EBADMSG,
+                                "IPAM result: route %s is not an integer in 0-%lld", key,
+                                (long long)max);
+        *ret = (uint32_t)json_integer_value(v);
+        return 0;
+}
+
 static int add_routes(struct cni_ipam_result *r, json_t *routes, struct cni_error *e)
 {
         if (!routes || json_is_null(routes))
@@ -101,6 +117,16 @@ static int add_routes(struct cni_ipam_result *r, json_t *routes, struct cni_erro
                                                 "IPAM result: route gw \"%s\" is invalid", gw);
                         rt->has_gw = true;
                 }
+                bool present;
+                uint32_t scope = 0;
+                int err;
+                if ((err = route_uint(o, "mtu", UINT32_MAX, &present, &rt->mtu, e)) < 0 ||
+                    (err = route_uint(o, "advmss", UINT32_MAX, &present, &rt->advmss, e)) < 0 ||
+                    (err = route_uint(o, "priority", UINT32_MAX, &present, &rt->priority, e)) < 0 ||
+                    (err = route_uint(o, "table", UINT32_MAX, &rt->has_table, &rt->table, e)) < 0 ||
+                    (err = route_uint(o, "scope", UINT8_MAX, &rt->has_scope, &scope, e)) < 0)
+                        return err;
+                rt->scope = (uint8_t)scope;
                 r->n_routes++;
         }
         return 0;
@@ -171,6 +197,16 @@ static json_t *route_list(const struct cni_ipam_result *ipam, int family)
                 json_object_set_new(o, "dst", addr_string(rt->family, rt->dst, rt->dst_len));
                 if (rt->has_gw)
                         json_object_set_new(o, "gw", addr_string(rt->family, rt->gw, -1));
+                if (rt->mtu)
+                        json_object_set_new(o, "mtu", json_integer(rt->mtu));
+                if (rt->advmss)
+                        json_object_set_new(o, "advmss", json_integer(rt->advmss));
+                if (rt->priority)
+                        json_object_set_new(o, "priority", json_integer(rt->priority));
+                if (rt->has_table)
+                        json_object_set_new(o, "table", json_integer(rt->table));
+                if (rt->has_scope)
+                        json_object_set_new(o, "scope", json_integer(rt->scope));
                 json_array_append_new(a, o);
         }
         return a;
@@ -211,7 +247,8 @@ char *cni_result_format(const char *version, const struct cni_iface *iface,
         json_object_set_new(ifc, "name", json_string(iface->name));
         if (iface->mac && *iface->mac)
                 json_object_set_new(ifc, "mac", json_string(iface->mac));
-        if (iface->mtu > 0)
+        /* 0.3.x/0.4.0 interfaces have no mtu (libcni's 040 Interface drops it converting) */
+        if (iface->mtu > 0 && cni_version_compare(version, "1.0.0") >= 0)
                 json_object_set_new(ifc, "mtu", json_integer(iface->mtu));
         json_object_set_new(ifc, "sandbox", json_string(iface->sandbox));
         json_object_set_new(o, "interfaces", json_pack("[o]", ifc));
@@ -235,7 +272,7 @@ char *cni_result_format(const char *version, const struct cni_iface *iface,
                 json_object_set_new(o, "ips", ips);
                 if (ipam->n_routes)
                         json_object_set_new(o, "routes", route_list(ipam, 0));
-                json_object_set(o, "dns", ipam->dns ? ipam->dns : json_object());
+                json_object_set_new(o, "dns", ipam->dns ? json_incref(ipam->dns) : json_object());
         } else {
                 json_object_set_new(o, "dns", json_object());
         }

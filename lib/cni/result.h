@@ -24,12 +24,18 @@ struct cni_ip {
         uint8_t gw[16];
 };
 
+/* As libcni's types.Route: mtu, advmss and priority are left out when 0, table and scope
+ * when absent. */
 struct cni_route {
         int family;
         uint8_t dst[16];
         int dst_len;
         bool has_gw;
         uint8_t gw[16];
+        uint32_t mtu, advmss, priority;
+        bool has_table, has_scope;
+        uint32_t table;
+        uint8_t scope; /* RT_SCOPE_* */
 };
 
 struct cni_ipam_result {
@@ -50,7 +56,7 @@ int cni_ipam_result_parse(const char *text, size_t len, struct cni_ipam_result *
 struct cni_iface {
         const char *name;
         const char *mac;     /* may be "" */
-        int mtu;             /* 0 = leave out */
+        int mtu;             /* 0 = leave out; only results of 1.0.0 and later have one */
         const char *sandbox; /* netns path */
 };
 

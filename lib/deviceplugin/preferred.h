@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* GetPreferredAllocation: which `size` devices of `available` to give a container.
  *
- * The rule (also in README, "Device plugin"):
+ * The rule (also in docs/device-plugin.md):
  *  1. every must_include ID comes first, in the order given;
  *  2. the rest is taken from healthy available devices of the pool (IDs the pool does not know
  *     or reports unhealthy are only used when nothing else is left, in the order given);

@@ -75,6 +75,10 @@ static int on_link(struct nl_msg *msg, void *userdata)
                 l->mtu = (int)nla_get_u32(tb[IFLA_MTU]);
         if (tb[IFLA_ADDRESS] && nla_len(tb[IFLA_ADDRESS]) == 6)
                 memcpy(l->mac, nla_data(tb[IFLA_ADDRESS]), 6);
+        if (tb[IFLA_ADDRESS] && nla_len(tb[IFLA_ADDRESS]) <= HOST_HWADDR_MAX) {
+                l->hwaddr_len = nla_len(tb[IFLA_ADDRESS]);
+                memcpy(l->hwaddr, nla_data(tb[IFLA_ADDRESS]), (size_t)l->hwaddr_len);
+        }
         return 0;
 }
 
@@ -110,12 +114,53 @@ int host_link_set_updown(int ifindex, bool up)
         return m ? transact(m, NULL, NULL) : -ENOMEM;
 }
 
+/* A MAC set is read back and set again until it shows, as upstream's SetVFEffectiveMAC and
+ * SetVFHardwareMAC (20 tries 100 ms apart): i40e and iavf apply it asynchronously (the request
+ * succeeds, the address changes later or never), newer iavf answers EAGAIN while the PF has
+ * not answered, and a VF being reset answers EBUSY. Other errors are final at once: retrying
+ * a refusal (EPERM for an untrusted VF...) for 2 s would change nothing. */
+#define MAC_TRIES       20
+#define MAC_INTERVAL_NS (100 * 1000 * 1000L)
+
+static bool mac_error_transient(int r)
+{
+        return r == -EBUSY || r == -EAGAIN;
+}
+
+static int link_get_index(int ifindex, struct host_link *ret)
+{
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_msg(RTM_GETLINK, ifindex, 0, 0);
+        if (!m || nla_put_u32(m, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS) < 0)
+                return -ENOMEM;
+        struct host_link l = { .ifindex = 0 };
+        int r = transact(m, on_link, &l);
+        if (r < 0)
+                return r;
+        if (l.ifindex <= 0)
+                return -ENODEV;
+        *ret = l;
+        return 0;
+}
+
 int host_link_set_mac(int ifindex, const uint8_t mac[6])
 {
-        _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_msg(RTM_SETLINK, ifindex, 0, 0);
-        if (!m || nla_put(m, IFLA_ADDRESS, 6, mac) < 0)
-                return -ENOMEM;
-        return transact(m, NULL, NULL);
+        int r = 0;
+        for (int i = 0; i < MAC_TRIES; i++) {
+                if (i > 0)
+                        nanosleep(&(struct timespec){ .tv_nsec = MAC_INTERVAL_NS }, NULL);
+                _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_msg(RTM_SETLINK, ifindex, 0, 0);
+                if (!m || nla_put(m, IFLA_ADDRESS, 6, mac) < 0)
+                        return -ENOMEM;
+                r = transact(m, NULL, NULL);
+                if (r < 0 && !mac_error_transient(r))
+                        return r;
+                struct host_link l;
+                if (r == 0 && (r = link_get_index(ifindex, &l)) < 0)
+                        return r;
+                if (r == 0 && l.hwaddr_len == 6 && memcmp(l.mac, mac, 6) == 0)
+                        return 0;
+        }
+        return r < 0 ? r : -ETIMEDOUT;
 }
 
 int host_link_set_mtu_index(int ifindex, int mtu)
@@ -506,13 +551,19 @@ int host_vf_set_mac(const char *pf_ifname, int vf_index, const uint8_t mac[6])
         struct ifla_vf_mac v = { .vf = (uint32_t)vf_index };
         memcpy(v.mac, mac, 6);
         int r = 0;
-        for (int i = 0; i < 10; i++) {
+        for (int i = 0; i < MAC_TRIES; i++) {
+                if (i > 0)
+                        nanosleep(&(struct timespec){ .tv_nsec = MAC_INTERVAL_NS }, NULL);
                 r = set_vf_nested(pf_ifname, IFLA_VF_MAC, &v, sizeof(v), false);
-                if (r != -EBUSY)
-                        break;
-                nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
+                if (r < 0 && !mac_error_transient(r))
+                        return r;
+                struct host_vf_state st;
+                if (r == 0 && (r = host_vf_get_state(pf_ifname, vf_index, &st)) < 0)
+                        return r;
+                if (r == 0 && memcmp(st.mac, mac, 6) == 0)
+                        return 0;
         }
-        return r;
+        return r < 0 ? r : -ETIMEDOUT;
 }
 
 int host_vf_set_spoofchk(const char *pf_ifname, int vf_index, bool on)

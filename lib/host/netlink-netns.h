@@ -13,10 +13,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The longest link-layer address (the kernel's MAX_ADDR_LEN). */
+#define HOST_HWADDR_MAX 32
+
 struct host_link {
         int ifindex;
         char name[IFNAMSIZ];
-        uint8_t mac[6];
+        uint8_t mac[6]; /* the address when it is 6 bytes long (Ethernet), else zero */
+        /* the address as the kernel reports it, of any length: 20 bytes on IPoIB */
+        uint8_t hwaddr[HOST_HWADDR_MAX];
+        int hwaddr_len;
         int mtu;
         unsigned flags; /* IFF_* */
 };
@@ -24,6 +30,9 @@ struct host_link {
 /* -ENODEV when there is no such interface. */
 int host_link_get(const char *ifname, struct host_link *ret);
 int host_link_set_updown(int ifindex, bool up);
+/* Sets the link's MAC and reads it back, setting it again (bounded: 20 tries, 100 ms apart)
+ * while the driver answers EBUSY/EAGAIN or the link does not show it yet, as upstream's
+ * SetVFEffectiveMAC; -ETIMEDOUT when it never showed. */
 int host_link_set_mac(int ifindex, const uint8_t mac[6]);
 int host_link_set_mtu_index(int ifindex, int mtu);
 int host_link_rename(int ifindex, const char *new_name);
@@ -82,8 +91,10 @@ struct host_vf_state {
 int host_vf_get_state(const char *pf_ifname, int vf_index, struct host_vf_state *ret);
 int host_vf_set_vlan_proto(const char *pf_ifname, int vf_index, int vlan, int qos, uint16_t proto);
 int host_vf_set_rate(const char *pf_ifname, int vf_index, uint32_t min_tx, uint32_t max_tx);
-/* The administrative MAC (all zero clears it on drivers that allow that), retried while the
- * driver answers EBUSY (as upstream does: a VF being reset refuses it for a moment). */
+/* The administrative MAC (all zero clears it on drivers that allow that), read back from the
+ * PF's VF list and set again (bounded as host_link_set_mac) while the driver answers
+ * EBUSY/EAGAIN (a VF being reset) or does not list it yet, as upstream's SetVFHardwareMAC;
+ * -ETIMEDOUT when it never showed. */
 int host_vf_set_mac(const char *pf_ifname, int vf_index, const uint8_t mac[6]);
 int host_vf_set_spoofchk(const char *pf_ifname, int vf_index, bool on);
 int host_vf_set_trust(const char *pf_ifname, int vf_index, bool on);

@@ -13,20 +13,25 @@
 #include "util/names.h"
 #include "util/parse.h"
 
+/* The first name of the directory in sorted order, as upstream's os.ReadDir()[0] (its GetPfName
+ * and GetVFLinkName): a PF with several netdevs (multi-port, switchdev representors) is then
+ * known by the same name here and there, whatever order the filesystem lists them in. */
 static int first_entry(int dir_fd, const char *path, char *buf, size_t size)
 {
         _cleanup_sysfs_dir_ struct sysfs_dir d;
         int r = host_sysfs_dir_open_at(&d, dir_fd, path);
         if (r < 0)
                 return r;
-        const char *name = host_sysfs_dir_next(&d);
-        r = -ENOENT;
-        if (name) {
-                r = strlen(name) < size ? 0 : -ENOBUFS;
-                if (r == 0)
+        bool found = false, too_long = false;
+        for (const char *name; (name = host_sysfs_dir_next(&d));) {
+                if (strlen(name) >= size)
+                        too_long = true;
+                else if (!found || strcmp(name, buf) < 0) {
                         strcpy(buf, name);
+                        found = true;
+                }
         }
-        return r;
+        return found ? 0 : too_long ? -ENOBUFS : -ENOENT;
 }
 
 int host_vf_locate(const char *sysfs_root, const char *vf_pci, struct vf_location *ret)

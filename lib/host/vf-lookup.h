@@ -11,9 +11,9 @@
 
 struct vf_location {
         char pf_pci[32];
-        char pf_ifname[IFNAMSIZ]; /* first entry of the PF's net/ */
+        char pf_ifname[IFNAMSIZ]; /* first name of the PF's net/ in sorted order (upstream's) */
         int vf_index;             /* N of the PF's virtfnN link pointing at the VF */
-        char vf_ifname[IFNAMSIZ]; /* first entry of the VF's net/; "" when it has none */
+        char vf_ifname[IFNAMSIZ]; /* first name of the VF's net/, sorted; "" when it has none */
         char driver[64];          /* the VF's driver; "" when unbound */
 };
 

@@ -211,6 +211,13 @@ def main():
                 "incompatible CNI versions")
         refused(plugin, "no CNI_NETNS", conf(vf), 4, "CNI_NETNS", netns=None)
         refused(plugin, "bad CNI_ARGS MAC", conf(vf), 4, "CNI_ARGS MAC", args="MAC=nope")
+        # libcni's LoadArgs rule, as upstream's plugin applies it
+        refused(plugin, "CNI_ARGS key the plugin does not read, without IgnoreUnknown", conf(vf),
+                4, "unknown argument \"K8S_POD_NAME=p\"", args="K8S_POD_NAME=p")
+        refused(plugin, "CNI_ARGS pair K=V=W", conf(vf), 4, "invalid pair",
+                args="IgnoreUnknown=1;A=b=c")
+        refused(plugin, "config without a name", json.dumps({"cniVersion": "1.0.0",
+                "type": "sriov", "deviceID": vf}), 7, "\"name\"")
 
         # a VF held by a pod whose namespace is alive (our own namespace stands in for it); its
         # netdev is in the pod, so the host's net/ is empty: still "allocated", not "no netdev"
@@ -234,6 +241,20 @@ def main():
         rc, out, _ = plugin.run("ADD", conf(vf3), netns=os.path.join(tmp, "nsdir"))
         check("a CNI_NETNS that is not a namespace is refused", rc == 1 and
               "failed to open netns" in out.get("msg", ""), str(out))
+
+        # a PF with several netdevs (multi-port, switchdev): upstream takes the first of the
+        # sorted names (os.ReadDir in its GetPfName), not the directory's own order
+        pf2 = man["pfs"][2]
+        pf2_net = os.path.join(sysfs, "bus", "pci", "devices", pf2["pciAddress"], "net")
+        for name in ("zz9", "b1", "a0x", "pf9"):
+            os.makedirs(os.path.join(os.path.realpath(pf2_net), name))
+        listed = os.listdir(pf2_net)
+        want = sorted(listed)[0]
+        if listed[0] == want:
+            print(f"note: {pf2_net} lists {want} first already: the case cannot tell")
+        rc, out, _ = plugin.run("ADD", conf(pf2["vfs"][0]["pciAddress"]), cid="multi")
+        check(f"a PF with netdevs {listed}: known by the first sorted name, {want}",
+              rc == 1 and f"{want} VF 0 " in (out or {}).get("msg", ""), str(out))
 
         # the pod's namespace (ours stands in) already has an interface of that name: refused
         # before anything is changed (the kernel would move the netdev and fail the rename)

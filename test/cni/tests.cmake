@@ -9,3 +9,8 @@ set_tests_properties(integration/cni-plugin PROPERTIES LABELS "integration;confo
 # its SetupVF "Remove altName" case (pkg/sriov/sriov_test.go)
 set_tests_properties(unit/test-cni-conf unit/test-cni-state unit/test-netlink-netns
                      PROPERTIES LABELS "unit;conformance")
+# IPAM results put on the pod's interface as the reference plugins' ipam.ConfigureIface (its
+# ipam_linux_test cases), veths in a private namespace
+set_tests_properties(unit/test-iface-ip PROPERTIES LABELS "unit;conformance")
+# the MAC read back and set again as upstream's SetVFEffectiveMAC (veth, private namespace)
+set_tests_properties(unit/test-link-mac PROPERTIES LABELS "unit;conformance")

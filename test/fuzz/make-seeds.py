@@ -172,3 +172,17 @@ w('watch-stream/five-events-whole', b'\0' + chunked(body, 255))
 w('watch-stream/stop-after-two', b'\x80' + chunked(body, 64))
 w('watch-stream/small-cap', b'\5' + chunked(body, 100))
 w('watch-stream/garbage-then-ok', b'\0' + chunked(b'{"type":"NOPE"}\n' + body, 40))
+
+# CNI configurations (fuzz-cni-conf: CNI_ARGS, NUL, configuration)
+sriov_all = {"cniVersion": "1.0.0", "name": "highnet", "type": "sriov",
+             "deviceID": "0000:3b:02.1", "vlan": 100, "vlanQoS": 3, "vlanProto": "802.1ad",
+             "spoofchk": "off", "trust": "on", "link_state": "enable", "min_tx_rate": 10,
+             "max_tx_rate": 200, "mac": "02:00:00:00:00:0C",
+             "runtimeConfig": {"mac": "02:00:00:00:00:0A"},
+             "ipam": {"type": "host-local", "subnet": "10.56.0.0/24"}}
+w('cni-conf/all-fields.json', json.dumps(sriov_all))
+w('cni-conf/args-and-conf.bin', b'IgnoreUnknown=1;K8S_POD_NAME=p;MAC=02:00:00:00:00:0b\0' +
+  json.dumps({"name": "n", "deviceID": "0000:3b:02.1"}).encode())
+w('cni-conf/go-keys.json', '{"CNIVERSION":"0.4.0","Name":"n","DEVICEID":"0000:3b:02.1",'
+  '"VLAN":1,"vlan":2,"\\u0076lan":3,"\u017fpoofchk":"on","IPAM":{"TYPE":"static"},'
+  '"runtimeConfig":{"MAC":"02:00:00:00:00:01","mac":null}}')

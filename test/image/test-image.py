@@ -351,7 +351,7 @@ def test(tmp):
                for f in fs + [s for s in ds if os.path.islink(os.path.join(d, s))])
     print(f"image size: {size / 1048576:.1f} MiB uncompressed (files), "
           f"{os.path.getsize(archive) / 1048576:.1f} MiB archive")
-    # the figure scripts/build-image prints (and bench/run and README quote): du of the rootfs
+    # the figure scripts/build-image prints (and bench/run and docs/install.md quote): du of the rootfs
     m = re.search(r"^size:.*\((\d+) bytes\)", out, re.M)
     printed = int(m.group(1)) if m else 0
     check(printed == size, f"the printed size is the unpacked files' ({printed} = {size})")

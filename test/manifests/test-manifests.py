@@ -28,14 +28,16 @@ CASE:
            directory) is read-only, and no other hostPath is mounted; no container is
            privileged, the agent adds CAP_NET_ADMIN only, the init container none
   image    every container runs the image scripts/build-image builds by default
-  helm     manifests/helm/sriov-agent rendered (test/manifests/helm_render.py: the Go-template
-           subset the chart uses; Debian has no helm) with default values gives exactly the
-           objects of manifests/00-30; its crds/ are the top-level crds/; other values (namespace,
-           image, prefix, node selector, RDMA shared config, resync interval) land where they must
+  helm     manifests/helm/sriov-agent through the real helm (HELM, from scripts/install-deps):
+           `helm lint --strict`; `helm template` with default values gives exactly the objects
+           of manifests/00-30 (parsed YAML), --include-crds adds exactly crds/; other values
+           (namespace, image, prefix, node selector, RDMA shared config, resync interval) land
+           where they must; `helm package` carries crds/ as regular files of the same content
   initcni  the install-cni init container's script (busybox sh) installs the plugin
            atomically (rename over the old file, mode 0755, no leftover) and fails without one
   install  `cmake --install` puts the binary, the unit (ExecStart = installed binary), the
-           manifests and the CRDs under the prefix; `systemd-analyze verify` accepts the unit
+           manifests and the CRDs under the prefix; `systemd-analyze verify` accepts the unit;
+           the man page sriov-agent(8) renders and names every flag of every command's --help
 Uses only temp dirs and 127.0.0.1. Environment: KUBECTL (default "kubectl")."""
 import glob
 import json
@@ -127,12 +129,14 @@ def case_parse():
                       f"{rel}: sriov-agent plan accepts the policy (exit {r.returncode}: "
                       f"{r.stderr.strip()[:300]})")
 
-    # The install set: everything namespaced is in the agent's namespace.
+    # The install set: everything namespaced is in the agent's namespace, except the read
+    # grant on the RDMA shared config, which lives next to its ConfigMap.
     cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
     for path in glob.glob(os.path.join(MANIFESTS, "*.yaml")):
         for kind, name, o in objects_in(path):
             if kind not in cluster_scoped:
-                check(o["metadata"].get("namespace") == NS, f"{kind} {name} is in {NS}")
+                want = "kube-system" if name == "sriov-agent-rdma-devices" else NS
+                check(o["metadata"].get("namespace") == want, f"{kind} {name} is in {want}")
 
     # Pods: extended resources need a domain prefix and limits equal to requests.
     for path in glob.glob(os.path.join(EXAMPLES, "*pod*.yaml")):
@@ -158,8 +162,9 @@ def case_parse():
     check(training["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] ==
           "highnet-sriov-network", "training pod: attached to highnet-sriov-network")
     whole = one("Pod", os.path.join(EXAMPLES, "whole-card-pod.yaml"))
-    check(whole["spec"]["containers"][0]["resources"]["limits"] == {"rdma/rdma_hca": 1},
-          "whole-card pod asks for rdma/rdma_hca: 1")
+    check(whole["spec"]["containers"][0]["resources"]["limits"] ==
+          {"nvidia.com/gpu": 8, "rdma/rdma_hca": 1},
+          "whole-card pod asks for 8 GPUs and rdma/rdma_hca: 1")
 
     net = one("SriovNetwork", os.path.join(EXAMPLES, "highnet-sriov-network.yaml"))
     check(net["spec"]["resourceName"] == "sriov_highnet" and
@@ -168,17 +173,29 @@ def case_parse():
     check(isinstance(ipam, dict) and ipam.get("type"), f"SriovNetwork ipam is JSON: {ipam}")
 
     with open(os.path.join(EXAMPLES, "host", "rdma-shared-config.json")) as f:
-        config = json.load(f)
-    cm = one("ConfigMap", os.path.join(EXAMPLES, "rdma-shared-configmap.yaml"))
-    check(json.loads(cm["data"]["config.json"]) == config,
-          "the RDMA shared ConfigMap carries host/rdma-shared-config.json")
-    entry = config["configList"][0]
-    check(entry["resourceName"] == "rdma_hca" and entry["rdmaHcaMax"] == 1 and
-          entry["selectors"]["vendors"] == ["15b3"], f"RDMA shared config: {entry}")
+        host_config = json.load(f)
+    cm = one("ConfigMap", os.path.join(EXAMPLES, "rdma-device-plugin-config.yaml"))
+    check((cm["metadata"]["namespace"], cm["metadata"]["name"]) == ("kube-system", "rdma-devices"),
+          "the RDMA shared ConfigMap is the seed's kube-system/rdma-devices")
+    config = json.loads(cm["data"]["config.json"])
+    check(config == {"configList": [{"resourceName": "rdma_hca", "rdmaHcaMax": 1,
+                                     "selectors": {"vendors": ["15b3"]}}]},
+          f"the seed's RDMA shared config: {config}")
+    # The host file spells out the defaults (prefix rdma, update every 60 s).
+    check(host_config == {"periodicUpdateInterval": 60,
+                          "configList": [dict(config["configList"][0], resourcePrefix="rdma")]},
+          f"host/rdma-shared-config.json is the same config: {host_config}")
     ds = one("DaemonSet", DAEMONSET)
-    mounted = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
-    check(mounted["rdma-shared-config"]["configMap"]["name"] == cm["metadata"]["name"],
-          "the DaemonSet mounts that ConfigMap")
+    args = ds["spec"]["template"]["spec"]["containers"][0]["args"]
+    check("--rdma-shared-configmap=kube-system/rdma-devices" in args and
+          not any(a.startswith("--rdma-shared-config=") for a in args),
+          f"the DaemonSet follows that ConfigMap through the API, no file: {args}")
+    whole_env = {e["name"]: e.get("value")
+                 for e in whole["spec"]["containers"][0].get("env", [])}
+    check(whole["spec"]["containers"][0]["resources"]["requests"] ==
+          {"nvidia.com/gpu": 8, "rdma/rdma_hca": 1} and "NCCL_IB_HCA" in whole_env and
+          "IPC_LOCK" in whole["spec"]["containers"][0]["securityContext"]["capabilities"]["add"],
+          f"whole-card pod: 8 GPUs, rdma/rdma_hca 1, IPC_LOCK, NCCL environment {whole_env}")
 
 
 # ------------------------------------------------------------------------------------ apply
@@ -219,7 +236,7 @@ def case_apply():
             check(rc == 0, f"kubectl get {' '.join(args)} ({err.strip()[:200]})")
             return json.loads(out) if rc == 0 else {}
 
-        # The order of README "Install on a cluster".
+        # The order of docs/install.md "Install with kubectl".
         rc, out, err = kubectl("apply", "-f", CRDS)
         check(rc == 0, f"kubectl apply -f crds/ ({err.strip()[:300]})")
         rc, _, err = kubectl("wait", "--for", "condition=established", "--timeout=30s",
@@ -233,6 +250,8 @@ def case_apply():
                   "rolebinding.rbac.authorization.k8s.io/sriov-agent created",
                   "clusterrole.rbac.authorization.k8s.io/sriov-agent created",
                   "clusterrolebinding.rbac.authorization.k8s.io/sriov-agent created",
+                  "role.rbac.authorization.k8s.io/sriov-agent-rdma-devices created",
+                  "rolebinding.rbac.authorization.k8s.io/sriov-agent-rdma-devices created",
                   "daemonset.apps/sriov-agent created"]
         check(out.splitlines() == expect, f"manifests/ creates the install set in order: {out}")
         rc, out, err = kubectl("apply", "-f", EXAMPLES)
@@ -541,18 +560,22 @@ def case_host():
 
 # ------------------------------------------------------------------------------------- rbac
 
-def rules_of(kind, name):
+def rules_of(kind, name, named=False):
+    """{(group, resource): verbs}; named: rules must name their objects (resourceNames), and
+    the key is (group, resource, names)."""
     found = [o for k, n, o in objects_in(RBAC) if k == kind and n == name]
     check(len(found) == 1, f"one {kind} {name}")
     grants = {}
     for rule in found[0]["rules"] if found else []:
-        check(set(rule) <= {"apiGroups", "resources", "verbs"},
-              f"{kind} rule has no resourceNames/nonResourceURLs extras: {rule}")
+        allowed = {"apiGroups", "resources", "verbs"} | ({"resourceNames"} if named else set())
+        check(set(rule) <= allowed and (not named or rule.get("resourceNames")),
+              f"{kind} rule has no extras (resourceNames only where named): {rule}")
         for g in rule["apiGroups"]:
             for res in rule["resources"]:
                 check("*" not in (g, res) and "*" not in rule["verbs"],
                       f"{kind}: no wildcard in {rule}")
-                grants.setdefault((g, res), set()).update(rule["verbs"])
+                key = (g, res, tuple(rule["resourceNames"])) if named else (g, res)
+                grants.setdefault(key, set()).update(rule["verbs"])
     return grants
 
 
@@ -580,9 +603,20 @@ def case_rbac():
         ("k8s.cni.cncf.io", "network-attachment-definitions"):
             {"get", "list", "watch", "create", "update", "delete"},
     }, "ClusterRole: get/list/watch nodes and namespaces, NADs (no patch), nothing more")
+    check(rules_of("Role", "sriov-agent-rdma-devices", named=True) == {
+        ("", "configmaps", ("rdma-devices",)): {"get", "list", "watch"},
+    }, "Role sriov-agent-rdma-devices: get/list/watch the ConfigMap rdma-devices only")
     objs = {(k, n): o for k, n, o in objects_in(RBAC)}
-    role = one("Role", RBAC)
-    check(role["metadata"]["namespace"] == NS, f"Role in {NS}")
+    roles = {n: o for k, n, o in objects_in(RBAC) if k == "Role"}
+    check(roles["sriov-agent"]["metadata"]["namespace"] == NS, f"Role in {NS}")
+    check(roles["sriov-agent-rdma-devices"]["metadata"]["namespace"] == "kube-system",
+          "the RDMA shared config Role is in kube-system, next to its ConfigMap")
+    b = objs.get(("RoleBinding", "sriov-agent-rdma-devices"))
+    check(b is not None and b["metadata"]["namespace"] == "kube-system" and
+          b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                           "name": "sriov-agent-rdma-devices"} and
+          b["subjects"] == [{"kind": "ServiceAccount", "name": "sriov-agent", "namespace": NS}],
+          "RoleBinding sriov-agent-rdma-devices binds that Role to the ServiceAccount only")
     for kind, ref in (("RoleBinding", "Role"), ("ClusterRoleBinding", "ClusterRole")):
         b = objs.get((kind, "sriov-agent"))
         check(b is not None and b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
@@ -636,6 +670,26 @@ def case_install():
         r = subprocess.run([os.path.join(prefix, "sbin/sriov-agent"), "version"],
                            capture_output=True, text=True, timeout=30)
         check(r.returncode == 0, "the installed binary runs")
+        # The man page sriov-agent(8), generated from --help at build time, and the docs.
+        man = "share/man/man8/sriov-agent.8"
+        check(man in installed, f"installs {man}")
+        check("share/doc/sriov-agent/README.md" in installed and
+              "share/doc/sriov-agent/docs/configuration.md" in installed,
+              "installs README.md and docs/ under share/doc/sriov-agent")
+        if man in installed:
+            r = subprocess.run(["groff", "-Tutf8", "-man", "-P-c", os.path.join(prefix, man)],
+                               capture_output=True, text=True, timeout=30)
+            page = re.sub(r".\x08", "", r.stdout)
+            check(r.returncode == 0 and "sriov-agent - SR-IOV node agent" in page,
+                  f"the man page renders with its NAME line ({r.stderr.strip()[:200]})")
+            for command in ("run", "plan", "discover", "watch"):
+                h = subprocess.run([os.path.join(prefix, "sbin/sriov-agent"), command, "--help"],
+                                   capture_output=True, text=True, timeout=30).stdout
+                flags = set(re.findall(r"^\s+(?:-\w, )?(--[a-z-]+)", h, re.M))
+                missing = sorted(f for f in flags if f not in page)
+                check(flags and not missing,
+                      f"the man page lists every flag of 'sriov-agent {command} --help' "
+                      f"(missing: {missing})")
         analyze = shutil.which("systemd-analyze")
         check(analyze is not None, "systemd-analyze is installed (scripts/install-deps)")
         if analyze:
@@ -650,7 +704,7 @@ def case_install():
             m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", r.stdout)
             check(m is not None and float(m.group(1)) <= 3.0,
                   f"systemd-analyze security: exposure {m and m.group(1)} <= 3.0 "
-                  f"(README quotes it)")
+                  f"(docs/install.md quotes it)")
 
 # -------------------------------------------------------------------------------- hostpaths
 
@@ -789,75 +843,145 @@ def case_initcni():
 
 
 def case_helm():
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import helm_render
+    """The chart through the real helm (3.17, from scripts/install-deps): lint, template with
+    the default values against manifests/00-30, a few other values, and what `helm package`
+    ships."""
+    helm = os.environ.get("HELM") or shutil.which("helm")
+    check(helm is not None, "helm is installed (scripts/install-deps; HELM names it)")
+    if not helm:
+        return
     chart = os.path.join(MANIFESTS, "helm", "sriov-agent")
+
+    def run_helm(*args):
+        r = subprocess.run([helm, *args], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, HELM_CACHE_HOME=tmp, HELM_CONFIG_HOME=tmp,
+                                    HELM_DATA_HOME=tmp))
+        return r.returncode, r.stdout, r.stderr
+
+    def template(*args):
+        rc, out, err = run_helm("template", "sriov-agent", chart, *args)
+        check(rc == 0, f"helm template {' '.join(args)} ({err.strip()[:300]})")
+        return [o for o in yaml.safe_load_all(out) if o]
 
     def key(o):
         return (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"])
 
-    plain = {}
-    for path in sorted(glob.glob(os.path.join(MANIFESTS, "*.yaml"))):
-        for _, _, o in objects_in(path):
-            plain[key(o)] = o
-    rendered = helm_render.render_chart(chart)
-    print("rendered:", ", ".join(name for name, _ in rendered))
-    got = {key(o): o for o in helm_render.objects(rendered)}
-    check(set(got) == set(plain), f"default values: the same objects as manifests/00-30 "
-                                  f"(extra {sorted(set(got) - set(plain))}, "
-                                  f"missing {sorted(set(plain) - set(got))})")
-    for k in sorted(set(got) & set(plain)):
-        check(got[k] == plain[k], f"default values: {k[0]} {k[2]} equals the plain manifest")
-    crds = sorted(os.path.basename(p) for p in glob.glob(os.path.join(CRDS, "*.yaml")))
-    chart_crds = sorted(os.listdir(os.path.join(chart, "crds")))
-    check(chart_crds == crds, f"the chart's crds/ are the top-level crds/: {chart_crds}")
-    for c in chart_crds:
-        with open(os.path.join(chart, "crds", c)) as a, open(os.path.join(CRDS, c)) as b:
-            check(a.read() == b.read(), f"crds/{c}: same content")
+    tmp = tempfile.mkdtemp(prefix="sriov-helm-")
+    try:
+        with open(os.path.join(EXAMPLES, "host", "rdma-shared-config.json")) as f:
+            rdma = json.load(f)
+        values = {"namespace": "net-agents", "createNamespace": False,
+                  "image": "registry.example/sriov-agent:9.9", "imagePullPolicy": "Always",
+                  "resourcePrefix": "example.com", "resyncInterval": 60, "logLevel": "debug",
+                  "nodeSelector": {"sriov": "yes"}, "rdmaSharedConfig": rdma}
+        values_file = os.path.join(tmp, "values.json")
+        with open(values_file, "w") as f:
+            json.dump(values, f)
 
-    with open(os.path.join(EXAMPLES, "host", "rdma-shared-config.json")) as f:
-        rdma = json.load(f)
-    values = {"namespace": "net-agents", "createNamespace": False,
-              "image": "registry.example/sriov-agent:9.9", "imagePullPolicy": "Always",
-              "resourcePrefix": "example.com", "resyncInterval": 60, "logLevel": "debug",
-              "nodeSelector": {"sriov": "yes"}, "rdmaSharedConfig": rdma}
-    objs = helm_render.objects(helm_render.render_chart(chart, values))
-    kinds = sorted(o["kind"] for o in objs)
-    check("Namespace" not in kinds and "ConfigMap" in kinds,
-          f"createNamespace false: no Namespace; rdmaSharedConfig: a ConfigMap ({kinds})")
-    namespaced = [o for o in objs if o["kind"] not in ("ClusterRole", "ClusterRoleBinding")]
-    check(all(o["metadata"]["namespace"] == "net-agents" for o in namespaced),
-          "every namespaced object is in the namespace value")
-    crb = next(o for o in objs if o["kind"] == "ClusterRoleBinding")
-    check(crb["subjects"][0]["namespace"] == "net-agents", "the bindings name that namespace")
-    ds = next(o for o in objs if o["kind"] == "DaemonSet")["spec"]["template"]["spec"]
-    agent = ds["containers"][0]
-    check({c["image"] for c in ds["containers"] + ds["initContainers"]} ==
-          {"registry.example/sriov-agent:9.9"} and agent["imagePullPolicy"] == "Always",
-          "the image value in both containers")
-    env = {e["name"]: e.get("value") for e in agent["env"]}
-    check(env["RESOURCE_PREFIX"] == "example.com", f"resource prefix: {env}")
-    check("--resync-interval=60" in agent["args"] and "--log-level=debug" in agent["args"],
-          f"resync interval and log level: {agent['args']}")
-    check("--rdma-shared-config=/etc/sriov-agent/rdma-shared/config.json" in agent["args"],
-          "the RDMA shared config flag")
-    check(ds["nodeSelector"] == {"kubernetes.io/os": "linux", "sriov": "yes"},
-          f"node selector merged with the default: {ds['nodeSelector']}")
-    cm = next(o for o in objs if o["kind"] == "ConfigMap")
-    example = one("ConfigMap", os.path.join(EXAMPLES, "rdma-shared-configmap.yaml"))
-    check(json.loads(cm["data"]["config.json"]) == rdma and
-          cm["metadata"]["name"] == example["metadata"]["name"] and
-          cm["metadata"]["name"] in {v.get("configMap", {}).get("name") for v in ds["volumes"]},
-          "the ConfigMap carries the config, under the name the DaemonSet mounts")
+        for args in ((), ("--values", values_file)):
+            rc, out, err = run_helm("lint", "--strict", chart, *args)
+            check(rc == 0 and "1 chart(s) linted, 0 chart(s) failed" in out,
+                  f"helm lint --strict {' '.join(args)}: {(out + err).strip()[-300:]}")
 
-    # The renderer refuses what it does not implement rather than guessing.
-    for bad in ("{{ range .Values.x }}{{ end }}", "{{ .Values.a | upper }}",
-                "{{ if .Values.a }}x"):
-        try:
-            helm_render.Renderer({"a": "b", "x": []}, {}).render(bad)
-            check(False, f"the renderer refuses {bad!r}")
-        except helm_render.TemplateError as e:
-            check(True, f"the renderer refuses {bad!r}: {e}")
+        # Default values: exactly the objects of manifests/00-30, compared as parsed YAML.
+        plain = {}
+        for path in sorted(glob.glob(os.path.join(MANIFESTS, "*.yaml"))):
+            for _, _, o in objects_in(path):
+                plain[key(o)] = o
+        got = {key(o): o for o in template()}
+        check(set(got) == set(plain), f"default values: the same objects as manifests/00-30 "
+                                      f"(extra {sorted(set(got) - set(plain))}, "
+                                      f"missing {sorted(set(plain) - set(got))})")
+        for k in sorted(set(got) & set(plain)):
+            check(got[k] == plain[k], f"default values: {k[0]} {k[2]} equals the plain manifest")
+        # --include-crds adds exactly the CRDs of crds/.
+        crds = {}
+        for path in sorted(glob.glob(os.path.join(CRDS, "*.yaml"))):
+            for _, _, o in objects_in(path):
+                crds[key(o)] = o
+        with_crds = {key(o): o for o in template("--include-crds")}
+        added = {k: o for k, o in with_crds.items() if k not in got}
+        check(added == crds, f"--include-crds: the CRDs of crds/ ({sorted(k[2] for k in added)})")
+
+        # Other values land where they must.
+        objs = template("--values", values_file)
+        kinds = sorted(o["kind"] for o in objs)
+        check("Namespace" not in kinds and "ConfigMap" in kinds,
+              f"createNamespace false: no Namespace; rdmaSharedConfig: a ConfigMap ({kinds})")
+        namespaced = [o for o in objs if o["kind"] not in ("ClusterRole", "ClusterRoleBinding")]
+        rdma_side = [o for o in namespaced if o["kind"] == "ConfigMap" or
+                     o["metadata"]["name"] == "sriov-agent-rdma-devices"]
+        check(all(o["metadata"]["namespace"] == "net-agents" for o in namespaced
+                  if o not in rdma_side) and
+              all(o["metadata"]["namespace"] == "kube-system" for o in rdma_side) and
+              len(rdma_side) == 3,
+              "every namespaced object is in the namespace value, the RDMA shared config's "
+              "ConfigMap and its Role/RoleBinding in kube-system")
+        crb = next(o for o in objs if o["kind"] == "ClusterRoleBinding")
+        check(crb["subjects"][0]["namespace"] == "net-agents", "the bindings name that namespace")
+        ds = next(o for o in objs if o["kind"] == "DaemonSet")["spec"]["template"]["spec"]
+        agent = ds["containers"][0]
+        check({c["image"] for c in ds["containers"] + ds["initContainers"]} ==
+              {"registry.example/sriov-agent:9.9"} and agent["imagePullPolicy"] == "Always",
+              "the image value in both containers")
+        env = {e["name"]: e.get("value") for e in agent["env"]}
+        check(env["RESOURCE_PREFIX"] == "example.com", f"resource prefix: {env}")
+        check("--resync-interval=60" in agent["args"] and "--log-level=debug" in agent["args"],
+              f"resync interval and log level: {agent['args']}")
+        check("--rdma-shared-configmap=kube-system/rdma-devices" in agent["args"],
+              f"the RDMA shared config ConfigMap flag: {agent['args']}")
+        check(ds["nodeSelector"] == {"kubernetes.io/os": "linux", "sriov": "yes"},
+              f"node selector merged with the default: {ds['nodeSelector']}")
+        cm = next(o for o in objs if o["kind"] == "ConfigMap")
+        example = one("ConfigMap", os.path.join(EXAMPLES, "rdma-device-plugin-config.yaml"))
+        check(json.loads(cm["data"]["config.json"]) == rdma and
+              (cm["metadata"]["namespace"], cm["metadata"]["name"]) ==
+              (example["metadata"]["namespace"], example["metadata"]["name"]),
+              "the ConfigMap carries the config, where the agent reads it (the seed's object)")
+        # rdmaSharedConfigMap moves the flag, the read grant and the chart's ConfigMap.
+        objs = template("--values", values_file, "--set", "rdmaSharedConfigMap.namespace="
+                        "rdma-conf", "--set", "rdmaSharedConfigMap.name=hcas")
+        agent = next(o for o in objs if o["kind"] == "DaemonSet")["spec"]["template"]["spec"][
+            "containers"][0]
+        role = next(o for o in objs if o["kind"] == "Role" and
+                    o["metadata"]["name"] == "sriov-agent-rdma-devices")
+        cm = next(o for o in objs if o["kind"] == "ConfigMap")
+        check("--rdma-shared-configmap=rdma-conf/hcas" in agent["args"] and
+              role["metadata"]["namespace"] == "rdma-conf" and
+              role["rules"][0]["resourceNames"] == ["hcas"] and
+              (cm["metadata"]["namespace"], cm["metadata"]["name"]) == ("rdma-conf", "hcas"),
+              "rdmaSharedConfigMap moves the flag, the Role and the ConfigMap together")
+        # --set with a single value, as docs/install.md shows it.
+        objs = template("--set", "image=registry.example/sriov-agent:1.2")
+        ds = next(o for o in objs if o["kind"] == "DaemonSet")["spec"]["template"]["spec"]
+        check({c["image"] for c in ds["containers"] + ds["initContainers"]} ==
+              {"registry.example/sriov-agent:1.2"}, "--set image=... in both containers")
+
+        # What `helm package` ships: the chart's crds/ are links to the top-level crds/ in the
+        # repository; the package must carry their content as regular files.
+        rc, out, err = run_helm("package", chart, "--destination", tmp)
+        check(rc == 0, f"helm package ({err.strip()[:300]})")
+        tgz = os.path.join(tmp, "sriov-agent-0.1.0.tgz")
+        if rc == 0:
+            import tarfile
+            with tarfile.open(tgz) as t:
+                members = {m.name: m for m in t.getmembers()}
+                packed = {os.path.basename(n): t.extractfile(m).read()
+                          for n, m in members.items()
+                          if n.startswith("sriov-agent/crds/") and m.isfile()}
+                check(not any(m.issym() or m.islnk() for m in members.values()),
+                      "the package has no links")
+            want = {}
+            for path in sorted(glob.glob(os.path.join(CRDS, "*.yaml"))):
+                with open(path, "rb") as f:
+                    want[os.path.basename(path)] = f.read()
+            check(packed == want, f"the package carries crds/ as files, same content "
+                                  f"({sorted(packed)})")
+            rc, out, err = run_helm("template", "sriov-agent", tgz)
+            check(rc == 0 and {key(o) for o in yaml.safe_load_all(out) if o} == set(plain),
+                  "the packaged chart renders the same objects")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 CASES = {"parse": case_parse, "apply": case_apply, "plan": case_plan, "flags": case_flags,

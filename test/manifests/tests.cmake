@@ -1,7 +1,15 @@
 # manifests/, crds/ and the install rules (test/manifests/test-manifests.py says what each
 # case asserts). python3-yaml, kubectl and systemd-analyze come from scripts/install-deps.
 find_program(PYTHON3_FOR_MANIFESTS python3 REQUIRED)
-set(MANIFEST_CASES parse plan rbac install probe flags host hostpaths image initcni helm)
+set(MANIFEST_CASES parse plan rbac install probe flags host hostpaths image initcni)
+# The Helm chart through the real helm, which scripts/install-deps installs from npm into
+# $SRIOV_TOOLS_DIR (default /opt/sriov-agent-tools).
+find_program(HELM_FOR_MANIFESTS helm HINTS $ENV{SRIOV_TOOLS_DIR}/bin /opt/sriov-agent-tools/bin)
+if(HELM_FOR_MANIFESTS)
+    list(APPEND MANIFEST_CASES helm)
+else()
+    message(STATUS "helm not found (scripts/install-deps installs it): manifests/helm not registered")
+endif()
 # The apply and cluster cases drive the real kubectl against test/fake-apiserver.
 find_program(KUBECTL_FOR_MANIFESTS kubectl)
 if(KUBECTL_FOR_MANIFESTS)
@@ -14,5 +22,5 @@ foreach(case ${MANIFEST_CASES})
              COMMAND ${PYTHON3_FOR_MANIFESTS} ${CMAKE_SOURCE_DIR}/test/manifests/test-manifests.py
                      ${case} $<TARGET_FILE:sriov-agent> ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR})
     set_tests_properties(manifests/${case} PROPERTIES LABELS integration TIMEOUT 180
-                         ENVIRONMENT "KUBECTL=${KUBECTL_FOR_MANIFESTS}")
+                         ENVIRONMENT "KUBECTL=${KUBECTL_FOR_MANIFESTS};HELM=${HELM_FOR_MANIFESTS}")
 endforeach()

@@ -4,7 +4,7 @@
 Each case is written here in our own words and data, after a test (or the rule the test
 exercises) of upstream's api/v1 helper tests (policy Apply / merge), pkg/webhook validate and
 mutate tests, or the controller code they cover; `upstream` names it. Cases marked
-`difference` assert a deliberate difference listed in README "Differences from the upstream
+`difference` assert a deliberate difference listed in docs/migration.md "Differences from the upstream
 operator". The node is a generated sysfs tree shaped like upstream's webhook test node state
 (two XXV710 ports ens803f0/ens803f1 with 4 of 64 VFs), plus a ConnectX-6 port and an onboard
 I350 management port that is not in the supported-NIC list.
@@ -241,7 +241,7 @@ CASES = [
      "TestStaticValidateSriovNetworkNodePolicyWithInvalidNicSelector",
      [policy("p1", {"resourceName": "p1", "numVfs": 2, "nicSelector": {}})],
      [], dict(exit=2, status={"p1": ("invalid", "field spec.nicSelector")})),
-    # --- other deliberate differences (README "Differences from the upstream operator") -------
+    # --- other deliberate differences (docs/migration.md "Differences from the upstream operator") -------
     ("difference/netfilter-not-selected",
      "difference: TestValidatePolicyForNodeStateWithValidNetFilter (cloud networks not provided)",
      [policy("p1", {"resourceName": "p1", "numVfs": 1,

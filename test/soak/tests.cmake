@@ -1,6 +1,6 @@
 # Fault soak: the cluster-mode daemon under random API faults, kubelet restarts, policy churn
 # and kill -9 restarts (test/soak/run-soak.py). CI runs 120 s of faults; run it longer by hand
-# with --seconds (see README "Fault soak").
+# with --seconds (see docs/testing.md "Fault soak").
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 find_program(KUBECTL kubectl)
 if(KUBECTL)

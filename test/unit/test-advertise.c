@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for what the kubelet is offered after a reconcile (plan/advertise.h): a PF's VFs
- * only once the PF itself is configured (README: "advertises it, and only after its PF is
+ * only once the PF itself is configured (README.md: "advertises it, and only after its PF is
  * fully configured"), a PF that failed keeps its resources with 0 devices, a held PF as it
  * was last applied, a frozen PF only while it already is what is desired. Plans come from the
  * real planner on fake inventories. */

@@ -109,11 +109,12 @@ static void test_mac_precedence(void **state)
         assert_string_equal(c.mac_str, "02:00:00:00:00:0a");
         cni_conf_done(&c);
         /* CNI_ARGS wins over config */
-        assert_int_equal(parse(conf_args, "K8S_POD_NAME=p;MAC=02:00:00:00:00:0B", &c, &e), 0);
+        assert_int_equal(
+            parse(conf_args, "IgnoreUnknown=1;K8S_POD_NAME=p;MAC=02:00:00:00:00:0B", &c, &e), 0);
         assert_string_equal(c.mac_str, "02:00:00:00:00:0b");
         cni_conf_done(&c);
         /* config alone, lower-cased */
-        assert_int_equal(parse(conf_args, "K8S_POD_NAME=p", &c, &e), 0);
+        assert_int_equal(parse(conf_args, "K8S_POD_NAME=p;IgnoreUnknown=true", &c, &e), 0);
         assert_string_equal(c.mac_str, "02:00:00:00:00:0c");
         assert_int_equal(c.mac[5], 0x0c);
         cni_conf_done(&c);
@@ -130,6 +131,36 @@ static void test_mac_precedence(void **state)
         refused("{" BASE ",\"runtimeConfig\":{\"mac\":\"x\"}}", NULL, CNI_ERR_INVALID_CONFIG,
                 "runtimeConfig.mac");
         refused("{" BASE "}", "MAC", CNI_ERR_INVALID_ENV, "CNI_ARGS: invalid pair");
+}
+
+/* CNI_ARGS by libcni's LoadArgs rule, the cases of its pkg/types args_test ("LoadArgs should
+ * fail" for an unknown key without IgnoreUnknown, and for "IgnoreUnknown=0, Unk=nown"). */
+static void test_cni_args_as_libcni(void **state)
+{
+        struct cni_conf c;
+        struct cni_error e;
+        const char *ok[] = {
+                "IgnoreUnknown=True;Unk=nown",
+                "Unk=nown;IgnoreUnknown=1",
+                "IgnoreUnknown=1",
+                "MAC=02:00:00:00:00:01",
+                "IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p;K8S_POD_UID=u",
+                "IgnoreUnknown=1;MAC=",
+        };
+        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+                if (parse("{" BASE "}", ok[i], &c, &e) != 0)
+                        fail_msg("CNI_ARGS \"%s\" refused: %s", ok[i], e.msg);
+                cni_conf_done(&c);
+        }
+        refused("{" BASE "}", "Unk=nown", CNI_ERR_INVALID_ENV, "unknown argument \"Unk=nown\"");
+        refused("{" BASE "}", "K8S_POD_NAME=p;IgnoreUnknown=0", CNI_ERR_INVALID_ENV,
+                "unknown argument \"K8S_POD_NAME=p\"");
+        /* keys are case-sensitive, as Go's FieldByName */
+        refused("{" BASE "}", "mac=02:00:00:00:00:01", CNI_ERR_INVALID_ENV, "unknown argument");
+        refused("{" BASE "}", "IgnoreUnknown=0, Unk=nown", CNI_ERR_INVALID_ENV, "invalid pair");
+        refused("{" BASE "}", "MAC=02:00:00:00:00:01=x", CNI_ERR_INVALID_ENV, "invalid pair");
+        refused("{" BASE "}", "IgnoreUnknown=1;", CNI_ERR_INVALID_ENV, "invalid pair \"\"");
+        refused("{" BASE "}", "IgnoreUnknown=yes", CNI_ERR_INVALID_ENV, "IgnoreUnknown is \"yes\"");
 }
 
 static void test_vlan_validation(void **state)
@@ -165,7 +196,7 @@ static void test_other_validation(void **state)
         refused("", NULL, CNI_ERR_DECODE, "not JSON");
         refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"sriov\"}", NULL,
                 CNI_ERR_INVALID_CONFIG, "\"deviceID\" (the VF's PCI address) is required");
-        refused("{\"cniVersion\":\"1.0.0\",\"deviceID\":\"../../etc\"}", NULL,
+        refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"deviceID\":\"../../etc\"}", NULL,
                 CNI_ERR_INVALID_CONFIG, "not a PCI address");
         refused("{" BASE ",\"link_state\":\"up\"}", NULL, CNI_ERR_INVALID_CONFIG,
                 "auto, enable or disable");
@@ -177,7 +208,78 @@ static void test_other_validation(void **state)
                 "\"ipam\" must be an object");
         refused("{" BASE ",\"ipam\":{\"type\":\"../bin/sh\"}}", NULL, CNI_ERR_INVALID_CONFIG,
                 "not a plugin name");
-        refused("{" BASE ",\"vlan\":1,\"vlan\":2}", NULL, CNI_ERR_DECODE, "duplicate");
+}
+
+/* As upstream decodes its configuration (Go's encoding/json into sriov-cni's NetConf, the
+ * version as libcni's pkg/version conf_test "assumes the config is version 0.1.0"). */
+static void test_decoded_as_upstream(void **state)
+{
+        struct cni_conf c;
+        struct cni_error e;
+        /* no cniVersion: 0.1.0, and the result and errors are printed in it */
+        assert_int_equal(parse("{\"name\":\"n\",\"type\":\"sriov\",\"deviceID\":\"0000:01:10.0\"}",
+                               NULL, &c, &e),
+                         0);
+        assert_string_equal(c.cni_version, "0.1.0");
+        cni_conf_done(&c);
+        /* keys in any case set the field: "VLAN": 100 is vlan 100 upstream */
+        assert_int_equal(
+            parse("{\"CNIVERSION\":\"0.4.0\",\"Name\":\"n\",\"DeviceId\":"
+                  "\"0000:01:10.0\",\"VLAN\":100,\"VlanQos\":2,\"SPOOFCHK\":\"off\","
+                  "\"Max_Tx_Rate\":5,\"RuntimeConfig\":{\"MAC\":\"02:00:00:00:00:0A\"},"
+                  "\"IPAM\":{\"Type\":\"host-local\"}}",
+                  NULL, &c, &e),
+            0);
+        assert_string_equal(c.cni_version, "0.4.0");
+        assert_string_equal(c.device_id, "0000:01:10.0");
+        assert_true(c.has_vlan);
+        assert_int_equal(c.vlan, 100);
+        assert_int_equal(c.qos, 2);
+        assert_int_equal(c.spoofchk, 0);
+        assert_true(c.has_max_tx);
+        assert_int_equal(c.max_tx_rate, 5);
+        assert_true(c.has_mac);
+        assert_string_equal(c.mac_str, "02:00:00:00:00:0a");
+        assert_string_equal(c.ipam_type, "host-local");
+        cni_conf_done(&c);
+        /* a duplicate key takes the last value, whatever the case of each; an escaped key and
+         * the long s (U+017F) that Unicode folds to 's' match too, as Go's EqualFold */
+        assert_int_equal(parse("{" BASE ",\"VLAN\":1,\"vlan\":2,\"VLAN\":3,"
+                               "\"\\u0074rust\":\"on\",\"\xc5\xbfpoofchk\":\"on\"}",
+                               NULL, &c, &e),
+                         0);
+        assert_int_equal(c.vlan, 3);
+        assert_int_equal(c.trust, 1);
+        assert_int_equal(c.spoofchk, 1);
+        cni_conf_done(&c);
+        /* a later null unsets the field, as it does a Go pointer */
+        assert_int_equal(parse("{" BASE ",\"vlan\":7,\"Vlan\":null}", NULL, &c, &e), 0);
+        assert_false(c.has_vlan);
+        cni_conf_done(&c);
+        /* the last value is the one checked */
+        refused("{" BASE ",\"vlan\":7,\"vlan\":5000}", NULL, CNI_ERR_INVALID_CONFIG,
+                "\"vlan\" is 5000");
+        /* a key of another length, or a near miss, is another field */
+        assert_int_equal(parse("{" BASE ",\"vlan_\":7,\"vla\":8}", NULL, &c, &e), 0);
+        assert_false(c.has_vlan);
+        cni_conf_done(&c);
+        /* the network's name is required (CNI spec: "name" is a required field) */
+        refused("{\"cniVersion\":\"1.0.0\",\"type\":\"sriov\",\"deviceID\":\"0000:01:10.0\"}", NULL,
+                CNI_ERR_INVALID_CONFIG, "\"name\"");
+        refused("{\"cniVersion\":\"1.0.0\",\"name\":\"\",\"deviceID\":\"0000:01:10.0\"}", NULL,
+                CNI_ERR_INVALID_CONFIG, "\"name\" (the network's name) is required");
+        /* and made of libcni's characters (skel's validateConfig, ValidateNetworkName) */
+        refused("{\"name\":\"../x\",\"deviceID\":\"0000:01:10.0\"}", NULL, CNI_ERR_INVALID_CONFIG,
+                "invalid characters found in network name");
+        refused("{\"name\":\"a/b\",\"deviceID\":\"0000:01:10.0\"}", NULL, CNI_ERR_INVALID_CONFIG,
+                "\"a/b\"");
+        refused("{\"name\":\"-x\",\"deviceID\":\"0000:01:10.0\"}", NULL, CNI_ERR_INVALID_CONFIG,
+                "invalid characters");
+        refused("{\"name\":\"net 1\",\"deviceID\":\"0000:01:10.0\"}", NULL, CNI_ERR_INVALID_CONFIG,
+                "invalid characters");
+        assert_int_equal(
+            parse("{\"name\":\"Sriov_net-1.a\",\"deviceID\":\"0000:01:10.0\"}", NULL, &c, &e), 0);
+        cni_conf_done(&c);
 }
 
 static void test_versions(void **state)
@@ -268,16 +370,84 @@ static void test_results(void **state)
         json_decref(o);
 }
 
+/* As libcni's result types print them (pkg/types/100 types_test "correctly encodes a 0.4.0
+ * Result": the 0.4.0 interface has no mtu) and as plugins' ipam.ConfigureIface reads routes
+ * (its test "configures a link with addresses and routes" gives a table and a scope). */
+static void test_results_as_libcni(void **state)
+{
+        const char *ipam_out =
+            "{\"cniVersion\":\"1.0.0\",\"ips\":[{\"address\":\"1.2.3.30/24\","
+            "\"gateway\":\"1.2.3.1\"}],\"routes\":[{\"dst\":\"15.5.6.0/24\",\"gw\":\"15.5.6.8\","
+            "\"table\":5000,\"priority\":20},{\"dst\":\"1.2.3.4/32\",\"scope\":200},"
+            "{\"dst\":\"0.0.0.0/0\",\"mtu\":1400,\"advmss\":1360,\"table\":0}]}";
+        struct cni_ipam_result r;
+        struct cni_error e = { 0 };
+        assert_int_equal(cni_ipam_result_parse(ipam_out, strlen(ipam_out), &r, &e), 0);
+        const struct cni_iface ifc = { .name = "net1",
+                                       .mac = "00:11:22:33:44:55",
+                                       .mtu = 9000,
+                                       .sandbox = "/var/run/netns/a" };
+        static const char *const versions[] = { "1.1.0", "1.0.0", "0.4.0", "0.3.1", "0.2.0" };
+        for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+                const char *v = versions[i];
+                json_t *o = load(cni_result_format(v, &ifc, &r));
+                json_t *routes = cni_version_compare(v, "0.3.0") >= 0
+                                     ? json_object_get(o, "routes")
+                                     : json_object_get(json_object_get(o, "ip4"), "routes");
+                json_t *r0 = json_array_get(routes, 0), *r1 = json_array_get(routes, 1),
+                       *r2 = json_array_get(routes, 2);
+                if (!r0 || !r1 || !r2)
+                        fail_msg("%s: routes missing", v);
+                assert_int_equal(json_integer_value(json_object_get(r0, "table")), 5000);
+                assert_int_equal(json_integer_value(json_object_get(r0, "priority")), 20);
+                assert_null(json_object_get(r0, "scope"));
+                assert_int_equal(json_integer_value(json_object_get(r1, "scope")), 200);
+                assert_null(json_object_get(r1, "table"));
+                assert_null(json_object_get(r1, "priority"));
+                assert_int_equal(json_integer_value(json_object_get(r2, "mtu")), 1400);
+                assert_int_equal(json_integer_value(json_object_get(r2, "advmss")), 1360);
+                /* a table given as 0 is still given (a Go *int) */
+                assert_non_null(json_object_get(r2, "table"));
+                json_t *if0 = json_array_get(json_object_get(o, "interfaces"), 0);
+                if (cni_version_compare(v, "1.0.0") >= 0)
+                        assert_int_equal(json_integer_value(json_object_get(if0, "mtu")), 9000);
+                else if (if0 && json_object_get(if0, "mtu"))
+                        fail_msg("a %s result has an interface mtu", v);
+                json_decref(o);
+        }
+        cni_ipam_result_done(&r);
+
+        const char *bad = "{\"ips\":[{\"address\":\"10.0.0.1/8\"}],\"routes\":[{\"dst\":"
+                          "\"0.0.0.0/0\",\"scope\":256}]}";
+        assert_true(cni_ipam_result_parse(bad, strlen(bad), &r, &e) < 0);
+        assert_non_null(strstr(e.msg, "route scope"));
+
+        /* an IPoIB link-layer address is 20 bytes; upstream prints all of them */
+        uint8_t ib[20];
+        for (size_t i = 0; i < sizeof(ib); i++)
+                ib[i] = (uint8_t)(0xa0 + i);
+        char text[CNI_HWADDR_STR_MAX];
+        cni_format_hwaddr(ib, sizeof(ib), text);
+        assert_string_equal(text, "a0:a1:a2:a3:a4:a5:a6:a7:a8:a9:aa:ab:ac:ad:ae:af:b0:b1:b2:b3");
+        cni_format_hwaddr(ib, 6, text);
+        assert_string_equal(text, "a0:a1:a2:a3:a4:a5");
+        cni_format_hwaddr(ib, 0, text);
+        assert_string_equal(text, "");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_minimal_and_defaults),
                 cmocka_unit_test(test_all_fields),
                 cmocka_unit_test(test_mac_precedence),
+                cmocka_unit_test(test_cni_args_as_libcni),
                 cmocka_unit_test(test_vlan_validation),
                 cmocka_unit_test(test_other_validation),
+                cmocka_unit_test(test_decoded_as_upstream),
                 cmocka_unit_test(test_versions),
                 cmocka_unit_test(test_results),
+                cmocka_unit_test(test_results_as_libcni),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

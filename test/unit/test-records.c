@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for which applied-state records are written and deleted around an apply
- * (plan/records.h). A record is what makes a PF the agent's (README: "only PFs this agent
+ * (plan/records.h). A record is what makes a PF the agent's (README.md: "only PFs this agent
  * configured are ever reset"), so: written before the first change with the PF's originals,
  * never rewritten then, kept by a PF whose change or reset failed, deleted once a PF is
  * released, never written for a PF no policy selected, left alone when unusable. Plans come

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for which devices count as in use (plan/vf-usage.h) and what the guard then
- * holds: disruptive changes wait while pods use VFs (README "Disruption guard"), and a kubelet
- * that cannot be asked means every VF is in use, so they wait too, with the reason saying why
- * (README "When the kubelet cannot be asked"). Plans come from the real planner. */
+ * holds: disruptive changes wait while pods use VFs (docs/policies.md "Disruption guard"), and a
+ * kubelet that cannot be asked means every VF is in use, so they wait too, with the reason saying
+ * why (docs/policies.md "When the kubelet cannot be asked"). Plans come from the real planner. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

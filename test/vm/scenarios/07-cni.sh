@@ -292,6 +292,29 @@ $IPR netns del podD
 wait_for "VF 2's netdev back in the host after pod D's netns went" 10 has_netdev "$VF2"
 run_ok "DEL VF 2 after pod D's netns is gone: success" /tmp/cni.sh DEL /run/netns/podD net1 ctr-altd /tmp/t.json
 check "VF 2 named $HOST2 again, no altname $HOST2" sh -c "test \"$(netdev_of "$VF2")\" = $HOST2 && ! $IPR -o link show dev $HOST2 | grep -q 'altname $HOST2'"
+# --- IPv6 set up as the reference plugins' ipam.ConfigureIface: a pod namespace created with
+# IPv6 off still gets its IPv6 address (IPv6 enabled on lo and net1 first), kept over down/up
+# (keep_addr_on_down), and usable when ADD returns (DAD settled or optimistic)
+$IPR netns add podE || fail "setup: netns podE"
+$IPR netns exec podE sh -c 'echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6 &&
+    echo 1 >/proc/sys/net/ipv6/conf/lo/disable_ipv6' || fail "setup: IPv6 off in pod E"
+printf '{"cniVersion":"1.0.0","name":"v6net","type":"sriov","deviceID":"%s","ipam":{"type":"host-local","ranges":[[{"subnet":"fd00:56::/64","gateway":"fd00:56::1"}]],"routes":[{"dst":"fd00:57::/64"}],"dataDir":"%s"}}\n' \
+    "$VF2" "$IPAM_DIR" >/tmp/v6.json
+run_ok "ADD VF 2 to pod E, whose namespace has IPv6 off" /tmp/cni.sh ADD /run/netns/podE net1 ctr-v6 /tmp/v6.json
+jq_ok "pod E: the IPv6 address in the result" '.ips[0].address == "fd00:56::2/64"'
+run_ok "pod E: net1's global IPv6 address" $IPR -n podE -6 -o addr show dev net1 scope global
+out_has "pod E: fd00:56::2/64 on net1" 'inet6 fd00:56::2/64'
+check "pod E: fd00:56::2 usable when ADD returned (not tentative, or optimistic)" \
+    sh -c "! grep -q tentative $OUT || grep -q optimistic $OUT"
+out_lacks "pod E: fd00:56::2 did not fail DAD" 'dadfailed'
+run_ok "pod E: the route through the IPv6 gateway" $IPR -n podE -6 route show fd00:57::/64
+out_has "pod E: fd00:57::/64 via fd00:56::1" 'via fd00:56::1'
+run_ok "pod E: net1 down" $IPR -n podE link set dev net1 down
+run_ok "pod E: net1's addresses while down" $IPR -n podE -6 -o addr show dev net1 scope global
+out_has "pod E: fd00:56::2 kept while down (keep_addr_on_down)" 'inet6 fd00:56::2/64'
+run_ok "DEL VF 2 from pod E" /tmp/cni.sh DEL /run/netns/podE net1 ctr-v6 /tmp/v6.json
+check "VF 2 back as $HOST2 after pod E" test "$(netdev_of "$VF2")" = "$HOST2"
+$IPR netns del podE
 wait_for "kubelet: $R_NET = VFs 0-3, healthy, after everything" 20 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
 echo "@@vm transcript-begin"
 cat "$T"

@@ -3,7 +3,7 @@
 # start with a standalone policy (Type=notify: `systemctl start` returns after READY=1, VFs
 # already there), status with the STATUS= text, VFs bound (igbvf and vfio-pci through the
 # sandbox: ProtectKernelTunables with /sys/bus/pci and /sys/devices writable, DevicePolicy=closed,
-# CAP_NET_ADMIN only), RDMA through the sandbox, each README journalctl recipe, reload, stop
+# CAP_NET_ADMIN only), RDMA through the sandbox, each journalctl recipe of docs/operations.md, reload, stop
 # (VFs stay), and the watchdog restarting a SIGSTOPped agent.
 
 PF=$IGB_PF
@@ -79,7 +79,7 @@ spec:
     pfNames: ["$PFNET#2-3"]
   deviceType: vfio-pci
 EOF
-# README "Running on the host (systemd)": the configuration file the unit reads
+# docs/install.md "Install on a host with systemd": the configuration file the unit reads
 mkdir -p /etc/default
 # (--log-level=debug: the RDMA check below reads a debug line)
 echo 'SRIOV_AGENT_ARGS="--policy-dir=/etc/sriov-agent/policies --node-labels=highnet-node=true --log-level=debug"' \
@@ -111,7 +111,7 @@ check "the device-info directory (RuntimeDirectory; files are written at Allocat
     test -d /run/k8s.cni.cncf.io/devinfo/dp
 check "its PF records (StateDirectory)" test -s "/var/lib/sriov-agent/$PF.json"
 
-# --- the journal, as README "Logs" promises
+# --- the journal, as docs/operations.md "Logs" promises
 run_ok "journalctl -u $U" journalctl -u $U --no-pager -o cat
 out_has "journalctl -u: the VF-count change" "writing 4 to sriov_numvfs"
 out_has "journalctl -u: the vfio binding" "vfio-pci"
@@ -155,7 +155,7 @@ jq_checks "RESOURCE=: lines, every one of that pool" \
     'any(.[]; .VF == $ENV.VF0 and (.MESSAGE | test("not advertised")))'
 # DevicePolicy=closed: libibverbs lists rxe0 (sysfs and the visible /dev node) but cannot open
 # it; the agent keeps the port attributes it read from sysfs. Kept closed on purpose: the agent
-# only reads port state, which sysfs has too (README "Running on the host (systemd)").
+# only reads port state, which sysfs has too (docs/install.md "Install on a host with systemd").
 run_ok "journalctl: rxe0 is found, not opened (DevicePolicy=closed)" \
     journalctl -u $U --no-pager -o cat
 out_has "rxe0 does not open inside the sandbox, sysfs attributes kept" \

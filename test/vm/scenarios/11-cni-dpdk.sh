@@ -57,7 +57,8 @@ printf '{"cniVersion":"1.0.0","name":"highnet-dpdk","type":"sriov","deviceID":"%
 run_ok "ADD pod D with VF 3 (vfio-pci: DPDK mode)" /tmp/cni.sh ADD "$NSD" net1 ctr-d /tmp/d.json
 jq_checks \
     "DPDK result: interface net1 with the admin MAC, sandbox" '.interfaces[0] | .name == "net1" and .mac == "02:00:00:00:0d:01" and .sandbox == "/run/netns/podD"' \
-    "DPDK result: the IPAM address" '.ips[0].address == "10.57.0.2/24"'
+    "DPDK result: the IPAM address" '.ips[0].address == "10.57.0.2/24"' \
+    "DPDK result: the PF's MTU, as upstream reports it" ".interfaces[0].mtu == $(cat "/sys/class/net/$PF/mtu")"
 check "VF 3 still on vfio-pci, nothing moved into pod D" sh -c "test \"$(driver_of "$VF3")\" = vfio-pci && ! $IPR -n podD link show dev net1 2>/dev/null"
 run_ok "PF view of VF 3" $IPR link show dev "$PF"
 out_has "PF: VF 3 has the MAC and vlan 200" 'vf 3 .*link/ether 02:00:00:00:0d:01.*vlan 200'
