@@ -5,6 +5,7 @@
  * current after every reconcile: a link event starts one at once (agent/daemon.c), at most one
  * per debounce interval, which is what bounds the ListAndWatch updates of a flapping link.
  *
+ * A PF already down when first seen is said only if it is still down LINK_FIRST_SIGHT_USEC later.
  * Flapping: more than LINK_REPORTS_MAX changes of one PF within LINK_WINDOW_USEC are not
  * reported one by one; when the window ends, the PF's state then is reported once if it differs
  * from the last one reported, with the number of changes. A lasting change is never hidden,
@@ -25,6 +26,9 @@
 
 #define LINK_WINDOW_USEC (10 * 1000000ULL)
 #define LINK_REPORTS_MAX 3
+/* A PF first seen down is said only if it is still down this long after: at boot the agent
+ * itself brings PFs up, and their carrier follows within a second or two. */
+#define LINK_FIRST_SIGHT_USEC (5 * 1000000ULL)
 
 struct pf_link {
         char pci[PCI_ADDR_MAX];
@@ -33,6 +37,7 @@ struct pf_link {
         const char *reported; /* last said in the journal */
         uint64_t window_start;
         unsigned changes; /* within the window */
+        bool first_sight; /* first seen down: said at the window's end if it lasts */
 };
 
 struct link_health {
@@ -86,9 +91,10 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata)
         for (size_t i = 0; i < h->n_pfs; i++) {
                 struct pf_link *l = &h->pfs[i];
                 if (l->changes > LINK_REPORTS_MAX && !same_reason(l->reason, l->reported))
-                        report(a, l, l->changes);
+                        report(a, l, l->first_sight ? 0 : l->changes);
                 l->changes = 0;
                 l->window_start = 0;
+                l->first_sight = false;
         }
         return 0;
 }
@@ -151,9 +157,13 @@ void link_health_update(struct agent *a, const struct desired_state *served,
                 if (pf && pf->n_netdevs > 0)
                         snprintf(l->ifname, sizeof(l->ifname), "%s", pf->netdevs[0].name);
                 if (added) {
-                        l->reason = l->reported = reason;
-                        if (reason) /* down from the start: said once */
-                                report(a, l, 0);
+                        l->reason = reason;
+                        if (reason) { /* said once if it lasts (LINK_FIRST_SIGHT_USEC) */
+                                l->window_start = now;
+                                l->changes = LINK_REPORTS_MAX + 1;
+                                l->first_sight = true;
+                                arm_window_end(a, now + LINK_FIRST_SIGHT_USEC);
+                        }
                         continue;
                 }
                 if (same_reason(reason, l->reason))

@@ -13,6 +13,7 @@ What an operator would check, with the grpc-go fake kubelet and real kubectl:
 3. Flapping: 20 changes in a second give a handful of ListAndWatch updates, at most 3 journal
    lines while it lasts, the final state (up) in ListAndWatch within 1 s of the last change,
    and in the journal when the damping window ends.
+   A PF already down when the agent starts: Unhealthy at once, said only once it lasted 5 s.
 4. --link-health off: a carrier loss leaves the devices Healthy (upstream's behaviour).
 5. The PF's driver unbound (its netdev goes): Unhealthy all the same, the journal says so.
 Prints the latencies (bench/run quotes them). Exit 1 on any failure; skipped (exit 77) without
@@ -229,6 +230,24 @@ def main():
               (" (after the damping window)" if damped else ""),
               about and "is up again" in about[-1] and
               (not damped or "changes within 10 s)" in about[-1]), "\n".join(about[-4:]))
+        # 3b. Down when the agent starts (at boot the agent itself brings PFs up and their
+        #     carrier follows a moment later): Unhealthy at once, said only if it lasts 5 s.
+        agent.send_signal(signal.SIGTERM)
+        agent.wait(10)
+        cable.set(False)
+        mark = len(log_text())
+        t = now_ms()
+        agent = start_agent()
+        first = devices_until(lambda e: len(e["devices"] or []) == 8, 10)
+        check("down at start: the devices are Unhealthy from the first list",
+              first is not None and health_of(first) == {"Unhealthy"}, str(first)[:300])
+        time.sleep(max(0, 3.5 - (now_ms() - t) / 1000))
+        check("down at start: not said within the first seconds", not lines(down_line, mark),
+              log_text(mark)[-600:])
+        said = wait(lambda: lines(down_line, mark), 5, 0.2)
+        check("down at start: said once it lasted 5 s", said and len(said) == 1,
+              log_text(mark)[-600:])
+
         # 4. --link-health off.
         cable.set(True)
         devices_until(lambda e: health_of(e) == {"Healthy"}, 5)
