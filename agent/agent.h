@@ -33,9 +33,10 @@ struct agent {
         sd_event_source *retry;    /* backoff after a failed PF */
         sd_event_source *policy_watch;
         struct dp_manager *plugins;
-        struct link_monitor *links;   /* rtnetlink link events */
-        struct kube_cluster *cluster; /* cluster mode: policies, node labels, NodeState */
-        struct inventory observed;    /* as of the last reconcile, to filter link events */
+        struct link_monitor *links;          /* rtnetlink link events */
+        struct host_uevent_monitor *uevents; /* PCI remove/unbind/bind (a vfio VF has no link) */
+        struct kube_cluster *cluster;        /* cluster mode: policies, node labels, NodeState */
+        struct inventory observed;           /* as of the last reconcile, to filter link events */
 
         struct string_pair *labels;
         size_t n_labels;

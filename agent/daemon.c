@@ -19,6 +19,7 @@
 #include "host/discover.h"
 #include "host/link-monitor.h"
 #include "host/quick-check.h"
+#include "host/uevent-monitor.h"
 #include "kube/cluster.h"
 #include "policy/node-labels.h"
 #include "util/debounce.h"
@@ -168,6 +169,16 @@ static void on_link_event(const struct link_event *ev, void *userdata)
         log_debug("link %s %s (mtu %d, %s)", ev->ifname, host_link_event_kind_to_string(ev->kind),
                   ev->mtu, ev->up ? "up" : "down");
         schedule(a, ev->resync ? "link events lost" : "link change", true);
+}
+
+static void on_uevent(const struct host_uevent *ev, void *userdata)
+{
+        struct agent *a = userdata;
+
+        if (!host_uevent_concerns_sriov(ev, &a->observed))
+                return;
+        log_debug("PCI function %s: %s", ev->pci_address, ev->action);
+        schedule(a, ev->resync ? "uevents lost" : "PCI device change", true);
 }
 
 static void on_cluster_change(const char *why, void *userdata)
@@ -555,6 +566,12 @@ int agent_new(const struct agent_config *config, struct agent **ret)
         if (r < 0)
                 log_warning_errno(r, "no netlink link events; drift and link changes are found "
                                      "by the periodic check only");
+        /* Only a live /sys has uevents for its devices. */
+        if (host_sysfs_root_is_live(config->sysfs_root) &&
+            (r = host_uevent_monitor_new(a->event, on_uevent, a, &a->uevents)) < 0)
+                log_notice("no uevents (%s): a VF on vfio-pci that vanishes is found by the "
+                           "periodic check",
+                           strerror(-r));
 
         if (!config->policy_dir) {
                 const struct kube_cluster_opts kube_opts = {
@@ -642,6 +659,7 @@ struct agent *agent_free(struct agent *a)
         rdma_configmap_free(a->rdma_configmap); /* its informer uses the cluster's HTTP */
         kube_cluster_free(a->cluster);
         host_link_monitor_free(a->links);
+        host_uevent_monitor_free(a->uevents);
         dp_manager_free(a->plugins);
         sd_event_unref(a->event);
         inventory_done(&a->observed);
