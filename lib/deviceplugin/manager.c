@@ -182,6 +182,13 @@ void dp_manager_shutdown(struct dp_manager *m)
         m->n_plugins = 0;
 }
 
+void dp_manager_close(struct dp_manager *m)
+{
+        for (size_t i = 0; i < m->n_plugins; i++)
+                dp_plugin_free(m->plugins[i]);
+        m->n_plugins = 0;
+}
+
 struct dp_manager *dp_manager_free(struct dp_manager *m)
 {
         if (!m)

@@ -33,6 +33,9 @@ int dp_manager_new(sd_event *event, const struct dp_manager_options *opts, struc
 int dp_manager_set_pools(struct dp_manager *m, const struct dp_pool_set *pools);
 /* Reports every device Unhealthy on the open ListAndWatch streams and stops every plugin. */
 void dp_manager_shutdown(struct dp_manager *m);
+/* Stops every plugin without a last word on health (an agent restart): the streams and sockets
+ * close, the kubelet keeps the devices' health as last sent until the new process registers. */
+void dp_manager_close(struct dp_manager *m);
 struct dp_manager *dp_manager_free(struct dp_manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct dp_manager *, dp_manager_free);
 

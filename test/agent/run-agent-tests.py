@@ -98,7 +98,10 @@ def main():
     agent_args = ["--policy-dir", pdir, "--node-labels", "highnet-node=true",
                   "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--devinfo-dir", devinfo,
                   "--state-dir", state, "--pod-resources-socket", prsock,
-                  "--resync-interval", "1", "--vf-timeout", "1", "--log-level", "debug"]
+                  "--resync-interval", "1", "--vf-timeout", "1", "--log-level", "debug",
+                  # SIGTERM as on a node shutdown (devices Unhealthy first); a restart's
+                  # SIGTERM is run-lifecycle-tests.py's
+                  "--stop-mode", "shutdown"]
     before = tree_digest(sysfs)
     agent = Agent(args.agent, agent_args, os.path.join(work, "agent.log"))
     try:
@@ -232,7 +235,7 @@ def main():
               not os.path.exists(os.path.join(state, ice["pciAddress"] + ".json")),
               agent.text()[-800:])
 
-        # 7. SIGTERM: devices reported Unhealthy first, sockets removed, VFs kept.
+        # 7. SIGTERM (--stop-mode shutdown): devices reported Unhealthy first, sockets removed, VFs kept.
         vfs_before = read_attr(sysfs, cx["pciAddress"], "sriov_numvfs")
         mark = len(kubelet.seen)
         rc = agent.stop()
