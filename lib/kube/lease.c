@@ -137,6 +137,9 @@ static int start(struct kube_lease *l, enum lease_op op, const char *method, con
                 .on_done = request_done,
                 .userdata = l,
                 .timeout_s = 5,
+                /* While kube_http paces a recovery, the holder's renewal (and its hand-over)
+                 * goes ahead of the informers' relists: it has a deadline. */
+                .urgent = l->leader || op == OP_RELEASE,
         };
         int k = kube_http_start_json(l->http, &opts, body, &l->request);
         if (k >= 0)
