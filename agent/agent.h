@@ -45,6 +45,12 @@ struct agent {
         char *rdma_shared_error; /* why the file as it is now is not used; NULL when it is */
         char *rdma_shared_error_posted; /* the error last sent as an Event */
         sd_event_source *rdma_shared_watch;
+        /* Without an inotify instance (the user's fs.inotify.max_user_instances used up by
+         * other daemons) the watched files are polled instead (agent/daemon.c). */
+        sd_event_source *file_poll;
+        bool poll_policy_dir, poll_rdma_shared;
+        uint64_t policy_dir_fingerprint;
+        bool polling_notice_posted; /* the NodeState's Event saying so */
 
         int state_lock_fd;         /* --state-dir, flock()ed: one agent per state dir; -1 = none */
         struct reconcile *running; /* never two at once: a request meanwhile waits for it */
@@ -57,6 +63,7 @@ struct agent {
 
 /* daemon.c */
 int agent_schedule_reconcile(struct agent *a, const char *why);
+const char *agent_polling_notice(const struct agent *a);
 
 /* reconcile.c */
 /* How a reconcile ended, for the daemon's retry: n_failed PFs failed, n_left changes are still
