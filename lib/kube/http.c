@@ -28,8 +28,8 @@
 /* Answers whose buffer grew beyond this are followed by malloc_trim(). */
 #define KUBE_TRIM_AFTER_BODY (64u * 1024)
 /* While recovering from a lost or overloaded API server, one agent starts at most one request
- * every 1.25 s: N nodes then never send more than N requests in any one second, however their
- * reconnects line up (the quarter second is headroom for network delay and the odd unpaced
+ * every 1.5 s: N nodes then never send more than N requests in any one second, however their
+ * reconnects line up (the half second is headroom for network delay and the odd unpaced
  * request). Recovery lasts until RECOVERY_QUIET passed without trouble or paced request. */
 #define PACE_USEC           (1500ULL * 1000)
 #define RECOVERY_QUIET_USEC (5ULL * 1000 * 1000)

@@ -17,7 +17,7 @@
  *
  * Recovery pacing: after trouble with the server (a refused or cut connection, a 5xx, a 429),
  * and for requests started with .paced (an informer restarting its list or watch), requests
- * are handed to curl at most one every 1.25 s, in start order (.urgent ones first), until 5 s pass
+ * are handed to curl at most one every 1.5 s, in start order (.urgent ones first), until 5 s pass
  * without trouble or queued request; a 429/503's Retry-After holds the queue until it passes.
  * So after an API server restart N agents send at most N requests in any one second. */
 #pragma once
@@ -92,7 +92,7 @@ uint64_t kube_request_retry_after_usec(struct kube_request *req);
 
 /* Reconnects after trouble are spread uniformly over a window that grows with the outage (the
  * time since the server last answered): at least 4 s, at most 20 s, so that with the pacing
- * (an agent's dozen restart requests, one every 1.25 s) every watch is back within 60 s. */
+ * (an agent's dozen restart requests, one every 1.5 s) every watch is back within 60 s. */
 #define KUBE_RECONNECT_WINDOW_MIN_USEC (4ULL * 1000 * 1000)
 #define KUBE_RECONNECT_WINDOW_MAX_USEC (20ULL * 1000 * 1000)
 uint64_t kube_http_reconnect_window_usec(struct kube_http *h);

@@ -110,7 +110,8 @@ static void test_restart_spreads_reconnects(void **state)
 
         if (w.busiest > AGENTS)
                 fail_msg("%u requests in one second from %d agents", w.busiest, AGENTS);
-        if (w.min_spacing < 0.75)
+        /* Paced to one every 1.5 s; network and scheduling delays may shorten a gap a little. */
+        if (w.min_spacing < 1.0)
                 fail_msg("an agent sent two requests %.3f s apart while recovering", w.min_spacing);
         if ((double)back / 1e6 + 1 > 60)
                 fail_msg("the watches took %.1f s to come back", (double)back / 1e6 + 1);
