@@ -28,8 +28,8 @@
 /* A watch that ends this quickly without delivering anything is treated like a failure, so a
  * server that closes every watch at once cannot make us spin. */
 #define SHORT_WATCH_USEC (1000ULL * 1000)
-/* Retries are backoffs of 0.4 s and up with jitter: 50 ms of slack is plenty, and not the
- * default 250 ms, which would turn "retry at once" into a quarter second. */
+/* Retries are jittered over seconds: 50 ms of slack is plenty, and not the default 250 ms,
+ * which would turn "renew at once" into a quarter second. */
 #define TIMER_ACCURACY_USEC (50ULL * 1000)
 /* Bookmarks arrive about every 60 s: one missed by 15 s means the stream is dead. */
 #define WATCH_IDLE_TIMEOUT_S 75
