@@ -254,6 +254,10 @@ static void note_outcome(struct kube_http *h, struct kube_request *r, int error,
                 h->recovering_until = now + RECOVERY_QUIET_USEC;
         uint64_t retry_after =
             (status == 429 || status == 503) ? kube_request_retry_after_usec(r) : 0;
+        /* Not sooner than it says, and up to half as late again: every agent of the fleet
+         * got the same Retry-After at about the same time. */
+        if (retry_after)
+                retry_after += kube_http_jitter_usec(h, retry_after / 2);
         if (retry_after && h->not_before_usec < now + retry_after)
                 h->not_before_usec = now + retry_after;
 }

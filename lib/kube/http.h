@@ -91,10 +91,10 @@ const char *kube_request_error_text(const struct kube_request *req);
 uint64_t kube_request_retry_after_usec(struct kube_request *req);
 
 /* Reconnects after trouble are spread uniformly over a window that grows with the outage (the
- * time since the server last answered): at least 4 s, at most 20 s, so that with the pacing
+ * time since the server last answered): at least 4 s, at most 15 s, so that with the pacing
  * (an agent's dozen restart requests, one every 1.5 s) every watch is back within 60 s. */
 #define KUBE_RECONNECT_WINDOW_MIN_USEC (4ULL * 1000 * 1000)
-#define KUBE_RECONNECT_WINDOW_MAX_USEC (20ULL * 1000 * 1000)
+#define KUBE_RECONNECT_WINDOW_MAX_USEC (15ULL * 1000 * 1000)
 uint64_t kube_http_reconnect_window_usec(struct kube_http *h);
 /* Uniform in [0, max_usec], from this client's own sequence (getrandom()-seeded; a test may
  * seed it to replay a spread). For jitter only. */

@@ -10,7 +10,7 @@
  *
  * Failures never stop the informer. A dropped connection, a 5xx or a failed list is retried at
  * a moment drawn uniformly from a window: the larger of the connection's reconnect window
- * (kube_http_reconnect_window_usec(): 4 s, growing with the outage to 20 s) and client-go's
+ * (kube_http_reconnect_window_usec(): 4 s, growing with the outage to 15 s) and client-go's
  * exponential backoff (0.8 s doubling, capped at 30 s), which resets only once a watch
  * delivered events or lived 30 s (never on a mere successful list). Until a watch works again
  * its requests go through kube_http's pacing (one per 1.5 s per agent), so a fleet that lost
