@@ -448,9 +448,13 @@ static void list_done(struct kube_request *req, int error, long status, const ch
 
 static int informer_list(struct kube_informer *inf)
 {
+        /* After a 410: "not older than" our resourceVersion, without limit (a paged list would
+         * be read from etcd; client-go drops the limit for the same reason). */
+        bool from_rv = inf->list_from_rv && !inf->small_pages && !inf->list_continue;
         _cleanup_free_ char *url = NULL;
-        if (asprintf(&url, "%s?limit=%u", inf->path,
-                     inf->small_pages ? SMALL_LIST_PAGE_SIZE : inf->list_page_size) < 0)
+        if ((from_rv ? asprintf(&url, "%s", inf->path)
+                     : asprintf(&url, "%s?limit=%u", inf->path,
+                                inf->small_pages ? SMALL_LIST_PAGE_SIZE : inf->list_page_size)) < 0)
                 return -ENOMEM;
         int k = selector_query(inf, &url);
         if (k < 0)
@@ -458,14 +462,9 @@ static int informer_list(struct kube_informer *inf)
         if (inf->list_continue) {
                 if ((k = append_query(&url, "continue", inf->list_continue)) < 0)
                         return k;
-        } else if (inf->list_from_rv && !inf->small_pages) {
-                /* Without limit: a paged list would be read from etcd (client-go drops the
-                 * limit for the same reason). */
-                free(url);
-                url = strdup(inf->path);
-                if (!url || (k = selector_query(inf, &url)) < 0 ||
-                    (k = append_query(&url, "resourceVersion", inf->resource_version)) < 0)
-                        return url ? k : -ENOMEM;
+        } else if (from_rv) {
+                if ((k = append_query(&url, "resourceVersion", inf->resource_version)) < 0)
+                        return k;
         } else if (!inf->consistent_list && !inf->small_pages &&
                    (k = append_query(&url, "resourceVersion", "0")) < 0)
                 /* Served from the API server's watch cache, as client-go's reflector lists;

@@ -68,7 +68,7 @@ static inline uint64_t fleet_wait_watching(struct fleet *fl, uint64_t usec)
 {
         uint64_t t0 = now_usec();
         while (now_usec() - t0 < usec) {
-                if (fleet_watching(fl) >= (long)(fl->n * FLEET_INFORMERS))
+                if (fleet_watching(fl) >= (long)fl->n * FLEET_INFORMERS)
                         return now_usec() - t0;
                 run_until(fl->f, NULL, 0, 100 * 1000);
         }
@@ -89,5 +89,5 @@ static inline int fleet_informer_of(const char *path)
 static inline int fleet_agent_of(const char *path)
 {
         const char *p = strstr(path, "agent-");
-        return p ? atoi(p + 6) : -1;
+        return p ? (int)strtol(p + 6, NULL, 10) : -1;
 }
