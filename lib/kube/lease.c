@@ -275,16 +275,16 @@ static void watch_synced(struct kube_informer *informer, void *userdata)
 }
 
 /* The leader read the Lease after a 409 to its renewal: it resigns only when the Lease names
- * another holder; while it still names us (or is gone) it writes again, at once the first
+ * another holder; while it names us, nobody, or is gone, it writes again, at once the first
  * time, after a retry period when renewals keep conflicting, and never past the renew
  * deadline (timer_cb() and request_done() enforce it as for any failed renewal). */
 static void leader_checked(struct kube_lease *l)
 {
         const char *holder = json_string_value(
             json_object_get(json_object_get(l->server, "spec"), "holderIdentity"));
-        if (l->server && (!holder || strcmp(holder, l->identity) != 0)) {
-                log_info("Lease %s/%s: %s holds it now", l->namespace_, l->name,
-                         holder && *holder ? holder : "nobody");
+        bool ours = holder && strcmp(holder, l->identity) == 0;
+        if (holder && *holder && !ours) {
+                log_info("Lease %s/%s: %s holds it now", l->namespace_, l->name, holder);
                 l->renew_conflicts = 0;
                 set_leader(l, false);
                 plan(l);
@@ -298,15 +298,15 @@ static void leader_checked(struct kube_lease *l)
                 plan(l);
                 return;
         }
-        log_info("Lease %s/%s: our renewal conflicted but the Lease still names %s; renewing "
-                 "again",
+        log_info("Lease %s/%s: our renewal conflicted but no other holder is recorded; "
+                 "renewing again as %s",
                  l->namespace_, l->name, l->identity);
         if (l->renew_conflicts > 1) {
                 schedule_retry(l);
                 return;
         }
         int k = start_write(l, l->server ? OP_UPDATE : OP_CREATE,
-                            lease_spec(l, l->identity, l->duration_usec, false));
+                            lease_spec(l, l->identity, l->duration_usec, !ours));
         if (k < 0) {
                 log_warning_errno(k, "Lease %s/%s: cannot start a request", l->namespace_, l->name);
                 schedule_retry(l);

@@ -111,8 +111,8 @@ static void schedule(struct kube_informer *inf, enum informer_step step, uint64_
 
 /* A retry after a failure: uniformly anywhere in a window that is the larger of this
  * informer's own backoff (client-go's 0.8 s doubling to 30 s) and the reconnect window of the
- * connection (4 s growing with the outage to 30 s). All agents of a cluster lose the server at
- * the same instant; spread over the window, and paced by kube_http to one request a second
+ * connection (4 s growing with the outage to 15 s). All agents of a cluster lose the server at
+ * the same instant; spread over the window, and paced by kube_http to one request every 1.5 s
  * each, their reconnects stay below one request per node per second. */
 static void schedule_backoff(struct kube_informer *inf, enum informer_step step)
 {
