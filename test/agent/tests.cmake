@@ -33,6 +33,13 @@ if(KUBECTL)
                      --no-inotify)
     set_tests_properties(integration/agent-cluster-no-inotify PROPERTIES LABELS integration
         TIMEOUT 120 ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+    # test/lib/fleet.py starts N real agents against one fake API server (for fleet
+    # measurements); its own smoke test: 3 agents, every NodeState Succeeded.
+    add_test(NAME integration/fleet-smoke
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/lib/fleet.py
+                     --agent $<TARGET_FILE:sriov-agent> --kubectl ${KUBECTL} --agents 3)
+    set_tests_properties(integration/fleet-smoke PROPERTIES LABELS integration
+        TIMEOUT 120 ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
 else()
     add_test(NAME integration/agent-cluster
              COMMAND sh -c "echo 'kubectl not found on PATH: the cluster-mode test needs it' >&2; exit 1")
