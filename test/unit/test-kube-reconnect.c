@@ -41,13 +41,24 @@ static void analyse(struct fake *f, struct window *w)
         for (unsigned k = 0; k < AGENTS * FLEET_INFORMERS; k++)
                 w->first_watch[k] = -1;
         w->min_spacing = 1e9;
+        const char *last_path[AGENTS] = { NULL };
         size_t i;
         json_t *e;
         json_array_foreach(w->log, i, e)
         {
                 double t = json_number_value(json_array_get(e, 0));
-                int a = fleet_agent_of(json_string_value(json_array_get(e, 2)));
+                const char *path = json_string_value(json_array_get(e, 2));
+                int a = fleet_agent_of(path);
                 if (t < w->t0 || a < 0 || a >= AGENTS)
+                        continue;
+                /* The fake "refuses" by hanging up without an answer; curl sends a request
+                 * that met a dead reused connection once more on a fresh one, at once. That
+                 * is one request of the agent (and a refused connection to a restarting
+                 * server), not two. */
+                bool resend = json_is_true(json_array_get(e, 3)) && last_path[a] &&
+                              strcmp(last_path[a], path) == 0 && t - w->last[a] < 0.05;
+                last_path[a] = path;
+                if (resend)
                         continue;
                 unsigned s = (unsigned)(t - w->t0);
                 if (s < 128 && ++w->per_second[s] > w->busiest)
