@@ -69,6 +69,12 @@ struct agent {
          * config.json", or NULL (none); journal and NodeState say it. */
         char *rdma_shared_source;
         struct rdma_configmap *rdma_configmap; /* cluster mode: the ConfigMap followed */
+        /* Without an inotify instance (the user's fs.inotify.max_user_instances used up by
+         * other daemons) the watched files are polled instead (agent/daemon.c). */
+        sd_event_source *file_poll;
+        bool poll_policy_dir, poll_rdma_shared;
+        uint64_t policy_dir_fingerprint;
+        bool polling_notice_posted; /* the NodeState's Event saying so */
 
         int state_lock_fd;         /* --state-dir, flock()ed: one agent per state dir; -1 = none */
         struct reconcile *running; /* never two at once: a request meanwhile waits for it */
@@ -116,6 +122,7 @@ const char *rdma_configmap_origin(const struct rdma_configmap *m);
 
 /* metrics.c: the endpoint when --metrics-listen is given (its stats in any case). */
 int agent_metrics_start(struct agent *a);
+const char *agent_polling_notice(const struct agent *a);
 
 /* reconcile.c */
 /* How a reconcile ended, for the daemon's retry: n_failed PFs failed, n_left changes are still

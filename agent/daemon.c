@@ -2,8 +2,10 @@
 /* The daemon's loop: event sources, signals and the scheduling of reconciles. */
 #include "daemon.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,8 @@
 #define RETRY_MIN_USEC    (1 * 1000000ULL)
 #define RETRY_MAX_USEC    (300 * 1000000ULL)
 #define POLICY_DIR_EVENTS (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE)
+/* Without inotify: a changed policy or RDMA shared config file is seen within this. */
+#define FILE_POLL_USEC (2ULL * 1000 * 1000)
 
 /* Failures and changes left after the apply rounds share the backoff: each retry of changes
  * left makes progress, and one that never converges (something undoing our changes) is
@@ -326,6 +330,77 @@ static int rdma_shared_describe_source(struct agent *a)
         return 0;
 }
 
+/* ---- polling when inotify is not available --------------------------------------------- */
+
+/* Every entry of the policy directory (names, sizes, modification times, inodes): a changed,
+ * added, removed or renamed file changes it. 0 for a directory that cannot be read. */
+static uint64_t policy_dir_fingerprint(const char *dir)
+{
+        struct dirent **names = NULL;
+        int n = scandir(dir, &names, NULL, alphasort);
+        uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+        for (int i = 0; i < n; i++) {
+                char path[PATH_MAX];
+                struct stat st = { 0 };
+                if (snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name) <
+                    (int)sizeof(path))
+                        (void)stat(path, &st);
+                const uint64_t parts[] = { (uint64_t)st.st_size, (uint64_t)st.st_mtim.tv_sec,
+                                           (uint64_t)st.st_mtim.tv_nsec, (uint64_t)st.st_ino };
+                for (const char *c = names[i]->d_name; *c; c++)
+                        h = (h ^ (uint8_t)*c) * 0x100000001b3ULL;
+                for (size_t k = 0; k < ELEMENTSOF(parts); k++)
+                        h = (h ^ parts[k]) * 0x100000001b3ULL;
+                free(names[i]);
+        }
+        free(names);
+        return n < 0 ? 0 : h;
+}
+
+static int on_file_poll(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct agent *a = userdata;
+        if (a->poll_policy_dir) {
+                uint64_t fp = policy_dir_fingerprint(a->config.policy_dir);
+                if (fp != a->policy_dir_fingerprint) {
+                        a->policy_dir_fingerprint = fp;
+                        agent_schedule_reconcile(a, "policy files changed");
+                }
+        }
+        if (a->poll_rdma_shared && load_rdma_shared(a) > 0)
+                agent_schedule_reconcile(a, "RDMA shared config changed");
+        sd_event_source_set_time_relative(s, FILE_POLL_USEC);
+        return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+/* what could not be watched with inotify (error r) is polled from now on; said once. */
+static int poll_instead(struct agent *a, const char *what, int r)
+{
+        log_warning_errno(r,
+                          "cannot watch %s with inotify; checking it every %llu s instead "
+                          "(is fs.inotify.max_user_instances used up on this node?)",
+                          what, FILE_POLL_USEC / 1000000ULL);
+        if (a->file_poll)
+                return 0;
+        r = sd_event_add_time_relative(a->event, &a->file_poll, CLOCK_MONOTONIC, FILE_POLL_USEC,
+                                       FILE_POLL_USEC / 10, on_file_poll, a);
+        if (r < 0)
+                return log_error_errno(r, "cannot poll %s either", what);
+        return 0;
+}
+
+/* What the NodeState's Event says while something is polled for want of inotify (NULL: all is
+ * watched). */
+const char *agent_polling_notice(const struct agent *a)
+{
+        if (!a->poll_policy_dir && !a->poll_rdma_shared &&
+            !(a->plugins && dp_manager_polling(a->plugins)))
+                return NULL;
+        return "no inotify instance available (fs.inotify.max_user_instances used up on this "
+               "node): the kubelet directory and the configuration files are polled every "
+               "second or two instead";
+}
+
 static int on_rdma_shared_dir(sd_event_source *s, const struct inotify_event *ev, void *userdata)
 {
         struct agent *a = userdata;
@@ -355,11 +430,10 @@ static void watch_rdma_shared(struct agent *a)
                                      IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE |
                                          IN_DELETE,
                                      on_rdma_shared_dir, a);
-        if (r < 0)
-                log_warning_errno(r,
-                                  "cannot watch %s for RDMA shared config changes; SIGHUP "
-                                  "re-reads it",
-                                  dir);
+        if (r < 0) {
+                a->poll_rdma_shared = true;
+                (void)poll_instead(a, dir, r);
+        }
 }
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -618,9 +692,11 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                 r = sd_event_add_inotify(a->event, &a->policy_watch, config->policy_dir,
                                          POLICY_DIR_EVENTS, on_policy_dir, a);
                 if (r < 0) {
-                        log_error_errno(r, "cannot watch the policy directory %s",
-                                        config->policy_dir);
-                        goto fail;
+                        a->poll_policy_dir = true;
+                        a->policy_dir_fingerprint = policy_dir_fingerprint(config->policy_dir);
+                        r = poll_instead(a, config->policy_dir, r);
+                        if (r < 0)
+                                goto fail;
                 }
         }
         r = nic_list_new(a, &a->nics);
@@ -679,6 +755,7 @@ struct agent *agent_free(struct agent *a)
         sd_event_source_unref(a->retry);
         sd_event_source_disable_unref(a->ready_timer);
         sd_event_source_unref(a->policy_watch);
+        sd_event_source_disable_unref(a->file_poll);
         nic_list_free(a->nics);
         link_health_free(a);
         rdma_configmap_free(a->rdma_configmap); /* its informer uses the cluster's HTTP */
