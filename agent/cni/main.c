@@ -36,6 +36,8 @@
 
 #define LOCK_TIMEOUT_MS (60 * 1000)
 #define STDIN_MAX       (1024 * 1024)
+/* An IPAM plugin runs while the VF's lock is held: one that hangs must not hold it forever */
+#define IPAM_TIMEOUT_MS (60 * 1000)
 
 struct timings {
         bool enabled;
@@ -296,6 +298,7 @@ static int ipam_run(struct plugin *p, const char *command, const char *type, cha
         _cleanup_free_ char *dummy = NULL;
         size_t dummy_len;
         int r = cni_ipam_exec(type, command, p->cni_path, p->stdin_data, p->stdin_len,
+                              IPAM_TIMEOUT_MS,
                               out ? out : &dummy, out_len ? out_len : &dummy_len, &p->err);
         p->t.ipam += now_ms() - t0;
         return r;
