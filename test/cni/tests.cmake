@@ -7,5 +7,5 @@ add_test(NAME integration/cni-plugin
 set_tests_properties(integration/cni-plugin PROPERTIES LABELS "integration;conformance" TIMEOUT 60)
 # their cases come from upstream sriov-cni's config and allocator tests, and (netlink-netns)
 # its SetupVF "Remove altName" case (pkg/sriov/sriov_test.go)
-set_tests_properties(unit/test-cni-conf unit/test-cni-state unit/test-cni-ipam unit/test-netlink-netns
+set_tests_properties(unit/test-cni-conf unit/test-cni-state unit/test-netlink-netns
                      PROPERTIES LABELS "unit;conformance")
