@@ -441,7 +441,23 @@ static int check_allocation(struct plugin *p, const char *pci)
                             "%s)",
                             pci, holder);
         }
-        /* the holder's namespace is gone: its DEL never came; the VF is free (as upstream) */
+        /* The holder's namespace is gone and its DEL has not come (a crash, a reboot): the VF
+         * is free (as upstream), but still carries that attachment's settings, and the kernel
+         * returned its netdev under the pod's name. Put back what that attachment's DEL would
+         * (its record, the newest for this VF, says what), so that this ADD records the VF's
+         * real originals; the late DEL then finds the VF no longer its own and only removes
+         * its record. */
+        char name[NAME_MAX + 1];
+        struct cni_cache stale;
+        if (cni_cache_find_latest(p->state_dir, pci, name, sizeof(name), &stale) == 0) {
+                struct vf_location loc;
+                if (host_vf_locate(p->sysfs_root, pci, &loc) == 0 && loc.vf_index == stale.vfid) {
+                        (void)reset_pf_side(p, &stale, loc.pf_ifname, true);
+                        p->err = (struct cni_error){ .code = 0 };
+                        if (stale.orig.host_ifname[0])
+                                rename_returned_netdev(p, &stale);
+                }
+        }
         return cni_pci_release(p->state_dir, pci);
 }
 
@@ -487,7 +503,8 @@ static int cmd_add(struct plugin *p)
                             "VF %d of %s)",
                             conf->device_id, checked.vf_index, checked.pf_pci, loc.vf_index,
                             loc.pf_pci);
-        if ((r = check_allocation(p, conf->device_id)) < 0)
+        if ((r = check_allocation(p, conf->device_id)) < 0 ||
+            (r = locate_vf(p, conf->device_id, &loc)) < 0) /* a stale holder's VF renamed */
                 return r;
         /* after the allocation check: a VF a pod holds has no netdev in the host either */
         bool dpdk = !loc.vf_ifname[0];
@@ -549,6 +566,24 @@ static int cmd_add(struct plugin *p)
                                     conf->device_id, loc.vf_ifname, strerror(-r));
                 rec.orig.mtu = vf_link.mtu;
                 cni_format_mac(vf_link.mac, rec.orig.effective_mac);
+        }
+
+        if (!dpdk) {
+                rec.mtu = vf_link.mtu;
+                rec.has_mtu = true;
+        }
+        /* The records before the first change: an ADD killed half-way (the runtime's timeout,
+         * a node shutting down) leaves a record DEL can restore from, instead of a VF moved or
+         * tagged with nothing to say so. */
+        r = cni_cache_write(p->state_dir, name, conf, &rec);
+        if (r < 0)
+                return fail(p, CNI_ERR_GENERIC, r, "cannot save the attachment record %s/%s: %s",
+                            p->state_dir, name, strerror(-r));
+        r = cni_pci_save(p->state_dir, conf->device_id, p->netns);
+        if (r < 0) {
+                (void)cni_cache_remove(p->state_dir, name);
+                return fail(p, CNI_ERR_GENERIC, r, "cannot save the allocation record of VF %s: %s",
+                            conf->device_id, strerror(-r));
         }
 
         /* from here on, every failure undoes what was done */
@@ -664,8 +699,6 @@ static int cmd_add(struct plugin *p)
                 }
                 if ((r = r2) < 0)
                         goto undo;
-                rec.mtu = vf_link.mtu;
-                rec.has_mtu = true;
                 cni_format_mac(result_mac, mac_str);
         } else if (conf->has_mac) {
                 snprintf(mac_str, sizeof(mac_str), "%s", conf->mac_str);
@@ -686,20 +719,6 @@ static int cmd_add(struct plugin *p)
                 have_ipam = true;
                 if (!dpdk && (r = apply_ipam(p, pod_ns, p->ifname, &ipam, result_mac)) < 0)
                         goto undo;
-        }
-
-        r = cni_cache_write(p->state_dir, name, conf, &rec);
-        if (r < 0) {
-                fail(p, CNI_ERR_GENERIC, r, "cannot save the attachment record %s/%s: %s",
-                     p->state_dir, name, strerror(-r));
-                goto undo;
-        }
-        r = cni_pci_save(p->state_dir, conf->device_id, p->netns);
-        if (r < 0) {
-                fail(p, CNI_ERR_GENERIC, r, "cannot save the allocation record of VF %s: %s",
-                     conf->device_id, strerror(-r));
-                (void)cni_cache_remove(p->state_dir, name);
-                goto undo;
         }
 
         {
@@ -728,9 +747,16 @@ undo:;
         (void)host_netns_enter(p->host_ns);
         /* the PF side first, as DEL does: a VF driver may refuse to take its old MAC back
          * while an administrative one is still set (igbvf with trust off) */
-        (void)reset_pf_side(p, &rec, loc.pf_ifname, true);
-        if (moved)
+        int undone = reset_pf_side(p, &rec, loc.pf_ifname, true);
+        if (moved && undone >= 0)
+                undone = release_netdev(p, pod_ns, p->ifname, &rec);
+        else if (moved)
                 (void)release_netdev(p, pod_ns, p->ifname, &rec);
+        /* the records go only with a complete undo: else the runtime's DEL finishes it */
+        if (undone >= 0) {
+                (void)cni_pci_release(p->state_dir, conf->device_id);
+                (void)cni_cache_remove(p->state_dir, name);
+        }
         p->err = first;
         return r < 0 ? r : -EIO;
 }

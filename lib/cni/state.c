@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "cni/state.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -273,6 +274,39 @@ int cni_cache_parse(const char *path, const char *text, size_t size, struct cni_
                                 "cached record %s names an invalid device or interface", path);
         *ret = c;
         return 0;
+}
+
+int cni_cache_find_latest(const char *dir, const char *pci, char *name, size_t size,
+                          struct cni_cache *ret)
+{
+        DIR *d = opendir(dir);
+        if (!d)
+                return negative_errno();
+        struct timespec newest = { 0 };
+        int found = -ENOENT;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                struct stat st;
+                if (de->d_name[0] == '.' ||
+                    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode))
+                        continue;
+                struct cni_cache c;
+                struct cni_error e = { 0 };
+                if (cni_cache_read(dir, de->d_name, &c, &e) < 0 || strcmp(c.device_id, pci) != 0)
+                        continue;
+                if (found == 0 &&
+                    (st.st_mtim.tv_sec < newest.tv_sec ||
+                     (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec <= newest.tv_nsec)))
+                        continue;
+                if (snprintf(name, size, "%s", de->d_name) >= (int)size)
+                        continue;
+                newest = st.st_mtim;
+                *ret = c;
+                found = 0;
+        }
+        closedir(d);
+        return found;
 }
 
 int cni_cache_remove(const char *dir, const char *name)

@@ -63,6 +63,10 @@ int cni_cache_read(const char *dir, const char *name, struct cni_cache *ret, str
 int cni_cache_parse(const char *path, const char *text, size_t size, struct cni_cache *ret,
                     struct cni_error *e);
 int cni_cache_remove(const char *dir, const char *name); /* a missing record is 0 */
+/* The most recently written record in dir for the VF pci (its name in name): the one of the
+ * attachment that held the VF last. -ENOENT when none names it. */
+int cni_cache_find_latest(const char *dir, const char *pci, char *name, size_t size,
+                          struct cni_cache *ret);
 
 /* Takes the VF's lock, waiting up to timeout_ms; returns the locked fd (close to unlock),
  * -ETIMEDOUT, or another negative errno. */

@@ -3,6 +3,7 @@
  * (pkg/utils/utils.go SaveNetConf/ReadScratchNetConf, pkg/utils/pci_allocator.go and its
  * pci_allocator_test.go: save, IsAllocated, delete; lock under pci/vf_lock/<pci>.lock). */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -235,6 +236,37 @@ static void test_cache_record_upstream_fields_only(void **state)
         assert_string_equal(back.ipam_type, "host-local");
 }
 
+/* The record of the attachment that held a VF last: what an ADD finding that holder's
+ * namespace gone puts back before taking the VF (the late DEL leaves it alone then). */
+static void test_cache_find_latest(void **state)
+{
+        const char *dir = *state;
+        char path[PATH_MAX], name[NAME_MAX + 1];
+        const char *older = "{\"deviceID\":\"0000:01:10.0\",\"VFID\":0,"
+                            "\"OrigVfState\":{\"HostIFName\":\"old0\"}}";
+        const char *newer = "{\"deviceID\":\"0000:01:10.0\",\"VFID\":0,"
+                            "\"OrigVfState\":{\"HostIFName\":\"new0\"}}";
+        const char *other = "{\"deviceID\":\"0000:01:10.2\",\"VFID\":1}";
+        struct cni_cache c;
+        assert_int_equal(cni_cache_find_latest(dir, "0000:01:10.0", name, sizeof(name), &c),
+                         -ENOENT);
+        snprintf(path, sizeof(path), "%s/b-net1", dir);
+        assert_int_equal(write_file_atomic(path, older, strlen(older), 0600), 0);
+        struct timespec old_time[2] = { { .tv_sec = 1000 }, { .tv_sec = 1000 } };
+        assert_int_equal(utimensat(AT_FDCWD, path, old_time, 0), 0);
+        snprintf(path, sizeof(path), "%s/a-net1", dir);
+        assert_int_equal(write_file_atomic(path, newer, strlen(newer), 0600), 0);
+        snprintf(path, sizeof(path), "%s/c-net1", dir);
+        assert_int_equal(write_file_atomic(path, other, strlen(other), 0600), 0);
+        snprintf(path, sizeof(path), "%s/d-net1", dir);
+        assert_int_equal(write_file_atomic(path, "{", 1, 0600), 0); /* unreadable: skipped */
+        assert_int_equal(cni_cache_find_latest(dir, "0000:01:10.0", name, sizeof(name), &c), 0);
+        assert_string_equal(name, "a-net1");
+        assert_string_equal(c.orig.host_ifname, "new0");
+        assert_int_equal(cni_cache_find_latest(dir, "0000:01:10.2", name, sizeof(name), &c), 0);
+        assert_string_equal(name, "c-net1");
+}
+
 static void test_pci_allocation(void **state)
 {
         const char *dir = *state;
@@ -283,6 +315,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_cache_reads_upstream_record, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cache_record_upstream_fields_only, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(test_cache_find_latest, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pci_allocation, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pci_lock, setup, teardown),
         };
