@@ -246,6 +246,13 @@ static int release_netdev(struct plugin *p, int pod_ns, const char *ifname,
             memcmp(mac, l.mac, 6) != 0) {
                 step = "restore its MAC";
                 r = NL(p, host_link_set_mac(l.ifindex, mac));
+                /* a VF driver that refuses to set a MAC the PF set administratively (igbvf
+                 * with trust off: the PF side is restored first) takes it when reset, i.e.
+                 * when brought up: up and down again */
+                if (r < 0 && NL(p, host_link_set_updown(l.ifindex, true)) >= 0 &&
+                    NL(p, host_link_set_updown(l.ifindex, false)) >= 0 &&
+                    NL(p, host_link_get(ifname, &l)) >= 0 && memcmp(mac, l.mac, 6) == 0)
+                        r = 0;
         }
         if (r >= 0 && c->orig.mtu > 0 && c->orig.mtu != l.mtu) {
                 step = "restore its MTU";
@@ -592,6 +599,11 @@ static int cmd_add(struct plugin *p)
         bool have_ipam = false;
         const char *pf = loc.pf_ifname;
         int vf = loc.vf_index;
+        /* what the undo restores: the settings applied so far (restoring one the driver refused,
+         * say link_state on igb, fails again and would make the undo look incomplete) */
+        struct cni_cache applied = rec;
+        applied.has_vlan = applied.has_rate = false;
+        applied.spoofchk = applied.trust = applied.link_state = -1;
         if (conf->has_vlan && (r = NL(p, host_vf_set_vlan_proto(pf, vf, conf->vlan, conf->qos,
                                                                 conf->vlan_proto))) < 0) {
                 fail(p, CNI_ERR_GENERIC, r, "%s VF %d: failed to set vlan %d qos %d proto %s: %s",
@@ -599,6 +611,7 @@ static int cmd_add(struct plugin *p)
                      conf->vlan_proto == ETH_P_8021AD ? "802.1ad" : "802.1q", strerror(-r));
                 goto undo;
         }
+        applied.has_vlan = rec.has_vlan;
         if (conf->has_mac && (r = NL(p, host_vf_set_mac(pf, vf, conf->mac))) < 0) {
                 fail(p, CNI_ERR_GENERIC, r, "%s VF %d: failed to set MAC address %s: %s", pf, vf,
                      conf->mac_str, strerror(-r));
@@ -611,23 +624,27 @@ static int cmd_add(struct plugin *p)
                      conf->min_tx_rate, conf->max_tx_rate, strerror(-r));
                 goto undo;
         }
+        applied.has_rate = rec.has_rate;
         if (conf->spoofchk >= 0 &&
             (r = NL(p, host_vf_set_spoofchk(pf, vf, conf->spoofchk == 1))) < 0) {
                 fail(p, CNI_ERR_GENERIC, r, "%s VF %d: failed to set spoofchk %s: %s", pf, vf,
                      conf->spoofchk ? "on" : "off", strerror(-r));
                 goto undo;
         }
+        applied.spoofchk = rec.spoofchk;
         if (conf->trust >= 0 && (r = NL(p, host_vf_set_trust(pf, vf, conf->trust == 1))) < 0) {
                 fail(p, CNI_ERR_GENERIC, r, "%s VF %d: failed to set trust %s: %s", pf, vf,
                      conf->trust ? "on" : "off", strerror(-r));
                 goto undo;
         }
+        applied.trust = rec.trust;
         if (conf->link_state >= 0 &&
             (r = NL(p, host_vf_set_link_state(pf, vf, conf->link_state))) < 0) {
                 fail(p, CNI_ERR_GENERIC, r, "%s VF %d: failed to set link_state %d: %s", pf, vf,
                      conf->link_state, strerror(-r));
                 goto undo;
         }
+        applied.link_state = rec.link_state;
 
         uint8_t result_mac[6] = { 0 };
         char mac_str[18] = "";
@@ -747,7 +764,7 @@ undo:;
         (void)host_netns_enter(p->host_ns);
         /* the PF side first, as DEL does: a VF driver may refuse to take its old MAC back
          * while an administrative one is still set (igbvf with trust off) */
-        int undone = reset_pf_side(p, &rec, loc.pf_ifname, true);
+        int undone = reset_pf_side(p, &applied, loc.pf_ifname, true);
         if (moved && undone >= 0)
                 undone = release_netdev(p, pod_ns, p->ifname, &rec);
         else if (moved)

@@ -226,11 +226,13 @@ lab_reset() {
 # PF's netdev); policies go to /tmp/policies before start_agent_with_kubelet.
 
 # /tmp/cni.sh CMD NETNS IFNAME CONTAINERID CONFFILE [CNI_ARGS]: one plugin call as a runtime
-# makes it
+# makes it; the plugin checks deviceIDs against the pools of the agent's records, which
+# start_agent_with_kubelet keeps in /tmp/agent-state
 setup_cni_wrapper() {
     cat >/tmp/cni.sh <<'SH'
 #!/bin/sh
 CNI_COMMAND=$1 CNI_NETNS=$2 CNI_IFNAME=$3 CNI_CONTAINERID=$4 CNI_ARGS=${6:-} \
+    SRIOV_CNI_AGENT_STATE_DIR=/tmp/agent-state \
     CNI_PATH=/usr/lib/cni:/opt/cni/bin exec /opt/cni/bin/sriov <"$5"
 SH
     chmod +x /tmp/cni.sh

@@ -131,6 +131,10 @@ out_has "pod A: net1 has 10.56.0.2/24" 'inet 10\.56\.0\.2/24'
 run_ok "pod A: net1's link" $IPR -n podA link show dev net1
 out_has "pod A: net1 is UP with the runtimeConfig MAC" 'state UP|,UP'
 out_has "pod A: net1's MAC" 'link/ether 02:00:00:00:0a:01'
+# the MAC is set before the link goes up: the kernel derives the link-local address from the
+# MAC the link has when it comes up (EUI-64 of 02:00:00:00:0a:01)
+run_ok "pod A: net1's IPv6 addresses" $IPR -n podA -6 -o addr show dev net1
+out_has "pod A: link-local address from the runtimeConfig MAC" 'fe80::ff:fe00:a01/64'
 run_ok "PF view of VF 0" $IPR link show dev "$PF"
 out_has "PF: VF 0 MAC, spoofchk on, trust off" 'vf 0 .*link/ether 02:00:00:00:0a:01.*spoof checking on.*trust off'
 out_has "PF: VF 1 trust on" 'vf 1 .*trust on'
@@ -292,6 +296,39 @@ $IPR netns del podD
 wait_for "VF 2's netdev back in the host after pod D's netns went" 10 has_netdev "$VF2"
 run_ok "DEL VF 2 after pod D's netns is gone: success" /tmp/cni.sh DEL /run/netns/podD net1 ctr-altd /tmp/t.json
 check "VF 2 named $HOST2 again, no altname $HOST2" sh -c "test \"$(netdev_of "$VF2")\" = $HOST2 && ! $IPR -o link show dev $HOST2 | grep -q 'altname $HOST2'"
+# --- a pod renames its VF and makes a veth called net1 (it has CAP_NET_ADMIN): DEL finds the VF
+# by its device, brings it home, and leaves the pod's veth alone (it used to move the veth into
+# the host under the VF's name and leave the VF in the pod)
+run_ok "ADD VF 2 to pod C" /tmp/cni.sh ADD "$NSC" net1 ctr-ren /tmp/t.json
+$IPR -n podC link set dev net1 down || fail "setup: pod C net1 down"
+$IPR -n podC link set dev net1 name eth9 || fail "setup: pod C renames its VF"
+$IPR -n podC link add net1 type veth peer name imp1 || fail "setup: pod C's own net1"
+run_ok "DEL of the renamed VF: success" /tmp/cni.sh DEL "$NSC" net1 ctr-ren /tmp/t.json
+check "VF 2 back in the host as $HOST2" test "$(netdev_of "$VF2")" = "$HOST2"
+check "pod C keeps its own veth net1, and has no eth9" sh -c "$IPR -n podC link show dev net1 >/dev/null && ! $IPR -n podC link show dev eth9 2>/dev/null"
+check "no net1 in the host" sh -c "! $IPR link show dev net1 2>/dev/null"
+$IPR -n podC link del net1
+
+# --- a late DEL: pod E's namespace is gone (a crash), pod F takes VF 3, then pod E's DEL comes:
+# it must leave pod F's VLAN and allocation alone (it used to restore pod E's originals on it)
+netconf /tmp/e.json "$VF3" ',"vlan":10'
+netconf /tmp/f.json "$VF3" ',"vlan":20'
+$IPR netns add podE || fail "setup: netns podE"
+$IPR netns add podF || fail "setup: netns podF"
+run_ok "ADD VF 3 to pod E, vlan 10" /tmp/cni.sh ADD /run/netns/podE net1 ctr-e /tmp/e.json
+$IPR netns del podE
+wait_for "VF 3's netdev back in the host after pod E's netns went" 10 has_netdev "$VF3"
+run_ok "ADD VF 3 to pod F, vlan 20 (pod E's holder is gone)" /tmp/cni.sh ADD /run/netns/podF net1 ctr-f /tmp/f.json
+run_ok "pod E's late DEL: success" /tmp/cni.sh DEL /run/netns/podE net1 ctr-e /tmp/e.json
+vf3_vlan_is() { pf_vf_line 3 | grep -q "vlan $1"; }
+vf3_home_untagged() { has_netdev "$VF3" && ! pf_vf_line 3 | grep -q 'vlan [1-9]'; }
+check "PF: VF 3 keeps pod F's vlan 20" vf3_vlan_is 20
+check "VF 3 still allocated to pod F, pod E's record gone" sh -c "test \"\$(cat $STATE/pci/$VF3)\" = /run/netns/podF && test ! -e $STATE/ctr-e-net1"
+check "pod F still has net1" $IPR -n podF link show dev net1
+run_ok "DEL pod F" /tmp/cni.sh DEL /run/netns/podF net1 ctr-f /tmp/f.json
+check "VF 3 back in the host, no vlan" vf3_home_untagged
+$IPR netns del podF
+check "no records left" test -z "$(find "$STATE" -type f ! -name '*.lock')"
 wait_for "kubelet: $R_NET = VFs 0-3, healthy, after everything" 20 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
 echo "@@vm transcript-begin"
 cat "$T"
