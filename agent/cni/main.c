@@ -211,6 +211,27 @@ static void move_refused_why(struct plugin *p, int err, int target_ns, const cha
         }
 }
 
+/* Gives the VF's netdev (down, ifname where the thread is) its MAC back. A VF driver that
+ * refuses a MAC its PF set administratively (igbvf with trust off: DEL restores the PF side
+ * first, as upstream) takes the PF's when reset, i.e. when brought up: then it is brought up
+ * and down again. 0 when the netdev ends with the MAC, or with the PF's administrative MAC
+ * (all a VF without trust can have); the link is down on return. */
+static int restore_vf_mac(struct plugin *p, const char *ifname, const struct cni_cache *c,
+                          const uint8_t mac[6], struct host_link *l)
+{
+        int r = NL(p, host_link_set_mac(l->ifindex, mac));
+        if (r >= 0)
+                return 0;
+        uint8_t admin[6];
+        bool has_admin = cni_parse_mac(c->orig.admin_mac, admin) == 0 &&
+                         memcmp(admin, (uint8_t[6]){ 0 }, 6) != 0;
+        if (NL(p, host_link_set_updown(l->ifindex, true)) < 0 ||
+            NL(p, host_link_set_updown(l->ifindex, false)) < 0 ||
+            NL(p, host_link_get(ifname, l)) < 0)
+                return r;
+        return memcmp(l->mac, mac, 6) == 0 || (has_admin && memcmp(l->mac, admin, 6) == 0) ? 0 : r;
+}
+
 /* The netdev as ADD found it: down, its MAC and MTU back, moved back to the host under its
  * old name. Called from the host namespace; pod_ns is the pod's. */
 static int release_netdev(struct plugin *p, int pod_ns, const char *ifname,
@@ -245,14 +266,7 @@ static int release_netdev(struct plugin *p, int pod_ns, const char *ifname,
         if (r >= 0 && c->orig.effective_mac[0] && cni_parse_mac(c->orig.effective_mac, mac) == 0 &&
             memcmp(mac, l.mac, 6) != 0) {
                 step = "restore its MAC";
-                r = NL(p, host_link_set_mac(l.ifindex, mac));
-                /* a VF driver that refuses to set a MAC the PF set administratively (igbvf
-                 * with trust off: the PF side is restored first) takes it when reset, i.e.
-                 * when brought up: up and down again */
-                if (r < 0 && NL(p, host_link_set_updown(l.ifindex, true)) >= 0 &&
-                    NL(p, host_link_set_updown(l.ifindex, false)) >= 0 &&
-                    NL(p, host_link_get(ifname, &l)) >= 0 && memcmp(mac, l.mac, 6) == 0)
-                        r = 0;
+                r = restore_vf_mac(p, ifname, c, mac, &l);
         }
         if (r >= 0 && c->orig.mtu > 0 && c->orig.mtu != l.mtu) {
                 step = "restore its MTU";
@@ -294,8 +308,9 @@ static void rename_returned_netdev(struct plugin *p, const struct cni_cache *c)
             !loc.vf_ifname[0] || host_link_get(loc.vf_ifname, &l) < 0)
                 return;
         (void)host_link_set_updown(l.ifindex, false);
-        if (c->orig.effective_mac[0] && cni_parse_mac(c->orig.effective_mac, mac) == 0)
-                (void)host_link_set_mac(l.ifindex, mac);
+        if (c->orig.effective_mac[0] && cni_parse_mac(c->orig.effective_mac, mac) == 0 &&
+            memcmp(mac, l.mac, 6) != 0)
+                (void)restore_vf_mac(p, loc.vf_ifname, c, mac, &l);
         if (c->orig.mtu > 0)
                 (void)host_link_set_mtu_index(l.ifindex, c->orig.mtu);
         if (strcmp(l.name, c->orig.host_ifname) != 0) {
@@ -459,6 +474,14 @@ static int check_allocation(struct plugin *p, const char *pci)
         if (cni_cache_find_latest(p->state_dir, pci, name, sizeof(name), &stale) == 0) {
                 struct vf_location loc;
                 if (host_vf_locate(p->sysfs_root, pci, &loc) == 0 && loc.vf_index == stale.vfid) {
+                        /* not back from the namespace yet (its teardown takes a moment):
+                         * releasing now would let it come back later under the pod's
+                         * interface name with nobody left to give it its own */
+                        if (stale.orig.host_ifname[0] && !host_vf_has_netdev(p->sysfs_root, pci))
+                                return fail(p, CNI_ERR_TRY_LATER, -EAGAIN,
+                                            "VF %s: its holder's namespace %s is gone, but its "
+                                            "netdev has not come back to the host yet",
+                                            pci, holder);
                         (void)reset_pf_side(p, &stale, loc.pf_ifname, true);
                         p->err = (struct cni_error){ .code = 0 };
                         if (stale.orig.host_ifname[0])
@@ -780,6 +803,16 @@ undo:;
 
 /* ---- DEL ---- */
 
+static bool wait_netdev_home(struct plugin *p, const char *pci)
+{
+        for (int i = 0; i < 100; i++) {
+                if (host_vf_has_netdev(p->sysfs_root, pci))
+                        return true;
+                nanosleep(&(struct timespec){ .tv_nsec = 100 * 1000 * 1000 }, NULL);
+        }
+        return false;
+}
+
 /* Whether the VF's allocation record names this attachment: only then may DEL touch the VF
  * (PF side, netdev, allocation record). Another pod may hold the VF by now: this pod's
  * namespace vanished (a reboot, a crash), the next ADD found its holder dead and took the VF,
@@ -911,9 +944,17 @@ static int cmd_del(struct plugin *p)
                         return r;
                 if (netdev && pod_ns >= 0 && (r = release_netdev(p, pod_ns, p->ifname, &c)) < 0)
                         return r;
-                if (netdev && pod_ns < 0)
-                        rename_returned_netdev(p, &c); /* the kernel returned it on the
-                                                          namespace's end, if it is gone */
+                if (netdev && pod_ns < 0) {
+                        /* the kernel returns the netdev to the host when the namespace ends,
+                         * which takes a moment after its path is gone (or never comes, while
+                         * something still holds the namespace): wait for it, else retry */
+                        if (!wait_netdev_home(p, c.device_id))
+                                return fail(p, CNI_ERR_TRY_LATER, -EAGAIN,
+                                            "VF %s: its netdev has not come back to the host "
+                                            "from the pod's namespace %s yet",
+                                            c.device_id, p->netns ? p->netns : holder);
+                        rename_returned_netdev(p, &c);
+                }
         }
         if (unreadable)
                 fprintf(stderr,

@@ -432,6 +432,20 @@ def del_cases(plugin, pf, tmp):
     check("DEL while the PF has no netdev: try again later (11), records kept",
           rc == 1 and (out or {}).get("code") == 11 and snapshot(state) == before,
           f"rc={rc} out={out} err={err}")
+    # the pod's namespace is gone from its path but its VF has not come back to the host (the
+    # kernel is still tearing the namespace down, or something holds it): DEL waits, then asks
+    # to be retried; it used to drop the records, and the VF came back later under the pod's
+    # interface name with nothing left to rename it
+    netdir = os.path.realpath(os.path.join(plugin.sysfs, "bus", "pci", "devices", vf5, "net"))
+    os.rename(os.path.join(netdir, pf["vfs"][4]["ifname"]), os.path.join(tmp, "vf5-netdev"))
+    t0 = time.monotonic()
+    rc, out, err = plugin.run("DEL", conf(vf5), cid="unsure", netns=dead)
+    waited = time.monotonic() - t0
+    os.rename(os.path.join(tmp, "vf5-netdev"), os.path.join(netdir, pf["vfs"][4]["ifname"]))
+    check("DEL while the VF's netdev has not come back from a gone namespace: waits, then "
+          "try again later (11), records kept",
+          rc == 1 and (out or {}).get("code") == 11 and "has not come back" in out["msg"] and
+          waited > 5 and snapshot(state) == before, f"rc={rc} out={out} err={err}")
     os.unlink(os.path.join(state, "unsure-net1"))
     os.unlink(os.path.join(state, "pci", vf5))
 
