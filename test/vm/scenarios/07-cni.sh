@@ -26,7 +26,6 @@ netconf() {
         "$2" "$3" "$IPAM_DIR" >"$1"
 }
 
-has_carrier() { [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]; }
 # what must not change when the plugin refuses: the PF's VF lines, the host's links, records
 host_state() {
     $IPR link show dev "$PF" | grep -E '^ +vf ' | tr -s ' '
@@ -61,32 +60,7 @@ said() { say "\$ $1"; cat "$OUT" >>"$T"; }
 trap 'rc=$?; if [ $rc -ne 0 ]; then echo "    --- agent log tail"; tail -n 25 /tmp/agent.log | sed "s/^/    | /"; echo "    --- fake kubelet (last events)"; tail -n 4 "$KL_OUT" | cut -c1-300 | sed "s/^/    | /"; fi' EXIT
 
 # --- the agent makes the VFs; the fake kubelet takes the pools -----------------------------
-setup_link_up "$PF"
-mkdir -p /tmp/policies "$KDIR" "$(dirname "$PRSOCK")" /tmp/agent-state
-cat >/tmp/policies/highnet.yaml <<EOF2
-apiVersion: sriovnetwork.openshift.io/v1
-kind: SriovNetworkNodePolicy
-metadata: {name: highnet-sriov-policy, namespace: sriov-network-operator}
-spec:
-  resourceName: sriov_highnet
-  nodeSelector: {highnet-node: "true"}
-  priority: 90
-  mtu: 1500
-  numVfs: 4
-  nicSelector: {vendor: "8086", pfNames: ["$PF"]}
-  deviceType: netdevice
-EOF2
-start_agent_with_kubelet
-wait_for "kubelet: $R_NET = VFs 0-3, healthy" 90 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
-wait_for "PF $PF has carrier (VF rates need the link speed)" 30 has_carrier "$PF"
-
-# igbvf may probe a VF while the PF is still resetting from the VF-count change ("PF still in
-# reset state"): such a VF has no carrier until the driver resets it, which it does when taken
-# down. Setup (a real NIC's VFs come up after the PF): up and down once, the PF now up.
-for vf in "$VF0" "$VF1" "$VF2" "$VF3"; do
-    n=$(netdev_of "$vf")
-    $IPR link set dev "$n" up && $IPR link set dev "$n" down || fail "setup: reset VF netdev $n"
-done
+start_cni_node
 HOST0=$(netdev_of "$VF0")
 HOST1=$(netdev_of "$VF1")
 HOST2=$(netdev_of "$VF2")

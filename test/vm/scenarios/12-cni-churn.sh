@@ -26,28 +26,9 @@ C=/tmp/churn
 setup_cni_wrapper
 trap 'rc=$?; if [ $rc -ne 0 ]; then echo "    --- agent log tail"; tail -n 20 /tmp/agent.log | sed "s/^/    | /"; head -n 20 $C/violations 2>/dev/null | sed "s/^/    | /"; fi' EXIT
 
-setup_link_up "$PF"
-mkdir -p /tmp/policies "$KDIR" "$(dirname "$PRSOCK")" /tmp/agent-state "$C/claims"
+mkdir -p "$C/claims"
 : >"$C/violations"
-cat >/tmp/policies/highnet.yaml <<EOF2
-apiVersion: sriovnetwork.openshift.io/v1
-kind: SriovNetworkNodePolicy
-metadata: {name: highnet-sriov-policy, namespace: sriov-network-operator}
-spec:
-  resourceName: sriov_highnet
-  nodeSelector: {highnet-node: "true"}
-  priority: 90
-  mtu: 1500
-  numVfs: 4
-  nicSelector: {vendor: "8086", pfNames: ["$PF"]}
-  deviceType: netdevice
-EOF2
-start_agent_with_kubelet
-wait_for "kubelet: $R_NET = VFs 0-3, healthy" 90 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
-for vf in "$VF0" "$VF1" "$VF2" "$VF3"; do
-    n=$(netdev_of "$vf")
-    $IPR link set dev "$n" up && $IPR link set dev "$n" down || fail "setup: reset VF netdev $n"
-done
+start_cni_node
 
 # the VFs as they were: names, MACs, MTUs, the PF's view
 originals() {
@@ -59,6 +40,16 @@ originals() {
 }
 originals >"$C/before"
 
+# cni CMD NS CID: one plugin call, its answer in $C/$cid.out; calls over 5 s are noted
+cni() {
+    t0=$(cut -d' ' -f1 /proc/uptime)
+    /tmp/cni.sh "$1" "/run/netns/$2" net1 "$3" "$C/$3.json" >"$C/$3.out" 2>&1
+    rc=$?
+    t1=$(cut -d' ' -f1 /proc/uptime)
+    awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a > 5) }' &&
+        echo "$1 $2 took $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s: $(head -c 200 "$C/$3.out" | tr -s '\n ' '  ')" >>"$C/slow"
+    return $rc
+}
 violation() { echo "$*" | tr -s '\n ' '  ' >>"$C/violations"; echo >>"$C/violations"; }
 # rnd N: a random number below N (busybox ash may lack $RANDOM)
 rnd() { echo $(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % $1 )); }
@@ -94,17 +85,16 @@ pod() {
         wait $pid 2>/dev/null
         echo killed >>"$C/count-killed"
         for _ in 1 2; do
-            /tmp/cni.sh DEL "/run/netns/$ns" net1 "$cid" "$C/$cid.json" >"$C/$cid.del" 2>&1 ||
-                violation "DEL after a killed ADD failed ($ns, VF $i): $(cat "$C/$cid.del")"
+            cni DEL "$ns" "$cid" || violation "DEL after a killed ADD failed ($ns, VF $i): $(cat "$C/$cid.out")"
         done
         $IPR netns del "$ns"
         return 1
     fi
-    if ! /tmp/cni.sh ADD "/run/netns/$ns" net1 "$cid" "$C/$cid.json" >"$C/$cid.add" 2>&1; then
-        grep -q 'already allocated\|has no netdev' "$C/$cid.add" ||
-            violation "ADD failed ($ns, VF $i): $(cat "$C/$cid.add")"
+    if ! cni ADD "$ns" "$cid"; then
+        grep -q 'already allocated\|has no netdev\|not come back' "$C/$cid.out" ||
+            violation "ADD failed ($ns, VF $i): $(cat "$C/$cid.out")"
         echo refused >>"$C/count-refused"
-        head -c 300 "$C/$cid.add" >>"$C/refusals"
+        head -c 300 "$C/$cid.out" | tr -s '\n ' '  ' >>"$C/refusals"
         echo >>"$C/refusals"
         $IPR netns del "$ns"
         return 1
@@ -121,16 +111,13 @@ pod() {
         rm -rf "$C/claims/$i"
         $IPR netns del "$ns"
         sleep "0.$(rnd 10)"
-        /tmp/cni.sh DEL "/run/netns/$ns" net1 "$cid" "$C/$cid.json" >"$C/$cid.del" 2>&1 ||
-            violation "late DEL failed ($ns, VF $i): $(cat "$C/$cid.del")"
+        cni DEL "$ns" "$cid" || violation "late DEL failed ($ns, VF $i): $(cat "$C/$cid.out")"
         echo late >>"$C/count-late"
     else
         rm -rf "$C/claims/$i"
-        /tmp/cni.sh DEL "/run/netns/$ns" net1 "$cid" "$C/$cid.json" >"$C/$cid.del" 2>&1 ||
-            violation "DEL failed ($ns, VF $i): $(cat "$C/$cid.del")"
+        cni DEL "$ns" "$cid" || violation "DEL failed ($ns, VF $i): $(cat "$C/$cid.out")"
         if [ $(rnd 3) = 0 ]; then
-            /tmp/cni.sh DEL "/run/netns/$ns" net1 "$cid" "$C/$cid.json" >"$C/$cid.del" 2>&1 ||
-                violation "second DEL failed ($ns, VF $i): $(cat "$C/$cid.del")"
+            cni DEL "$ns" "$cid" || violation "second DEL failed ($ns, VF $i): $(cat "$C/$cid.out")"
         fi
         $IPR -n "$ns" link show dev net1 >/dev/null 2>&1 && violation "$ns still has net1 after DEL"
         $IPR netns del "$ns"
@@ -144,6 +131,7 @@ worker() {
     while [ $done -lt $(( PAIRS / WORKERS )) ] && [ $it -lt $(( PAIRS / WORKERS * 8 )) ]; do
         pod "$1" $it && done=$((done + 1))
         it=$((it + 1))
+        [ $((it % 10)) = 0 ] && echo "    worker $1: $done pairs in $it tries [t=$(cut -d' ' -f1 /proc/uptime)]"
     done
 }
 
@@ -170,6 +158,8 @@ n() { [ -e "$C/count-$1" ] && wc -l <"$C/count-$1" || echo 0; }
 pairs=$(n pairs)
 rate=$(awk -v p="$pairs" -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", p / (e - s) }')
 echo "@@vm figure cni-churn $pairs ADD/DEL pairs in $(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.0f", e - s }') s ($rate pairs/s) with $WORKERS workers on 4 VFs; $(n killed) ADDs killed, $(n late) late DELs, $(n refused) ADDs refused (VF held); violations: $(wc -l <"$C/violations")"
+echo "    slow calls (over 5 s): $([ -e $C/slow ] && wc -l <$C/slow || echo 0)"
+head -n 5 "$C/slow" 2>/dev/null | cut -c1-250 | sed 's/^/    | /'
 echo "    refusals (first 3):"
 head -n 3 "$C/refusals" 2>/dev/null | cut -c1-200 | sed 's/^/    | /'
 check "no invariant violated (a VF in two pods, a pod's VLAN/MAC/trust changed by another)" test ! -s "$C/violations"
