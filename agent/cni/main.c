@@ -929,16 +929,11 @@ static int cmd_del(struct plugin *p)
         bool netdev = unreadable ? !vf_gone && !host_driver_is_userspace(loc.driver)
                                  : c.orig.host_ifname[0] != '\0';
         if (!vf_gone) {
-                int pod_ns = -1;
-                if (p->netns && netdev) {
-                        pod_ns = host_netns_open(p->netns);
-                        if (pod_ns < 0 && pod_ns != -ENOENT)
-                                return fail(p, CNI_ERR_GENERIC, pod_ns,
-                                            "failed to open netns \"%s\": %s", p->netns,
-                                            pod_ns == -EINVAL ? "not a network namespace"
-                                                              : strerror(-pod_ns));
-                }
-                _cleanup_close_ int pod_ns_fd = pod_ns;
+                _cleanup_close_ int pod_ns = p->netns && netdev ? host_netns_open(p->netns) : -1;
+                if (p->netns && netdev && pod_ns < 0 && pod_ns != -ENOENT)
+                        return fail(
+                            p, CNI_ERR_GENERIC, pod_ns, "failed to open netns \"%s\": %s", p->netns,
+                            pod_ns == -EINVAL ? "not a network namespace" : strerror(-pod_ns));
                 /* the PF side needs no namespace: restored also without CNI_NETNS */
                 if (!unreadable && (r = reset_pf_side(p, &c, loc.pf_ifname, false)) < 0)
                         return r;
