@@ -30,8 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct cni_error e = { 0 };
         if (cni_conf_parse(p, (size_t)(end - p), args_len ? args_str : NULL, &conf, &e) == 0) {
                 char resource[256];
-                (void)cni_pool_lookup_text("fuzz", record, record_len, "0000:3b:00.0", 3,
-                                           resource, sizeof(resource), &e);
+                (void)cni_pool_lookup_text("fuzz", record, record_len, "0000:3b:00.0", 3, resource,
+                                           sizeof(resource), &e);
         }
         cni_conf_done(&conf);
         free(args_str);
