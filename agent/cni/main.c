@@ -596,12 +596,10 @@ static int cmd_add(struct plugin *p)
                                     conf->device_id, loc.vf_ifname, strerror(-r));
                 rec.orig.mtu = vf_link.mtu;
                 cni_format_mac(vf_link.mac, rec.orig.effective_mac);
-        }
-
-        if (!dpdk) {
                 rec.mtu = vf_link.mtu;
                 rec.has_mtu = true;
         }
+
         /* The records before the first change: an ADD killed half-way (the runtime's timeout,
          * a node shutting down) leaves a record DEL can restore from, instead of a VF moved or
          * tagged with nothing to say so. */
