@@ -80,6 +80,8 @@ static int on_link(struct nl_msg *msg, void *userdata)
                 l->mtu = (int)nla_get_u32(tb[IFLA_MTU]);
         if (tb[IFLA_ADDRESS] && nla_len(tb[IFLA_ADDRESS]) == 6)
                 memcpy(l->mac, nla_data(tb[IFLA_ADDRESS]), 6);
+        if (tb[IFLA_PARENT_DEV_NAME])
+                nla_strlcpy(l->parent_dev, tb[IFLA_PARENT_DEV_NAME], sizeof(l->parent_dev));
         return 0;
 }
 
@@ -389,23 +391,34 @@ static int link_bus_info(int fd, const char *ifname, char *buf, size_t size)
         return 0;
 }
 
+/* Whether the link named ifname is the device bus_addr: the parent device the kernel reports
+ * (Linux 5.16 and later), else what its driver reports to ethtool (older kernels; a driver
+ * resetting its device may refuse ethtool then, while the parent is always reported). */
+static bool link_is_device(int fd, const char *ifname, const char *bus_addr, struct host_link *ret)
+{
+        char bus[64];
+        if (host_link_get(ifname, ret) < 0)
+                return false;
+        if (ret->parent_dev[0])
+                return strcmp(ret->parent_dev, bus_addr) == 0;
+        return link_bus_info(fd, ifname, bus, sizeof(bus)) == 0 && strcmp(bus, bus_addr) == 0;
+}
+
 int host_link_find_by_bus(const char *bus_addr, const char *hint, struct host_link *ret)
 {
         _cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return negative_errno();
-        char bus[64];
-        /* the name the link should have first: one ioctl instead of every link's */
-        if (hint && link_bus_info(fd, hint, bus, sizeof(bus)) == 0 && strcmp(bus, bus_addr) == 0)
-                return host_link_get(hint, ret);
+        /* the name the link should have first: one request instead of every link's */
+        if (hint && ifname_is_valid(hint) && link_is_device(fd, hint, bus_addr, ret))
+                return 0;
         struct if_nameindex *all = if_nameindex();
         if (!all)
                 return negative_errno();
         int r = -ENODEV;
         for (struct if_nameindex *i = all; i->if_index != 0; i++)
-                if (link_bus_info(fd, i->if_name, bus, sizeof(bus)) == 0 &&
-                    strcmp(bus, bus_addr) == 0) {
-                        r = host_link_get(i->if_name, ret);
+                if (link_is_device(fd, i->if_name, bus_addr, ret)) {
+                        r = 0;
                         break;
                 }
         if_freenameindex(all);

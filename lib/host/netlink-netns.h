@@ -18,7 +18,9 @@ struct host_link {
         char name[IFNAMSIZ];
         uint8_t mac[6];
         int mtu;
-        unsigned flags; /* IFF_* */
+        unsigned flags;      /* IFF_* */
+        char parent_dev[64]; /* its device (a VF's PCI address); "" when the kernel (before 5.16)
+                                or the link (virtual) reports none */
 };
 
 /* -ENODEV when there is no such interface. */
