@@ -299,8 +299,17 @@ vf3_home_untagged() { has_netdev "$VF3" && ! pf_vf_line 3 | grep -q 'vlan [1-9]'
 check "PF: VF 3 keeps pod F's vlan 20" vf3_vlan_is 20
 check "VF 3 still allocated to pod F, pod E's record gone" sh -c "test \"\$(cat $STATE/pci/$VF3)\" = /run/netns/podF && test ! -e $STATE/ctr-e-net1"
 check "pod F still has net1" $IPR -n podF link show dev net1
-run_ok "DEL pod F" /tmp/cni.sh DEL /run/netns/podF net1 ctr-f /tmp/f.json
-check "VF 3 back in the host, no vlan" vf3_home_untagged
+# the PF is renamed while pod F runs: DEL finds it through the VF's physfn, not the name in
+# the record (restoring through the recorded name failed every DEL: no such device)
+$IPR link set dev "$PF" down && $IPR link set dev "$PF" name pfren0 && $IPR link set dev pfren0 up ||
+    fail "setup: rename PF $PF to pfren0"
+run_ok "DEL pod F while its PF is called pfren0" /tmp/cni.sh DEL /run/netns/podF net1 ctr-f /tmp/f.json
+$IPR link set dev pfren0 down && $IPR link set dev pfren0 name "$PF" && $IPR link set dev "$PF" up ||
+    fail "setup: rename PF back to $PF"
+wait_for "PF $PF has carrier again" 30 has_carrier "$PF"
+# (a wait: igbvf re-probes its VF state for a moment after the PF came back up)
+wait_for "VF 3 back in the host, no vlan" 10 vf3_home_untagged
+echo "    VF 3 after DEL: netdev $(netdev_of "$VF3"); PF: $(pf_vf_line 3)"
 $IPR netns del podF
 check "no records left" test -z "$(find "$STATE" -type f ! -name '*.lock')"
 wait_for "kubelet: $R_NET = VFs 0-3, healthy, after everything" 20 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
