@@ -478,7 +478,7 @@ static int dra_slices_preview(const struct plan_args *a, const struct desired_st
         struct dp_pool_set pools = { 0 }, dra = { 0 };
         int r = agent_dra_parse_resources(a->dra_resources, &names, &n);
         if (r >= 0)
-                r = dp_pools_build(desired, inv, NULL, NULL, NULL, &pools);
+                r = dp_pools_build(desired, inv, NULL, NULL, NULL, NULL, &pools);
         if (r >= 0)
                 r = dp_pool_set_split(&pools, names, n, &dra);
         if (r >= 0)

@@ -47,6 +47,14 @@ static void print_usage(FILE *f)
                 "                            planned)\n"
                 "  --allow-disruption        apply changes that destroy or rebind VFs that\n"
                 "                            pods use (default: hold them back until free)\n"
+                "  --ready-timeout SEC       notify systemd READY=1 at the latest this long\n"
+                "                            after the start, even if the boot apply of the\n"
+                "                            recorded state is not done (default: 60)\n"
+                "  --stop-mode MODE          what SIGTERM means: shutdown (report every device\n"
+                "                            Unhealthy first), restart (they stay Healthy\n"
+                "                            until the sockets close), auto (shutdown when\n"
+                "                            systemd or logind say the node is going down,\n"
+                "                            else restart; default)\n"
                 "  --pod-resources-socket P  kubelet PodResources socket, to see which VFs\n"
                 "                            are in use (default:\n"
                 "                            /var/lib/kubelet/pod-resources/kubelet.sock);\n"
@@ -64,6 +72,14 @@ static void print_usage(FILE *f)
                 "                            cluster mode: the ConfigMap (key config.json)\n"
                 "                            watched for that config (default:\n"
                 "                            kube-system/rdma-devices; \"none\": not read)\n"
+                "  --link-health on|off      a PF whose link is down (carrier, InfiniBand port\n"
+                "                            not ACTIVE) makes its VFs and whole-card devices\n"
+                "                            Unhealthy; off: upstream's behaviour, only gone\n"
+                "                            or unbound devices count (default: on)\n"
+                "Metrics:\n"
+                "  --metrics-listen ADDR     serve Prometheus metrics on http://ADDR/metrics:\n"
+                "                            HOST:PORT, [IPV6]:PORT or :PORT for every\n"
+                "                            address (default: none, no endpoint)\n"
                 "Dynamic Resource Allocation:\n"
                 "  --dra-resources NAME,...  resources (policy resourceName, whole-card pool\n"
                 "                            name) served through the DRA driver instead of\n"
@@ -115,6 +131,10 @@ int cmd_run(int argc, char **argv)
                 OPT_SUPPORTED_NICS,
                 OPT_ALL_NICS,
                 OPT_LOG_LEVEL,
+                OPT_READY_TIMEOUT,
+                OPT_STOP_MODE,
+                OPT_LINK_HEALTH,
+                OPT_METRICS_LISTEN,
                 OPT_DRA_RESOURCES,
                 OPT_KUBELET_ROOT,
                 OPT_CDI_ROOT,
@@ -140,6 +160,10 @@ int cmd_run(int argc, char **argv)
                 { "supported-nics", required_argument, NULL, OPT_SUPPORTED_NICS },
                 { "all-nics", no_argument, NULL, OPT_ALL_NICS },
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+                { "ready-timeout", required_argument, NULL, OPT_READY_TIMEOUT },
+                { "stop-mode", required_argument, NULL, OPT_STOP_MODE },
+                { "link-health", required_argument, NULL, OPT_LINK_HEALTH },
+                { "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
                 { "dra-resources", required_argument, NULL, OPT_DRA_RESOURCES },
                 { "kubelet-root", required_argument, NULL, OPT_KUBELET_ROOT },
                 { "cdi-root", required_argument, NULL, OPT_CDI_ROOT },
@@ -154,6 +178,7 @@ int cmd_run(int argc, char **argv)
                 .resync_usec = 30 * USEC_PER_SEC,
                 .debounce_usec = 200 * 1000ULL,
                 .vf_timeout_usec = 120 * USEC_PER_SEC,
+                .ready_timeout_usec = 60 * USEC_PER_SEC,
                 .pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock",
                 /* where k8s-rdma-shared-dev-plugin's deployment keeps it */
                 .rdma_shared_configmap = "kube-system/rdma-devices",
@@ -224,6 +249,9 @@ int cmd_run(int argc, char **argv)
                 case OPT_ALL_NICS:
                         config.all_nics = true;
                         break;
+                case OPT_METRICS_LISTEN:
+                        config.metrics_listen = *optarg ? optarg : NULL;
+                        break;
                 case OPT_ALLOW_DISRUPTION:
                         config.allow_disruption = true;
                         break;
@@ -243,6 +271,30 @@ int cmd_run(int argc, char **argv)
                         break;
                 case OPT_CDI_ROOT:
                         config.cdi_root = optarg;
+                        break;
+                case OPT_READY_TIMEOUT:
+                        if (parse_seconds("--ready-timeout", optarg, &config.ready_timeout_usec) <
+                            0)
+                                return 1;
+                        break;
+                case OPT_STOP_MODE:
+                        if (stop_mode_from_string(optarg, &config.stop_mode) < 0) {
+                                fprintf(stderr,
+                                        "sriov-agent run: --stop-mode wants auto, restart or "
+                                        "shutdown, not '%s'\n",
+                                        optarg);
+                                return 1;
+                        }
+                        break;
+                case OPT_LINK_HEALTH:
+                        if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+                                fprintf(stderr,
+                                        "sriov-agent run: --link-health wants on or off, not "
+                                        "'%s'\n",
+                                        optarg);
+                                return 1;
+                        }
+                        config.no_link_health = strcmp(optarg, "off") == 0;
                         break;
                 case 'h':
                         print_usage(stdout);

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "stop-mode.h"
+
 struct agent_config {
         const char *node_name;
         const char *kubeconfig;
@@ -28,6 +30,7 @@ struct agent_config {
         /* cluster mode: "NAMESPACE/NAME" of the RDMA shared config ConfigMap; NULL: none */
         const char *rdma_shared_configmap;
         const char *pod_resources_socket;
+        const char *metrics_listen; /* NULL: no metrics endpoint */
         const char *const *supported_nics_files; /* --supported-nics, in order */
         size_t n_supported_nics_files;
         bool all_nics; /* --all-nics: every SR-IOV PF model may be configured */
@@ -36,6 +39,9 @@ struct agent_config {
         uint64_t resync_usec; /* periodic drift check */
         uint64_t debounce_usec;
         uint64_t vf_timeout_usec;
+        uint64_t ready_timeout_usec; /* READY=1 at the latest this long after the start */
+        enum stop_mode stop_mode;    /* what SIGTERM means (stop-mode.h) */
+        bool no_link_health;         /* --link-health off: a PF's link never makes VFs Unhealthy */
 };
 
 struct agent;

@@ -9,8 +9,10 @@
 #include "util/log.h"
 
 #define REGISTER_TIMEOUT_USEC (5 * 1000000ULL)
-#define BACKOFF_MIN_USEC      (100 * 1000ULL)
-#define BACKOFF_MAX_USEC      (5 * 1000000ULL)
+/* A kubelet.sock that just appeared may not listen yet (bind comes before listen): the first
+ * retry is soon, so that registration follows the socket within milliseconds. */
+#define BACKOFF_MIN_USEC (10 * 1000ULL)
+#define BACKOFF_MAX_USEC (5 * 1000000ULL)
 
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
 {
@@ -38,12 +40,14 @@ static void on_registered(void *userdata, const struct grpc_status *st, const ui
         struct dp_plugin *p = userdata;
         p->register_call = NULL;
         if (st->code != GRPC_STATUS_OK) {
+                p->stats.registration_failures++;
                 log_ctx_msg(LOG_WARNING, 0, LOG_RES(p), "kubelet refused registration: %s: %s",
                             grpc_status_to_string(st->code), st->message);
                 schedule_retry(p);
                 return;
         }
         p->registered = true;
+        p->stats.registrations++;
         p->backoff_usec = 0;
         log_ctx_msg(LOG_INFO, 0, LOG_RES(p), "registered with the kubelet (endpoint %s)",
                     p->socket_name);

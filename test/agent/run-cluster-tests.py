@@ -13,6 +13,7 @@ Expectations come from the generator's manifest. Exit 1 on any failure.
 """
 import argparse
 import json
+import re
 import os
 import shutil
 import signal
@@ -112,6 +113,9 @@ def main():
     ap.add_argument("--crds", choices=["project", "upstream"], default="project",
                     help="upstream: apply test/fixtures/crds-upstream over crds/ (a NodeState "
                          "CRD that prunes unknown status fields) and run the NodeState checks")
+    ap.add_argument("--no-inotify", action="store_true",
+                    help="run the agent in a user namespace without inotify instances (it "
+                         "polls) and run the NodeState checks and its InotifyUnavailable Event")
     args = ap.parse_args()
     src = os.environ.get("SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -143,12 +147,34 @@ def main():
             "  namespace: %s\ndata:\n  Intel_igb_I350: \"8086 1521 1520\"\n" % NS))
 
         log = open(os.path.join(work, "agent.log"), "w")
+        # Without inotify: a private user namespace whose max_inotify_instances is 0.
+        prefix = ["unshare", "-U", "-r", "sh", "-c",
+                  'echo 0 > /proc/sys/user/max_inotify_instances && exec "$0" "$@"'] \
+            if args.no_inotify else []
         agent = subprocess.Popen(
-            [args.agent, "run", "--node-name", NODE, "--kubeconfig", cluster.agent_kubeconfig,
+            prefix + [args.agent, "run", "--node-name", NODE, "--kubeconfig", cluster.agent_kubeconfig,
              "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--state-dir", state,
              "--devinfo-dir", os.path.join(work, "devinfo"),
              "--pod-resources-socket", "none",  # no kubelet here: no VF in use
-             "--vf-timeout", "1", "--resync-interval", "2"], stdout=log, stderr=log)
+             "--vf-timeout", "1", "--resync-interval", "2",
+             "--metrics-listen", "127.0.0.1:0"], stdout=log, stderr=log)
+
+        def metrics():
+            """{(name, sorted label items): value} from the agent's metrics endpoint."""
+            with open(os.path.join(work, "agent.log")) as f:
+                m = re.search(r"metrics endpoint listening on \S+ \(port (\d+)\)", f.read())
+            if not m:
+                return {}
+            with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % m.group(1),
+                                        timeout=5) as r:
+                text = r.read().decode()
+            out = {}
+            for line in text.splitlines():
+                mm = re.match(r'^(\w+)(?:\{(.*)\})? (\S+)$', line)
+                if mm:
+                    labels = tuple(sorted(re.findall(r'(\w+)="([^"]*)"', mm.group(2) or "")))
+                    out[(mm.group(1), labels)] = float(mm.group(3))
+            return out
 
         # 1. The seed workflow: NodeState Succeeded, spec and status right, pool served.
         ns = wait(sync_status(cluster, "Succeeded"), 40)
@@ -169,6 +195,16 @@ def main():
               "no device list")
         _, printed = cluster.run("get", "sriovnetworknodestates", "-n", NS)
         check("kubectl get shows the sync status column", "Succeeded" in printed, printed)
+        # The agent's own work as the metrics endpoint shows it in cluster mode.
+        m = metrics()
+        api = {dict(k[1])["verb"] + " " + dict(k[1])["code"]: v for k, v in m.items()
+               if k[0] == "sriov_agent_api_requests_total"}
+        check("metrics: API requests by verb and code (GET 200, PATCH 2xx)",
+              api.get("GET 200", 0) > 0 and any(k.startswith("PATCH 2") for k in api), str(api))
+        check("metrics: the NodeState's sync status",
+              m.get(("sriov_agent_node_sync_status", (("status", "Succeeded"),))) == 1.0,
+              str([k for k in m if k[0] == "sriov_agent_node_sync_status"]))
+        restarts_before = m.get(("sriov_agent_api_watch_restarts_total", ()), -1)
         extra = json.loads(((ns or {}).get("metadata", {}).get("annotations") or {}).get(
             "sriovnetwork.openshift.io/status-extra", "{}"))
         check("fields upstream's status lacks are in the status-extra annotation",
@@ -208,7 +244,22 @@ def main():
         cluster.ok("delete", "sriovnetworknodestates", "-n", NS, NODE)
         check("a deleted NodeState is re-created",
               wait(sync_status(cluster, "Succeeded"), 10) is not None, "still missing")
-        if args.crds == "upstream":
+        if args.no_inotify:
+            def inotify_events():
+                rc, out = cluster.run("get", "events", "-n", NS, "-o", "json")
+                items = json.loads(out).get("items", []) if rc == 0 else []
+                return [e for e in items if e.get("reason") == "InotifyUnavailable" and
+                        e.get("involvedObject", {}).get("kind") == "SriovNetworkNodeState"]
+            found = wait(inotify_events, 20, step=0.5)
+            check("without inotify: one InotifyUnavailable Warning on the NodeState",
+                  found is not None and len(found) == 1 and found[0].get("type") == "Warning" and
+                  found[0].get("count", 1) == 1,
+                  cluster.run("get", "events", "-n", NS)[1][-800:])
+            with open(os.path.join(work, "agent.log")) as f:
+                said = f.read()
+            check("and one line in the journal", said.count(
+                "cannot watch %s with inotify" % kdir) == 1, said[-600:])
+        if args.crds == "upstream" or args.no_inotify:
             # The policy workflow below does not depend on the NodeState schema.
             raise StopIteration
 
@@ -292,6 +343,10 @@ def main():
         wrote = wait(lambda: numvfs(sysfs, ice["pciAddress"]) == "0", 40)
         check("after a watch drop, a policy deletion is still seen: owned PF reset",
               wrote, numvfs(sysfs, ice["pciAddress"]))
+        restarts = metrics().get(("sriov_agent_api_watch_restarts_total", ()), -1)
+        check("metrics: the dropped watches are counted as restarts",
+              restarts_before >= 0 and restarts > restarts_before,
+              "%s -> %s" % (restarts_before, restarts))
         # On a generated tree the retry then finds sriov_numvfs at 0 and succeeds, so the
         # Failed status is short-lived; the SyncStatusChanged Event is its lasting record.
         def failed_event():

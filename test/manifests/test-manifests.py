@@ -661,6 +661,15 @@ def case_install():
         exec_start = re.search(r"^ExecStart=(\S+)", text, re.M)
         check(exec_start and exec_start.group(1) == os.path.join(prefix, "sbin/sriov-agent"),
               f"ExecStart names the installed binary: {exec_start and exec_start.group(1)}")
+        # A rebooting node: the kubelet starts after READY=1 (the recorded state applied), and
+        # that readiness is bounded below the unit's own start timeout.
+        check(re.search(r"^Before=.*\bkubelet\.service\b", text, re.M) and
+              re.search(r"^Type=notify$", text, re.M),
+              "the unit is Type=notify and ordered Before=kubelet.service")
+        start_timeout = re.search(r"^TimeoutStartSec=(\d+)min$", text, re.M)
+        check(start_timeout and int(start_timeout.group(1)) * 60 > int(default_of(
+            "--ready-timeout") or 10 ** 9),
+              "--ready-timeout (READY=1 at the latest) is below TimeoutStartSec")
         r = subprocess.run([os.path.join(prefix, "sbin/sriov-agent"), "version"],
                            capture_output=True, text=True, timeout=30)
         check(r.returncode == 0, "the installed binary runs")
@@ -945,6 +954,46 @@ def case_helm():
               role["rules"][0]["resourceNames"] == ["hcas"] and
               (cm["metadata"]["namespace"], cm["metadata"]["name"]) == ("rdma-conf", "hcas"),
               "rdmaSharedConfigMap moves the flag, the Role and the ConfigMap together")
+        # The metrics endpoint: on by default (the plain DaemonSet's port), off with port 0,
+        # a Service and ServiceMonitor that reach the container's port when asked for.
+        def agent_of(objs):
+            return next(o for o in objs if o["kind"] == "DaemonSet")[
+                "spec"]["template"]["spec"]["containers"][0]
+        agent = agent_of(template())
+        check("--metrics-listen=:9809" in agent["args"] and
+              agent.get("ports") == [{"name": "metrics", "containerPort": 9809,
+                                      "hostPort": 9809, "protocol": "TCP"}],
+              f"default: metrics on :9809, a host port ({agent['args']}, {agent.get('ports')})")
+        objs = template("--set", "metrics.port=0", "--set", "metrics.serviceMonitor.enabled=true")
+        agent = agent_of(objs)
+        check(not any(a.startswith("--metrics-listen") for a in agent["args"]) and
+              "ports" not in agent and
+              not any(o["kind"] in ("Service", "ServiceMonitor") for o in objs),
+              f"metrics.port=0: no endpoint, no port, no Service ({agent['args']})")
+        objs = template("--set", "metrics.port=9900", "--set",
+                        "metrics.serviceMonitor.enabled=true", "--set",
+                        "metrics.serviceMonitor.labels.release=prom")
+        agent = agent_of(objs)
+        pod_labels = next(o for o in objs if o["kind"] == "DaemonSet")[
+            "spec"]["template"]["metadata"]["labels"]
+        svc = next((o for o in objs if o["kind"] == "Service"), None)
+        sm = next((o for o in objs if o["kind"] == "ServiceMonitor"), None)
+        check(svc is not None and sm is not None, "serviceMonitor: a Service and a ServiceMonitor")
+        if svc and sm:
+            check("--metrics-listen=:9900" in agent["args"] and
+                  agent["ports"][0]["containerPort"] == 9900, f"metrics.port: {agent['args']}")
+            check(svc["spec"]["clusterIP"] == "None" and
+                  set(svc["spec"]["selector"].items()) <= set(pod_labels.items()) and
+                  svc["spec"]["ports"][0]["port"] == 9900 and
+                  svc["spec"]["ports"][0]["targetPort"] == agent["ports"][0]["name"],
+                  f"the headless Service selects the agent's pods, its port: {svc['spec']}")
+            check(set(sm["spec"]["selector"]["matchLabels"].items()) <=
+                  set(svc["metadata"]["labels"].items()) and
+                  sm["spec"]["endpoints"][0]["port"] == svc["spec"]["ports"][0]["name"] and
+                  sm["spec"]["endpoints"][0]["path"] == "/metrics" and
+                  sm["metadata"]["labels"].get("release") == "prom",
+                  f"the ServiceMonitor selects that Service and port: {sm['spec']}")
+
         # --set with a single value, as docs/install.md shows it.
         objs = template("--set", "image=registry.example/sriov-agent:1.2")
         ds = next(o for o in objs if o["kind"] == "DaemonSet")["spec"]["template"]["spec"]
