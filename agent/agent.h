@@ -13,6 +13,8 @@
 #include <systemd/sd-event.h>
 
 #include "daemon.h"
+#include "deviceplugin/podresources.h"
+#include "deviceplugin/pool.h"
 #include "deviceplugin/rdma-shared-config.h"
 #include "metrics/histogram.h"
 #include "model/desired.h"
@@ -21,6 +23,7 @@
 #include "policy/policy-merge.h"
 
 struct apply_report;
+struct prepare_job;
 struct reconcile;
 struct httpd;
 
@@ -90,6 +93,15 @@ struct agent {
         struct httpd *metrics;           /* --metrics-listen; NULL when off */
         struct agent_stats stats;
         int sync_status; /* enum node_sync_status of the last reconcile, -1 before */
+
+        char **dra_resources; /* --dra-resources: resource names served through DRA */
+        size_t n_dra_resources;
+        struct dra_plugin *dra;       /* NULL when no resource is served through DRA */
+        struct dp_pool_set dra_pools; /* the pools cut out of the device plugin's */
+        struct kube_slices *slices;   /* cluster mode: this node's ResourceSlices */
+        struct prepare_job *dra_jobs; /* NodePrepareResources calls reading claims */
+        struct dp_usage dra_held;     /* DRA resources' VFs pods hold through the device plugin */
+        struct dp_podresources_call *dra_held_call;
 };
 
 /* daemon.c */
@@ -104,6 +116,21 @@ void agent_notify_ready(struct agent *a, const char *why);
  * or reported changed (a reconcile should follow), 0 when not, -ENOMEM. */
 int agent_rdma_shared_update(struct agent *a, const char *origin, const char *text,
                              const char *read_error);
+
+/* dra.c */
+/* "a,b,c" appended to *ret (duplicates once); -EINVAL (logged) for a name that is not a valid
+ * resourceName. */
+int agent_dra_parse_resources(const char *list, char ***ret, size_t *n);
+/* Starts the DRA driver when --dra-resources names any resource. */
+int agent_dra_start(struct agent *a);
+/* Moves the pools of DRA resources out of pools (what the device plugin will serve). */
+int agent_dra_take_pools(struct agent *a, struct dp_pool_set *pools);
+/* Cluster mode: the ResourceSlice publisher (with DRA off it removes leftovers once). */
+int agent_dra_publisher_new(struct agent *a);
+/* Publishes the DRA pools' devices as this node's ResourceSlices (on change only). */
+int agent_dra_publish(struct agent *a, const struct inventory *inv);
+/* Before the cluster goes: frees the publisher and the plugin. */
+void agent_dra_stop(struct agent *a);
 
 /* rdma-configmap.c */
 struct kube_http;

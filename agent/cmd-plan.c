@@ -11,8 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent.h"
 #include "applied-store.h"
 #include "commands.h"
+#include "deviceplugin/pool-set.h"
+#include "dra/plugin.h"
+#include "dra/slices.h"
 #include "host/discover.h"
 #include "kube/cluster.h"
 #include "kube/http.h"
@@ -26,6 +30,7 @@
 #include "policy/policy.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/strv.h"
 
 #define MAX_POLICY_PATHS 64
 
@@ -43,6 +48,7 @@ struct plan_args {
         size_t n_supported_paths;
         bool all_nics;
         bool json;
+        const char *dra_resources;
 };
 
 static void print_usage(FILE *f)
@@ -63,6 +69,8 @@ static void print_usage(FILE *f)
                    "  --supported-nics FILE  more NIC models, in the supported-nic-ids ConfigMap\n"
                    "                         format (Name: \"<vendor> <pf-device> <vf-device>\")\n"
                    "  --all-nics             configure any SR-IOV PF, not only supported models\n"
+                   "  --dra-resources N,...  with -o json: also the ResourceSlices these\n"
+                   "                         resources would be published as (DRA)\n"
                    "  -o, --output json|text output format (default text)\n\n"
                    "Exit status: 0 all policies valid, 2 a policy is invalid or conflicting,\n"
                    "1 other errors.\n");
@@ -80,6 +88,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
                 OPT_ALL_NICS,
                 OPT_KUBECONFIG,
                 OPT_NAMESPACE,
+                OPT_DRA_RESOURCES,
         };
         static const struct option options[] = {
                 { "policies", required_argument, NULL, OPT_POLICIES },
@@ -91,6 +100,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
                 { "all-nics", no_argument, NULL, OPT_ALL_NICS },
                 { "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
                 { "namespace", required_argument, NULL, OPT_NAMESPACE },
+                { "dra-resources", required_argument, NULL, OPT_DRA_RESOURCES },
                 { "output", required_argument, NULL, 'o' },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -126,6 +136,9 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
                                 return -E2BIG;
                         }
                         a->supported_paths[a->n_supported_paths++] = optarg;
+                        break;
+                case OPT_DRA_RESOURCES:
+                        a->dra_resources = optarg;
                         break;
                 case OPT_ALL_NICS:
                         a->all_nics = true;
@@ -434,7 +447,8 @@ static json_t *problems_to_json(const struct plan *p)
 }
 
 static int print_json(const struct desired_state *d, const struct plan *p,
-                      const struct policy_report *rep, const struct policy_list *list)
+                      const struct policy_report *rep, const struct policy_list *list,
+                      json_t *slices)
 {
         json_auto_t *desired = NULL, *actions = NULL, *out = NULL;
         _cleanup_free_ char *text = NULL;
@@ -445,13 +459,38 @@ static int print_json(const struct desired_state *d, const struct plan *p,
         out = json_pack("{s:o, s:o, s:o*, s:o*, s:o*}", "desired", TAKE_PTR(desired), "actions",
                         TAKE_PTR(actions), "policies", report_to_json(rep), "problems",
                         problems_to_json(p), "notes", strings_to_json(list->notes, list->n_notes));
-        if (!out)
+        if (!out || (slices && json_object_set(out, "resourceSlices", slices) < 0))
                 return log_error_errno(-ENOMEM, "out of memory");
         text = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (!text)
                 return log_error_errno(-ENOMEM, "out of memory");
         printf("%s\n", text);
         return 0;
+}
+
+/* The ResourceSlices the DRA resources would be published as: the pools the agent would
+ * build now, cut as `run --dra-resources` cuts them. */
+static int dra_slices_preview(const struct plan_args *a, const struct desired_state *desired,
+                              const struct inventory *inv, json_t **ret)
+{
+        char **names = NULL;
+        size_t n = 0;
+        struct dp_pool_set pools = { 0 }, dra = { 0 };
+        int r = agent_dra_parse_resources(a->dra_resources, &names, &n);
+        if (r >= 0)
+                r = dp_pools_build(desired, inv, NULL, NULL, NULL, NULL, &pools);
+        if (r >= 0)
+                r = dp_pool_set_split(&pools, names, n, &dra);
+        if (r >= 0)
+                r = dra_slices_build(&dra, inv, a->node_name ?: "node", DRA_DRIVER_NAME_DEFAULT,
+                                     NULL, ret);
+        if (r < 0)
+                log_error_errno(r, "--dra-resources: cannot build the ResourceSlices: %s",
+                                strerror(-r));
+        dp_pool_set_done(&pools);
+        dp_pool_set_done(&dra);
+        strv_free_n(names, n);
+        return r;
 }
 
 static int run(struct plan_args *a)
@@ -505,8 +544,11 @@ static int run(struct plan_args *a)
                 log_error_errno(r, "planning: %s", strerror(-r));
                 return 1;
         }
+        json_auto_t *slices = NULL;
+        if (a->dra_resources && dra_slices_preview(a, &desired, &inv, &slices) < 0)
+                return 1;
         if (a->json) {
-                if (print_json(&desired, &plan, &report, &list) < 0)
+                if (print_json(&desired, &plan, &report, &list, slices) < 0)
                         return 1;
         } else
                 print_text(&desired, &plan, &report, &list);

@@ -80,6 +80,15 @@ static void print_usage(FILE *f)
                 "  --metrics-listen ADDR     serve Prometheus metrics on http://ADDR/metrics:\n"
                 "                            HOST:PORT, [IPV6]:PORT or :PORT for every\n"
                 "                            address (default: none, no endpoint)\n"
+                "Dynamic Resource Allocation:\n"
+                "  --dra-resources NAME,...  resources (policy resourceName, whole-card pool\n"
+                "                            name) served through the DRA driver instead of\n"
+                "                            the device plugin (default: none, DRA off)\n"
+                "  --kubelet-root DIR        kubelet root: DRA registration in\n"
+                "                            DIR/plugins_registry, the driver's socket in\n"
+                "                            DIR/plugins (default: /var/lib/kubelet)\n"
+                "  --cdi-root DIR            where the DRA driver writes its CDI specs\n"
+                "                            (default: /var/run/cdi)\n"
                 "Loop:\n"
                 "  --resync-interval SEC     periodic drift check (default: 30)\n"
                 "  --log-level LEVEL         err, warning, notice, info (default), debug\n"
@@ -126,6 +135,9 @@ int cmd_run(int argc, char **argv)
                 OPT_STOP_MODE,
                 OPT_LINK_HEALTH,
                 OPT_METRICS_LISTEN,
+                OPT_DRA_RESOURCES,
+                OPT_KUBELET_ROOT,
+                OPT_CDI_ROOT,
         };
         static const struct option options[] = {
                 { "policy-dir", required_argument, NULL, OPT_POLICY_DIR },
@@ -152,6 +164,9 @@ int cmd_run(int argc, char **argv)
                 { "stop-mode", required_argument, NULL, OPT_STOP_MODE },
                 { "link-health", required_argument, NULL, OPT_LINK_HEALTH },
                 { "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
+                { "dra-resources", required_argument, NULL, OPT_DRA_RESOURCES },
+                { "kubelet-root", required_argument, NULL, OPT_KUBELET_ROOT },
+                { "cdi-root", required_argument, NULL, OPT_CDI_ROOT },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -247,6 +262,15 @@ int cmd_run(int argc, char **argv)
                                         optarg);
                                 return 1;
                         }
+                        break;
+                case OPT_DRA_RESOURCES:
+                        config.dra_resources = optarg;
+                        break;
+                case OPT_KUBELET_ROOT:
+                        config.kubelet_root = optarg;
+                        break;
+                case OPT_CDI_ROOT:
+                        config.cdi_root = optarg;
                         break;
                 case OPT_READY_TIMEOUT:
                         if (parse_seconds("--ready-timeout", optarg, &config.ready_timeout_usec) <

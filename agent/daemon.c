@@ -631,6 +631,13 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                 goto fail;
         }
 
+        r = agent_dra_parse_resources(config->dra_resources, &a->dra_resources,
+                                      &a->n_dra_resources);
+        if (r >= 0)
+                r = agent_dra_start(a);
+        if (r < 0)
+                goto fail;
+
         sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
@@ -688,6 +695,9 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                         if (r < 0)
                                 goto fail;
                 }
+                r = agent_dra_publisher_new(a);
+                if (r < 0)
+                        goto fail;
         } else {
                 r = sd_event_add_inotify(a->event, &a->policy_watch, config->policy_dir,
                                          POLICY_DIR_EVENTS, on_policy_dir, a);
@@ -759,6 +769,7 @@ struct agent *agent_free(struct agent *a)
         nic_list_free(a->nics);
         link_health_free(a);
         rdma_configmap_free(a->rdma_configmap); /* its informer uses the cluster's HTTP */
+        agent_dra_stop(a);                      /* so does the ResourceSlice publisher */
         kube_cluster_free(a->cluster);
         host_link_monitor_free(a->links);
         host_uevent_monitor_free(a->uevents);

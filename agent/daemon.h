@@ -20,6 +20,9 @@ struct agent_config {
         const char *node_labels; /* "k=v,k2=v2" in standalone mode */
         const char *sysfs_root;
         const char *kubelet_dir;
+        const char *kubelet_root;  /* DRA: plugins_registry/ and plugins/ are under it */
+        const char *dra_resources; /* "a,b": resources served through DRA, not the device plugin */
+        const char *cdi_root;      /* DRA: where CDI specs are written (/var/run/cdi) */
         const char *state_dir;
         const char *devinfo_dir;
         const char *resource_prefix;

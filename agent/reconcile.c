@@ -210,6 +210,8 @@ static int update_pools(struct agent *a, const struct desired_state *advertised,
 {
         struct dp_pool_set pools = { 0 }, served = { 0 };
         int r = dp_manager_get_pools(a->plugins, &served);
+        if (r >= 0) /* a VF moved into a pod keeps its place on either side */
+                r = dp_pool_set_append_copy(&served, &a->dra_pools);
         if (r >= 0)
                 r = dp_pools_build(
                     advertised, inv, a->config.resource_prefix,
@@ -217,6 +219,10 @@ static int update_pools(struct agent *a, const struct desired_state *advertised,
                     &(const struct dp_health_options){ .ignore_link = a->config.no_link_health },
                     &pools);
         dp_pool_set_done(&served);
+        if (r >= 0)
+                r = agent_dra_take_pools(a, &pools);
+        if (r >= 0)
+                r = agent_dra_publish(a, inv);
         if (r >= 0)
                 r = dp_manager_set_pools(a->plugins, &pools);
         dp_pool_set_done(&pools);

@@ -44,24 +44,6 @@ char *dp_devinfo_json(const struct dp_pool *pool, const struct dp_device *dev)
         return json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
 }
 
-static int mkdir_p(const char *dir)
-{
-        char buf[4096];
-        if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
-                return -ENAMETOOLONG;
-        for (char *p = buf + 1; *p; p++) {
-                if (*p != '/')
-                        continue;
-                *p = 0;
-                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                        return negative_errno();
-                *p = '/';
-        }
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                return negative_errno();
-        return 0;
-}
-
 int dp_devinfo_write(const char *dir, const struct dp_pool *pool, const struct dp_device *dev)
 {
         char path[4096];

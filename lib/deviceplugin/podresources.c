@@ -67,29 +67,31 @@ static int add_holders(struct dp_usage *u, const V1__PodResources *pod,
         return 0;
 }
 
-static int add_ids(struct dp_usage *u, const V1__ContainerDevices *cd)
+int dp_usage_add(struct dp_usage *u, const char *resource, const char *id)
 {
-        if (!cd->resource_name || !*cd->resource_name)
-                return 0;
-        struct dp_resource_usage *r =
-            (struct dp_resource_usage *)dp_usage_find(u, cd->resource_name);
+        struct dp_resource_usage *r = (struct dp_resource_usage *)dp_usage_find(u, resource);
         if (!r) {
                 if (GROW_ARRAY(u->resources, u->cap_resources, u->n_resources + 1) < 0)
                         return -ENOMEM;
                 r = &u->resources[u->n_resources];
-                *r = (struct dp_resource_usage){ .resource = strdup(cd->resource_name) };
+                *r = (struct dp_resource_usage){ .resource = strdup(resource) };
                 if (!r->resource)
                         return -ENOMEM;
                 u->n_resources++;
         }
-        for (size_t i = 0; i < cd->n_device_ids; i++) {
-                if (strv_contains(r->ids, r->n_ids, cd->device_ids[i]))
-                        continue;
-                int k = strv_push_dup(&r->ids, &r->n_ids, cd->device_ids[i]);
-                if (k < 0)
-                        return k;
-        }
-        return 0;
+        if (!id || strv_contains(r->ids, r->n_ids, id))
+                return 0;
+        return strv_push_dup(&r->ids, &r->n_ids, id);
+}
+
+static int add_ids(struct dp_usage *u, const V1__ContainerDevices *cd)
+{
+        if (!cd->resource_name || !*cd->resource_name)
+                return 0;
+        int k = dp_usage_add(u, cd->resource_name, NULL);
+        for (size_t i = 0; k >= 0 && i < cd->n_device_ids; i++)
+                k = dp_usage_add(u, cd->resource_name, cd->device_ids[i]);
+        return k;
 }
 
 int dp_usage_from_list_response(const uint8_t *data, size_t len, struct dp_usage *ret)

@@ -37,6 +37,8 @@ const struct dp_resource_usage *dp_usage_find(const struct dp_usage *u, const ch
 /* True when the device ID of that resource is held by some pod. */
 int dp_usage_in_use(const struct dp_usage *u, const char *resource, const char *id);
 
+/* Records that a pod holds id of resource (id NULL: only the resource). 0 or -ENOMEM. */
+int dp_usage_add(struct dp_usage *u, const char *resource, const char *id);
 /* Decodes a packed ListPodResourcesResponse. -EBADMSG when it does not parse. */
 int dp_usage_from_list_response(const uint8_t *data, size_t len, struct dp_usage *ret);
 

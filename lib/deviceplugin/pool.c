@@ -104,6 +104,40 @@ int dp_pool_set_take(struct dp_pool_set *dst, struct dp_pool_set *src)
         return 0;
 }
 
+int dp_pool_set_split(struct dp_pool_set *s, char *const *names, size_t n_names,
+                      struct dp_pool_set *ret)
+{
+        size_t moving = 0;
+        for (size_t i = 0; i < s->n_pools; i++)
+                moving += strv_contains(names, n_names, s->pools[i].name);
+        if (moving == 0)
+                return 0;
+        if (GROW_ARRAY(ret->pools, ret->cap_pools, ret->n_pools + moving) < 0)
+                return -ENOMEM;
+        size_t kept = 0;
+        for (size_t i = 0; i < s->n_pools; i++) {
+                if (strv_contains(names, n_names, s->pools[i].name))
+                        ret->pools[ret->n_pools++] = s->pools[i];
+                else
+                        s->pools[kept++] = s->pools[i];
+        }
+        s->n_pools = kept;
+        return 0;
+}
+
+int dp_pool_set_append_copy(struct dp_pool_set *dst, const struct dp_pool_set *src)
+{
+        if (GROW_ARRAY(dst->pools, dst->cap_pools, dst->n_pools + src->n_pools) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < src->n_pools; i++) {
+                int r = dp_pool_copy(&src->pools[i], &dst->pools[dst->n_pools]);
+                if (r < 0)
+                        return r;
+                dst->n_pools++;
+        }
+        return 0;
+}
+
 const struct dp_pool *dp_pool_set_find(const struct dp_pool_set *s, const char *resource)
 {
         for (size_t i = 0; i < s->n_pools; i++)

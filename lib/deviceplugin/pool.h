@@ -66,6 +66,13 @@ int dp_pool_copy(const struct dp_pool *src, struct dp_pool *ret);
 /* Moves every pool of src to the end of dst (src is left empty). -EEXIST if a resource name
  * appears twice (nothing moved). */
 int dp_pool_set_take(struct dp_pool_set *dst, struct dp_pool_set *src);
+/* Moves the pools whose name (the resourceName, without prefix) is one of names from s to the
+ * end of ret; the others stay in s, in order. So one set is cut in two and no pool (no device)
+ * is in both. -ENOMEM leaves both sets as they were. */
+int dp_pool_set_split(struct dp_pool_set *s, char *const *names, size_t n_names,
+                      struct dp_pool_set *ret);
+/* Appends a copy of every pool of src to dst (on -ENOMEM dst holds the copies made so far). */
+int dp_pool_set_append_copy(struct dp_pool_set *dst, const struct dp_pool_set *src);
 const struct dp_pool *dp_pool_set_find(const struct dp_pool_set *s, const char *resource);
 const struct dp_device *dp_pool_find_device(const struct dp_pool *p, const char *id);
 /* Sets prefix, name and resource; -EINVAL when either is not a valid name. */

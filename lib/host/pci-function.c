@@ -2,8 +2,10 @@
 #include "host/pci-function.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "host/device-error.h"
 #include "host/netdev-sysfs.h"
@@ -62,6 +64,44 @@ int host_pci_function_read_numa(int fn_fd, int *numa_node, char **error)
                 *numa_node = -1;
                 return note(error, "numa_node", r);
         }
+        return 0;
+}
+
+static int fd_path(int fd, char *buf, size_t size)
+{
+        char link[64];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, buf, size - 1);
+        if (n < 0)
+                return negative_errno();
+        if ((size_t)n >= size - 1)
+                return -ENAMETOOLONG;
+        buf[n] = 0;
+        return 0;
+}
+
+int host_pci_function_read_pcie_root(const struct discover_scan *scan, int fn_fd,
+                                     char root[PCIE_ROOT_MAX])
+{
+        char fn[4096], sys[4096];
+        root[0] = 0;
+        int r = fd_path(fn_fd, fn, sizeof(fn));
+        if (r >= 0)
+                r = fd_path(scan->root_fd, sys, sizeof(sys));
+        if (r < 0)
+                return 0; /* unknown; nothing about the VF itself is wrong */
+        size_t n = strlen(sys);
+        if (n == 1) /* the real /sys is "/sys"; a root of "/" would be odd but fine */
+                n = 0;
+        const char *rest = fn + n;
+        if (strncmp(fn, sys, n) != 0 || strncmp(rest, "/devices/", 9) != 0)
+                return 0; /* a flat test tree, a VF not below /sys/devices: unknown */
+        rest += 9;
+        size_t len = strcspn(rest, "/");
+        if (len == 0 || len >= PCIE_ROOT_MAX)
+                return 0;
+        memcpy(root, rest, len);
+        root[len] = 0;
         return 0;
 }
 

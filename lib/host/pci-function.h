@@ -25,6 +25,12 @@ int host_pci_function_read_ids(int fn_fd, uint16_t *vendor, uint16_t *device, ch
 int host_pci_function_read_driver(int fn_fd, char driver[DRIVER_MAX], char **error);
 /* numa_node (-1 = no affinity, as the kernel prints it). */
 int host_pci_function_read_numa(int fn_fd, int *numa_node, char **error);
+/* The PCIe root the function hangs under: the first component of its real sysfs path below
+ * <sysfs root>/devices ("pci0000:3a"), as k8s.io/dynamic-resource-allocation's deviceattribute
+ * helper computes resource.kubernetes.io/pcieRoot; "" when it is not under it (unknown, not
+ * an error of the VF). Returns 0. */
+int host_pci_function_read_pcie_root(const struct discover_scan *scan, int fn_fd,
+                                     char root[PCIE_ROOT_MAX]);
 /* iommu_group link's number; -1 when the function has no group (IOMMU off). */
 int host_pci_function_read_iommu_group(int fn_fd, int *group, char **error);
 /* Netdevs, then RDMA devices (which may be tied to those netdevs). VF netdevs are read

@@ -138,8 +138,15 @@ static int read_vf(const struct discover_scan *scan, int pf_fd, const struct pf_
 int host_sriov_read_vfs(const struct discover_scan *scan, int pf_fd, struct pf_info *pf)
 {
         int r = list_virtfn_links(pf_fd, pf);
-        for (size_t i = 0; r >= 0 && i < pf->n_vfs; i++)
+        /* A VF sits below its PF's host bridge: read once per PF (discovery's system-call
+         * budget per function is tight, see test/bench/syscall-budget.py). */
+        char root[PCIE_ROOT_MAX] = "";
+        if (r >= 0 && pf->n_vfs > 0)
+                (void)host_pci_function_read_pcie_root(scan, pf_fd, root);
+        for (size_t i = 0; r >= 0 && i < pf->n_vfs; i++) {
                 r = read_vf(scan, pf_fd, pf, &pf->vfs[i]);
+                memcpy(pf->vfs[i].pcie_root, root, sizeof(root));
+        }
         if (r >= 0 && pf->num_vfs >= 0 && (size_t)pf->num_vfs != pf->n_vfs)
                 r = host_device_error_append(&pf->error,
                                              "sriov_numvfs is %d but %zu virtfn links exist",

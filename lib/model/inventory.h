@@ -17,6 +17,7 @@
 #define MAC_MAX      64 /* IB hardware addresses are 20 bytes: 59 chars; we keep the text form */
 #define RDMA_NAME_MAX 64
 #define ALTIFNAME_MAX 128 /* ALTIFNAMSIZ */
+#define PCIE_ROOT_MAX 32 /* "pci0000:3a", the host bridge under /sys/devices */
 #define PF_ALT_NAMES_MAX 8 /* kept per PF; udev gives one or two (enp59s0f0np0) */
 
 enum link_type {
@@ -51,6 +52,9 @@ struct vf_info {
         uint16_t vendor, device;
         char driver[DRIVER_MAX];   /* "" when unbound */
         int numa_node;             /* -1 when unknown */
+        /* First component under /sys/devices of the VF's sysfs path ("pci0000:3a"), as DRA's
+         * resource.kubernetes.io/pcieRoot has it; "" when unknown. */
+        char pcie_root[PCIE_ROOT_MAX];
         int iommu_group;           /* -1 when none */
         bool iommu_noiommu;        /* vfio no-IOMMU group: /dev/vfio/noiommu-<group> */
         struct netdev_info *netdevs; /* usually one */

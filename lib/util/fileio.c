@@ -228,3 +228,21 @@ int write_file_atomic(const char *path, const void *data, size_t size, unsigned 
                 return negative_errno();
         return 0;
 }
+
+int mkdir_p(const char *dir)
+{
+        char buf[4096];
+        if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
+                return -ENAMETOOLONG;
+        for (char *p = buf + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = 0;
+                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                        return negative_errno();
+                *p = '/';
+        }
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                return negative_errno();
+        return 0;
+}

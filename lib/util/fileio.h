@@ -37,3 +37,6 @@ int read_link_basename_at(int dir_fd, const char *name, char *buf, size_t size);
  * nor as path (rename replaces the link itself). -ELOOP when the directory (path's last
  * directory component) is a symlink. */
 int write_file_atomic(const char *path, const void *data, size_t size, unsigned mode);
+
+/* Creates dir and its missing parents (mode 0755); an existing directory is fine. */
+int mkdir_p(const char *dir);

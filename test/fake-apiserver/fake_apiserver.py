@@ -146,6 +146,16 @@ BUILTINS = [
              False),
     Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
              "ClusterRoleBinding", False),
+    # Dynamic Resource Allocation (resource.k8s.io/v1, GA in 1.34), validated like the real
+    # server's rules for what the agent writes and reads (see DRA_SCHEMAS).
+    Resource("resource.k8s.io", "v1", "resourceslices", "resourceslice", "ResourceSlice", False,
+             schema="DRA"),
+    Resource("resource.k8s.io", "v1", "resourceclaims", "resourceclaim", "ResourceClaim", True,
+             status=True, schema="DRA"),
+    Resource("resource.k8s.io", "v1", "deviceclasses", "deviceclass", "DeviceClass", False,
+             schema="DRA"),
+    Resource("resource.k8s.io", "v1", "resourceclaimtemplates", "resourceclaimtemplate",
+             "ResourceClaimTemplate", True, schema="DRA"),
     # Leader election (the agents' NAD renderer): stored as given, optimistic concurrency
     # through resourceVersion on PUT like every object here.
     Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
@@ -153,6 +163,96 @@ BUILTINS = [
 
 
 # ---------------------------------------------------------------- schema validation
+
+# resource.k8s.io/v1, written from the API reference's validation rules (pkg/apis/resource/
+# validation): names are DNS labels/subdomains, a slice holds at most 128 devices, a device at
+# most 32 attributes, each attribute exactly one of bool/int/string (<= 64 chars)/version, keys
+# are (optionally domain-qualified) C identifiers, and a slice names its node (nodeName) here.
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+_ATTRIBUTE = {"type": "object", "minProperties": 1, "maxProperties": 1, "properties": {
+    "bool": {"type": "boolean"}, "int": {"type": "integer"},
+    "string": {"type": "string", "maxLength": 64}, "version": {"type": "string",
+                                                               "maxLength": 64}}}
+_DEVICE = {"type": "object", "required": ["name"], "properties": {
+    "name": {"type": "string", "maxLength": 63, "pattern": _DNS_LABEL},
+    "attributes": {"type": "object", "maxProperties": 32, "additionalProperties": _ATTRIBUTE,
+                   "propertyNames": {"pattern": r"^([a-z0-9.-]{1,63}/)?[A-Za-z][A-Za-z0-9_]{0,31}$"}},
+    "capacity": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+_SELECTORS = {"type": "array", "maxItems": 32, "items": {"type": "object", "properties": {
+    "cel": {"type": "object", "required": ["expression"], "properties": {
+        "expression": {"type": "string", "maxLength": 10240}}}}}}
+_REQUEST = {"type": "object", "required": ["name"], "properties": {
+    "name": {"type": "string", "maxLength": 63, "pattern": _DNS_LABEL},
+    "exactly": {"type": "object", "required": ["deviceClassName"], "properties": {
+        "deviceClassName": {"type": "string", "maxLength": 253, "pattern": _DNS_SUBDOMAIN},
+        "selectors": _SELECTORS,
+        "allocationMode": {"type": "string", "enum": ["ExactCount", "All"]},
+        "count": {"type": "integer", "minimum": 1},
+        "adminAccess": {"type": "boolean"},
+        "tolerations": {"type": "array", "items": {"type": "object",
+                                                   "x-kubernetes-preserve-unknown-fields": True}}}},
+    "firstAvailable": {"type": "array", "items": {"type": "object",
+                                                  "x-kubernetes-preserve-unknown-fields": True}}}}
+_RESULT = {"type": "object", "required": ["request", "driver", "pool", "device"], "properties": {
+    "request": {"type": "string"}, "driver": {"type": "string", "pattern": _DNS_SUBDOMAIN},
+    "pool": {"type": "string"}, "device": {"type": "string", "pattern": _DNS_LABEL},
+    "adminAccess": {"type": "boolean"},
+    "tolerations": {"type": "array", "items": {"type": "object",
+                                               "x-kubernetes-preserve-unknown-fields": True}},
+    "shareID": {"type": "string"}}}
+DRA_SCHEMAS = {
+    "resourceslices": {"type": "object", "required": ["spec"], "properties": {"spec": {
+        "type": "object", "required": ["driver", "pool", "nodeName"], "properties": {
+            "driver": {"type": "string", "maxLength": 63, "pattern": _DNS_SUBDOMAIN},
+            "nodeName": {"type": "string", "maxLength": 253, "pattern": _DNS_SUBDOMAIN},
+            "pool": {"type": "object", "required": ["name", "resourceSliceCount"], "properties": {
+                "name": {"type": "string", "maxLength": 253},
+                "generation": {"type": "integer", "minimum": 0},
+                "resourceSliceCount": {"type": "integer", "minimum": 1}}},
+            "devices": {"type": "array", "maxItems": 128, "items": _DEVICE},
+            "perDeviceNodeSelection": {"type": "boolean"},
+            "sharedCounters": {"type": "array", "items": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}},
+    "resourceclaims": {"type": "object", "required": ["spec"], "properties": {
+        "spec": {"type": "object", "properties": {"devices": {"type": "object", "properties": {
+            "requests": {"type": "array", "maxItems": 32, "items": _REQUEST},
+            "constraints": {"type": "array", "maxItems": 32, "items": {
+                "type": "object", "properties": {
+                    "requests": {"type": "array", "items": {"type": "string"}},
+                    "matchAttribute": {"type": "string", "maxLength": 96}}}},
+            "config": {"type": "array", "items": {"type": "object",
+                                                  "x-kubernetes-preserve-unknown-fields": True}}}}}},
+        "status": {"type": "object", "properties": {
+            "allocation": {"type": "object", "properties": {
+                "devices": {"type": "object", "properties": {
+                    "results": {"type": "array", "maxItems": 32, "items": _RESULT},
+                    "config": {"type": "array", "items": {
+                        "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}},
+                "nodeSelector": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                "allocationTimestamp": {"type": "string"}}},
+            "reservedFor": {"type": "array", "maxItems": 256, "items": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            "devices": {"type": "array", "items": {"type": "object",
+                                                   "x-kubernetes-preserve-unknown-fields": True}}}}}},
+    "resourceclaimtemplates": {"type": "object", "required": ["spec"], "properties": {
+        "spec": {"type": "object", "required": ["spec"], "properties": {
+            "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "spec": None}}}},
+    "deviceclasses": {"type": "object", "required": ["spec"], "properties": {"spec": {
+        "type": "object", "properties": {
+            "selectors": _SELECTORS,
+            "config": {"type": "array", "items": {"type": "object",
+                                                  "x-kubernetes-preserve-unknown-fields": True}},
+            "extendedResourceName": {"type": "string"}}}}},
+}
+
+DRA_SCHEMAS["resourceclaimtemplates"]["properties"]["spec"]["properties"]["spec"] = \
+    DRA_SCHEMAS["resourceclaims"]["properties"]["spec"]
+for _r in BUILTINS:
+    if _r.schema == "DRA":
+        _r.schema = DRA_SCHEMAS[_r.plural]
+
 
 def validate(schema, value, path, errors, strict, apply_defaults=True, pruned=None):
     """Checks value against a structural OpenAPI v3 schema; fills defaults in place. With
@@ -200,6 +300,14 @@ def validate(schema, value, path, errors, strict, apply_defaults=True, pruned=No
     if t == "object" and "maxProperties" in schema and len(value) > schema["maxProperties"]:
         errors.append(f"{path}: Too many: {len(value)}: must have at most "
                       f"{schema['maxProperties']} items")
+    if t == "object" and "minProperties" in schema and len(value) < schema["minProperties"]:
+        errors.append(f"{path}: Required value: must have at least "
+                      f"{schema['minProperties']} items")
+    if t == "object" and "propertyNames" in schema:  # the built-in kinds' key rules
+        for k in value:
+            if not re.fullmatch(schema["propertyNames"]["pattern"], k):
+                errors.append(f"{path}[{k}]: Invalid value: \"{k}\": must match "
+                              f"'{schema['propertyNames']['pattern']}'")
     if t == "array" and "items" in schema:
         for i, item in enumerate(value):
             validate(schema["items"], item, f"{path}[{i}]", errors, strict, apply_defaults,

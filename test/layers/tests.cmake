@@ -47,6 +47,8 @@ sriov_layer_check(host model/inventory.h "\"policy/policy.h\"")
 sriov_layer_check(kube nad/render.h "\"host/sriov-numvfs.h\"")
 sriov_layer_check(deviceplugin grpc/grpc-server.h "\"kube/http.h\"")
 sriov_layer_check(deviceplugin grpc/grpc-server.h "\"host/sriov-numvfs.h\"")
+sriov_layer_check(dra grpc/grpc-server.h "\"kube/http.h\"")
+sriov_layer_check(dra grpc/grpc-server.h "\"host/sriov-numvfs.h\"")
 sriov_layer_check(httpd util/log.h "\"kube/http.h\"")
 sriov_layer_check(httpd util/log.h "\"metrics/exposition.h\"")
 

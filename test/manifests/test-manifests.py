@@ -602,7 +602,10 @@ def case_rbac():
         ("", "namespaces"): {"get", "list", "watch"},
         ("k8s.cni.cncf.io", "network-attachment-definitions"):
             {"get", "list", "watch", "create", "update", "delete"},
-    }, "ClusterRole: get/list/watch nodes and namespaces, NADs (no patch), nothing more")
+        ("resource.k8s.io", "resourceslices"): {"list", "create", "update", "delete"},
+        ("resource.k8s.io", "resourceclaims"): {"get"},
+    }, "ClusterRole: get/list/watch nodes and namespaces, NADs (no patch), the node's "
+       "ResourceSlices (list/create/update/delete), ResourceClaims (get), nothing more")
     check(rules_of("Role", "sriov-agent-rdma-devices", named=True) == {
         ("", "configmaps", ("rdma-devices",)): {"get", "list", "watch"},
     }, "Role sriov-agent-rdma-devices: get/list/watch the ConfigMap rdma-devices only")

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -146,6 +147,21 @@ static void assert_rdma_matches(const struct rdma_device *d, json_t *expected, b
         assert_int_equal(strlen(d->node_guid), 19); /* "xxxx:xxxx:xxxx:xxxx" */
 }
 
+/* The pcieRoot DRA publishes, computed here independently of lib/host: the first directory
+ * below <root>/devices of the function's resolved sysfs path. */
+static void expected_pcie_root(const struct tree *t, const char *pci, char *buf, size_t size)
+{
+        char link[256], real[PATH_MAX], top[PATH_MAX];
+        snprintf(link, sizeof(link), "%s/bus/pci/devices/%s", t->root, pci);
+        assert_non_null(realpath(link, real));
+        assert_non_null(realpath(t->root, top));
+        strcat(top, "/devices/");
+        assert_int_equal(strncmp(real, top, strlen(top)), 0);
+        const char *rest = real + strlen(top);
+        snprintf(buf, size, "%.*s", (int)strcspn(rest, "/"), rest);
+        assert_int_equal(strncmp(buf, "pci", 3), 0);
+}
+
 /* PF and VFs as the manifest describes them; no errors. */
 static void assert_pf_matches(const struct tree *t, const struct pf_info *pf, json_t *m)
 {
@@ -173,6 +189,9 @@ static void assert_pf_matches(const struct tree *t, const struct pf_info *pf, js
                 assert_int_equal(vf->vendor, pf->vendor);
                 assert_int_equal(vf->device, pf->vf_device);
                 assert_int_equal(vf->vlan, -1); /* unknown without netlink */
+                char root[PCIE_ROOT_MAX];
+                expected_pcie_root(t, vf->pci_address, root, sizeof(root));
+                assert_string_equal(vf->pcie_root, root);
                 assert_null(vf->error);
                 const char *ifname = json_string_value(json_object_get(vf_m, "ifname"));
                 if (ifname) {

@@ -135,6 +135,45 @@ static void test_groups_on_two_pfs_share_a_pool(void **state)
         inventory_done(&inv);
 }
 
+/* The node's choice of device plugin or DRA per resource: the set is cut in two, every pool
+ * lands on exactly one side, devices and all. */
+static void test_split_between_device_plugin_and_dra(void **state)
+{
+        struct inventory inv = { 0 };
+        fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 2, 0);
+        fx_add_pf(&inv, 0x5e, "ens2f0", "mlx5_core", 2, 1);
+        struct desired_state d = { 0 };
+        fx_add_group(&d, "0000:3b:00.0", "gpu_nic", DEVICE_TYPE_NETDEVICE, 0, 1);
+        fx_add_group(&d, "0000:5e:00.0", "plain", DEVICE_TYPE_NETDEVICE, 0, 1);
+        struct dp_pool_set dp = { 0 }, dra = { 0 }, copies = { 0 };
+        assert_int_equal(dp_pools_from_desired(&d, &inv, NULL, &dp), 0);
+        char *names[] = { (char *)"gpu_nic", (char *)"not_on_this_node" };
+
+        assert_int_equal(dp_pool_set_split(&dp, names, 2, &dra), 0);
+        assert_int_equal(dp.n_pools, 1);
+        assert_string_equal(dp.pools[0].resource, "openshift.io/plain");
+        assert_int_equal(dra.n_pools, 1);
+        assert_string_equal(dra.pools[0].resource, "openshift.io/gpu_nic");
+        assert_int_equal(dra.pools[0].n_devices, 2);
+        assert_string_equal(dra.pools[0].devices[0].id, "0000:3b:01.0");
+
+        /* nothing named: nothing moves */
+        assert_int_equal(dp_pool_set_split(&dp, NULL, 0, &dra), 0);
+        assert_int_equal(dp.n_pools, 1);
+        assert_int_equal(dra.n_pools, 1);
+
+        assert_int_equal(dp_pool_set_append_copy(&copies, &dra), 0);
+        assert_int_equal(dp_pool_set_append_copy(&copies, &dp), 0);
+        assert_int_equal(copies.n_pools, 2);
+        assert_string_equal(copies.pools[1].devices[1].id, dp.pools[0].devices[1].id);
+        assert_ptr_not_equal(copies.pools[0].devices, dra.pools[0].devices);
+        dp_pool_set_done(&copies);
+        dp_pool_set_done(&dra);
+        dp_pool_set_done(&dp);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
 static void test_invalid_names(void **state)
 {
         struct inventory inv = { 0 };
@@ -435,6 +474,7 @@ int main(void)
                 cmocka_unit_test(test_ready_vfs_by_device_type),
                 cmocka_unit_test(test_rdma_topology_health),
                 cmocka_unit_test(test_groups_on_two_pfs_share_a_pool),
+                cmocka_unit_test(test_split_between_device_plugin_and_dra),
                 cmocka_unit_test(test_invalid_names),
                 cmocka_unit_test(test_build_with_rdma_shared),
                 cmocka_unit_test(test_vf_in_pod_keeps_its_slot),

@@ -1,0 +1,574 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The agent's DRA driver: which resources it serves (--dra-resources) and the plugin that
+ * registers with the kubelet. A resource named there is cut out of the device-plugin pools
+ * on every reconcile (agent_dra_take_pools), so a device is offered through one path only. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "deviceplugin/allocate.h"
+#include "deviceplugin/podresources.h"
+#include "deviceplugin/pool.h"
+#include "dra/claim.h"
+#include "dra/plugin.h"
+#include "dra/slices.h"
+#include "kube/cluster.h"
+#include "kube/resource-slices.h"
+#include "util/fileio.h"
+#include "util/log.h"
+#include "util/names.h"
+#include "util/strv.h"
+
+int agent_dra_parse_resources(const char *list, char ***ret, size_t *n)
+{
+        for (const char *p = list; p && *p;) {
+                size_t len = strcspn(p, ",");
+                char name[RESOURCE_NAME_MAX];
+                if (len == 0 || len >= sizeof(name)) {
+                        log_error("--dra-resources: empty or too long resource name in \"%s\"",
+                                  list);
+                        return -EINVAL;
+                }
+                memcpy(name, p, len);
+                name[len] = 0;
+                if (!resource_name_is_valid(name)) {
+                        log_error("--dra-resources: \"%s\" is not a valid resourceName", name);
+                        return -EINVAL;
+                }
+                if (!strv_contains(*ret, *n, name) && strv_push_dup(ret, n, name) < 0)
+                        return -ENOMEM;
+                p += len + (p[len] == ',');
+        }
+        return 0;
+}
+
+/* ---- Prepare: the claim's allocation, read from the API server, becomes a CDI spec ---- */
+
+struct claim_read {
+        struct prepare_job *job;
+        size_t index;
+        struct kube_request *request;
+};
+
+struct prepare_job {
+        struct agent *agent;
+        struct dra_prepare *req;
+        struct claim_read *reads;
+        size_t pending;
+        struct prepare_job *next;
+};
+
+static int set_error(struct dra_claim_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int set_error(struct dra_claim_result *r, const char *fmt, ...)
+{
+        va_list ap;
+        dra_claim_result_done(r);
+        va_start(ap, fmt);
+        if (vasprintf(&r->error, fmt, ap) < 0)
+                r->error = NULL;
+        va_end(ap);
+        return -EINVAL;
+}
+
+static int path_in(const char *dir, const char *uid, char *buf, size_t size)
+{
+        int n = snprintf(buf, size, "%s/" DRA_DRIVER_NAME_DEFAULT "-%s.json", dir, uid);
+        return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static const char *cdi_root(const struct agent *a)
+{
+        return a->config.cdi_root ?: "/var/run/cdi";
+}
+
+static int record_dir(const struct agent *a, char *buf, size_t size)
+{
+        int n = snprintf(buf, size, "%s/dra", a->config.state_dir ?: "/var/lib/sriov-agent");
+        return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* The answer and the CDI spec of a prepared claim, kept in the state dir so that Prepare is
+ * answered the same after an agent restart (and the CDI spec written again after a reboot
+ * emptied /var/run). */
+static int write_json_file(const char *dir, const char *uid, json_t *obj)
+{
+        char path[4096];
+        int r = mkdir_p(dir);
+        if (r >= 0)
+                r = path_in(dir, uid, path, sizeof(path));
+        _cleanup_free_ char *text = r >= 0 ? json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        if (r >= 0 && !text)
+                r = -ENOMEM;
+        return r < 0 ? r : write_file_atomic(path, text, strlen(text), 0644);
+}
+
+static int result_from_record(json_t *record, struct dra_claim_result *res)
+{
+        json_t *devs = json_object_get(record, "devices");
+        res->devices = calloc(json_array_size(devs) ?: 1, sizeof(*res->devices));
+        if (!res->devices)
+                return -ENOMEM;
+        size_t i;
+        json_t *d;
+        json_array_foreach(devs, i, d)
+        {
+                struct dra_prepared_device *p = &res->devices[res->n_devices++];
+                p->pool = strdup(json_string_value(json_object_get(d, "pool")) ?: "");
+                p->device = strdup(json_string_value(json_object_get(d, "device")) ?: "");
+                if (!p->pool || !p->device ||
+                    strv_push_dup(&p->request_names, &p->n_request_names,
+                                  json_string_value(json_object_get(d, "request")) ?: "") < 0 ||
+                    strv_push_dup(&p->cdi_ids, &p->n_cdi_ids,
+                                  json_string_value(json_object_get(d, "cdi")) ?: "") < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* A claim prepared before (by this or an earlier run): answered from its record. 1 when it
+ * was, 0 when there is none. */
+static int prepare_from_record(struct agent *a, const struct dra_claim *c,
+                               struct dra_claim_result *res)
+{
+        char dir[4096], path[4096];
+        if (record_dir(a, dir, sizeof(dir)) < 0 || path_in(dir, c->uid, path, sizeof(path)) < 0)
+                return 0;
+        json_auto_t *record = json_load_file(path, 0, NULL);
+        if (!record)
+                return 0;
+        if (result_from_record(record, res) < 0)
+                return set_error(res, "out of memory");
+        char cdi[4096];
+        if (path_in(cdi_root(a), c->uid, cdi, sizeof(cdi)) >= 0 && access(cdi, F_OK) < 0) {
+                int r = write_json_file(cdi_root(a), c->uid, json_object_get(record, "cdi"));
+                if (r < 0)
+                        return set_error(res, "cannot write the CDI spec in %s: %s", cdi_root(a),
+                                         strerror(-r));
+        }
+        return 1;
+}
+
+static const struct dp_pool *find_device(const struct agent *a, const char *name,
+                                         const struct dp_device **ret)
+{
+        for (size_t i = 0; i < a->dra_pools.n_pools; i++) {
+                const struct dp_pool *p = &a->dra_pools.pools[i];
+                for (size_t j = 0; p->kind == DP_POOL_SRIOV && j < p->n_devices; j++) {
+                        char dn[PCI_ADDR_MAX];
+                        dra_device_name(p->devices[j].id, dn);
+                        if (strcmp(dn, name) == 0) {
+                                *ret = &p->devices[j];
+                                return p;
+                        }
+                }
+        }
+        return NULL;
+}
+
+/* Turns the claim's allocation into a CDI spec, its record and the answer. */
+static void prepare_from_claim(struct agent *a, const struct dra_claim *c, json_t *claim,
+                               struct dra_claim_result *res)
+{
+        _cleanup_free_ char *error = NULL;
+        struct dra_allocated *al = NULL;
+        size_t n = 0;
+        int r = dra_claim_allocated(claim, c->uid, DRA_DRIVER_NAME_DEFAULT, a->config.node_name,
+                                    &al, &n, &error);
+        if (r < 0) {
+                set_error(res, "%s", error ?: "out of memory");
+                return;
+        }
+        const struct dp_pool **pools = calloc(n ?: 1, sizeof(*pools));
+        struct dp_container_allocation *own = calloc(n ?: 1, sizeof(*own));
+        struct dp_container_allocation *per_pool = calloc(n ?: 1, sizeof(*per_pool));
+        const struct dp_container_allocation **own_ptr = calloc(n ?: 1, sizeof(*own_ptr));
+        const struct dp_container_allocation **pool_ptr = calloc(n ?: 1, sizeof(*pool_ptr));
+        char **names = calloc(n ?: 1, sizeof(*names));
+        char **ids = calloc(n ?: 1, sizeof(*ids));
+        json_t *record_devs = json_array();
+        struct grpc_status st = { 0 };
+        r = pools && own && per_pool && own_ptr && pool_ptr && names && ids && record_devs
+                ? 0
+                : set_error(res, "out of memory");
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                const struct dp_device *d = NULL;
+                pools[i] = find_device(a, al[i].device, &d);
+                if (!pools[i]) {
+                        r = set_error(res,
+                                      "device %s (request %s) is not a VF this node serves "
+                                      "through DRA",
+                                      al[i].device, al[i].request);
+                        break;
+                }
+                names[i] = al[i].device;
+                ids[i] = (char *)d->id;
+                if (dp_allocate_container(pools[i], &ids[i], 1, &own[i], &st) != GRPC_STATUS_OK)
+                        r = set_error(res, "device %s: %s", al[i].device, st.message);
+                own_ptr[i] = &own[i];
+        }
+        /* Per pool, every device of the claim in it, for the PCIDEVICE_* variables. */
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                size_t k = 0;
+                for (size_t j = 0; j < n; j++)
+                        if (pools[j] == pools[i])
+                                k++;
+                _cleanup_free_ char **group = calloc(k, sizeof(*group));
+                if (!group) {
+                        r = set_error(res, "out of memory");
+                        break;
+                }
+                k = 0;
+                for (size_t j = 0; j < n; j++)
+                        if (pools[j] == pools[i])
+                                group[k++] = ids[j];
+                if (dp_allocate_container(pools[i], group, k, &per_pool[i], &st) != GRPC_STATUS_OK)
+                        r = set_error(res, "%s", st.message);
+                pool_ptr[i] = &per_pool[i];
+        }
+        json_auto_t *cdi =
+            r == 0 ? dra_cdi_spec(DRA_DRIVER_NAME_DEFAULT, c->uid, names, own_ptr, pool_ptr, n)
+                   : NULL;
+        if (r == 0 && !cdi)
+                r = set_error(res, "out of memory");
+        if (r == 0) {
+                res->devices = calloc(n ?: 1, sizeof(*res->devices));
+                if (!res->devices)
+                        r = set_error(res, "out of memory");
+        }
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                char id[512];
+                struct dra_prepared_device *p = &res->devices[res->n_devices++];
+                p->pool = strdup(a->config.node_name);
+                p->device = strdup(al[i].device);
+                if (dra_cdi_device_id(DRA_DRIVER_NAME_DEFAULT, c->uid, al[i].device, id,
+                                      sizeof(id)) < 0 ||
+                    !p->pool || !p->device ||
+                    strv_push_dup(&p->request_names, &p->n_request_names, al[i].request) < 0 ||
+                    strv_push_dup(&p->cdi_ids, &p->n_cdi_ids, id) < 0 ||
+                    json_array_append_new(record_devs,
+                                          json_pack("{s:s,s:s,s:s,s:s}", "request", al[i].request,
+                                                    "pool", a->config.node_name, "device",
+                                                    al[i].device, "cdi", id)) < 0)
+                        r = set_error(res, "out of memory");
+        }
+        char dir[4096];
+        if (r == 0) {
+                r = write_json_file(cdi_root(a), c->uid, cdi);
+                if (r < 0)
+                        r = set_error(res, "cannot write the CDI spec in %s: %s", cdi_root(a),
+                                      strerror(-r));
+        }
+        if (r == 0) {
+                json_auto_t *record = json_pack("{s:O,s:O}", "devices", record_devs, "cdi", cdi);
+                r = record_dir(a, dir, sizeof(dir));
+                if (r >= 0)
+                        r = record ? write_json_file(dir, c->uid, record) : -ENOMEM;
+                if (r < 0)
+                        r = set_error(res, "cannot record the prepared claim in %s: %s", dir,
+                                      strerror(-r));
+        }
+        for (size_t i = 0; i < n && own && per_pool; i++) {
+                dp_container_allocation_done(&own[i]);
+                dp_container_allocation_done(&per_pool[i]);
+        }
+        json_decref(record_devs);
+        free(pools);
+        free(own);
+        free(per_pool);
+        free(own_ptr);
+        free(pool_ptr);
+        free(names);
+        free(ids);
+        dra_allocated_free(al, n);
+}
+
+static void job_finish(struct prepare_job *job)
+{
+        struct agent *a = job->agent;
+        for (struct prepare_job **pp = &a->dra_jobs; *pp; pp = &(*pp)->next)
+                if (*pp == job) {
+                        *pp = job->next;
+                        break;
+                }
+        dra_prepare_done(job->req);
+        free(job->reads);
+        free(job);
+}
+
+static void claim_read_done(struct kube_request *request, int error, long status, const char *body,
+                            size_t body_len, void *userdata)
+{
+        struct claim_read *rd = userdata;
+        struct prepare_job *job = rd->job;
+        rd->request = NULL;
+        const struct dra_claim *c = dra_prepare_claim(job->req, rd->index);
+        struct dra_claim_result *res = dra_prepare_result(job->req, rd->index);
+        json_auto_t *claim =
+            error == 0 && status == 200 ? json_loadb(body, body_len, 0, NULL) : NULL;
+        if (claim)
+                prepare_from_claim(job->agent, c, claim, res);
+        else if (status == 404)
+                set_error(res, "ResourceClaim %s/%s not found", c->namespace_, c->name);
+        else
+                set_error(res, "cannot read ResourceClaim %s/%s: %s", c->namespace_, c->name,
+                          error    ? strerror(-error)
+                          : status ? "unexpected answer"
+                                   : "no answer");
+        if (--job->pending == 0)
+                job_finish(job);
+}
+
+static void prepare(void *userdata, struct dra_prepare *req)
+{
+        struct agent *a = userdata;
+        size_t n = dra_prepare_n_claims(req);
+        struct prepare_job *job = calloc(1, sizeof(*job));
+        struct claim_read *reads = calloc(n ?: 1, sizeof(*reads));
+        if (!job || !reads) {
+                for (size_t i = 0; i < n; i++)
+                        set_error(dra_prepare_result(req, i), "out of memory");
+                free(job);
+                free(reads);
+                dra_prepare_done(req);
+                return;
+        }
+        *job = (struct prepare_job){ .agent = a, .req = req, .reads = reads, .pending = 1 };
+        job->next = a->dra_jobs;
+        a->dra_jobs = job;
+        for (size_t i = 0; i < n; i++) {
+                const struct dra_claim *c = dra_prepare_claim(req, i);
+                struct dra_claim_result *res = dra_prepare_result(req, i);
+                if (!c->uid || !filename_is_valid(c->uid) || !c->name || !*c->name ||
+                    !c->namespace_ || !*c->namespace_) {
+                        set_error(res, "claim without a valid namespace, name and uid");
+                        continue;
+                }
+                if (prepare_from_record(a, c, res) != 0)
+                        continue;
+                if (!a->cluster) {
+                        set_error(res,
+                                  "claim %s/%s: no API server to read it from "
+                                  "(standalone mode)",
+                                  c->namespace_, c->name);
+                        continue;
+                }
+                _cleanup_free_ char *ns = kube_http_escape(c->namespace_),
+                                    *name = kube_http_escape(c->name), *path = NULL;
+                if (!ns || !name ||
+                    asprintf(&path, "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s", ns,
+                             name) < 0) {
+                        path = NULL;
+                        set_error(res, "out of memory");
+                        continue;
+                }
+                reads[i] = (struct claim_read){ .job = job, .index = i };
+                const struct kube_request_opts opts = {
+                        .path = path,
+                        .on_done = claim_read_done,
+                        .userdata = &reads[i],
+                        .timeout_s = 10,
+                };
+                int r = kube_http_start(kube_cluster_http(a->cluster), &opts, &reads[i].request);
+                if (r < 0)
+                        set_error(res, "cannot read ResourceClaim %s/%s: %s", c->namespace_,
+                                  c->name, strerror(-r));
+                else
+                        job->pending++;
+        }
+        if (--job->pending == 0)
+                job_finish(job);
+}
+
+static char *unprepare(void *userdata, const struct dra_claim *claim)
+{
+        struct agent *a = userdata;
+        char *error = NULL;
+        if (!claim->uid || !filename_is_valid(claim->uid))
+                return strdup("claim without a valid uid");
+        char dir[4096], path[4096];
+        if (path_in(cdi_root(a), claim->uid, path, sizeof(path)) >= 0 && unlink(path) < 0 &&
+            errno != ENOENT && asprintf(&error, "cannot remove %s: %m", path) < 0)
+                error = NULL;
+        /* The record goes last: while it exists, Prepare and Unprepare can both be redone. */
+        if (!error && record_dir(a, dir, sizeof(dir)) >= 0 &&
+            path_in(dir, claim->uid, path, sizeof(path)) >= 0 && unlink(path) < 0 &&
+            errno != ENOENT && asprintf(&error, "cannot remove %s: %m", path) < 0)
+                error = NULL;
+        return error;
+}
+
+static const struct dra_handlers agent_dra_handlers = { .prepare = prepare,
+                                                        .unprepare = unprepare };
+
+int agent_dra_start(struct agent *a)
+{
+        if (a->n_dra_resources == 0)
+                return 0;
+        const struct dra_plugin_options opts = {
+                .kubelet_root = a->config.kubelet_root,
+                .handlers = &agent_dra_handlers,
+                .userdata = a,
+        };
+        int r = dra_plugin_new(a->event, &opts, &a->dra);
+        if (r < 0)
+                return log_error_errno(r, "cannot start the DRA driver (kubelet root %s)",
+                                       a->config.kubelet_root ?: DRA_KUBELET_ROOT_DEFAULT);
+        return 0;
+}
+
+/* The same link health the device plugin reports (a VF whose PF link is down is unhealthy),
+ * for the kubelet's DRAResourceHealth stream. */
+static int report_health(struct agent *a)
+{
+        size_t n = 0, k = 0;
+        for (size_t i = 0; i < a->dra_pools.n_pools; i++)
+                if (a->dra_pools.pools[i].kind == DP_POOL_SRIOV)
+                        n += a->dra_pools.pools[i].n_devices;
+        _cleanup_free_ struct dra_device_health *list = calloc(n ?: 1, sizeof(*list));
+        _cleanup_free_ char(*names)[PCI_ADDR_MAX] = calloc(n ?: 1, sizeof(*names));
+        if (!list || !names)
+                return -ENOMEM;
+        for (size_t i = 0; i < a->dra_pools.n_pools; i++) {
+                const struct dp_pool *p = &a->dra_pools.pools[i];
+                for (size_t j = 0; p->kind == DP_POOL_SRIOV && j < p->n_devices; j++, k++) {
+                        dra_device_name(p->devices[j].id, names[k]);
+                        list[k] = (struct dra_device_health){
+                                .device = names[k],
+                                .healthy = p->devices[j].healthy,
+                                .message = p->devices[j].healthy ? NULL : "the PF's link is down",
+                        };
+                }
+        }
+        int r = dra_plugin_set_health(a->dra, a->config.node_name ?: "node", list, k);
+        return r < 0 ? r : 0;
+}
+
+int agent_dra_take_pools(struct agent *a, struct dp_pool_set *pools)
+{
+        struct dp_pool_set dra = { 0 };
+        int r = dp_pool_set_split(pools, a->dra_resources, a->n_dra_resources, &dra);
+        if (r < 0)
+                return r;
+        dp_pool_set_done(&a->dra_pools);
+        a->dra_pools = dra;
+        return a->dra ? report_health(a) : 0;
+}
+
+int agent_dra_publisher_new(struct agent *a)
+{
+        int r = kube_slices_new(kube_cluster_http(a->cluster), a->config.node_name,
+                                DRA_DRIVER_NAME_DEFAULT, &a->slices);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the ResourceSlice publisher");
+        if (a->n_dra_resources == 0) {
+                /* DRA off: slices a previous run published for this node must go. */
+                json_t *none = json_array();
+                r = none ? kube_slices_set(a->slices, none) : -ENOMEM;
+                json_decref(none);
+        }
+        return r;
+}
+
+static bool same_usage(const struct dp_usage *x, const struct dp_usage *y)
+{
+        if (x->n_resources != y->n_resources)
+                return false;
+        for (size_t i = 0; i < x->n_resources; i++) {
+                const struct dp_resource_usage *u = &x->resources[i];
+                const struct dp_resource_usage *v = dp_usage_find(y, u->resource);
+                if (!v || v->n_ids != u->n_ids)
+                        return false;
+                for (size_t j = 0; j < u->n_ids; j++)
+                        if (!dp_usage_in_use(y, u->resource, u->ids[j]))
+                                return false;
+        }
+        return true;
+}
+
+/* What pods hold through the device plugin. A resource moved to DRA while pods use it keeps
+ * those VFs out of the slices until the pods end: the kubelet still has them assigned. A
+ * kubelet that cannot be asked changes nothing (the last answer stands). */
+static void on_held(void *userdata, int error, const char *message, const struct dp_usage *usage)
+{
+        struct agent *a = userdata;
+        a->dra_held_call = NULL;
+        if (error < 0) {
+                log_debug("DRA: cannot ask the kubelet which VFs pods hold: %s",
+                          message ?: strerror(-error));
+                return;
+        }
+        struct dp_usage copy = { 0 };
+        for (size_t i = 0; i < usage->n_resources; i++)
+                for (size_t j = 0; j < usage->resources[i].n_ids; j++)
+                        if (strv_contains(a->dra_resources, a->n_dra_resources,
+                                          strchr(usage->resources[i].resource, '/')
+                                              ? strchr(usage->resources[i].resource, '/') + 1
+                                              : usage->resources[i].resource) &&
+                            dp_usage_add(&copy, usage->resources[i].resource,
+                                         usage->resources[i].ids[j]) < 0) {
+                                dp_usage_done(&copy);
+                                return;
+                        }
+        if (same_usage(&copy, &a->dra_held)) {
+                dp_usage_done(&copy);
+                return;
+        }
+        dp_usage_done(&a->dra_held);
+        a->dra_held = copy;
+        (void)agent_schedule_reconcile(a, "VFs of a DRA resource held or freed by device-plugin "
+                                          "pods");
+}
+
+static void ask_held(struct agent *a)
+{
+        const char *sock = a->config.pod_resources_socket;
+        if (a->dra_held_call || !sock || !*sock || strcmp(sock, "none") == 0)
+                return;
+        if (dp_podresources_list(a->event, sock, 2 * 1000000ULL, on_held, a, &a->dra_held_call) < 0)
+                a->dra_held_call = NULL;
+}
+
+int agent_dra_publish(struct agent *a, const struct inventory *inv)
+{
+        if (!a->slices || a->n_dra_resources == 0)
+                return 0;
+        json_t *slices = NULL;
+        ask_held(a); /* for the next publication, if pods' VFs changed */
+        int r = dra_slices_build(&a->dra_pools, inv, a->config.node_name, DRA_DRIVER_NAME_DEFAULT,
+                                 &a->dra_held, &slices);
+        if (r < 0)
+                return r;
+        r = kube_slices_set(a->slices, slices);
+        json_decref(slices);
+        return r;
+}
+
+void agent_dra_stop(struct agent *a)
+{
+        /* Claims still being read: answered with an error now, before the HTTP client goes. */
+        while (a->dra_jobs) {
+                struct prepare_job *job = a->dra_jobs;
+                size_t n = dra_prepare_n_claims(job->req);
+                for (size_t i = 0; i < n; i++)
+                        if (job->reads[i].request) {
+                                kube_request_cancel(job->reads[i].request);
+                                job->reads[i].request = NULL;
+                                set_error(dra_prepare_result(job->req, i), "the agent is stopping");
+                        }
+                job_finish(job);
+        }
+        a->slices = kube_slices_free(a->slices);
+        dp_podresources_call_cancel(a->dra_held_call);
+        a->dra_held_call = NULL;
+        dp_usage_done(&a->dra_held);
+        a->dra = dra_plugin_free(a->dra);
+        dp_pool_set_done(&a->dra_pools);
+        strv_free_n(a->dra_resources, a->n_dra_resources);
+        a->dra_resources = NULL;
+        a->n_dra_resources = 0;
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "dra/slices.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+#include "util/macro.h"
+
+#define ATTR_DRIVER "sriovnetwork.k8snetworkplumbingwg.io/"
+
+void dra_device_name(const char *pci, char buf[PCI_ADDR_MAX])
+{
+        size_t i = 0;
+        for (; pci[i] && i < PCI_ADDR_MAX - 1; i++)
+                buf[i] = pci[i] == ':' || pci[i] == '.' ? '-' : pci[i];
+        buf[i] = 0;
+}
+
+static const struct vf_info *find_vf(const struct inventory *inv, const char *pci,
+                                     const struct pf_info **ret_pf)
+{
+        for (size_t i = 0; i < inv->n_pfs; i++)
+                for (size_t j = 0; j < inv->pfs[i].n_vfs; j++)
+                        if (strcmp(inv->pfs[i].vfs[j].pci_address, pci) == 0) {
+                                *ret_pf = &inv->pfs[i];
+                                return &inv->pfs[i].vfs[j];
+                        }
+        return NULL;
+}
+
+static const char *link_type_name(const struct pf_info *pf)
+{
+        if (pf->n_netdevs == 0)
+                return "unknown";
+        switch (pf->netdevs[0].link_type) {
+        case LINK_TYPE_ETH:
+                return "ethernet";
+        case LINK_TYPE_IB:
+                return "infiniband";
+        default:
+                return "unknown";
+        }
+}
+
+static json_t *str_attr(const char *s)
+{
+        return json_pack("{s:s}", "string", s);
+}
+
+static json_t *device_json(const struct dp_pool *pool, const struct dp_device *d,
+                           const struct pf_info *pf, const struct vf_info *vf)
+{
+        char name[PCI_ADDR_MAX], vendor[8], device[8];
+        dra_device_name(d->id, name);
+        snprintf(vendor, sizeof(vendor), "%04x", vf->vendor);
+        snprintf(device, sizeof(device), "%04x", vf->device);
+        json_t *attrs = json_object();
+        if (!attrs)
+                return NULL;
+        int r = 0;
+        if (vf->pcie_root[0])
+                r |= json_object_set_new(attrs, "resource.kubernetes.io/pcieRoot",
+                                         str_attr(vf->pcie_root));
+        r |= json_object_set_new(attrs, "resource.kubernetes.io/pciBusID", str_attr(d->id));
+        if (vf->numa_node >= 0)
+                r |= json_object_set_new(attrs, "dra.net/numaNode",
+                                         json_pack("{s:I}", "int", (json_int_t)vf->numa_node));
+        if (pf_netdev_name(pf))
+                r |= json_object_set_new(attrs, ATTR_DRIVER "PFName", str_attr(pf_netdev_name(pf)));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "pfPciAddress", str_attr(pf->pci_address));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "pciAddress", str_attr(d->id));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "vfID",
+                                 json_pack("{s:I}", "int", (json_int_t)vf->vf_index));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "vendor", str_attr(vendor));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "deviceID", str_attr(device));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "linkType", str_attr(link_type_name(pf)));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "rdmaCapable",
+                                 json_pack("{s:b}", "bool", pool->is_rdma && d->rdma_device[0]));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "resourceName", str_attr(pool->resource));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "deviceType",
+                                 str_attr(device_type_to_string(pool->device_type)));
+        r |= json_object_set_new(attrs, "k8s.cni.cncf.io/resourceName", str_attr(pool->resource));
+        r |= json_object_set_new(attrs, "k8s.cni.cncf.io/deviceID", str_attr(d->id));
+        if (r) {
+                json_decref(attrs);
+                return NULL;
+        }
+        return json_pack("{s:s,s:o}", "name", name, "attributes", attrs);
+}
+
+static int compare_names(const void *a, const void *b)
+{
+        const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+        return strcmp(json_string_value(json_object_get(x, "name")),
+                      json_string_value(json_object_get(y, "name")));
+}
+
+int dra_slices_build(const struct dp_pool_set *pools, const struct inventory *inv, const char *node,
+                     const char *driver, const struct dp_usage *held, json_t **ret)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < pools->n_pools; i++)
+                n += pools->pools[i].kind == DP_POOL_SRIOV ? pools->pools[i].n_devices : 0;
+        _cleanup_free_ json_t **devs = calloc(n ?: 1, sizeof(*devs));
+        if (!devs)
+                return -ENOMEM;
+        size_t k = 0;
+        int r = 0;
+        for (size_t i = 0; i < pools->n_pools && r == 0; i++) {
+                const struct dp_pool *p = &pools->pools[i];
+                if (p->kind != DP_POOL_SRIOV) {
+                        log_ctx_msg(LOG_WARNING, 0,
+                                    &(const struct log_ctx){ .resource = p->resource },
+                                    "whole-card RDMA pools are not published through DRA");
+                        continue;
+                }
+                for (size_t j = 0; j < p->n_devices; j++) {
+                        const struct pf_info *pf = NULL;
+                        const struct vf_info *vf = find_vf(inv, p->devices[j].id, &pf);
+                        if (!vf) /* pools come from this inventory: a VF gone meanwhile */
+                                continue;
+                        if (held && dp_usage_in_use(held, p->resource, p->devices[j].id))
+                                continue;
+                        if (!(devs[k] = device_json(p, &p->devices[j], pf, vf))) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        k++;
+                }
+        }
+        if (k > 1)
+                qsort(devs, k, sizeof(*devs), compare_names);
+        json_t *slices = r == 0 ? json_array() : NULL;
+        size_t count = (k + DRA_DEVICES_PER_SLICE - 1) / DRA_DEVICES_PER_SLICE;
+        for (size_t s = 0; slices && s < count; s++) {
+                json_t *list = json_array();
+                for (size_t i = s * DRA_DEVICES_PER_SLICE;
+                     list && i < k && i < (s + 1) * DRA_DEVICES_PER_SLICE; i++)
+                        if (json_array_append(list, devs[i]) < 0)
+                                json_decref(TAKE_PTR(list));
+                char name[512];
+                snprintf(name, sizeof(name), "%s-sriov-agent-%zu", node, s);
+                json_t *slice =
+                    list ? json_pack("{s:s,s:s,s:{s:s},s:{s:s,s:s,s:{s:s,s:I},s:o}}", "apiVersion",
+                                     "resource.k8s.io/v1", "kind", "ResourceSlice", "metadata",
+                                     "name", name, "spec", "driver", driver, "nodeName", node,
+                                     "pool", "name", node, "resourceSliceCount", (json_int_t)count,
+                                     "devices", list)
+                         : NULL;
+                if (!slice || json_array_append_new(slices, slice) < 0)
+                        json_decref(TAKE_PTR(slices));
+        }
+        for (size_t i = 0; i < k; i++)
+                json_decref(devs[i]);
+        if (!slices)
+                return -ENOMEM;
+        *ret = slices;
+        return 0;
+}
