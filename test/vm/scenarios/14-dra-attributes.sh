@@ -1,5 +1,5 @@
 # vm-profile: iommu
-# Scenario 12: the DRA attributes of the igb VFs on a real kernel. `plan --dra-resources` shows
+# Scenario 14: the DRA attributes of the igb VFs on a real kernel. `plan --dra-resources` shows
 # the ResourceSlices the agent would publish; each VF's resource.kubernetes.io/pcieRoot and
 # pciBusID must equal what this script reads from sysfs itself (the first directory under
 # /sys/devices of the VF's resolved path, and the virtfnN link's target).
