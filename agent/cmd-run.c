@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "daemon.h"
+#include "host/rdma-netlink.h"
 #include "util/log.h"
 #include "util/parse.h"
 
@@ -60,6 +61,13 @@ static void print_usage(FILE *f)
                 "  --resource-prefix PREFIX  prefix of SR-IOV resources (default: openshift.io)\n"
                 "  --rdma-shared-config FILE whole-card RDMA pools (k8s-rdma-shared-dev-plugin\n"
                 "                            format)\n"
+                "RDMA and InfiniBand:\n"
+                "  --rdma-mode MODE          RDMA network namespace mode to bring about at\n"
+                "                            start: exclusive (a pod sees only its own RDMA\n"
+                "                            device) or shared (default: leave the kernel's)\n"
+                "  --modprobe-dir DIR        where the mode is written for the next boot when\n"
+                "                            the kernel cannot change it now (default:\n"
+                "                            /etc/modprobe.d)\n"
                 "Loop:\n"
                 "  --resync-interval SEC     periodic drift check (default: 30)\n"
                 "  --log-level LEVEL         err, warning, notice, info (default), debug\n"
@@ -101,6 +109,8 @@ int cmd_run(int argc, char **argv)
                 OPT_SUPPORTED_NICS,
                 OPT_ALL_NICS,
                 OPT_LOG_LEVEL,
+                OPT_RDMA_MODE,
+                OPT_MODPROBE_DIR,
         };
         static const struct option options[] = {
                 { "policy-dir", required_argument, NULL, OPT_POLICY_DIR },
@@ -122,6 +132,8 @@ int cmd_run(int argc, char **argv)
                 { "supported-nics", required_argument, NULL, OPT_SUPPORTED_NICS },
                 { "all-nics", no_argument, NULL, OPT_ALL_NICS },
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+                { "rdma-mode", required_argument, NULL, OPT_RDMA_MODE },
+                { "modprobe-dir", required_argument, NULL, OPT_MODPROBE_DIR },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -134,6 +146,7 @@ int cmd_run(int argc, char **argv)
                 .debounce_usec = 200 * 1000ULL,
                 .vf_timeout_usec = 120 * USEC_PER_SEC,
                 .pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock",
+                .rdma_mode = -1,
         };
         int level = LOG_INFO, c;
 
@@ -207,6 +220,19 @@ int cmd_run(int argc, char **argv)
                                         optarg);
                                 return 1;
                         }
+                        break;
+                case OPT_RDMA_MODE:
+                        config.rdma_mode = host_rdma_netns_mode_from_string(optarg);
+                        if (config.rdma_mode < 0) {
+                                fprintf(stderr,
+                                        "sriov-agent run: --rdma-mode wants exclusive or shared, "
+                                        "not '%s'\n",
+                                        optarg);
+                                return 1;
+                        }
+                        break;
+                case OPT_MODPROBE_DIR:
+                        config.modprobe_dir = optarg;
                         break;
                 case 'h':
                         print_usage(stdout);

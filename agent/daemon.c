@@ -357,6 +357,7 @@ int agent_new(const struct agent_config *config, struct agent **ret)
 
         a->config = *config;
         a->state_lock_fd = -1;
+        a->rdma_mode_now = -1;
         r = lock_state_dir(config, &a->state_lock_fd);
         if (r < 0)
                 goto fail;
@@ -465,6 +466,7 @@ int agent_run(struct agent *a)
         log_info("sriov-agent %s starting: policies from %s, sysfs %s%s", SRIOV_AGENT_VERSION,
                  source, a->config.sysfs_root ? a->config.sysfs_root : "/sys",
                  a->config.dry_run ? ", dry run" : "");
+        rdma_mode_start(a); /* before the first reconcile reports it */
         uint64_t watchdog_usec;
         if (sd_watchdog_enabled(false, &watchdog_usec) > 0)
                 sd_event_set_watchdog(a->event, true);
@@ -493,6 +495,7 @@ struct agent *agent_free(struct agent *a)
         free(a->rdma_shared_error);
         free(a->rdma_shared_error_posted);
         free(a->last_report);
+        free(a->rdma_reboot_needed);
         if (a->state_lock_fd >= 0)
                 close(a->state_lock_fd);
         free(a);

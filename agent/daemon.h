@@ -23,6 +23,8 @@ struct agent_config {
         const char *resource_prefix;
         const char *rdma_shared_config;
         const char *pod_resources_socket;
+        int rdma_mode;            /* --rdma-mode: enum host_rdma_netns_mode, -1 leave as is */
+        const char *modprobe_dir; /* where the mode is written for the next boot */
         const char *const *supported_nics_files; /* --supported-nics, in order */
         size_t n_supported_nics_files;
         bool all_nics; /* --all-nics: every SR-IOV PF model may be configured */

@@ -327,6 +327,7 @@ __attribute__((format(printf, 3, 4))) static void reconcile_stop(struct agent *a
                         .guarded = &rc->guarded,
                         .rdma_shared_error = a->rdma_shared_error,
                         .stopped = why,
+                        .rdma_reboot_needed = a->rdma_reboot_needed,
                     },
                     &status);
                 report_node_state(a, rc->have_desired ? &rc->desired : NULL,
@@ -365,6 +366,7 @@ static void reconcile_finish(struct agent *a)
                 .guarded = &rc->guarded,
                 .rdma_shared_error = a->rdma_shared_error,
                 .dry_run = a->config.dry_run,
+                .rdma_reboot_needed = a->rdma_reboot_needed,
             },
             &status);
         /* Due, not held, not a dry run: the daemon reconciles again soon. */

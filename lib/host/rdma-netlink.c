@@ -12,6 +12,7 @@
 
 #include "host/netlink-request.h"
 #include "host/printable.h"
+#include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
 
@@ -43,9 +44,11 @@ int host_rdma_netns_mode_from_string(const char *s)
 int host_rdma_netlink_open(struct nl_sock **ret)
 {
         int r = host_netlink_open(NETLINK_RDMA, 0, ret);
+        if (r == -EPROTONOSUPPORT) /* no RDMA hardware here, usually: the caller decides */
+                return log_ctx_msg(LOG_DEBUG, r, NULL,
+                                   "no RDMA netlink in this kernel (ib_core not loaded)");
         if (r < 0)
-                return log_error_errno(r, "cannot open an RDMA netlink socket%s",
-                                       r == -EPROTONOSUPPORT ? " (is ib_core loaded?)" : "");
+                return log_error_errno(r, "cannot open an RDMA netlink socket");
         return 0;
 }
 
@@ -265,4 +268,72 @@ int host_rdma_move_to_netns(struct nl_sock *sk, uint32_t index, const char *name
                                        "network namespace%s%s",
                                        name, index, extack[0] ? ": " : "", extack);
         return r;
+}
+
+int host_rdma_write_modprobe_option(const char *dir, enum host_rdma_netns_mode mode, char *path,
+                                    size_t path_size)
+{
+        const char *name = host_rdma_netns_mode_to_string(mode);
+        if (!name || !dir || !*dir)
+                return log_error_errno(-EINVAL, "RDMA mode: no modprobe.d directory or mode");
+        char file[512], text[256];
+        int k = snprintf(file, sizeof(file), "%s/%s", dir, HOST_RDMA_MODPROBE_FILE);
+        if (k < 0 || (size_t)k >= sizeof(file))
+                return log_error_errno(-ENAMETOOLONG, "modprobe.d directory %s: name too long",
+                                       PRINTABLE(dir));
+        k = snprintf(text, sizeof(text),
+                     "# Written by sriov-agent (--rdma-mode %s): the RDMA network namespace mode\n"
+                     "# ib_core starts with. Remove it to go back to the kernel's default.\n"
+                     "options ib_core netns_mode=%d\n",
+                     name, (int)mode);
+        if (path)
+                snprintf(path, path_size, "%s", file);
+        _cleanup_free_ char *old = NULL;
+        size_t old_size = 0;
+        if (read_full_file(file, 4096, &old, &old_size) >= 0 && old_size == (size_t)k &&
+            memcmp(old, text, old_size) == 0)
+                return 0;
+        int r = write_file_atomic(file, text, (size_t)k, 0644);
+        if (r < 0)
+                return log_error_errno(r, "cannot write %s (RDMA mode %s for the next boot)", file,
+                                       name);
+        log_notice("wrote %s: ib_core starts in RDMA mode %s from the next boot", file, name);
+        return 0;
+}
+
+int host_rdma_bring_about_mode(struct nl_sock *sk, int wanted, const char *modprobe_dir,
+                               struct host_rdma_mode_result *ret)
+{
+        *ret = (struct host_rdma_mode_result){ .current = -1 };
+        if (wanted >= 0 && !host_rdma_netns_mode_to_string(wanted))
+                return log_error_errno(-EINVAL, "invalid RDMA network namespace mode %d", wanted);
+        _cleanup_(host_nl_socket_freep) struct nl_sock *owned = NULL;
+        int r = use_socket(sk, &owned, &sk);
+        if (r < 0)
+                return r;
+        enum host_rdma_netns_mode now;
+        r = host_rdma_get_netns_mode(sk, &now);
+        if (r < 0)
+                return r;
+        ret->current = (int)now;
+        if (wanted < 0 || (int)now == wanted)
+                return 0;
+        r = host_rdma_set_netns_mode(sk, (enum host_rdma_netns_mode)wanted);
+        if (r == -EBUSY) {
+                r = host_rdma_write_modprobe_option(modprobe_dir, (enum host_rdma_netns_mode)wanted,
+                                                    ret->modprobe_path, sizeof(ret->modprobe_path));
+                if (r < 0)
+                        return r;
+                ret->reboot_needed = true;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        /* read back: what the NodeState reports is what the kernel has */
+        r = host_rdma_get_netns_mode(sk, &now);
+        if (r < 0)
+                return r;
+        ret->current = (int)now;
+        ret->changed = true;
+        return 0;
 }

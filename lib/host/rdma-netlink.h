@@ -15,6 +15,7 @@
  * kernel's extended-ack text) as context. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,3 +67,26 @@ int host_rdma_move_to_netns(struct nl_sock *sk, uint32_t index, const char *name
  * 0, or -EBADMSG when the message is not the expected nldev reply or is malformed. */
 int host_rdma_parse_sys_reply(const struct nlmsghdr *hdr, enum host_rdma_netns_mode *ret);
 int host_rdma_parse_device_reply(const struct nlmsghdr *hdr, struct host_rdma_link *ret);
+
+/* The file the mode is written to for the next boot, under a modprobe.d directory. */
+#define HOST_RDMA_MODPROBE_FILE "sriov-agent-rdma.conf"
+
+/* Writes "options ib_core netns_mode=N" to dir/HOST_RDMA_MODPROBE_FILE (atomically; an
+ * unchanged file is not rewritten) so that ib_core loads with mode from the next boot on. The
+ * path written goes to path (optional). */
+int host_rdma_write_modprobe_option(const char *dir, enum host_rdma_netns_mode mode, char *path,
+                                    size_t path_size);
+
+/* What host_rdma_bring_about_mode() found and did. */
+struct host_rdma_mode_result {
+        int current;         /* the kernel's mode afterwards, or -1 when it cannot be read */
+        bool changed;        /* the kernel's mode was changed now */
+        bool reboot_needed;  /* the kernel refused (EBUSY): the option is written for next boot */
+        char modprobe_path[512];
+};
+
+/* Reads the kernel's mode and, when wanted >= 0 differs, sets it; when the kernel refuses with
+ * EBUSY writes the modprobe option under modprobe_dir and reports reboot_needed. Never reboots.
+ * wanted < 0: only read. 0, or a negative errno (no RDMA netlink: -EPROTONOSUPPORT). */
+int host_rdma_bring_about_mode(struct nl_sock *sk, int wanted, const char *modprobe_dir,
+                               struct host_rdma_mode_result *ret);

@@ -27,6 +27,7 @@
 #include "host/netlink-link.h"
 #include "host/rdma-netlink.h"
 #include "netlink-double.h"
+#include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
 
@@ -301,6 +302,50 @@ static void test_vf_guids_refused(void **state)
         assert_true(f->d.vf_guid[0].node == 0);
 }
 
+static void test_bring_about_sets_or_writes_the_option_for_next_boot(void **state)
+{
+        struct fixture *f = *state;
+        char dir[] = "/tmp/test-rdma-modprobe-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        struct host_rdma_mode_result res;
+
+        /* no wish: only read */
+        assert_int_equal(host_rdma_bring_about_mode(f->sk, -1, dir, &res), 0);
+        assert_int_equal(res.current, HOST_RDMA_NETNS_SHARED);
+        assert_false(res.changed || res.reboot_needed);
+        assert_int_equal(f->d.n_requests, 1);
+
+        /* a namespace exists: the kernel keeps shared, the option is written, no change */
+        f->d.other_netns_exists = true;
+        assert_int_equal(host_rdma_bring_about_mode(f->sk, HOST_RDMA_NETNS_EXCLUSIVE, dir, &res),
+                         0);
+        assert_true(res.reboot_needed);
+        assert_false(res.changed);
+        assert_int_equal(res.current, HOST_RDMA_NETNS_SHARED);
+        char path[600];
+        snprintf(path, sizeof(path), "%s/sriov-agent-rdma.conf", dir);
+        assert_string_equal(res.modprobe_path, path);
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        assert_int_equal(read_full_file(path, 4096, &text, &size), 0);
+        assert_non_null(strstr(text, "\noptions ib_core netns_mode=0\n"));
+
+        /* no namespace left (after the reboot, say): set now, read back */
+        f->d.other_netns_exists = false;
+        assert_int_equal(host_rdma_bring_about_mode(f->sk, HOST_RDMA_NETNS_EXCLUSIVE, dir, &res),
+                         0);
+        assert_true(res.changed);
+        assert_false(res.reboot_needed);
+        assert_int_equal(res.current, HOST_RDMA_NETNS_EXCLUSIVE);
+        unsigned before = f->d.n_requests;
+        assert_int_equal(host_rdma_bring_about_mode(f->sk, HOST_RDMA_NETNS_EXCLUSIVE, dir, &res),
+                         0);
+        assert_false(res.changed);
+        assert_int_equal(f->d.n_requests, before + 1); /* only the read */
+        unlink(path);
+        rmdir(dir);
+}
+
 int main(void)
 {
         log_setup(LOG_TARGET_STDERR, LOG_DEBUG);
@@ -318,6 +363,8 @@ int main(void)
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_vf_guids_set_as_ip_link_does, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_vf_guids_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                    test_bring_about_sets_or_writes_the_option_for_next_boot, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
