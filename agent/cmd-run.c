@@ -68,6 +68,11 @@ static void print_usage(FILE *f)
                 "  --modprobe-dir DIR        where the mode is written for the next boot when\n"
                 "                            the kernel cannot change it now (default:\n"
                 "                            /etc/modprobe.d)\n"
+                "  --ib-guid-pool FILE       node and port GUIDs of InfiniBand VFs, upstream's\n"
+                "                            static pool format (default:\n"
+                "                            /etc/sriov-operator/infiniband/guids; when it\n"
+                "                            does not exist each VF gets a stable GUID\n"
+                "                            derived from its PF's GUID and its index)\n"
                 "Loop:\n"
                 "  --resync-interval SEC     periodic drift check (default: 30)\n"
                 "  --log-level LEVEL         err, warning, notice, info (default), debug\n"
@@ -111,6 +116,7 @@ int cmd_run(int argc, char **argv)
                 OPT_LOG_LEVEL,
                 OPT_RDMA_MODE,
                 OPT_MODPROBE_DIR,
+                OPT_IB_GUID_POOL,
         };
         static const struct option options[] = {
                 { "policy-dir", required_argument, NULL, OPT_POLICY_DIR },
@@ -134,6 +140,7 @@ int cmd_run(int argc, char **argv)
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
                 { "rdma-mode", required_argument, NULL, OPT_RDMA_MODE },
                 { "modprobe-dir", required_argument, NULL, OPT_MODPROBE_DIR },
+                { "ib-guid-pool", required_argument, NULL, OPT_IB_GUID_POOL },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -233,6 +240,9 @@ int cmd_run(int argc, char **argv)
                         break;
                 case OPT_MODPROBE_DIR:
                         config.modprobe_dir = optarg;
+                        break;
+                case OPT_IB_GUID_POOL:
+                        config.ib_guid_pool = optarg;
                         break;
                 case 'h':
                         print_usage(stdout);
