@@ -6,6 +6,7 @@
 #include <rdma/rdma_netlink.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <netlink/attr.h>
 #include <netlink/msg.h>
@@ -293,6 +294,10 @@ int host_rdma_write_modprobe_option(const char *dir, enum host_rdma_netns_mode m
         if (read_full_file(file, 4096, &old, &old_size) >= 0 && old_size == (size_t)k &&
             memcmp(old, text, old_size) == 0)
                 return 0;
+        /* a host without any modprobe.d yet (minimal images) */
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(-errno, "cannot create %s (RDMA mode %s for the next boot)",
+                                       dir, name);
         int r = write_file_atomic(file, text, (size_t)k, 0644);
         if (r < 0)
                 return log_error_errno(r, "cannot write %s (RDMA mode %s for the next boot)", file,

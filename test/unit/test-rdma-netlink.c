@@ -329,6 +329,17 @@ static void test_bring_about_sets_or_writes_the_option_for_next_boot(void **stat
         size_t size = 0;
         assert_int_equal(read_full_file(path, 4096, &text, &size), 0);
         assert_non_null(strstr(text, "\noptions ib_core netns_mode=0\n"));
+        /* modprobe.d itself missing: created */
+        char sub[128];
+        snprintf(sub, sizeof(sub), "%s/modprobe.d", dir);
+        assert_int_equal(host_rdma_bring_about_mode(f->sk, HOST_RDMA_NETNS_EXCLUSIVE, sub, &res),
+                         0);
+        assert_true(res.reboot_needed);
+        snprintf(path, sizeof(path), "%s/sriov-agent-rdma.conf", sub);
+        assert_int_equal(access(path, R_OK), 0);
+        unlink(path);
+        rmdir(sub);
+        snprintf(path, sizeof(path), "%s/sriov-agent-rdma.conf", dir);
 
         /* no namespace left (after the reboot, say): set now, read back */
         f->d.other_netns_exists = false;
