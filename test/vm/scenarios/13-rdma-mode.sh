@@ -1,4 +1,4 @@
-# Scenario 12: the RDMA network namespace mode (ib_core's netns_mode) on a real kernel.
+# Scenario 13: the RDMA network namespace mode (ib_core's netns_mode) on a real kernel.
 # With no network namespace but the initial one: discover reports shared, and the agent started
 # with --rdma-mode exclusive sets it (checked in /sys/module/ib_core/parameters, Y = shared)
 # without writing a modprobe file. In exclusive mode a Soft-RoCE device cannot move into a
