@@ -14,6 +14,7 @@
 
 #include "daemon.h"
 #include "deviceplugin/rdma-shared-config.h"
+#include "metrics/histogram.h"
 #include "model/desired.h"
 #include "model/inventory.h"
 #include "plan/disruption.h"
@@ -21,6 +22,24 @@
 
 struct apply_report;
 struct reconcile;
+struct httpd;
+
+enum agent_reconcile_result {
+        AGENT_RECONCILE_OK,
+        AGENT_RECONCILE_FAILED,       /* a PF failed */
+        AGENT_RECONCILE_CHANGES_LEFT, /* changes due after the apply rounds */
+        AGENT_RECONCILE_STOPPED,      /* the reconcile could not go on */
+        _AGENT_RECONCILE_RESULT_MAX,
+};
+
+/* The agent's own work, for the metrics endpoint (agent/metrics.c). */
+struct agent_stats {
+        uint64_t reconciles[_AGENT_RECONCILE_RESULT_MAX];
+        struct metrics_histogram reconcile_seconds;
+        int last_result;         /* enum agent_reconcile_result */
+        double last_end_seconds; /* CLOCK_REALTIME; 0 before the first */
+        uint64_t started_usec;   /* CLOCK_MONOTONIC start of the one running */
+};
 
 struct agent {
         struct agent_config config;
@@ -45,6 +64,10 @@ struct agent {
         char *rdma_shared_error; /* why the file as it is now is not used; NULL when it is */
         char *rdma_shared_error_posted; /* the error last sent as an Event */
         sd_event_source *rdma_shared_watch;
+        /* Where the whole-card config comes from: "file PATH", "ConfigMap NS/NAME key
+         * config.json", or NULL (none); journal and NodeState say it. */
+        char *rdma_shared_source;
+        struct rdma_configmap *rdma_configmap; /* cluster mode: the ConfigMap followed */
 
         int rdma_mode_now;         /* the kernel's RDMA netns mode, -1 unknown (no ib_core) */
         char *rdma_reboot_needed;  /* --rdma-mode written for the next boot: what to report */
@@ -57,10 +80,38 @@ struct agent {
         uint64_t retry_usec;
         char *last_report;     /* policy statuses last logged, to log changes only */
         struct nic_list *nics; /* supported NIC models (built-in, files, ConfigMap) */
+        struct httpd *metrics; /* --metrics-listen; NULL when off */
+        struct agent_stats stats;
+        int sync_status; /* enum node_sync_status of the last reconcile, -1 before */
 };
 
 /* daemon.c */
 int agent_schedule_reconcile(struct agent *a, const char *why);
+/* Takes the RDMA shared config's text as its source has it now; origin names the source in
+ * messages. text NULL without read_error: the source has none (no ConfigMap), so no
+ * whole-card pools. read_error: the source cannot be used as it is (unreadable, no key); like
+ * an invalid text it keeps the last good config and is reported. Returns 1 when what is used
+ * or reported changed (a reconcile should follow), 0 when not, -ENOMEM. */
+int agent_rdma_shared_update(struct agent *a, const char *origin, const char *text,
+                             const char *read_error);
+
+/* rdma-configmap.c */
+struct kube_http;
+struct rdma_configmap;
+/* ref: "NAMESPACE/NAME" of the ConfigMap (key config.json). */
+int rdma_configmap_new(struct agent *a, struct kube_http *http, const char *ref,
+                       struct rdma_configmap **ret);
+struct rdma_configmap *rdma_configmap_free(struct rdma_configmap *m);
+static inline void rdma_configmap_freep(struct rdma_configmap **m)
+{
+        rdma_configmap_free(*m);
+}
+/* false until the ConfigMap has been listed once (or could not be for a while). */
+bool rdma_configmap_ready(const struct rdma_configmap *m);
+const char *rdma_configmap_origin(const struct rdma_configmap *m);
+
+/* metrics.c: the endpoint when --metrics-listen is given (its stats in any case). */
+int agent_metrics_start(struct agent *a);
 
 /* reconcile.c */
 /* How a reconcile ended, for the daemon's retry: n_failed PFs failed, n_left changes are still

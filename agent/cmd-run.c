@@ -60,7 +60,15 @@ static void print_usage(FILE *f)
                 "                            (default: /var/run/k8s.cni.cncf.io/devinfo/dp)\n"
                 "  --resource-prefix PREFIX  prefix of SR-IOV resources (default: openshift.io)\n"
                 "  --rdma-shared-config FILE whole-card RDMA pools (k8s-rdma-shared-dev-plugin\n"
-                "                            format)\n"
+                "                            format) from a file; it wins over the ConfigMap\n"
+                "  --rdma-shared-configmap NS/NAME\n"
+                "                            cluster mode: the ConfigMap (key config.json)\n"
+                "                            watched for that config (default:\n"
+                "                            kube-system/rdma-devices; \"none\": not read)\n"
+                "Metrics:\n"
+                "  --metrics-listen ADDR     serve Prometheus metrics on http://ADDR/metrics:\n"
+                "                            HOST:PORT, [IPV6]:PORT or :PORT for every\n"
+                "                            address (default: none, no endpoint)\n"
                 "RDMA and InfiniBand:\n"
                 "  --rdma-mode MODE          RDMA network namespace mode to bring about at\n"
                 "                            start: exclusive (a pod sees only its own RDMA\n"
@@ -108,6 +116,7 @@ int cmd_run(int argc, char **argv)
                 OPT_DEVINFO_DIR,
                 OPT_RESOURCE_PREFIX,
                 OPT_RDMA_SHARED_CONFIG,
+                OPT_RDMA_SHARED_CONFIGMAP,
                 OPT_RESYNC,
                 OPT_POD_RESOURCES,
                 OPT_ALLOW_DISRUPTION,
@@ -117,6 +126,7 @@ int cmd_run(int argc, char **argv)
                 OPT_RDMA_MODE,
                 OPT_MODPROBE_DIR,
                 OPT_IB_GUID_POOL,
+                OPT_METRICS_LISTEN,
         };
         static const struct option options[] = {
                 { "policy-dir", required_argument, NULL, OPT_POLICY_DIR },
@@ -132,6 +142,7 @@ int cmd_run(int argc, char **argv)
                 { "devinfo-dir", required_argument, NULL, OPT_DEVINFO_DIR },
                 { "resource-prefix", required_argument, NULL, OPT_RESOURCE_PREFIX },
                 { "rdma-shared-config", required_argument, NULL, OPT_RDMA_SHARED_CONFIG },
+                { "rdma-shared-configmap", required_argument, NULL, OPT_RDMA_SHARED_CONFIGMAP },
                 { "resync-interval", required_argument, NULL, OPT_RESYNC },
                 { "pod-resources-socket", required_argument, NULL, OPT_POD_RESOURCES },
                 { "allow-disruption", no_argument, NULL, OPT_ALLOW_DISRUPTION },
@@ -141,6 +152,7 @@ int cmd_run(int argc, char **argv)
                 { "rdma-mode", required_argument, NULL, OPT_RDMA_MODE },
                 { "modprobe-dir", required_argument, NULL, OPT_MODPROBE_DIR },
                 { "ib-guid-pool", required_argument, NULL, OPT_IB_GUID_POOL },
+                { "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -154,6 +166,8 @@ int cmd_run(int argc, char **argv)
                 .vf_timeout_usec = 120 * USEC_PER_SEC,
                 .pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock",
                 .rdma_mode = -1,
+                /* where k8s-rdma-shared-dev-plugin's deployment keeps it */
+                .rdma_shared_configmap = "kube-system/rdma-devices",
         };
         int level = LOG_INFO, c;
 
@@ -200,6 +214,10 @@ int cmd_run(int argc, char **argv)
                 case OPT_RDMA_SHARED_CONFIG:
                         config.rdma_shared_config = optarg;
                         break;
+                case OPT_RDMA_SHARED_CONFIGMAP:
+                        config.rdma_shared_configmap =
+                            strcmp(optarg, "none") == 0 || !*optarg ? NULL : optarg;
+                        break;
                 case OPT_RESYNC:
                         if (parse_seconds("--resync-interval", optarg, &config.resync_usec) < 0)
                                 return 1;
@@ -216,6 +234,9 @@ int cmd_run(int argc, char **argv)
                         break;
                 case OPT_ALL_NICS:
                         config.all_nics = true;
+                        break;
+                case OPT_METRICS_LISTEN:
+                        config.metrics_listen = *optarg ? optarg : NULL;
                         break;
                 case OPT_ALLOW_DISRUPTION:
                         config.allow_disruption = true;

@@ -19,6 +19,7 @@
 #include "host/discover.h"
 #include "host/link-monitor.h"
 #include "host/quick-check.h"
+#include "httpd/httpd.h"
 #include "kube/cluster.h"
 #include "policy/node-labels.h"
 #include "util/debounce.h"
@@ -57,10 +58,28 @@ static void agent_schedule_retry(struct agent *a, const struct reconcile_outcome
         sd_event_source_set_enabled(a->retry, SD_EVENT_ONESHOT);
 }
 
+static void count_reconcile(struct agent *a, const struct reconcile_outcome *o)
+{
+        enum agent_reconcile_result result = o->stopped        ? AGENT_RECONCILE_STOPPED
+                                             : o->n_failed > 0 ? AGENT_RECONCILE_FAILED
+                                             : o->n_left > 0   ? AGENT_RECONCILE_CHANGES_LEFT
+                                                               : AGENT_RECONCILE_OK;
+        uint64_t now;
+        a->stats.reconciles[result]++;
+        a->stats.last_result = (int)result;
+        if (a->stats.started_usec && sd_event_now(a->event, CLOCK_MONOTONIC, &now) >= 0)
+                metrics_histogram_observe(&a->stats.reconcile_seconds,
+                                          (double)(now - a->stats.started_usec) / 1e6);
+        a->stats.started_usec = 0;
+        if (sd_event_now(a->event, CLOCK_REALTIME, &now) >= 0)
+                a->stats.last_end_seconds = (double)now / 1e6;
+}
+
 static void on_reconcile_done(const struct reconcile_outcome *outcome, void *userdata)
 {
         struct agent *a = userdata;
 
+        count_reconcile(a, outcome);
         agent_schedule_retry(a, outcome);
         if (a->reconcile_requested)
                 agent_schedule_reconcile(a, "changes during the last reconcile");
@@ -73,6 +92,8 @@ static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata)
         if (sd_event_now(a->event, CLOCK_MONOTONIC, &a->debounce_last) < 0 || !a->debounce_last)
                 a->debounce_last = usec ? usec : 1;
         a->converged = false; /* until this reconcile says otherwise */
+        if (!a->running)
+                a->stats.started_usec = a->debounce_last;
         reconcile_start(a, on_reconcile_done, a);
         return 0;
 }
@@ -169,30 +190,62 @@ static void on_cluster_change(const char *why, void *userdata)
         agent_schedule_reconcile(userdata, why);
 }
 
-/* (Re)reads the RDMA shared config. A bad file never stops the agent: the SR-IOV side keeps
- * working and the whole-card pools keep the last good config (none at start); the error is
- * logged once per content and reported in the NodeState and as an Event. Returns 1 when the
- * file changed (a reconcile should follow), 0 when it did not, negative errno. */
-static int load_rdma_shared(struct agent *a)
+/* Drops the whole-card config: its source has none (the ConfigMap does not exist). */
+static int rdma_shared_clear(struct agent *a, const char *origin)
 {
-        const char *path = a->config.rdma_shared_config;
-        struct rdma_shared_config c = { 0 };
-        _cleanup_free_ char *text = NULL, *error = NULL;
-        size_t size;
+        bool had = a->have_rdma_shared || a->rdma_shared_error;
 
-        if (!path)
-                return 0;
-        int r = read_full_file(path, 1024 * 1024, &text, &size);
-        if (r < 0) {
-                if (asprintf(&error, "%s: cannot read: %s", path, strerror(-r)) < 0)
-                        return -ENOMEM;
-        } else {
+        rdma_shared_config_done(&a->rdma_shared);
+        a->have_rdma_shared = false;
+        free(a->rdma_shared_text);
+        a->rdma_shared_text = NULL;
+        free(a->rdma_shared_error);
+        a->rdma_shared_error = NULL;
+        if (had)
+                log_info("RDMA shared config: %s does not exist (any more); no whole-card RDMA "
+                         "pools",
+                         origin);
+        return had ? 1 : 0;
+}
+
+static void log_rdma_shared_in_use(const struct agent *a)
+{
+        char list[512] = "";
+        size_t n = 0;
+
+        for (size_t i = 0; i < a->rdma_shared.n_resources && n < sizeof(list); i++) {
+                const struct rdma_shared_resource *res = &a->rdma_shared.resources[i];
+                int k = snprintf(list + n, sizeof(list) - n, "%s%s/%s (rdmaHcaMax %d)",
+                                 i ? ", " : "", res->prefix, res->name, res->hca_max);
+                if (k < 0)
+                        break;
+                n += (size_t)k;
+        }
+        log_info("RDMA shared config in use: %s: %s", a->rdma_shared_source, list);
+}
+
+int agent_rdma_shared_update(struct agent *a, const char *origin, const char *text,
+                             const char *read_error)
+{
+        struct rdma_shared_config c = { 0 };
+        _cleanup_free_ char *error = NULL, *copy = NULL;
+        int r;
+
+        if (!text && !read_error)
+                return rdma_shared_clear(a, origin);
+        if (text) {
                 if (a->rdma_shared_text && strcmp(a->rdma_shared_text, text) == 0)
                         return 0;
-                r = rdma_shared_config_parse(text, path, &c, &error);
+                copy = strdup(text);
+                if (!copy)
+                        return -ENOMEM;
+                r = rdma_shared_config_parse(text, origin, &c, &error);
+        } else {
+                error = strdup(read_error);
+                r = -EINVAL;
         }
         free(a->rdma_shared_text);
-        a->rdma_shared_text = TAKE_PTR(text);
+        a->rdma_shared_text = TAKE_PTR(copy);
         if (r < 0) {
                 if (!error)
                         error = strdup(strerror(-r));
@@ -200,8 +253,8 @@ static int load_rdma_shared(struct agent *a)
                         log_error("RDMA shared config not used: %s; %s", error ?: "?",
                                   a->have_rdma_shared
                                       ? "the whole-card RDMA pools keep the last good one"
-                                      : "no whole-card RDMA pools until it is fixed (the file is "
-                                        "watched; SIGHUP re-reads it)");
+                                      : "no whole-card RDMA pools until it is fixed (it is "
+                                        "watched; SIGHUP re-reads a file)");
                 free(a->rdma_shared_error);
                 a->rdma_shared_error = TAKE_PTR(error);
                 return 1;
@@ -209,13 +262,51 @@ static int load_rdma_shared(struct agent *a)
         for (size_t i = 0; i < c.n_warnings; i++)
                 log_warning("RDMA shared config %s", c.warnings[i]);
         if (a->rdma_shared_error)
-                log_info("RDMA shared config %s is valid again", path);
+                log_info("RDMA shared config %s is valid again", origin);
         free(a->rdma_shared_error);
         a->rdma_shared_error = NULL;
         rdma_shared_config_done(&a->rdma_shared);
         a->rdma_shared = c;
         a->have_rdma_shared = true;
+        log_rdma_shared_in_use(a);
         return 1;
+}
+
+/* (Re)reads the RDMA shared config file. A bad file never stops the agent: the SR-IOV side
+ * keeps working and the whole-card pools keep the last good config (none at start); the error
+ * is logged once per content and reported in the NodeState and as an Event. Returns 1 when
+ * the file changed (a reconcile should follow), 0 when it did not, negative errno. */
+static int load_rdma_shared(struct agent *a)
+{
+        const char *path = a->config.rdma_shared_config;
+        _cleanup_free_ char *text = NULL, *error = NULL;
+        size_t size;
+
+        if (!path)
+                return 0;
+        int r = read_full_file(path, 1024 * 1024, &text, &size);
+        if (r < 0 && asprintf(&error, "%s: cannot read: %s", path, strerror(-r)) < 0)
+                return -ENOMEM;
+        return agent_rdma_shared_update(a, path, text, error);
+}
+
+/* The file, when given, wins over the ConfigMap (host installs, and nodes an operator pins);
+ * the ConfigMap is followed only in cluster mode. */
+static int rdma_shared_describe_source(struct agent *a)
+{
+        const struct agent_config *c = &a->config;
+        int r = 0;
+
+        if (c->rdma_shared_config)
+                r = asprintf(&a->rdma_shared_source, "file %s", c->rdma_shared_config);
+        else if (!c->policy_dir && c->rdma_shared_configmap && *c->rdma_shared_configmap)
+                r = asprintf(&a->rdma_shared_source, "ConfigMap %s key config.json",
+                             c->rdma_shared_configmap);
+        if (r < 0) {
+                a->rdma_shared_source = NULL;
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 static int on_rdma_shared_dir(sd_event_source *s, const struct inotify_event *ev, void *userdata)
@@ -259,11 +350,14 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         struct agent *a = userdata;
 
         log_info("SIGHUP: reloading configuration");
-        free(a->rdma_shared_text); /* re-read and re-report even if unchanged */
-        a->rdma_shared_text = NULL;
-        free(a->rdma_shared_error);
-        a->rdma_shared_error = NULL;
-        (void)load_rdma_shared(a);
+        if (a->config.rdma_shared_config) {
+                /* re-read and re-report even if unchanged (a ConfigMap is watched instead) */
+                free(a->rdma_shared_text);
+                a->rdma_shared_text = NULL;
+                free(a->rdma_shared_error);
+                a->rdma_shared_error = NULL;
+                (void)load_rdma_shared(a);
+        }
         return schedule(a, "SIGHUP", true);
 }
 
@@ -373,6 +467,9 @@ int agent_new(const struct agent_config *config, struct agent **ret)
             (r = node_labels_set(&a->labels, &a->n_labels, "kubernetes.io/hostname",
                                  config->node_name)) < 0)
                 goto fail;
+        r = rdma_shared_describe_source(a);
+        if (r < 0)
+                goto fail;
         r = load_rdma_shared(a); /* a bad file is reported, never fatal */
         if (r < 0)
                 goto fail;
@@ -435,6 +532,12 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                         log_error_errno(r, "cannot talk to the API server");
                         goto fail;
                 }
+                if (config->rdma_shared_configmap && *config->rdma_shared_configmap) {
+                        r = rdma_configmap_new(a, kube_cluster_http(a->cluster),
+                                               config->rdma_shared_configmap, &a->rdma_configmap);
+                        if (r < 0)
+                                goto fail;
+                }
         } else {
                 r = sd_event_add_inotify(a->event, &a->policy_watch, config->policy_dir,
                                          POLICY_DIR_EVENTS, on_policy_dir, a);
@@ -445,6 +548,9 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                 }
         }
         r = nic_list_new(a, &a->nics);
+        if (r < 0)
+                goto fail;
+        r = agent_metrics_start(a);
         if (r < 0)
                 goto fail;
         *ret = a;
@@ -466,6 +572,11 @@ int agent_run(struct agent *a)
         log_info("sriov-agent %s starting: policies from %s, sysfs %s%s", SRIOV_AGENT_VERSION,
                  source, a->config.sysfs_root ? a->config.sysfs_root : "/sys",
                  a->config.dry_run ? ", dry run" : "");
+        log_info("RDMA shared config (whole-card pools) from %s%s",
+                 a->rdma_shared_source ? a->rdma_shared_source : "nowhere: none",
+                 a->rdma_shared_source && a->config.rdma_shared_config && a->rdma_configmap
+                     ? " (it wins over the ConfigMap)"
+                     : (a->rdma_configmap ? " (watched)" : ""));
         rdma_mode_start(a); /* before the first reconcile reports it */
         uint64_t watchdog_usec;
         if (sd_watchdog_enabled(false, &watchdog_usec) > 0)
@@ -477,12 +588,14 @@ struct agent *agent_free(struct agent *a)
 {
         if (!a)
                 return NULL;
+        httpd_free(a->metrics); /* first: a scrape waiting for the kubelet is answered 503 */
         reconcile_abort(a);
         sd_event_source_unref(a->debounce);
         sd_event_source_unref(a->resync);
         sd_event_source_unref(a->retry);
         sd_event_source_unref(a->policy_watch);
         nic_list_free(a->nics);
+        rdma_configmap_free(a->rdma_configmap); /* its informer uses the cluster's HTTP */
         kube_cluster_free(a->cluster);
         host_link_monitor_free(a->links);
         dp_manager_free(a->plugins);
@@ -494,6 +607,7 @@ struct agent *agent_free(struct agent *a)
         free(a->rdma_shared_text);
         free(a->rdma_shared_error);
         free(a->rdma_shared_error_posted);
+        free(a->rdma_shared_source);
         free(a->last_report);
         free(a->rdma_reboot_needed);
         if (a->state_lock_fd >= 0)

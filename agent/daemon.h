@@ -25,10 +25,13 @@ struct agent_config {
         const char *devinfo_dir;
         const char *resource_prefix;
         const char *rdma_shared_config;
+        /* cluster mode: "NAMESPACE/NAME" of the RDMA shared config ConfigMap; NULL: none */
+        const char *rdma_shared_configmap;
         const char *pod_resources_socket;
-        int rdma_mode;            /* --rdma-mode: enum host_rdma_netns_mode, -1 leave as is */
-        const char *modprobe_dir; /* where the mode is written for the next boot */
-        const char *ib_guid_pool; /* --ib-guid-pool, NULL: DEFAULT_IB_GUID_POOL */
+        int rdma_mode;              /* --rdma-mode: enum host_rdma_netns_mode, -1 leave as is */
+        const char *modprobe_dir;   /* where the mode is written for the next boot */
+        const char *ib_guid_pool;   /* --ib-guid-pool, NULL: DEFAULT_IB_GUID_POOL */
+        const char *metrics_listen; /* NULL: no metrics endpoint */
         const char *const *supported_nics_files; /* --supported-nics, in order */
         size_t n_supported_nics_files;
         bool all_nics; /* --all-nics: every SR-IOV PF model may be configured */

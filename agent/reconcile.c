@@ -346,6 +346,7 @@ __attribute__((format(printf, 3, 4))) static void reconcile_stop(struct agent *a
         log_error("reconcile stopped: %s", why); /* the daemon logs when it tries again */
         rc->stopped = true;
         a->converged = false; /* the next periodic check is a full reconcile */
+        a->sync_status = NODE_SYNC_FAILED;
         if (a->cluster) {
                 struct node_status status;
                 node_status_decide(
@@ -398,6 +399,7 @@ static void reconcile_finish(struct agent *a)
             &status);
         /* Due, not held, not a dry run: the daemon reconciles again soon. */
         rc->n_left = status.n_left;
+        a->sync_status = (int)status.sync;
         if (a->cluster)
                 report_node_state(a, &rc->desired, &rc->inv, &rc->guarded, &status);
         desired_state_done(&advertised);
@@ -564,6 +566,8 @@ void reconcile_start(struct agent *a, reconcile_done_fn done, void *userdata)
                 return; /* the initial sync triggers the first reconcile */
         if (!nic_list_ready(a->nics))
                 return; /* reading the supported-NIC ConfigMap triggers it */
+        if (!rdma_configmap_ready(a->rdma_configmap))
+                return; /* reading the RDMA shared config ConfigMap triggers it */
         rc = calloc(1, sizeof(*rc));
         if (!rc) {
                 log_error_errno(-ENOMEM, "cannot start a reconcile");

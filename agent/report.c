@@ -109,6 +109,28 @@ static enum kube_sync_status to_kube_sync(enum node_sync_status s)
         return KUBE_SYNC_SUCCEEDED;
 }
 
+/* Which RDMA shared config the whole-card pools follow, for the NodeState: its source, what
+ * of it is in use, and whether the source as it is now is used. */
+static json_t *rdma_shared_json(const struct agent *a)
+{
+        json_t *resources = json_array();
+        for (size_t i = 0; resources && a->have_rdma_shared && i < a->rdma_shared.n_resources;
+             i++) {
+                const struct rdma_shared_resource *res = &a->rdma_shared.resources[i];
+                char name[sizeof(res->prefix) + sizeof(res->name) + 1];
+                snprintf(name, sizeof(name), "%s/%s", res->prefix, res->name);
+                json_array_append_new(resources, json_pack("{s:s, s:i}", "resourceName", name,
+                                                           "rdmaHcaMax", res->hca_max));
+        }
+        const char *state = a->rdma_shared_error
+                                ? (a->have_rdma_shared ? "invalid: the last good one is used"
+                                                       : "invalid: none is used")
+                                : (a->have_rdma_shared ? "in use" : "absent");
+        return json_pack("{s:s, s:s, s:o*}", "source",
+                         a->rdma_shared_source ? a->rdma_shared_source : "none", "state", state,
+                         "resources", resources);
+}
+
 /* The NodeState: spec = the desired state, status = what discovery sees now (every interface)
  * and how the last reconcile went, and its Warning Events (plan/node-status.h decides both).
  * The writer only sends what changed. */
@@ -124,9 +146,11 @@ void report_node_state(struct agent *a, const struct desired_state *desired,
         rdma_mode_refresh(a);
         kube_nodestate_set_rdma_mode(ns, host_rdma_netns_mode_to_string(a->rdma_mode_now));
         status_json = inventory_to_json(inv);
+        json_auto_t *node_extra = json_pack("{s:o*}", "rdmaSharedConfig", rdma_shared_json(a));
         if (status_json)
-                kube_nodestate_set_status(ns, json_object_get(status_json, "interfaces"),
-                                          to_kube_sync(status->sync), status->message);
+                kube_nodestate_set_status_extra(ns, json_object_get(status_json, "interfaces"),
+                                                node_extra, to_kube_sync(status->sync),
+                                                status->message);
 
         _cleanup_(node_events_done) struct node_events events = { 0 };
         json_t *obj = kube_nodestate_object(ns);

@@ -40,6 +40,7 @@ struct dp_plugin {
         struct stat kubelet_st; /* kubelet.sock we registered with (zero: none) */
         char **devinfo_ids;     /* device-info files we wrote */
         size_t n_devinfo_ids;
+        struct dp_plugin_stats stats;
 };
 
 #define LOG_RES(p) (&(const struct log_ctx){ .resource = (p)->pool.resource })

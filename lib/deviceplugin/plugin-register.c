@@ -38,12 +38,14 @@ static void on_registered(void *userdata, const struct grpc_status *st, const ui
         struct dp_plugin *p = userdata;
         p->register_call = NULL;
         if (st->code != GRPC_STATUS_OK) {
+                p->stats.registration_failures++;
                 log_ctx_msg(LOG_WARNING, 0, LOG_RES(p), "kubelet refused registration: %s: %s",
                             grpc_status_to_string(st->code), st->message);
                 schedule_retry(p);
                 return;
         }
         p->registered = true;
+        p->stats.registrations++;
         p->backoff_usec = 0;
         log_ctx_msg(LOG_INFO, 0, LOG_RES(p), "registered with the kubelet (endpoint %s)",
                     p->socket_name);

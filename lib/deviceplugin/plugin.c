@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "deviceplugin.pb-c.h"
@@ -312,10 +313,9 @@ static int check_request_ids(const struct dp_plugin *p, const V1beta1__AllocateR
         return GRPC_STATUS_OK;
 }
 
-static int on_allocate(void *userdata, const uint8_t *req, size_t len, uint8_t **ret,
-                       size_t *ret_len, struct grpc_status *st)
+static int allocate(struct dp_plugin *p, const uint8_t *req, size_t len, uint8_t **ret,
+                    size_t *ret_len, struct grpc_status *st)
 {
-        struct dp_plugin *p = userdata;
         _cleanup_(allocate_request_freep) V1beta1__AllocateRequest *r =
             v1beta1__allocate_request__unpack(NULL, len, req);
         if (!r)
@@ -366,6 +366,27 @@ static int on_allocate(void *userdata, const uint8_t *req, size_t len, uint8_t *
         free(allocs);
         free(views);
         free(ptrs);
+        return code;
+}
+
+static double monotonic_seconds(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int on_allocate(void *userdata, const uint8_t *req, size_t len, uint8_t **ret,
+                       size_t *ret_len, struct grpc_status *st)
+{
+        struct dp_plugin *p = userdata;
+        double start = monotonic_seconds();
+        int code = allocate(p, req, len, ret, ret_len, st);
+        metrics_histogram_observe(&p->stats.allocate_seconds, monotonic_seconds() - start);
+        if (code == GRPC_STATUS_OK)
+                p->stats.allocate_ok++;
+        else
+                p->stats.allocate_refused++;
         return code;
 }
 
@@ -427,6 +448,8 @@ int dp_plugin_new(sd_event *event, const struct dp_plugin_options *opts, const s
         if (!p)
                 return -ENOMEM;
         p->event = sd_event_ref(event);
+        metrics_histogram_init(&p->stats.allocate_seconds, metrics_duration_bounds,
+                               metrics_n_duration_bounds);
         p->kubelet_dir = opts->kubelet_dir ?: DP_KUBELET_DIR_DEFAULT;
         p->devinfo_dir = opts->devinfo_dir ?: DP_DEVINFO_DIR_DEFAULT;
         int r = dp_pool_copy(pool, &p->pool); /* leaves p->pool empty when it fails */
@@ -520,6 +543,11 @@ const struct dp_pool *dp_plugin_pool(const struct dp_plugin *p)
 const char *dp_plugin_socket_name(const struct dp_plugin *p)
 {
         return p->socket_name;
+}
+
+const struct dp_plugin_stats *dp_plugin_stats(const struct dp_plugin *p)
+{
+        return &p->stats;
 }
 
 bool dp_plugin_is_registered(const struct dp_plugin *p)

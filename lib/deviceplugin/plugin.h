@@ -17,6 +17,7 @@
 #include <systemd/sd-event.h>
 
 #include "deviceplugin/pool.h"
+#include "metrics/histogram.h"
 #include "util/macro.h"
 
 #define DP_KUBELET_DIR_DEFAULT "/var/lib/kubelet/device-plugins"
@@ -50,3 +51,12 @@ const struct dp_pool *dp_plugin_pool(const struct dp_plugin *p);
 const char *dp_plugin_socket_name(const struct dp_plugin *p);
 bool dp_plugin_is_registered(const struct dp_plugin *p);
 size_t dp_plugin_n_watchers(const struct dp_plugin *p);
+
+/* What this plugin did since it started, for the metrics endpoint. */
+struct dp_plugin_stats {
+        uint64_t registrations;         /* accepted by the kubelet */
+        uint64_t registration_failures; /* refused or unanswered (each is retried) */
+        uint64_t allocate_ok, allocate_refused;
+        struct metrics_histogram allocate_seconds; /* every Allocate, answered or refused */
+};
+const struct dp_plugin_stats *dp_plugin_stats(const struct dp_plugin *p);

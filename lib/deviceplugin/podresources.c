@@ -21,6 +21,15 @@ void dp_usage_done(struct dp_usage *u)
                 strv_free_n(u->resources[i].ids, u->resources[i].n_ids);
         }
         free(u->resources);
+        for (size_t i = 0; i < u->n_holders; i++) {
+                struct dp_device_holder *h = &u->holders[i];
+                free(h->resource);
+                free(h->id);
+                free(h->namespace_);
+                free(h->pod);
+                free(h->container);
+        }
+        free(u->holders);
         *u = (struct dp_usage){ 0 };
 }
 
@@ -36,6 +45,26 @@ int dp_usage_in_use(const struct dp_usage *u, const char *resource, const char *
 {
         const struct dp_resource_usage *r = dp_usage_find(u, resource);
         return r && strv_contains(r->ids, r->n_ids, id);
+}
+
+static int add_holders(struct dp_usage *u, const V1__PodResources *pod,
+                       const V1__ContainerResources *container, const V1__ContainerDevices *cd)
+{
+        for (size_t i = 0; i < cd->n_device_ids; i++) {
+                if (GROW_ARRAY(u->holders, u->cap_holders, u->n_holders + 1) < 0)
+                        return -ENOMEM;
+                struct dp_device_holder *h = &u->holders[u->n_holders++];
+                *h = (struct dp_device_holder){
+                        .resource = strdup(cd->resource_name),
+                        .id = strdup(cd->device_ids[i]),
+                        .namespace_ = strdup(pod->namespace_ ? pod->namespace_ : ""),
+                        .pod = strdup(pod->name ? pod->name : ""),
+                        .container = strdup(container->name ? container->name : ""),
+                };
+                if (!h->resource || !h->id || !h->namespace_ || !h->pod || !h->container)
+                        return -ENOMEM;
+        }
+        return 0;
 }
 
 static int add_ids(struct dp_usage *u, const V1__ContainerDevices *cd)
@@ -74,8 +103,13 @@ int dp_usage_from_list_response(const uint8_t *data, size_t len, struct dp_usage
         for (size_t i = 0; r >= 0 && i < resp->n_pod_resources; i++) {
                 const V1__PodResources *pod = resp->pod_resources[i];
                 for (size_t j = 0; r >= 0 && j < pod->n_containers; j++)
-                        for (size_t k = 0; r >= 0 && k < pod->containers[j]->n_devices; k++)
+                        for (size_t k = 0; r >= 0 && k < pod->containers[j]->n_devices; k++) {
                                 r = add_ids(&u, pod->containers[j]->devices[k]);
+                                if (r >= 0 && pod->containers[j]->devices[k]->resource_name &&
+                                    *pod->containers[j]->devices[k]->resource_name)
+                                        r = add_holders(&u, pod, pod->containers[j],
+                                                        pod->containers[j]->devices[k]);
+                        }
         }
         v1__list_pod_resources_response__free_unpacked(resp, NULL);
         if (r < 0) {

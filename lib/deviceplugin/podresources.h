@@ -21,9 +21,15 @@ struct dp_resource_usage {
         size_t n_ids;
 };
 
+/* Who holds one device: for pod attribution in the metrics. */
+struct dp_device_holder {
+        char *resource, *id, *namespace_, *pod, *container;
+};
 struct dp_usage {
         struct dp_resource_usage *resources;
         size_t n_resources, cap_resources; /* cap_*: allocated, for util/array.h */
+        struct dp_device_holder *holders;  /* in the kubelet's order */
+        size_t n_holders, cap_holders;
 };
 
 void dp_usage_done(struct dp_usage *u);

@@ -310,6 +310,30 @@ static void parse_vf_guids(struct nlattr *tb[], struct netlink_vf_info *v)
         v->has_guids = true;
 }
 
+static void parse_vf_stats(struct nlattr *stats, struct netlink_vf_info *v)
+{
+        struct nlattr *st[IFLA_VF_STATS_MAX + 1];
+        if (nla_parse_nested(st, IFLA_VF_STATS_MAX, stats, NULL) < 0)
+                return;
+        v->have_stats = true;
+        const struct {
+                int attr;
+                uint64_t *value;
+        } fields[] = {
+                { IFLA_VF_STATS_RX_PACKETS, &v->rx_packets },
+                { IFLA_VF_STATS_TX_PACKETS, &v->tx_packets },
+                { IFLA_VF_STATS_RX_BYTES, &v->rx_bytes },
+                { IFLA_VF_STATS_TX_BYTES, &v->tx_bytes },
+                { IFLA_VF_STATS_BROADCAST, &v->broadcast },
+                { IFLA_VF_STATS_MULTICAST, &v->multicast },
+                { IFLA_VF_STATS_RX_DROPPED, &v->rx_dropped },
+                { IFLA_VF_STATS_TX_DROPPED, &v->tx_dropped },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++)
+                if (st[fields[i].attr] && nla_len(st[fields[i].attr]) >= (int)sizeof(uint64_t))
+                        *fields[i].value = nla_get_u64(st[fields[i].attr]);
+}
+
 static void parse_vf_info(struct nlattr *tb[], struct netlink_vf_info *v)
 {
         *v = (struct netlink_vf_info){ .vf = -1, .trust = -1, .spoofchk = -1, .link_state = -1 };
@@ -341,6 +365,8 @@ static void parse_vf_info(struct nlattr *tb[], struct netlink_vf_info *v)
                 v->link_state = ls->link_state <= VF_LINK_STATE_DISABLE ? (int)ls->link_state : -1;
         }
         parse_vf_guids(tb, v);
+        if (tb[IFLA_VF_STATS])
+                parse_vf_stats(tb[IFLA_VF_STATS], v);
 }
 
 int host_netlink_parse_vf_list(const struct nlmsghdr *hdr, struct netlink_vf_info **ret,
@@ -394,14 +420,15 @@ static int on_link_reply(struct nl_msg *msg, void *userdata)
         return 0;
 }
 
-static int query_vfs(const char *pf_ifname, int ifindex, struct vf_list *ret)
+static int query_vfs(const char *pf_ifname, int ifindex, bool with_stats, struct vf_list *ret)
 {
         _cleanup_(host_nl_socket_freep) struct nl_sock *sk = NULL;
         int r = host_netlink_open(NETLINK_ROUTE, VF_LIST_RCVBUF, &sk);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot open an rtnetlink socket", pf_ifname);
         _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_request(RTM_GETLINK, 0, ifindex, 0, 0);
-        if (!m || nla_put_u32(m, IFLA_EXT_MASK, RTEXT_FILTER_VF | RTEXT_FILTER_SKIP_STATS) < 0)
+        if (!m || nla_put_u32(m, IFLA_EXT_MASK,
+                              RTEXT_FILTER_VF | (with_stats ? 0 : RTEXT_FILTER_SKIP_STATS)) < 0)
                 return -ENOMEM;
 
         struct vf_list l = { .pf = pf_ifname, .num_vfs = -1 };
@@ -422,7 +449,21 @@ int host_netlink_get_vf_list(const char *pf_ifname, struct netlink_vf_info **ret
         int ifindex, r = resolve_ifindex(pf_ifname, &ifindex);
         if (r < 0)
                 return r;
-        r = query_vfs(pf_ifname, ifindex, &l);
+        r = query_vfs(pf_ifname, ifindex, false, &l);
+        if (r < 0)
+                return r;
+        *ret = l.vfs;
+        *n = l.n;
+        return 0;
+}
+
+int host_netlink_get_vf_stats(const char *pf_ifname, struct netlink_vf_info **ret, size_t *n)
+{
+        struct vf_list l;
+        int ifindex, r = resolve_ifindex(pf_ifname, &ifindex);
+        if (r < 0)
+                return r;
+        r = query_vfs(pf_ifname, ifindex, true, &l);
         if (r < 0)
                 return r;
         *ret = l.vfs;
@@ -436,7 +477,7 @@ int host_netlink_get_num_vfs(const char *pf_ifname, int *ret)
         int ifindex, r = resolve_ifindex(pf_ifname, &ifindex);
         if (r < 0)
                 return r;
-        r = query_vfs(pf_ifname, ifindex, &l);
+        r = query_vfs(pf_ifname, ifindex, false, &l);
         if (r < 0)
                 return r;
         free(l.vfs);
@@ -460,7 +501,7 @@ int host_netlink_set_vf(const char *pf_ifname, int vf_index, const struct vf_set
          * attribute they lack, which would read as success): check it here when the kernel
          * reports the PF's VF count (PCI devices do). */
         struct vf_list l;
-        r = query_vfs(pf_ifname, ifindex, &l);
+        r = query_vfs(pf_ifname, ifindex, false, &l);
         if (r < 0)
                 return r;
         free(l.vfs);

@@ -89,7 +89,15 @@ struct netlink_vf_info {
         /* InfiniBand PFs only (IFLA_VF_IB_NODE_GUID / IFLA_VF_IB_PORT_GUID) */
         bool has_guids;
         uint64_t node_guid, port_guid;
+        /* IFLA_VF_STATS, only from host_netlink_get_vf_stats() and when the driver has them */
+        bool have_stats;
+        uint64_t rx_packets, tx_packets, rx_bytes, tx_bytes, broadcast, multicast, rx_dropped,
+            tx_dropped;
 };
+
+/* The same with each VF's counters (IFLA_VF_STATS): the kernel gathers them from the driver,
+ * so this costs more than the list alone; the metrics endpoint asks at scrape time only. */
+int host_netlink_get_vf_stats(const char *pf_ifname, struct netlink_vf_info **ret, size_t *n);
 
 /* The PF's VF count as rtnetlink reports it (IFLA_NUM_VF); -ENODATA for a device that has
  * no bus parent to ask (virtual devices). */

@@ -252,6 +252,11 @@ struct kube_nodestate *kube_cluster_nodestate(struct kube_cluster *c)
         return c->nodestate;
 }
 
+struct kube_http *kube_cluster_http(struct kube_cluster *c)
+{
+        return c->http;
+}
+
 struct kube_events *kube_cluster_events(struct kube_cluster *c)
 {
         return c->events;

@@ -55,6 +55,8 @@ json_t *kube_cluster_node(struct kube_cluster *c);
 json_t *kube_cluster_node_labels(struct kube_cluster *c);
 
 struct kube_nodestate *kube_cluster_nodestate(struct kube_cluster *c);
+/* The HTTP client the informers use, for the daemon's own informers (borrowed). */
+struct kube_http *kube_cluster_http(struct kube_cluster *c);
 struct kube_events *kube_cluster_events(struct kube_cluster *c);
 /* The SriovNetwork → NAD controller (kube/networks.h): active only on the Lease holder. */
 struct kube_networks *kube_cluster_networks(struct kube_cluster *c);

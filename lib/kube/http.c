@@ -36,6 +36,7 @@ struct kube_http {
         bool in_write_callback;
         sd_event_source *deferred_adds; /* adds requests started inside a curl callback */
         unsigned n_deferred;
+        struct kube_http_stats stats;
 };
 
 struct kube_request {
@@ -54,6 +55,7 @@ struct kube_request {
         bool in_callback; /* cancel from inside a callback is deferred to after it */
         bool cancelled;
         bool deferred; /* started inside a curl callback, not yet handed to curl */
+        char verb[8];  /* for the request counts */
         char error_text[CURL_ERROR_SIZE];
 };
 
@@ -203,6 +205,29 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userdata)
         return len;
 }
 
+static void count_request(struct kube_http_stats *st, const char *verb, long code)
+{
+        size_t i;
+        for (i = 0; i < st->n_counts; i++)
+                if (st->counts[i].code == code && strcmp(st->counts[i].verb, verb) == 0)
+                        break;
+        if (i == st->n_counts) {
+                if (st->n_counts == KUBE_HTTP_MAX_COUNTS) {
+                        count_request(st, "OTHER", -1);
+                        return;
+                }
+                st->n_counts++;
+                snprintf(st->counts[i].verb, sizeof(st->counts[i].verb), "%s", verb);
+                st->counts[i].code = code;
+        }
+        st->counts[i].n++;
+}
+
+const struct kube_http_stats *kube_http_stats(const struct kube_http *h)
+{
+        return &h->stats;
+}
+
 static void finish_request(struct kube_http *h, CURL *easy, CURLcode result)
 {
         struct kube_request *r;
@@ -214,6 +239,9 @@ static void finish_request(struct kube_http *h, CURL *easy, CURLcode result)
         int error = r->abort_error ? r->abort_error : curl_result_to_errno(result);
         long status = kube_request_status(r);
         bool streamed = r->on_data && status == 200;
+        count_request(&h->stats, r->verb, status);
+        if (r->on_data)
+                h->stats.watch_ends++;
         curl_multi_remove_handle(h->multi, r->easy);
         r->in_callback = true;
         if (r->on_done)
@@ -536,6 +564,7 @@ static int request_setup(struct kube_request *r, const struct kube_request_opts 
                                  (long)(o->timeout_s ? o->timeout_s : DEFAULT_TIMEOUT_S));
 
         const char *method = o->method ? o->method : "GET";
+        snprintf(r->verb, sizeof(r->verb), "%s", o->on_data ? "WATCH" : method);
         if (strcmp(method, "GET") != 0)
                 curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
         if (o->body) {

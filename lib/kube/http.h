@@ -49,6 +49,23 @@ struct kube_request_opts {
         unsigned idle_timeout_s; /* streams: abort when nothing arrives for this long */
 };
 
+/* What the client did, for the metrics endpoint: requests by verb ("GET", "PUT", ...,
+ * "WATCH" for streams) and status code (0: no answer, a transport error), and watch streams
+ * that ended (each is then restarted by its informer). Bounded: at most KUBE_HTTP_MAX_COUNTS
+ * verb/code pairs; more are counted under code -1. */
+#define KUBE_HTTP_MAX_COUNTS 64
+struct kube_http_count {
+        char verb[8];
+        long code;
+        uint64_t n;
+};
+struct kube_http_stats {
+        struct kube_http_count counts[KUBE_HTTP_MAX_COUNTS];
+        size_t n_counts;
+        uint64_t watch_ends;
+};
+const struct kube_http_stats *kube_http_stats(const struct kube_http *h);
+
 int kube_http_new(sd_event *event, struct kube_config *config, struct kube_http **ret);
 /* Cancels every outstanding request (no callbacks) and frees. */
 struct kube_http *kube_http_free(struct kube_http *h);

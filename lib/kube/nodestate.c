@@ -814,8 +814,31 @@ int kube_nodestate_set_rdma_mode(struct kube_nodestate *st, const char *mode)
         return 0;
 }
 
+/* The node-level keys join the PCI-keyed ones of the interfaces in one JSON object. */
+static int add_node_extra(json_t *node_extra, char **extra_text)
+{
+        if (json_object_size(node_extra) == 0)
+                return 0;
+        json_auto_t *extra = *extra_text ? json_loads(*extra_text, 0, NULL) : json_object();
+        if (!extra || json_object_update(extra, node_extra) < 0)
+                return -ENOMEM;
+        char *text = json_dumps(extra, JSON_COMPACT | JSON_SORT_KEYS);
+        if (!text)
+                return -ENOMEM;
+        free(*extra_text);
+        *extra_text = text;
+        return 0;
+}
+
 int kube_nodestate_set_status(struct kube_nodestate *st, json_t *interfaces,
                               enum kube_sync_status sync_status, const char *last_sync_error)
+{
+        return kube_nodestate_set_status_extra(st, interfaces, NULL, sync_status, last_sync_error);
+}
+
+int kube_nodestate_set_status_extra(struct kube_nodestate *st, json_t *interfaces,
+                                    json_t *node_extra, enum kube_sync_status sync_status,
+                                    const char *last_sync_error)
 {
         const char *s = kube_sync_status_to_string(sync_status);
         if (!s || (interfaces && !json_is_array(interfaces)))
@@ -828,6 +851,11 @@ int kube_nodestate_set_status(struct kube_nodestate *st, json_t *interfaces,
         int k = kube_nodestate_split_interfaces(interfaces, &upstream_ifaces, &extra_text);
         if (k < 0)
                 return k;
+        k = add_node_extra(node_extra, &extra_text);
+        if (k < 0) {
+                json_decref(upstream_ifaces);
+                return k;
+        }
         /* "o?" steals upstream_ifaces also when json_pack fails. */
         json_auto_t *status =
             json_pack("{s:o?, s:s, s:s}", "interfaces", upstream_ifaces, "syncStatus", s,

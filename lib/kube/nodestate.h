@@ -80,6 +80,11 @@ int kube_nodestate_set_spec(struct kube_nodestate *state, json_t *spec);
  * status fields on the server are left as they are. */
 int kube_nodestate_set_status(struct kube_nodestate *state, json_t *interfaces,
                               enum kube_sync_status sync_status, const char *last_sync_error);
+/* The same, with node-level facts upstream's status lacks (a JSON object, NULL = none) added
+ * to the KUBE_NODESTATE_EXTRA_ANNOTATION annotation next to the PCI-keyed ones. */
+int kube_nodestate_set_status_extra(struct kube_nodestate *state, json_t *interfaces,
+                                    json_t *node_extra, enum kube_sync_status sync_status,
+                                    const char *last_sync_error);
 
 /* The object as a watch on it delivers it (NULL: deleted). Another resourceVersion than our
  * last write's echo means someone else changed it: the writer compares afresh and repairs it

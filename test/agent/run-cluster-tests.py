@@ -13,6 +13,7 @@ Expectations come from the generator's manifest. Exit 1 on any failure.
 """
 import argparse
 import json
+import re
 import os
 import shutil
 import signal
@@ -148,7 +149,25 @@ def main():
              "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--state-dir", state,
              "--devinfo-dir", os.path.join(work, "devinfo"),
              "--pod-resources-socket", "none",  # no kubelet here: no VF in use
-             "--vf-timeout", "1", "--resync-interval", "2"], stdout=log, stderr=log)
+             "--vf-timeout", "1", "--resync-interval", "2",
+             "--metrics-listen", "127.0.0.1:0"], stdout=log, stderr=log)
+
+        def metrics():
+            """{(name, sorted label items): value} from the agent's metrics endpoint."""
+            with open(os.path.join(work, "agent.log")) as f:
+                m = re.search(r"metrics endpoint listening on \S+ \(port (\d+)\)", f.read())
+            if not m:
+                return {}
+            with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % m.group(1),
+                                        timeout=5) as r:
+                text = r.read().decode()
+            out = {}
+            for line in text.splitlines():
+                mm = re.match(r'^(\w+)(?:\{(.*)\})? (\S+)$', line)
+                if mm:
+                    labels = tuple(sorted(re.findall(r'(\w+)="([^"]*)"', mm.group(2) or "")))
+                    out[(mm.group(1), labels)] = float(mm.group(3))
+            return out
 
         # 1. The seed workflow: NodeState Succeeded, spec and status right, pool served.
         ns = wait(sync_status(cluster, "Succeeded"), 40)
@@ -169,6 +188,16 @@ def main():
               "no device list")
         _, printed = cluster.run("get", "sriovnetworknodestates", "-n", NS)
         check("kubectl get shows the sync status column", "Succeeded" in printed, printed)
+        # The agent's own work as the metrics endpoint shows it in cluster mode.
+        m = metrics()
+        api = {dict(k[1])["verb"] + " " + dict(k[1])["code"]: v for k, v in m.items()
+               if k[0] == "sriov_agent_api_requests_total"}
+        check("metrics: API requests by verb and code (GET 200, PATCH 2xx)",
+              api.get("GET 200", 0) > 0 and any(k.startswith("PATCH 2") for k in api), str(api))
+        check("metrics: the NodeState's sync status",
+              m.get(("sriov_agent_node_sync_status", (("status", "Succeeded"),))) == 1.0,
+              str([k for k in m if k[0] == "sriov_agent_node_sync_status"]))
+        restarts_before = m.get(("sriov_agent_api_watch_restarts_total", ()), -1)
         extra = json.loads(((ns or {}).get("metadata", {}).get("annotations") or {}).get(
             "sriovnetwork.openshift.io/status-extra", "{}"))
         check("fields upstream's status lacks are in the status-extra annotation",
@@ -292,6 +321,10 @@ def main():
         wrote = wait(lambda: numvfs(sysfs, ice["pciAddress"]) == "0", 40)
         check("after a watch drop, a policy deletion is still seen: owned PF reset",
               wrote, numvfs(sysfs, ice["pciAddress"]))
+        restarts = metrics().get(("sriov_agent_api_watch_restarts_total", ()), -1)
+        check("metrics: the dropped watches are counted as restarts",
+              restarts_before >= 0 and restarts > restarts_before,
+              "%s -> %s" % (restarts_before, restarts))
         # On a generated tree the retry then finds sriov_numvfs at 0 and succeeds, so the
         # Failed status is short-lived; the SyncStatusChanged Event is its lasting record.
         def failed_event():

@@ -101,3 +101,16 @@ if(TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DP_KUBECTL)
         LABELS "integration;deviceplugin" TIMEOUT 180
         ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
 endif()
+
+# The seed's whole-card mode from its ConfigMap (kube-system/rdma-devices), with real kubectl,
+# the fake API server enforcing manifests/20-rbac.yaml and the fake kubelet reporting the node's
+# resources (what `kubectl describe node` shows).
+if(TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DP_KUBECTL)
+    add_test(NAME integration/whole-card-configmap
+             COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-whole-card-configmap.py
+                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --kubectl ${DP_KUBECTL})
+    set_tests_properties(integration/whole-card-configmap PROPERTIES
+        LABELS "integration;deviceplugin" TIMEOUT 240
+        ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+endif()

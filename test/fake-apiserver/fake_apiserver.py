@@ -9,7 +9,9 @@ core/v1 events. Objects of CRDs are validated against the CRD's openAPIV3Schema 
 enums, ranges, patterns, lengths, maxItems/maxProperties, required fields, defaults) as a
 structural schema: unknown fields are pruned with a Warning header (fieldValidation=Warn, the
 default) or refused with 400 under fieldValidation=Strict; strategic-merge patches of custom
-resources are 415. With --rbac the agent's token is held to the stored RBAC objects. The built-in kinds of manifests/ (ServiceAccount, ConfigMap, Pod,
+resources are 415. With --rbac the agent's token is held to the stored RBAC objects (a list or
+watch with fieldSelector metadata.name=X is a request for X, so resourceNames can grant it, as
+on a real server). The built-in kinds of manifests/ (ServiceAccount, ConfigMap, Pod,
 DaemonSet, Role/ClusterRole and their bindings) are stored as given, without validation.
 
 Fault switches (for tests), POST /_fake/faults with a JSON object, any subset of the list
@@ -308,7 +310,21 @@ def request_attributes(method, path, query):
     verb = {"GET": "watch" if watch else ("get" if name else "list"), "POST": "create",
             "PUT": "update", "PATCH": "patch",
             "DELETE": "delete" if name else "deletecollection"}.get(method, method.lower())
+    if verb in ("list", "watch") and name is None:
+        # As the real RequestInfoFactory: a list or watch whose field selector requires
+        # metadata.name to equal one value is that object's request, so RBAC resourceNames can
+        # grant it; without such a selector it names no object and resourceNames cannot.
+        name = selector_exact_name(query.get("fieldSelector") or "")
     return verb, group, resource, sub, ns, name
+
+
+def selector_exact_name(selector):
+    """The value of a metadata.name=V (or ==V) term of a field selector, else None."""
+    for term in selector.split(","):
+        m = re.fullmatch(r"\s*metadata\.name\s*==?\s*(.*?)\s*", term)
+        if m and m.group(1):
+            return m.group(1)
+    return None
 
 
 def rule_allows(rule, verb, group, resource, sub, name):

@@ -6,17 +6,29 @@
 // from a JSON assignment file. The test driver sends commands as JSON lines on stdin and reads
 // what the kubelet saw as JSON lines on stdout (one object per event, with a "t" timestamp in
 // milliseconds).
+//
+// With --api-server and --node it also reports the node's extended resources to the API server
+// as a kubelet does (pkg/kubelet/nodestatus MachineInfo, the device manager's GetCapacity):
+// status.capacity counts every device a plugin listed, status.allocatable the healthy ones,
+// patched (strategic merge patch on nodes/NAME/status) whenever a ListAndWatch answer changes
+// them. A plugin whose stream ended keeps its capacity with allocatable 0 for the endpoint
+// grace period (--endpoint-grace, the kubelet's 5 minutes), then the resource is removed. That
+// is what `kubectl describe node` shows under Capacity and Allocatable.
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -56,7 +68,136 @@ type kubelet struct {
 	mu      sync.Mutex
 	plugins map[string]*plugin
 	server  *grpc.Server
+	status  *nodeStatus // nil without --api-server
 	dp.UnimplementedRegistrationServer
+}
+
+// nodeStatus reports device-plugin resources in the Node's status, one patch at a time.
+type nodeStatus struct {
+	url   string // .../api/v1/nodes/NAME/status
+	token string
+	grace time.Duration
+	out   *output
+	mu    sync.Mutex
+	// per resource: every device listed, the healthy ones; a stopped endpoint's timer
+	total, healthy map[string]int
+	stopped        map[string]*time.Timer
+	sent           map[string][2]int
+}
+
+func newNodeStatus(server, node, token string, grace time.Duration, out *output) *nodeStatus {
+	return &nodeStatus{url: strings.TrimRight(server, "/") + "/api/v1/nodes/" + node + "/status",
+		token: token, grace: grace, out: out, total: map[string]int{},
+		healthy: map[string]int{}, stopped: map[string]*time.Timer{}, sent: map[string][2]int{}}
+}
+
+// machine sends what a kubelet reports at start besides device plugins.
+func (n *nodeStatus) machine() {
+	mem := int64(0)
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		fmt.Sscanf(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "MemTotal:"),
+			"%d", &mem)
+	}
+	res := map[string]interface{}{"cpu": fmt.Sprint(runtime.NumCPU()),
+		"memory": fmt.Sprintf("%dKi", mem), "pods": "110"}
+	n.patch(map[string]interface{}{"capacity": res, "allocatable": res}, nil)
+}
+
+// devices records a ListAndWatch answer.
+func (n *nodeStatus) devices(resource string, devs []*dp.Device) {
+	healthy := 0
+	for _, d := range devs {
+		if d.Health == "Healthy" {
+			healthy++
+		}
+	}
+	n.mu.Lock()
+	if t := n.stopped[resource]; t != nil {
+		t.Stop()
+		delete(n.stopped, resource)
+	}
+	n.total[resource], n.healthy[resource] = len(devs), healthy
+	n.mu.Unlock()
+	n.sync()
+}
+
+// endpointStopped: the plugin's stream ended. Its devices stay in capacity, none allocatable,
+// until the grace period ends without a new registration.
+func (n *nodeStatus) endpointStopped(resource string) {
+	n.mu.Lock()
+	if _, ok := n.total[resource]; !ok {
+		n.mu.Unlock()
+		return
+	}
+	n.healthy[resource] = 0
+	if t := n.stopped[resource]; t != nil {
+		t.Stop()
+	}
+	n.stopped[resource] = time.AfterFunc(n.grace, func() {
+		n.mu.Lock()
+		delete(n.total, resource)
+		delete(n.healthy, resource)
+		delete(n.stopped, resource)
+		n.mu.Unlock()
+		n.sync()
+	})
+	n.mu.Unlock()
+	n.sync()
+}
+
+// sync patches the resources whose counts differ from what was last sent (null removes one).
+func (n *nodeStatus) sync() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	capacity, allocatable := map[string]interface{}{}, map[string]interface{}{}
+	next := map[string][2]int{}
+	for r, t := range n.total {
+		next[r] = [2]int{t, n.healthy[r]}
+		if n.sent[r] != next[r] || !has(n.sent, r) {
+			capacity[r], allocatable[r] = fmt.Sprint(t), fmt.Sprint(n.healthy[r])
+		}
+	}
+	for r := range n.sent {
+		if !has(next, r) {
+			capacity[r], allocatable[r] = nil, nil
+		}
+	}
+	if len(capacity) == 0 {
+		return
+	}
+	if n.patch(map[string]interface{}{"capacity": capacity, "allocatable": allocatable},
+		next) == nil {
+		n.sent = next
+	}
+}
+
+func has(m map[string][2]int, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+func (n *nodeStatus) patch(status map[string]interface{}, counts map[string][2]int) error {
+	body, _ := json.Marshal(map[string]interface{}{"status": status})
+	req, _ := http.NewRequest("PATCH", n.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/strategic-merge-patch+json")
+	if n.token != "" {
+		req.Header.Set("Authorization", "Bearer "+n.token)
+	}
+	ev := map[string]interface{}{"event": "node-status", "status": status}
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		ev["code"] = resp.StatusCode
+		if resp.StatusCode != 200 {
+			err = fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+	}
+	if err != nil {
+		ev["message"] = err.Error()
+	}
+	n.out.emit(ev)
+	return err
 }
 
 // Dial modes: how real clients of a device plugin fill the HTTP/2 :authority header.
@@ -173,6 +314,9 @@ func (k *kubelet) connect(resource, endpoint string) {
 			ev := map[string]interface{}{"event": "watch-end", "resource": resource}
 			errFields(ev, err)
 			k.out.emit(ev)
+			if k.status != nil && k.plugin(resource) == p {
+				k.status.endpointStopped(resource)
+			}
 			return
 		}
 		var devs []map[string]interface{}
@@ -182,6 +326,9 @@ func (k *kubelet) connect(resource, endpoint string) {
 		}
 		k.out.emit(map[string]interface{}{"event": "devices", "resource": resource,
 			"devices": devs})
+		if k.status != nil {
+			k.status.devices(resource, resp.Devices)
+		}
 	}
 }
 
@@ -379,6 +526,12 @@ func main() {
 	prDelay := flag.Duration("podresources-delay", 0, "answer PodResources List after this long")
 	mode := flag.String("dial-mode", "kubelet-1.25",
 		"how plugins are dialled: kubelet-1.25, kubelet-1.26+ or grpc-core (the :authority sent)")
+	apiServer := flag.String("api-server", "",
+		"report the node's resources to this API server (http://HOST:PORT)")
+	node := flag.String("node", "", "the Node whose status is reported (with --api-server)")
+	token := flag.String("token", "", "bearer token for --api-server (optional)")
+	grace := flag.Duration("endpoint-grace", 5*time.Minute,
+		"how long a stopped plugin's resource stays in capacity (with --api-server)")
 	flag.Parse()
 	if dialModes[*mode] == nil {
 		fmt.Fprintln(os.Stderr, "fake-kubelet: unknown --dial-mode", *mode)
@@ -390,6 +543,14 @@ func main() {
 	}
 	k := &kubelet{dir: *dir, mode: *mode, out: &output{enc: json.NewEncoder(os.Stdout)},
 		plugins: map[string]*plugin{}}
+	if (*apiServer == "") != (*node == "") {
+		fmt.Fprintln(os.Stderr, "fake-kubelet: --api-server and --node go together")
+		os.Exit(2)
+	}
+	if *apiServer != "" {
+		k.status = newNodeStatus(*apiServer, *node, *token, *grace, k.out)
+		k.status.machine()
+	}
 	if err := k.start(); err != nil {
 		fmt.Fprintln(os.Stderr, "fake-kubelet:", err)
 		os.Exit(1)

@@ -314,7 +314,9 @@ def test(tmp):
             "etc/libibverbs.d/mlx5.driver",
             "usr/lib/x86_64-linux-gnu/libibverbs/libmlx5-rdmav34.so",
             "usr/share/doc/libc6/copyright", "usr/share/doc/curl/copyright",
-            "usr/share/doc/busybox/copyright", "usr/lib/x86_64-linux-gnu/libcurl.so.4"]
+            "usr/share/doc/busybox/copyright", "usr/lib/x86_64-linux-gnu/libcurl.so.4",
+            "usr/lib/x86_64-linux-gnu/libmicrohttpd.so.12",
+            "usr/share/doc/libmicrohttpd/copyright"]
     if with_cni:
         want.append("opt/cni/bin/sriov")
     for f in want:
@@ -357,6 +359,13 @@ def test(tmp):
     check(printed == size, f"the printed size is the unpacked files' ({printed} = {size})")
     check(0 < size <= 15_000_000,
           f"uncompressed size {size} bytes ({size / 1048576:.1f} MiB) <= 15 MB")
+
+    # -- libmicrohttpd (the metrics endpoint): scripts/image-deps' build without HTTPS, so no
+    # GnuTLS and its 8 libraries (6.3 MiB) in the image
+    mhd = rootfs + "/usr/lib/x86_64-linux-gnu/libmicrohttpd.so.12"
+    needed = set(re.findall(r"\(NEEDED\).*\[(.+)\]", run(["readelf", "-d", mhd]).stdout))
+    check(needed == {"libc.so.6"}, f"the image's libmicrohttpd needs libc only: {sorted(needed)}")
+    check(not any("libgnutls" in n for n in members), "no GnuTLS in the image")
 
     # -- libcurl: HTTP(S) over OpenSSL, HTTP/2, nothing else
     curl = rootfs + "/usr/lib/x86_64-linux-gnu/libcurl.so.4"

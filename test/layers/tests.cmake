@@ -40,12 +40,15 @@ sriov_layer_check(plan model/inventory.h "\"policy/policy.h\"")
 sriov_layer_check(plan model/inventory.h "\"host/sriov-numvfs.h\"")
 sriov_layer_check(nad util/macro.h "\"kube/http.h\"")
 sriov_layer_check(cni util/macro.h "\"host/vf-lookup.h\"")
+sriov_layer_check(metrics util/macro.h "\"host/counters.h\"")
 # I/O layers: each only its own transport
 sriov_layer_check(grpc util/log.h "\"deviceplugin/pool.h\"")
 sriov_layer_check(host model/inventory.h "\"policy/policy.h\"")
 sriov_layer_check(kube nad/render.h "\"host/sriov-numvfs.h\"")
 sriov_layer_check(deviceplugin grpc/grpc-server.h "\"kube/http.h\"")
 sriov_layer_check(deviceplugin grpc/grpc-server.h "\"host/sriov-numvfs.h\"")
+sriov_layer_check(httpd util/log.h "\"kube/http.h\"")
+sriov_layer_check(httpd util/log.h "\"metrics/exposition.h\"")
 
 # Every function lib/host exports carries the host_ prefix (issue 13), so a call site says
 # which layer touches the machine. Compiler-made symbols ("__", ".") are not ours.

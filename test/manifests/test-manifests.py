@@ -129,12 +129,14 @@ def case_parse():
                       f"{rel}: sriov-agent plan accepts the policy (exit {r.returncode}: "
                       f"{r.stderr.strip()[:300]})")
 
-    # The install set: everything namespaced is in the agent's namespace.
+    # The install set: everything namespaced is in the agent's namespace, except the read
+    # grant on the RDMA shared config, which lives next to its ConfigMap.
     cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
     for path in glob.glob(os.path.join(MANIFESTS, "*.yaml")):
         for kind, name, o in objects_in(path):
             if kind not in cluster_scoped:
-                check(o["metadata"].get("namespace") == NS, f"{kind} {name} is in {NS}")
+                want = "kube-system" if name == "sriov-agent-rdma-devices" else NS
+                check(o["metadata"].get("namespace") == want, f"{kind} {name} is in {want}")
 
     # Pods: extended resources need a domain prefix and limits equal to requests.
     for path in glob.glob(os.path.join(EXAMPLES, "*pod*.yaml")):
@@ -160,8 +162,9 @@ def case_parse():
     check(training["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] ==
           "highnet-sriov-network", "training pod: attached to highnet-sriov-network")
     whole = one("Pod", os.path.join(EXAMPLES, "whole-card-pod.yaml"))
-    check(whole["spec"]["containers"][0]["resources"]["limits"] == {"rdma/rdma_hca": 1},
-          "whole-card pod asks for rdma/rdma_hca: 1")
+    check(whole["spec"]["containers"][0]["resources"]["limits"] ==
+          {"nvidia.com/gpu": 8, "rdma/rdma_hca": 1},
+          "whole-card pod asks for 8 GPUs and rdma/rdma_hca: 1")
 
     net = one("SriovNetwork", os.path.join(EXAMPLES, "highnet-sriov-network.yaml"))
     check(net["spec"]["resourceName"] == "sriov_highnet" and
@@ -170,17 +173,29 @@ def case_parse():
     check(isinstance(ipam, dict) and ipam.get("type"), f"SriovNetwork ipam is JSON: {ipam}")
 
     with open(os.path.join(EXAMPLES, "host", "rdma-shared-config.json")) as f:
-        config = json.load(f)
-    cm = one("ConfigMap", os.path.join(EXAMPLES, "rdma-shared-configmap.yaml"))
-    check(json.loads(cm["data"]["config.json"]) == config,
-          "the RDMA shared ConfigMap carries host/rdma-shared-config.json")
-    entry = config["configList"][0]
-    check(entry["resourceName"] == "rdma_hca" and entry["rdmaHcaMax"] == 1 and
-          entry["selectors"]["vendors"] == ["15b3"], f"RDMA shared config: {entry}")
+        host_config = json.load(f)
+    cm = one("ConfigMap", os.path.join(EXAMPLES, "rdma-device-plugin-config.yaml"))
+    check((cm["metadata"]["namespace"], cm["metadata"]["name"]) == ("kube-system", "rdma-devices"),
+          "the RDMA shared ConfigMap is the seed's kube-system/rdma-devices")
+    config = json.loads(cm["data"]["config.json"])
+    check(config == {"configList": [{"resourceName": "rdma_hca", "rdmaHcaMax": 1,
+                                     "selectors": {"vendors": ["15b3"]}}]},
+          f"the seed's RDMA shared config: {config}")
+    # The host file spells out the defaults (prefix rdma, update every 60 s).
+    check(host_config == {"periodicUpdateInterval": 60,
+                          "configList": [dict(config["configList"][0], resourcePrefix="rdma")]},
+          f"host/rdma-shared-config.json is the same config: {host_config}")
     ds = one("DaemonSet", DAEMONSET)
-    mounted = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
-    check(mounted["rdma-shared-config"]["configMap"]["name"] == cm["metadata"]["name"],
-          "the DaemonSet mounts that ConfigMap")
+    args = ds["spec"]["template"]["spec"]["containers"][0]["args"]
+    check("--rdma-shared-configmap=kube-system/rdma-devices" in args and
+          not any(a.startswith("--rdma-shared-config=") for a in args),
+          f"the DaemonSet follows that ConfigMap through the API, no file: {args}")
+    whole_env = {e["name"]: e.get("value")
+                 for e in whole["spec"]["containers"][0].get("env", [])}
+    check(whole["spec"]["containers"][0]["resources"]["requests"] ==
+          {"nvidia.com/gpu": 8, "rdma/rdma_hca": 1} and "NCCL_IB_HCA" in whole_env and
+          "IPC_LOCK" in whole["spec"]["containers"][0]["securityContext"]["capabilities"]["add"],
+          f"whole-card pod: 8 GPUs, rdma/rdma_hca 1, IPC_LOCK, NCCL environment {whole_env}")
 
 
 # ------------------------------------------------------------------------------------ apply
@@ -235,6 +250,8 @@ def case_apply():
                   "rolebinding.rbac.authorization.k8s.io/sriov-agent created",
                   "clusterrole.rbac.authorization.k8s.io/sriov-agent created",
                   "clusterrolebinding.rbac.authorization.k8s.io/sriov-agent created",
+                  "role.rbac.authorization.k8s.io/sriov-agent-rdma-devices created",
+                  "rolebinding.rbac.authorization.k8s.io/sriov-agent-rdma-devices created",
                   "daemonset.apps/sriov-agent created"]
         check(out.splitlines() == expect, f"manifests/ creates the install set in order: {out}")
         rc, out, err = kubectl("apply", "-f", EXAMPLES)
@@ -543,18 +560,22 @@ def case_host():
 
 # ------------------------------------------------------------------------------------- rbac
 
-def rules_of(kind, name):
+def rules_of(kind, name, named=False):
+    """{(group, resource): verbs}; named: rules must name their objects (resourceNames), and
+    the key is (group, resource, names)."""
     found = [o for k, n, o in objects_in(RBAC) if k == kind and n == name]
     check(len(found) == 1, f"one {kind} {name}")
     grants = {}
     for rule in found[0]["rules"] if found else []:
-        check(set(rule) <= {"apiGroups", "resources", "verbs"},
-              f"{kind} rule has no resourceNames/nonResourceURLs extras: {rule}")
+        allowed = {"apiGroups", "resources", "verbs"} | ({"resourceNames"} if named else set())
+        check(set(rule) <= allowed and (not named or rule.get("resourceNames")),
+              f"{kind} rule has no extras (resourceNames only where named): {rule}")
         for g in rule["apiGroups"]:
             for res in rule["resources"]:
                 check("*" not in (g, res) and "*" not in rule["verbs"],
                       f"{kind}: no wildcard in {rule}")
-                grants.setdefault((g, res), set()).update(rule["verbs"])
+                key = (g, res, tuple(rule["resourceNames"])) if named else (g, res)
+                grants.setdefault(key, set()).update(rule["verbs"])
     return grants
 
 
@@ -582,9 +603,20 @@ def case_rbac():
         ("k8s.cni.cncf.io", "network-attachment-definitions"):
             {"get", "list", "watch", "create", "update", "delete"},
     }, "ClusterRole: get/list/watch nodes and namespaces, NADs (no patch), nothing more")
+    check(rules_of("Role", "sriov-agent-rdma-devices", named=True) == {
+        ("", "configmaps", ("rdma-devices",)): {"get", "list", "watch"},
+    }, "Role sriov-agent-rdma-devices: get/list/watch the ConfigMap rdma-devices only")
     objs = {(k, n): o for k, n, o in objects_in(RBAC)}
-    role = one("Role", RBAC)
-    check(role["metadata"]["namespace"] == NS, f"Role in {NS}")
+    roles = {n: o for k, n, o in objects_in(RBAC) if k == "Role"}
+    check(roles["sriov-agent"]["metadata"]["namespace"] == NS, f"Role in {NS}")
+    check(roles["sriov-agent-rdma-devices"]["metadata"]["namespace"] == "kube-system",
+          "the RDMA shared config Role is in kube-system, next to its ConfigMap")
+    b = objs.get(("RoleBinding", "sriov-agent-rdma-devices"))
+    check(b is not None and b["metadata"]["namespace"] == "kube-system" and
+          b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                           "name": "sriov-agent-rdma-devices"} and
+          b["subjects"] == [{"kind": "ServiceAccount", "name": "sriov-agent", "namespace": NS}],
+          "RoleBinding sriov-agent-rdma-devices binds that Role to the ServiceAccount only")
     for kind, ref in (("RoleBinding", "Role"), ("ClusterRoleBinding", "ClusterRole")):
         b = objs.get((kind, "sriov-agent"))
         check(b is not None and b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
@@ -869,8 +901,14 @@ def case_helm():
         check("Namespace" not in kinds and "ConfigMap" in kinds,
               f"createNamespace false: no Namespace; rdmaSharedConfig: a ConfigMap ({kinds})")
         namespaced = [o for o in objs if o["kind"] not in ("ClusterRole", "ClusterRoleBinding")]
-        check(all(o["metadata"]["namespace"] == "net-agents" for o in namespaced),
-              "every namespaced object is in the namespace value")
+        rdma_side = [o for o in namespaced if o["kind"] == "ConfigMap" or
+                     o["metadata"]["name"] == "sriov-agent-rdma-devices"]
+        check(all(o["metadata"]["namespace"] == "net-agents" for o in namespaced
+                  if o not in rdma_side) and
+              all(o["metadata"]["namespace"] == "kube-system" for o in rdma_side) and
+              len(rdma_side) == 3,
+              "every namespaced object is in the namespace value, the RDMA shared config's "
+              "ConfigMap and its Role/RoleBinding in kube-system")
         crb = next(o for o in objs if o["kind"] == "ClusterRoleBinding")
         check(crb["subjects"][0]["namespace"] == "net-agents", "the bindings name that namespace")
         ds = next(o for o in objs if o["kind"] == "DaemonSet")["spec"]["template"]["spec"]
@@ -882,8 +920,8 @@ def case_helm():
         check(env["RESOURCE_PREFIX"] == "example.com", f"resource prefix: {env}")
         check("--resync-interval=60" in agent["args"] and "--log-level=debug" in agent["args"],
               f"resync interval and log level: {agent['args']}")
-        check("--rdma-shared-config=/etc/sriov-agent/rdma-shared/config.json" in agent["args"],
-              "the RDMA shared config flag")
+        check("--rdma-shared-configmap=kube-system/rdma-devices" in agent["args"],
+              f"the RDMA shared config ConfigMap flag: {agent['args']}")
         mounts = {m["name"]: m["mountPath"] for m in agent["volumeMounts"]}
         host_paths = {v["name"]: v.get("hostPath", {}).get("path") for v in ds["volumes"]}
         check("--rdma-mode=exclusive" in agent["args"] and
@@ -895,12 +933,64 @@ def case_helm():
         check(ds["nodeSelector"] == {"kubernetes.io/os": "linux", "sriov": "yes"},
               f"node selector merged with the default: {ds['nodeSelector']}")
         cm = next(o for o in objs if o["kind"] == "ConfigMap")
-        example = one("ConfigMap", os.path.join(EXAMPLES, "rdma-shared-configmap.yaml"))
+        example = one("ConfigMap", os.path.join(EXAMPLES, "rdma-device-plugin-config.yaml"))
         check(json.loads(cm["data"]["config.json"]) == rdma and
-              cm["metadata"]["name"] == example["metadata"]["name"] and
-              cm["metadata"]["name"] in {v.get("configMap", {}).get("name")
-                                         for v in ds["volumes"]},
-              "the ConfigMap carries the config, under the name the DaemonSet mounts")
+              (cm["metadata"]["namespace"], cm["metadata"]["name"]) ==
+              (example["metadata"]["namespace"], example["metadata"]["name"]),
+              "the ConfigMap carries the config, where the agent reads it (the seed's object)")
+        # rdmaSharedConfigMap moves the flag, the read grant and the chart's ConfigMap.
+        objs = template("--values", values_file, "--set", "rdmaSharedConfigMap.namespace="
+                        "rdma-conf", "--set", "rdmaSharedConfigMap.name=hcas")
+        agent = next(o for o in objs if o["kind"] == "DaemonSet")["spec"]["template"]["spec"][
+            "containers"][0]
+        role = next(o for o in objs if o["kind"] == "Role" and
+                    o["metadata"]["name"] == "sriov-agent-rdma-devices")
+        cm = next(o for o in objs if o["kind"] == "ConfigMap")
+        check("--rdma-shared-configmap=rdma-conf/hcas" in agent["args"] and
+              role["metadata"]["namespace"] == "rdma-conf" and
+              role["rules"][0]["resourceNames"] == ["hcas"] and
+              (cm["metadata"]["namespace"], cm["metadata"]["name"]) == ("rdma-conf", "hcas"),
+              "rdmaSharedConfigMap moves the flag, the Role and the ConfigMap together")
+        # The metrics endpoint: on by default (the plain DaemonSet's port), off with port 0,
+        # a Service and ServiceMonitor that reach the container's port when asked for.
+        def agent_of(objs):
+            return next(o for o in objs if o["kind"] == "DaemonSet")[
+                "spec"]["template"]["spec"]["containers"][0]
+        agent = agent_of(template())
+        check("--metrics-listen=:9809" in agent["args"] and
+              agent.get("ports") == [{"name": "metrics", "containerPort": 9809,
+                                      "hostPort": 9809, "protocol": "TCP"}],
+              f"default: metrics on :9809, a host port ({agent['args']}, {agent.get('ports')})")
+        objs = template("--set", "metrics.port=0", "--set", "metrics.serviceMonitor.enabled=true")
+        agent = agent_of(objs)
+        check(not any(a.startswith("--metrics-listen") for a in agent["args"]) and
+              "ports" not in agent and
+              not any(o["kind"] in ("Service", "ServiceMonitor") for o in objs),
+              f"metrics.port=0: no endpoint, no port, no Service ({agent['args']})")
+        objs = template("--set", "metrics.port=9900", "--set",
+                        "metrics.serviceMonitor.enabled=true", "--set",
+                        "metrics.serviceMonitor.labels.release=prom")
+        agent = agent_of(objs)
+        pod_labels = next(o for o in objs if o["kind"] == "DaemonSet")[
+            "spec"]["template"]["metadata"]["labels"]
+        svc = next((o for o in objs if o["kind"] == "Service"), None)
+        sm = next((o for o in objs if o["kind"] == "ServiceMonitor"), None)
+        check(svc is not None and sm is not None, "serviceMonitor: a Service and a ServiceMonitor")
+        if svc and sm:
+            check("--metrics-listen=:9900" in agent["args"] and
+                  agent["ports"][0]["containerPort"] == 9900, f"metrics.port: {agent['args']}")
+            check(svc["spec"]["clusterIP"] == "None" and
+                  set(svc["spec"]["selector"].items()) <= set(pod_labels.items()) and
+                  svc["spec"]["ports"][0]["port"] == 9900 and
+                  svc["spec"]["ports"][0]["targetPort"] == agent["ports"][0]["name"],
+                  f"the headless Service selects the agent's pods, its port: {svc['spec']}")
+            check(set(sm["spec"]["selector"]["matchLabels"].items()) <=
+                  set(svc["metadata"]["labels"].items()) and
+                  sm["spec"]["endpoints"][0]["port"] == svc["spec"]["ports"][0]["name"] and
+                  sm["spec"]["endpoints"][0]["path"] == "/metrics" and
+                  sm["metadata"]["labels"].get("release") == "prom",
+                  f"the ServiceMonitor selects that Service and port: {sm['spec']}")
+
         # --set with a single value, as docs/install.md shows it.
         objs = template("--set", "image=registry.example/sriov-agent:1.2")
         ds = next(o for o in objs if o["kind"] == "DaemonSet")["spec"]["template"]["spec"]

@@ -201,6 +201,15 @@ def write_rdma(t, c, fn_dir, model, port_active):
     t.write(d + "/node_type", "1: CA")
     t.write(d + "/ports/1/state", "4: ACTIVE" if port_active else "1: DOWN")
     t.write(d + "/ports/1/link_layer", model["link_layer"])
+    # what the metrics endpoint reads: rate (width in it), counters/, and mlx5's hw_counters/;
+    # values differ per device so a test can tell them apart
+    t.write(d + "/ports/1/phys_state", "5: LinkUp" if port_active else "3: Disabled")
+    t.write(d + "/ports/1/rate", "100 Gb/sec (4X EDR)" if port_active else "10 Gb/sec (4X SDR)")
+    for i, counter in enumerate(("port_rcv_data", "port_xmit_data", "port_rcv_packets",
+                                 "port_xmit_packets", "port_rcv_errors", "port_xmit_discards")):
+        t.write("%s/ports/1/counters/%s" % (d, counter), str(1000 * c.mlx5 + i))
+    for i, counter in enumerate(("out_of_buffer", "rx_write_requests", "np_cnp_sent")):
+        t.write("%s/ports/1/hw_counters/%s" % (d, counter), str(100 * c.mlx5 + i))
     t.link("class/infiniband/" + name, d)
     uv = "uverbs%d" % c.uverbs
     c.uverbs += 1

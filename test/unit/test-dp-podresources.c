@@ -15,8 +15,8 @@
 #include <cmocka.h>
 #include <systemd/sd-event.h>
 
-#include "grpc/grpc-server.h"
 #include "deviceplugin/podresources.h"
+#include "grpc/grpc-server.h"
 #include "podresources.pb-c.h"
 
 /* Two pods; pod a has two containers using sriov_net (one ID twice) and a GPU. */
@@ -80,6 +80,20 @@ static void check_sample(const struct dp_usage *u)
         assert_true(dp_usage_in_use(u, "openshift.io/sriov_vfio", "0000:5e:01.3"));
         assert_false(dp_usage_in_use(u, "openshift.io/sriov_net", "0000:5e:01.3"));
         assert_false(dp_usage_in_use(u, "openshift.io/other", "0000:3b:01.0"));
+        /* who holds each device, for the metrics' pod attribution: every (container, device)
+         * in the kubelet's order, the ID held by two containers twice */
+        assert_int_equal(u->n_holders, 5);
+        const struct dp_device_holder *h = &u->holders[1];
+        assert_string_equal(h->resource, "openshift.io/sriov_net");
+        assert_string_equal(h->id, "0000:3b:01.1");
+        assert_string_equal(h->namespace_, "ns");
+        assert_string_equal(h->pod, "a");
+        assert_string_equal(h->container, "c1");
+        assert_string_equal(u->holders[2].id, "gpu0");
+        assert_string_equal(u->holders[3].container, "c2");
+        assert_string_equal(u->holders[3].id, "0000:3b:01.1");
+        assert_string_equal(u->holders[4].pod, "b");
+        assert_string_equal(u->holders[4].container, "c3");
 }
 
 static void test_decode(void **state)

@@ -252,6 +252,59 @@ static void test_echo_shares_desired(void **state)
         free_state(&c);
 }
 
+/* Node-level facts (the RDMA shared config's source) share the extra-status annotation with the
+ * PCI-keyed ones; a change of them alone is written, the same again is not. */
+static void test_node_extra(void **state)
+{
+        struct fake *f = *state;
+        install_crds_and_namespace(f, NS);
+        struct ctx c;
+        make_state(&c, f);
+        json_t *ifaces = json_loads(
+            "[{\"name\":\"ens1f0\",\"pciAddress\":\"0000:01:00.0\",\"numaNode\":1}]", 0, NULL);
+        json_t *node = json_loads("{\"rdmaSharedConfig\":{\"source\":\"ConfigMap a/b key "
+                                  "config.json\",\"state\":\"absent\"}}",
+                                  0, NULL);
+        assert_int_equal(
+            kube_nodestate_set_status_extra(c.st, ifaces, node, KUBE_SYNC_SUCCEEDED, NULL), 0);
+        settle(&c);
+        json_t *obj = get_json(f, PATH);
+        json_t *extra =
+            json_loads(json_string_value(json_object_get(
+                           json_object_get(json_object_get(obj, "metadata"), "annotations"),
+                           KUBE_NODESTATE_EXTRA_ANNOTATION)),
+                       0, NULL);
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(extra, "0000:01:00.0"), "numaNode")),
+            1);
+        assert_true(json_equal(json_object_get(extra, "rdmaSharedConfig"),
+                               json_object_get(node, "rdmaSharedConfig")));
+        json_decref(extra);
+        json_decref(obj);
+        unsigned writes = kube_nodestate_writes(c.st);
+
+        assert_int_equal(
+            kube_nodestate_set_status_extra(c.st, ifaces, node, KUBE_SYNC_SUCCEEDED, NULL), 0);
+        settle(&c);
+        assert_int_equal(kube_nodestate_writes(c.st), writes);
+
+        json_object_set_new(json_object_get(node, "rdmaSharedConfig"), "state",
+                            json_string("in use"));
+        assert_int_equal(
+            kube_nodestate_set_status_extra(c.st, ifaces, node, KUBE_SYNC_SUCCEEDED, NULL), 0);
+        settle(&c);
+        assert_int_equal(kube_nodestate_writes(c.st), writes + 1);
+        obj = get_json(f, PATH);
+        assert_non_null(strstr(json_string_value(json_object_get(
+                                   json_object_get(json_object_get(obj, "metadata"), "annotations"),
+                                   KUBE_NODESTATE_EXTRA_ANNOTATION)),
+                               "\"state\":\"in use\""));
+        json_decref(obj);
+        json_decref(ifaces);
+        json_decref(node);
+        free_state(&c);
+}
+
 static void test_server_errors_retry(void **state)
 {
         struct fake *f = *state;
@@ -524,6 +577,7 @@ int main(void)
                                                 stop_fake),
                 cmocka_unit_test_setup_teardown(test_lifecycle, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_echo_shares_desired, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_node_extra, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_server_errors_retry, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_bad_arguments, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_upstream_crd_converges, start_fake, stop_fake),

@@ -230,6 +230,68 @@ static void test_parse_256_vfs(void **state)
         nlmsg_free(m);
 }
 
+/* A reply with IFLA_VF_STATS as the kernel sends it to `ip -s link show PF` (what the metrics
+ * endpoint reads): 128 VFs with counters past 2^32, one VF whose driver has none, and one from
+ * a kernel before the dropped counters (4.x): those stay 0. */
+static void test_parse_vf_stats(void **state)
+{
+        struct nl_msg *m = nlmsg_alloc_size(1024 * 1024);
+        assert_non_null(m);
+        assert_non_null(nlmsg_put(m, 0, 0, RTM_NEWLINK, 0, 0));
+        struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = 7 };
+        assert_int_equal(nlmsg_append(m, &ifi, sizeof(ifi), NLMSG_ALIGNTO), 0);
+        struct nlattr *list = nla_nest_start(m, IFLA_VFINFO_LIST);
+        for (int i = 0; i < 128; i++) {
+                struct nlattr *info = nla_nest_start(m, IFLA_VF_INFO);
+                struct ifla_vf_mac mac = { .vf = (uint32_t)i, .mac = { 0x02, 0, 0, 0, 0, 1 } };
+                assert_int_equal(nla_put(m, IFLA_VF_MAC, sizeof(mac), &mac), 0);
+                if (i != 5) {
+                        struct nlattr *st = nla_nest_start(m, IFLA_VF_STATS);
+                        uint64_t base = (uint64_t)i << 33; /* past 32 bits */
+                        assert_int_equal(nla_put_u64(m, IFLA_VF_STATS_RX_PACKETS, base + 1), 0);
+                        assert_int_equal(nla_put_u64(m, IFLA_VF_STATS_TX_PACKETS, base + 2), 0);
+                        assert_int_equal(nla_put_u64(m, IFLA_VF_STATS_RX_BYTES, base + 3), 0);
+                        assert_int_equal(nla_put_u64(m, IFLA_VF_STATS_TX_BYTES, base + 4), 0);
+                        assert_int_equal(nla_put_u64(m, IFLA_VF_STATS_BROADCAST, base + 5), 0);
+                        assert_int_equal(nla_put_u64(m, IFLA_VF_STATS_MULTICAST, base + 6), 0);
+                        if (i != 9) {
+                                assert_int_equal(nla_put_u64(m, IFLA_VF_STATS_RX_DROPPED, base + 7),
+                                                 0);
+                                assert_int_equal(nla_put_u64(m, IFLA_VF_STATS_TX_DROPPED, base + 8),
+                                                 0);
+                        }
+                        nla_nest_end(m, st);
+                }
+                nla_nest_end(m, info);
+        }
+        nla_nest_end(m, list);
+
+        struct netlink_vf_info *vfs = NULL;
+        size_t n = 0;
+        assert_int_equal(host_netlink_parse_vf_list(nlmsg_hdr(m), &vfs, &n), 0);
+        assert_int_equal(n, 128);
+        for (int i = 0; i < 128; i++) {
+                uint64_t base = (uint64_t)i << 33;
+                assert_int_equal(vfs[i].vf, i);
+                if (i == 5) {
+                        assert_false(vfs[i].have_stats);
+                        assert_true(vfs[i].rx_bytes == 0);
+                        continue;
+                }
+                assert_true(vfs[i].have_stats);
+                assert_true(vfs[i].rx_packets == base + 1);
+                assert_true(vfs[i].tx_packets == base + 2);
+                assert_true(vfs[i].rx_bytes == base + 3);
+                assert_true(vfs[i].tx_bytes == base + 4);
+                assert_true(vfs[i].broadcast == base + 5);
+                assert_true(vfs[i].multicast == base + 6);
+                assert_true(vfs[i].rx_dropped == (i == 9 ? 0 : base + 7));
+                assert_true(vfs[i].tx_dropped == (i == 9 ? 0 : base + 8));
+        }
+        free(vfs);
+        nlmsg_free(m);
+}
+
 /* Adds an alternative name the way `ip link property add dev IF altname NAME` does. */
 static int add_alt_name(const char *ifname, const char *alt)
 {
@@ -321,6 +383,7 @@ int main(void)
                 cmocka_unit_test(test_vf_settings_validated),
                 cmocka_unit_test(test_string_tables),
                 cmocka_unit_test(test_parse_256_vfs),
+                cmocka_unit_test(test_parse_vf_stats),
                 cmocka_unit_test(test_alt_names),
                 cmocka_unit_test(test_parse_alt_names),
         };

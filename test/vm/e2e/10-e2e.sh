@@ -1,7 +1,10 @@
 # vm-profile: e2e
-# The seed's workflow end to end on a real kernel: real kubectl drives the fake API server on
-# the host (through the guestfwd address), `sriov-agent run` in cluster mode configures the
-# guest's igb PF, and the grpc-go fake kubelet watches the device-plugin sockets. Every step
+# The seed's two modes end to end on a real kernel: real kubectl drives the fake API server on
+# the host (through the guestfwd address), one `sriov-agent run` in cluster mode (the
+# DaemonSet's arguments) serves mode 1, whole-card RDMA from the seed's rdma-devices ConfigMap
+# over a Soft-RoCE device on the igb PF, and mode 2, the seed's SR-IOV policy configuring the
+# PF's VFs; the grpc-go fake kubelet watches the device-plugin sockets and reports the node's
+# resources to the API server (`kubectl describe node`, the seed's own check). Every step
 # also goes into a transcript (what an operator would see) that is printed at the end between
 # "@@vm transcript-begin/end" lines; scripts/demo shows it. See test/vm/README.md.
 
@@ -15,6 +18,7 @@ TRANSCRIPT=/tmp/transcript
 NS=sriov-network-operator
 R_NET=openshift.io/sriov_highnet
 R_VFIO=openshift.io/sriov_highnet_vfio
+R_HCA=rdma/rdma_hca
 # shellcheck disable=SC2034
 STEP_TIMEOUT=60 # read by lib.sh's _run (kubectl steps)
 export HOME=/root KUBECONFIG=/root/.kube/config
@@ -206,12 +210,36 @@ mkfifo /tmp/kubelet.in
 # kubelet-1.25: the plugin sockets are dialled with the socket path as :authority, as
 # Kubernetes <= 1.25 does (the strictest of the fake kubelet's dial modes).
 fake-kubelet --dir "$KDIR" --dial-mode kubelet-1.25 --podresources "$PRSOCK" --assignments /tmp/assignments.json \
+    --api-server "http://$API" --node "$NODE" --token "$TOKEN" \
     </tmp/kubelet.in >"$KL_OUT" 2>/tmp/kubelet.err &
 exec 7>/tmp/kubelet.in
 wait_for "fake kubelet listens on $KDIR/kubelet.sock" 30 test -S "$KDIR/kubelet.sock"
 
-header "step 1: CRDs, the seed's policy (igb variant), label the node"
-say "(node $NODE, igb PF $IGB_PF = $PF; the agent runs: sriov-agent run --node-name $NODE --kubeconfig ...)"
+# `kubectl describe node`: RESOURCE's "capacity allocatable" as its Capacity and Allocatable
+# sections list them (empty when absent).
+described() {
+    kubectl describe node "$NODE" 2>/dev/null | awk -v r="$1" '
+        /^Capacity:/ { s = "c"; next } /^Allocatable:/ { s = "a"; next } /^[^ ]/ { s = "" }
+        s != "" && $1 == r ":" { v[s] = $2 }
+        END { if (v["c"] != "" || v["a"] != "") print v["c"], v["a"] }'
+}
+node_lists() { [ "$(described "$1")" = "$2 $2" ]; }
+# describe_node RESOURCE...: the seed's check, shown with its Capacity and Allocatable lines
+# of those resources
+describe_node() {
+    say "\$ kubectl describe node $NODE"
+    kubectl describe node "$NODE" >/tmp/describe.out 2>&1
+    awk -v list=" $* " '
+        /^[^ ]/ { s = ($0 ~ /^(Capacity|Allocatable):/); if (s) print; next }
+        s && index(list, " " substr($1, 1, length($1) - 1) " ") { print }' \
+        /tmp/describe.out >>"$TRANSCRIPT"
+    say "  (...)"
+}
+
+header "install: the CRDs, the namespace and the agent (one command line for both modes)"
+say "(node $NODE, igb PF $IGB_PF = $PF; the agent runs as its DaemonSet would:"
+say " sriov-agent run --node-name $NODE --kubeconfig ..., the RDMA shared config from its default"
+say " ConfigMap kube-system/rdma-devices)"
 run_ok "kubectl reaches the API server at $API" kubectl get nodes
 kc "kubectl apply -f crds/" apply -f "$E2E/crds/"
 kc "kubectl apply namespace" apply -f "$E2E/namespace.yaml"
@@ -219,6 +247,67 @@ start_agent
 # the shipped example (manifests/examples/vm-lab) names the PF eth0: igb is probed before the
 # control NIC, whose root port comes later on the bus
 check "the igb PF is eth0, as manifests/examples/vm-lab/highnet-sriov-policy.yaml says" test "$PF" = eth0
+
+header "mode 1: whole-card RDMA, the seed's rdma-devices ConfigMap (rdma/rdma_hca)"
+say "The card: a Soft-RoCE (rxe) RDMA device on the igb PF's netdev, as a ConnectX PF has mlx5_N."
+say "\$ rdma link add rxe_pf type rxe netdev $PF"
+rdma link add rxe_pf type rxe netdev "$PF" || fail "setup: rdma link add rxe_pf over $PF"
+wait_for "rxe_pf exists" 10 test -e /sys/class/infiniband/rxe_pf
+pf_chardevs=
+for class in infiniband_verbs infiniband_mad; do
+    for d in /sys/class/$class/*; do
+        [ "$(cat "$d/ibdev" 2>/dev/null)" = rxe_pf ] && pf_chardevs="$pf_chardevs /dev/infiniband/$(basename "$d")"
+    done
+done
+[ -e /dev/infiniband/rdma_cm ] && pf_chardevs="$pf_chardevs /dev/infiniband/rdma_cm"
+say "its char devices:$pf_chardevs"
+check "rxe_pf has uverbs, umad and rdma_cm char devices (what a whole-card pool requires)" \
+    sh -c "echo '$pf_chardevs' | grep -q uverbs && echo '$pf_chardevs' | grep -q umad && echo '$pf_chardevs' | grep -q rdma_cm"
+vendor=$(cut -c3- "$(pci_dir "$IGB_PF")/vendor")
+sed "s/\"15b3\"/\"$vendor\"/" "$E2E/examples/rdma-device-plugin-config.yaml" >/tmp/rdma-device-plugin-config.yaml
+say "The seed's rdma-device-plugin-config.yaml, adapted where the lab's hardware differs: the card"
+say "is an Intel igb (vendor $vendor), not a Mellanox/NVIDIA ConnectX (15b3). The whole change:"
+diff -u "$E2E/examples/rdma-device-plugin-config.yaml" /tmp/rdma-device-plugin-config.yaml |
+    sed -e '1s|.*|--- rdma-device-plugin-config.yaml (the seed'"'"'s)|' -e '2s|.*|+++ rdma-device-plugin-config.yaml (the lab'"'"'s)|' >>"$TRANSCRIPT"
+expect_eq "the adaptation is the vendor alone" \
+    "$(diff -u "$E2E/examples/rdma-device-plugin-config.yaml" /tmp/rdma-device-plugin-config.yaml | grep -Ec '^[-+]([^-+]|$)')" 2
+kc "kubectl apply -f rdma-device-plugin-config.yaml (the seed's ConfigMap, vendor adapted)" \
+    apply -f /tmp/rdma-device-plugin-config.yaml
+# the pool's IDs are "0".."rdmaHcaMax-1", all healthy
+hca_ids() { seq 0 $(($1 - 1)) | tr '\n' ' '; }
+wait_for "kubelet sees $R_HCA with rdmaHcaMax (1) device" 60 pool_is "$R_HCA" "$(hca_ids 1)"
+show_pools "$R_HCA"
+wait_for "kubectl describe node: $R_HCA: 1 (capacity and allocatable)" 60 node_lists "$R_HCA" 1
+describe_node "$R_HCA"
+sed 's/"rdmaHcaMax": 1,/"rdmaHcaMax": 3,/' /tmp/rdma-device-plugin-config.yaml >/tmp/rdma-hca-3.yaml
+say "Shared by up to 3 pods: rdmaHcaMax 3, applied live (no restart of anything):"
+kc "kubectl apply the ConfigMap with rdmaHcaMax 3" apply -f /tmp/rdma-hca-3.yaml
+wait_for "kubelet sees $R_HCA with rdmaHcaMax (3) devices, from the same agent" 60 pool_is "$R_HCA" "$(hca_ids 3)"
+check "the agent was not restarted" kill -0 "$AGENT_PID"
+wait_for "kubectl describe node: $R_HCA: 3" 60 node_lists "$R_HCA" 3
+describe_node "$R_HCA"
+check "the agent's journal names the ConfigMap in use" \
+    grep -q "RDMA shared config in use: ConfigMap kube-system/rdma-devices key config.json: rdma/rdma_hca (rdmaHcaMax 3)" "$AGENT_LOG"
+say "agent: $(grep -o 'RDMA shared config in use: .*' "$AGENT_LOG" | tail -1)"
+say "The seed's whole-card training pod (the lab has no GPUs: its nvidia.com/gpu: 8 is not served here):"
+kc "kubectl apply -f whole-card-pod.yaml" apply -f "$E2E/examples/whole-card-pod.yaml"
+say "$(grep -vE '^ *#' "$E2E/examples/whole-card-pod.yaml" | grep -E 'nvidia.com/gpu|rdma/rdma_hca|IPC_LOCK|NCCL_IB_HCA' |
+    awk '!seen[$0]++' | sed 's/^/  /')"
+say "The kubelet admits it: Allocate for its container's $R_HCA: 1 (device \"0\")"
+kl_cmd "{\"cmd\":\"allocate\",\"resource\":\"$R_HCA\",\"containers\":[[\"0\"]]}"
+hca_allocated() { grep '"event":"allocate"' "$KL_OUT" | grep -qF "\"resource\":\"$R_HCA\""; }
+wait_for "Allocate on $R_HCA answered" 30 hca_allocated
+alloc=$(grep '"event":"allocate"' "$KL_OUT" | grep -F "\"resource\":\"$R_HCA\"" | tail -1)
+expect_eq "Allocate OK" "$(echo "$alloc" | grep -o '"code":"[A-Za-z]*"')" '"code":"OK"'
+for dev in $pf_chardevs; do
+    check "the whole-card pod gets $dev" sh -c "echo '$alloc' | grep -q '\"host_path\":\"$dev\"'"
+done
+say "Allocate($R_HCA, [0]) answered:"
+say "  $alloc"
+
+header "mode 2: SR-IOV VFs, the seed's SriovNetworkNodePolicy (openshift.io/sriov_highnet)"
+say "(the whole-card pool of mode 1 stays: both modes run side by side on one agent)"
+header "step 1: the seed's policy (igb variant), label the node"
 kc "kubectl apply the seed's policy (manifests/examples/vm-lab)" apply -f "$E2E/examples/highnet-sriov-policy.yaml"
 check "no VFs before the node is labelled" test "$(numvfs_of "$IGB_PF")" = 0
 kl_time_mark label-start
@@ -239,6 +328,10 @@ for vf in $VF0 $VF1 $VF2 $VF3; do
 done
 kc "kubectl get sriovnetworknodestates -o yaml" get sriovnetworknodestates -n "$NS" -o yaml
 show_pools "$R_NET"
+say "The seed's check for both modes:"
+wait_for "kubectl describe node: $R_NET: 4 (capacity and allocatable)" 60 node_lists "$R_NET" 4
+check "kubectl describe node: $R_HCA: 3 still" node_lists "$R_HCA" 3
+describe_node "$R_NET" "$R_HCA"
 
 header "step 2: a higher-priority policy takes VFs 2-3 as vfio-pci"
 before=$(host_snapshot | grep -E '^vf[01] ')
@@ -297,8 +390,9 @@ kc "kubectl apply the seed with isRdma: true" apply -f "$(policy highnet-sriov-p
 # VF 0 has no RDMA device, so the isRdma pool holds VF 1 only
 wait_for "kubelet: $R_NET = VF 1 (the VF with rxe0)" 60 pool_is "$R_NET" "$VF1"
 kl_cmd "{\"cmd\":\"allocate\",\"resource\":\"$R_NET\",\"containers\":[[\"$VF1\"]]}"
-wait_for "Allocate on $R_NET answered" 30 grep -q '"event":"allocate"' "$KL_OUT"
-alloc=$(grep '"event":"allocate"' "$KL_OUT" | tail -1)
+net_allocated() { grep '"event":"allocate"' "$KL_OUT" | grep -qF "\"resource\":\"$R_NET\""; }
+wait_for "Allocate on $R_NET answered" 30 net_allocated
+alloc=$(grep '"event":"allocate"' "$KL_OUT" | grep -F "\"resource\":\"$R_NET\"" | tail -1)
 expect_eq "Allocate OK" "$(echo "$alloc" | grep -o '"code":"[A-Za-z]*"')" '"code":"OK"'
 check "Allocate returns /dev/infiniband/$uverbs" sh -c "echo '$alloc' | grep -q '\"host_path\":\"/dev/infiniband/$uverbs\"'"
 wait_for "NodeState syncStatus Succeeded" 60 status_is Succeeded

@@ -16,7 +16,9 @@ VM_ARCH_TRIPLET=x86_64-linux-gnu
 # Guest modules that the scenarios need; their dependencies are added by resolve_modules.
 # crc32_generic: rdma_rxe needs a crc32 provider that modules.dep does not name; without it
 # `rdma link add` fails with ENOENT (the kernel cannot request_module from our initramfs).
-VM_MODULES_DEFAULT="igb igbvf vfio_pci vfio_iommu_type1 ib_uverbs rdma_rxe crc32_generic nvme veth virtio_pci virtio_net"
+# ib_umad and rdma_ucm: the umadN and rdma_cm char devices a whole-card RDMA pool requires of a
+# card (as k8s-rdma-shared-dev-plugin does).
+VM_MODULES_DEFAULT="igb igbvf vfio_pci vfio_iommu_type1 ib_uverbs ib_umad rdma_ucm rdma_rxe crc32_generic nvme veth virtio_pci virtio_net"
 
 # Debian packages of the guest userland (same suite as the host, so its libraries agree with
 # the ones the agent binary was linked against).

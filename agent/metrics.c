@@ -1,0 +1,598 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The metrics endpoint's content: everything is read when Prometheus asks (counters from the
+ * kernel, who holds which device from the kubelet), nothing between scrapes. A scrape first
+ * asks the kubelet's PodResources (bounded by a 1 s deadline; the connection waits
+ * suspended meanwhile, the loop goes on), then writes every family in one pass. */
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "deviceplugin/manager.h"
+#include "deviceplugin/podresources.h"
+#include "host/counters.h"
+#include "host/discover.h"
+#include "host/netlink-link.h"
+#include "httpd/httpd.h"
+#include "kube/cluster.h"
+#include "kube/http.h"
+#include "metrics/exposition.h"
+#include "plan/node-status.h"
+#include "util/array.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+#define POD_RESOURCES_TIMEOUT_USEC (1000 * 1000ULL)
+#define RDMA_MAX_COUNTERS_PER_PORT 256 /* mlx5 has ~100 hw_counters per port */
+#define CONTENT_TYPE_0_0_4         "text/plain; version=0.0.4; charset=utf-8"
+
+struct scrape {
+        struct agent *agent;
+        struct httpd_request *req;
+        struct dp_podresources_call *call;
+};
+
+/* VF counters of every PF, gathered first: each family's samples must be contiguous. */
+struct vf_sample {
+        const struct pf_info *pf;
+        const struct vf_info *vf; /* NULL when the VF is not in the last discovery */
+        struct netlink_vf_info stats;
+};
+
+/* RDMA ports, then their counters pointing back at them: the counters are most of the lines
+ * (mlx5 has ~100 hw_counters per port), so they stay small. */
+struct rdma_port_sample {
+        const char *device; /* the inventory's: stable for the scrape */
+        struct host_rdma_port port;
+};
+
+struct rdma_counter_sample {
+        uint32_t port; /* index in rdma_samples.ports */
+        bool hw;
+        char name[47];
+        uint64_t value;
+};
+
+struct rdma_samples {
+        const char *device;
+        struct rdma_port_sample *ports;
+        size_t n_ports, cap_ports;
+        struct rdma_counter_sample *counters;
+        size_t n_counters, cap_counters;
+        int error;
+};
+
+static void on_rdma_port(const struct host_rdma_port *port, const char *counter, bool hw,
+                         uint64_t value, void *userdata)
+{
+        struct rdma_samples *s = userdata;
+        if (s->error)
+                return;
+        if (!counter) {
+                if (GROW_ARRAY(s->ports, s->cap_ports, s->n_ports + 1) < 0) {
+                        s->error = -ENOMEM;
+                        return;
+                }
+                s->ports[s->n_ports++] =
+                    (struct rdma_port_sample){ .device = s->device, .port = *port };
+                return;
+        }
+        if (s->n_ports == 0 || strlen(counter) >= sizeof(s->counters[0].name))
+                return;
+        if (GROW_ARRAY(s->counters, s->cap_counters, s->n_counters + 1) < 0) {
+                s->error = -ENOMEM;
+                return;
+        }
+        struct rdma_counter_sample *c = &s->counters[s->n_counters++];
+        *c = (struct rdma_counter_sample){ .port = (uint32_t)(s->n_ports - 1),
+                                           .hw = hw,
+                                           .value = value };
+        strcpy(c->name, counter);
+}
+
+static void write_build_and_process(struct metrics_writer *w)
+{
+        metrics_family(w, "sriov_agent_build_info", METRICS_GAUGE,
+                       "The agent's version; always 1.");
+        metrics_sample(w, "sriov_agent_build_info",
+                       METRICS_LABELS({ "version", SRIOV_AGENT_VERSION }), 1);
+
+        struct host_process_stats p;
+        int r = host_process_read(&p);
+        if (r < 0) {
+                log_debug("metrics: cannot read the process's figures: %s", strerror(-r));
+                return;
+        }
+        metrics_family(w, "process_cpu_seconds_total", METRICS_COUNTER,
+                       "Total user and system CPU time spent in seconds.");
+        metrics_sample(w, "process_cpu_seconds_total", METRICS_NO_LABELS, p.cpu_seconds);
+        metrics_family(w, "process_resident_memory_bytes", METRICS_GAUGE,
+                       "Resident memory size in bytes.");
+        metrics_sample_u64(w, "process_resident_memory_bytes", METRICS_NO_LABELS, p.resident_bytes);
+        metrics_family(w, "process_virtual_memory_bytes", METRICS_GAUGE,
+                       "Virtual memory size in bytes.");
+        metrics_sample_u64(w, "process_virtual_memory_bytes", METRICS_NO_LABELS, p.virtual_bytes);
+        metrics_family(w, "process_open_fds", METRICS_GAUGE, "Number of open file descriptors.");
+        metrics_sample_u64(w, "process_open_fds", METRICS_NO_LABELS, p.open_fds);
+        metrics_family(w, "process_max_fds", METRICS_GAUGE,
+                       "Maximum number of open file descriptors.");
+        metrics_sample_u64(w, "process_max_fds", METRICS_NO_LABELS, p.max_fds);
+        metrics_family(w, "process_start_time_seconds", METRICS_GAUGE,
+                       "Start time of the process since unix epoch in seconds.");
+        metrics_sample(w, "process_start_time_seconds", METRICS_NO_LABELS, p.start_time_seconds);
+}
+
+static int gather_vf_stats(const struct inventory *inv, struct vf_sample **ret, size_t *ret_n)
+{
+        struct vf_sample *items = NULL;
+        size_t n = 0;
+        for (size_t i = 0; i < inv->n_pfs; i++) {
+                const struct pf_info *pf = &inv->pfs[i];
+                const char *ifname = pf_netdev_name(pf);
+                _cleanup_free_ struct netlink_vf_info *vfs = NULL;
+                size_t n_vfs = 0;
+                if (pf->n_vfs == 0 || !ifname)
+                        continue;
+                if (host_netlink_get_vf_stats(ifname, &vfs, &n_vfs) < 0 || n_vfs == 0) /* logged */
+                        continue;
+                /* one growth per PF, by the VFs the kernel listed */
+                struct vf_sample *grown = reallocarray(items, n + n_vfs, sizeof(*items));
+                if (!grown) {
+                        free(items);
+                        return -ENOMEM;
+                }
+                items = grown;
+                for (size_t j = 0; j < n_vfs; j++) {
+                        if (!vfs[j].have_stats)
+                                continue;
+                        items[n++] = (struct vf_sample){ .pf = pf,
+                                                         .vf = pf_find_vf(pf, vfs[j].vf),
+                                                         .stats = vfs[j] };
+                }
+        }
+        *ret = items;
+        *ret_n = n;
+        return 0;
+}
+
+static void write_vf_stats(struct metrics_writer *w, const struct inventory *inv)
+{
+        /* sriov-network-metrics-exporter's names and labels, so its dashboards keep working.
+         * Untyped as it exposes them: counters by nature, but without the _total suffix. */
+        static const struct {
+                const char *name, *help;
+                size_t offset;
+        } families[] = {
+#define F(field, name, help) { "sriov_vf_" name, help, offsetof(struct netlink_vf_info, field) }
+                F(rx_bytes, "rx_bytes", "Bytes received by the VF (IFLA_VF_STATS)."),
+                F(tx_bytes, "tx_bytes", "Bytes sent by the VF (IFLA_VF_STATS)."),
+                F(rx_packets, "rx_packets", "Packets received by the VF (IFLA_VF_STATS)."),
+                F(tx_packets, "tx_packets", "Packets sent by the VF (IFLA_VF_STATS)."),
+                F(rx_dropped, "rx_dropped", "Received packets the VF dropped (IFLA_VF_STATS)."),
+                F(tx_dropped, "tx_dropped", "Packets to send the VF dropped (IFLA_VF_STATS)."),
+                F(broadcast, "rx_broadcast", "Broadcast packets received by the VF."),
+                F(multicast, "rx_multicast", "Multicast packets received by the VF."),
+#undef F
+        };
+        _cleanup_free_ struct vf_sample *items = NULL;
+        size_t n = 0;
+        if (gather_vf_stats(inv, &items, &n) < 0 || n == 0)
+                return;
+        for (size_t f = 0; f < ELEMENTSOF(families); f++) {
+                metrics_family(w, families[f].name, METRICS_UNTYPED, families[f].help);
+                for (size_t i = 0; i < n; i++) {
+                        char vf[16], numa[16];
+                        snprintf(vf, sizeof(vf), "%d", items[i].stats.vf);
+                        snprintf(numa, sizeof(numa), "%d", items[i].pf->numa_node);
+                        uint64_t v;
+                        memcpy(&v, (const char *)&items[i].stats + families[f].offset, sizeof(v));
+                        metrics_sample_u64(
+                            w, families[f].name,
+                            METRICS_LABELS(
+                                { "pf", pf_netdev_name(items[i].pf) }, { "vf", vf },
+                                { "pciAddr", items[i].vf ? items[i].vf->pci_address : "" },
+                                { "numa_node", numa }),
+                            v);
+                }
+        }
+}
+
+static void write_pod_devices(struct metrics_writer *w, const struct dp_usage *usage)
+{
+        metrics_family(w, "sriov_agent_pod_device", METRICS_GAUGE,
+                       "A PCI device held by a pod's container (1), from the kubelet's "
+                       "PodResources; join on pci_address.");
+        for (size_t i = 0; usage && i < usage->n_holders; i++) {
+                const struct dp_device_holder *h = &usage->holders[i];
+                if (!strchr(h->id, ':'))
+                        continue;
+                metrics_sample(w, "sriov_agent_pod_device",
+                               METRICS_LABELS({ "resource", h->resource }, { "pci_address", h->id },
+                                              { "namespace", h->namespace_ }, { "pod", h->pod },
+                                              { "container", h->container }),
+                               1);
+        }
+        /* upstream's join metric: one series per device a container holds (PCI IDs, as
+         * upstream; whole-card RDMA IDs are interchangeable numbers, not attributable) */
+        metrics_family(w, "sriov_kubepoddevice", METRICS_GAUGE,
+                       "A device held by a pod's container (1), from the kubelet's "
+                       "PodResources; join on pciAddr.");
+        for (size_t i = 0; usage && i < usage->n_holders; i++) {
+                const struct dp_device_holder *h = &usage->holders[i];
+                if (!strchr(h->id, ':'))
+                        continue;
+                metrics_sample(w, "sriov_kubepoddevice",
+                               METRICS_LABELS({ "pciAddr", h->id }, { "dev_type", h->resource },
+                                              { "pod", h->pod }, { "namespace", h->namespace_ },
+                                              { "container", h->container }),
+                               1);
+        }
+}
+
+static void add_rdma(struct rdma_samples *s, const char *sysfs_root, const struct rdma_device *d,
+                     size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                s->device = d[i].name;
+                (void)host_rdma_read_ports(sysfs_root, d[i].name, RDMA_MAX_COUNTERS_PER_PORT,
+                                           on_rdma_port, s);
+        }
+}
+
+static void write_rdma(struct metrics_writer *w, const struct agent *a)
+{
+        const struct inventory *inv = &a->observed;
+        const char *root = a->config.sysfs_root;
+        struct rdma_samples s = { 0 };
+
+        metrics_family(w, "sriov_rdma_device_info", METRICS_GAUGE,
+                       "An RDMA device and the PCI function it belongs to (1); join on "
+                       "pci_address with sriov_agent_pod_device.");
+        for (size_t i = 0; i < inv->n_pfs; i++) {
+                const struct pf_info *pf = &inv->pfs[i];
+                for (size_t k = 0; k < pf->n_rdma; k++)
+                        metrics_sample(w, "sriov_rdma_device_info",
+                                       METRICS_LABELS({ "device", pf->rdma[k].name },
+                                                      { "pci_address", pf->pci_address }),
+                                       1);
+                add_rdma(&s, root, pf->rdma, pf->n_rdma);
+                for (size_t j = 0; j < pf->n_vfs; j++) {
+                        const struct vf_info *vf = &pf->vfs[j];
+                        for (size_t k = 0; k < vf->n_rdma; k++)
+                                metrics_sample(w, "sriov_rdma_device_info",
+                                               METRICS_LABELS({ "device", vf->rdma[k].name },
+                                                              { "pci_address", vf->pci_address }),
+                                               1);
+                        add_rdma(&s, root, vf->rdma, vf->n_rdma);
+                }
+        }
+        for (size_t i = 0; i < inv->n_rdma_nics; i++) {
+                const struct pf_info *nic = &inv->rdma_nics[i];
+                for (size_t k = 0; k < nic->n_rdma; k++)
+                        metrics_sample(w, "sriov_rdma_device_info",
+                                       METRICS_LABELS({ "device", nic->rdma[k].name },
+                                                      { "pci_address", nic->pci_address }),
+                                       1);
+                add_rdma(&s, root, nic->rdma, nic->n_rdma);
+        }
+
+        char port[16];
+        metrics_family(w, "sriov_rdma_port_state", METRICS_GAUGE,
+                       "Port state as sysfs numbers it (4 = ACTIVE), with its name.");
+        for (size_t i = 0; i < s.n_ports; i++) {
+                const struct rdma_port_sample *x = &s.ports[i];
+                snprintf(port, sizeof(port), "%d", x->port.port);
+                if (x->port.state_code >= 0)
+                        metrics_sample(w, "sriov_rdma_port_state",
+                                       METRICS_LABELS({ "device", x->device }, { "port", port },
+                                                      { "state", x->port.state }),
+                                       x->port.state_code);
+        }
+        metrics_family(w, "sriov_rdma_port_rate_bytes_per_second", METRICS_GAUGE,
+                       "Port rate from sysfs ports/N/rate (100 Gb/sec: 12.5e9).");
+        for (size_t i = 0; i < s.n_ports; i++) {
+                const struct rdma_port_sample *x = &s.ports[i];
+                snprintf(port, sizeof(port), "%d", x->port.port);
+                if (x->port.rate_bps >= 0)
+                        metrics_sample(w, "sriov_rdma_port_rate_bytes_per_second",
+                                       METRICS_LABELS({ "device", x->device }, { "port", port }),
+                                       x->port.rate_bps / 8);
+        }
+        metrics_family(w, "sriov_rdma_port_link_width_info", METRICS_GAUGE,
+                       "Port link width from sysfs ports/N/rate (1).");
+        for (size_t i = 0; i < s.n_ports; i++) {
+                const struct rdma_port_sample *x = &s.ports[i];
+                snprintf(port, sizeof(port), "%d", x->port.port);
+                if (x->port.width[0])
+                        metrics_sample(w, "sriov_rdma_port_link_width_info",
+                                       METRICS_LABELS({ "device", x->device }, { "port", port },
+                                                      { "width", x->port.width }),
+                                       1);
+        }
+        static const struct {
+                const char *name, *help;
+                bool hw;
+        } counter_families[] = {
+                { "sriov_rdma_port_stat",
+                  "Port counters from sysfs ports/N/counters (IB standard; *_data in 4-byte "
+                  "words).",
+                  false },
+                { "sriov_rdma_port_hw_stat",
+                  "Driver counters from sysfs ports/N/hw_counters (mlx5: out_of_buffer, ...).",
+                  true },
+        };
+        for (size_t f = 0; f < ELEMENTSOF(counter_families); f++) {
+                metrics_family(w, counter_families[f].name, METRICS_UNTYPED,
+                               counter_families[f].help);
+                for (size_t i = 0; i < s.n_counters; i++) {
+                        const struct rdma_counter_sample *c = &s.counters[i];
+                        if (c->hw != counter_families[f].hw)
+                                continue;
+                        snprintf(port, sizeof(port), "%d", s.ports[c->port].port.port);
+                        metrics_sample_u64(w, counter_families[f].name,
+                                           METRICS_LABELS({ "device", s.ports[c->port].device },
+                                                          { "port", port }, { "counter", c->name }),
+                                           c->value);
+                }
+        }
+        free(s.ports);
+        free(s.counters);
+}
+
+static void write_pf_links(struct metrics_writer *w, const struct agent *a)
+{
+        metrics_family(w, "sriov_pf_link_up", METRICS_GAUGE,
+                       "1 when the PF's netdev operstate is up, read at scrape time.");
+        for (size_t i = 0; i < a->observed.n_pfs; i++) {
+                const struct pf_info *pf = &a->observed.pfs[i];
+                const char *ifname = pf_netdev_name(pf);
+                char state[32];
+                if (!ifname || host_netdev_read_operstate(a->config.sysfs_root, ifname, state,
+                                                          sizeof(state)) < 0)
+                        continue;
+                metrics_sample(w, "sriov_pf_link_up",
+                               METRICS_LABELS({ "pf", ifname }, { "pci_address", pf->pci_address }),
+                               strcmp(state, "up") == 0);
+        }
+}
+
+static void write_device_plugin(struct metrics_writer *w, const struct agent *a,
+                                const struct dp_usage *usage)
+{
+        size_t n = dp_manager_n_plugins(a->plugins);
+
+        metrics_family(w, "sriov_agent_device_healthy", METRICS_GAUGE,
+                       "A device as advertised to the kubelet: 1 Healthy, 0 Unhealthy.");
+        for (size_t i = 0; i < n; i++) {
+                const struct dp_pool *pool = dp_plugin_pool(dp_manager_plugin(a->plugins, i));
+                for (size_t j = 0; j < pool->n_devices; j++)
+                        metrics_sample(w, "sriov_agent_device_healthy",
+                                       METRICS_LABELS({ "resource", pool->resource },
+                                                      { "device", pool->devices[j].id }),
+                                       pool->devices[j].healthy);
+        }
+        metrics_family(w, "sriov_agent_pool_allocatable_devices", METRICS_GAUGE,
+                       "Healthy devices a pool advertises to the kubelet.");
+        for (size_t i = 0; i < n; i++) {
+                const struct dp_pool *pool = dp_plugin_pool(dp_manager_plugin(a->plugins, i));
+                size_t healthy = 0;
+                for (size_t j = 0; j < pool->n_devices; j++)
+                        healthy += pool->devices[j].healthy;
+                metrics_sample_u64(w, "sriov_agent_pool_allocatable_devices",
+                                   METRICS_LABELS({ "resource", pool->resource }), healthy);
+        }
+        if (usage) {
+                metrics_family(w, "sriov_agent_pool_allocated_devices", METRICS_GAUGE,
+                               "Devices of a pool that pods hold (kubelet PodResources).");
+                for (size_t i = 0; i < n; i++) {
+                        const struct dp_pool *pool =
+                            dp_plugin_pool(dp_manager_plugin(a->plugins, i));
+                        const struct dp_resource_usage *u = dp_usage_find(usage, pool->resource);
+                        metrics_sample_u64(w, "sriov_agent_pool_allocated_devices",
+                                           METRICS_LABELS({ "resource", pool->resource }),
+                                           u ? u->n_ids : 0);
+                }
+        }
+        metrics_family(w, "sriov_agent_device_plugin_registered", METRICS_GAUGE,
+                       "1 when the pool's device plugin is registered with the kubelet.");
+        for (size_t i = 0; i < n; i++) {
+                const struct dp_plugin *p = dp_manager_plugin(a->plugins, i);
+                metrics_sample(w, "sriov_agent_device_plugin_registered",
+                               METRICS_LABELS({ "resource", dp_plugin_pool(p)->resource }),
+                               dp_plugin_is_registered(p));
+        }
+        metrics_family(w, "sriov_agent_device_plugin_registrations_total", METRICS_COUNTER,
+                       "Registrations with the kubelet, by result (a failed one is retried).");
+        for (size_t i = 0; i < n; i++) {
+                const struct dp_plugin *p = dp_manager_plugin(a->plugins, i);
+                const struct dp_plugin_stats *st = dp_plugin_stats(p);
+                const char *res = dp_plugin_pool(p)->resource;
+                metrics_sample_u64(w, "sriov_agent_device_plugin_registrations_total",
+                                   METRICS_LABELS({ "resource", res }, { "result", "ok" }),
+                                   st->registrations);
+                metrics_sample_u64(w, "sriov_agent_device_plugin_registrations_total",
+                                   METRICS_LABELS({ "resource", res }, { "result", "failed" }),
+                                   st->registration_failures);
+        }
+        metrics_family(w, "sriov_agent_allocate_total", METRICS_COUNTER,
+                       "Allocate calls from the kubelet, by result.");
+        for (size_t i = 0; i < n; i++) {
+                const struct dp_plugin *p = dp_manager_plugin(a->plugins, i);
+                const struct dp_plugin_stats *st = dp_plugin_stats(p);
+                const char *res = dp_plugin_pool(p)->resource;
+                metrics_sample_u64(w, "sriov_agent_allocate_total",
+                                   METRICS_LABELS({ "resource", res }, { "result", "ok" }),
+                                   st->allocate_ok);
+                metrics_sample_u64(w, "sriov_agent_allocate_total",
+                                   METRICS_LABELS({ "resource", res }, { "result", "refused" }),
+                                   st->allocate_refused);
+        }
+        metrics_family(w, "sriov_agent_allocate_duration_seconds", METRICS_HISTOGRAM,
+                       "Time to answer an Allocate call.");
+        for (size_t i = 0; i < n; i++) {
+                const struct dp_plugin *p = dp_manager_plugin(a->plugins, i);
+                metrics_sample_histogram(
+                    w, "sriov_agent_allocate_duration_seconds",
+                    METRICS_LABELS({ "resource", dp_plugin_pool(p)->resource }),
+                    &dp_plugin_stats(p)->allocate_seconds);
+        }
+}
+
+static void write_agent_work(struct metrics_writer *w, const struct agent *a)
+{
+        static const char *const results[] = { [AGENT_RECONCILE_OK] = "ok",
+                                               [AGENT_RECONCILE_FAILED] = "failed",
+                                               [AGENT_RECONCILE_CHANGES_LEFT] = "changes_left",
+                                               [AGENT_RECONCILE_STOPPED] = "stopped" };
+        const struct agent_stats *st = &a->stats;
+
+        metrics_family(w, "sriov_agent_reconciles_total", METRICS_COUNTER,
+                       "Reconciles by result: ok, failed (a PF failed), changes_left (due after "
+                       "the apply rounds), stopped (could not go on).");
+        for (size_t i = 0; i < ELEMENTSOF(results); i++)
+                metrics_sample_u64(w, "sriov_agent_reconciles_total",
+                                   METRICS_LABELS({ "result", results[i] }), st->reconciles[i]);
+        metrics_family(w, "sriov_agent_reconcile_duration_seconds", METRICS_HISTOGRAM,
+                       "Time from a reconcile's start to its end (apply rounds included).");
+        metrics_sample_histogram(w, "sriov_agent_reconcile_duration_seconds", METRICS_NO_LABELS,
+                                 &st->reconcile_seconds);
+        if (st->last_end_seconds > 0) {
+                metrics_family(w, "sriov_agent_last_reconcile_result", METRICS_GAUGE,
+                               "The last reconcile's result (1 on its label).");
+                for (size_t i = 0; i < ELEMENTSOF(results); i++)
+                        metrics_sample(w, "sriov_agent_last_reconcile_result",
+                                       METRICS_LABELS({ "result", results[i] }),
+                                       st->last_result == (int)i);
+                metrics_family(w, "sriov_agent_last_reconcile_timestamp_seconds", METRICS_GAUGE,
+                               "When the last reconcile ended, since the epoch.");
+                metrics_sample(w, "sriov_agent_last_reconcile_timestamp_seconds", METRICS_NO_LABELS,
+                               st->last_end_seconds);
+        }
+        if (a->sync_status >= 0) {
+                static const enum node_sync_status all[] = { NODE_SYNC_SUCCEEDED,
+                                                             NODE_SYNC_IN_PROGRESS,
+                                                             NODE_SYNC_FAILED };
+                metrics_family(w, "sriov_agent_node_sync_status", METRICS_GAUGE,
+                               "The NodeState's syncStatus (1 on its label), also in "
+                               "standalone mode.");
+                for (size_t i = 0; i < ELEMENTSOF(all); i++)
+                        metrics_sample(
+                            w, "sriov_agent_node_sync_status",
+                            METRICS_LABELS({ "status", node_sync_status_to_string(all[i]) }),
+                            a->sync_status == (int)all[i]);
+        }
+        if (a->cluster) {
+                const struct kube_http_stats *k = kube_http_stats(kube_cluster_http(a->cluster));
+                metrics_family(w, "sriov_agent_api_requests_total", METRICS_COUNTER,
+                               "Requests to the API server by verb (WATCH: streams) and HTTP "
+                               "status code (0: no answer).");
+                for (size_t i = 0; i < k->n_counts; i++) {
+                        char code[16];
+                        snprintf(code, sizeof(code), "%ld", k->counts[i].code);
+                        metrics_sample_u64(
+                            w, "sriov_agent_api_requests_total",
+                            METRICS_LABELS({ "verb", k->counts[i].verb }, { "code", code }),
+                            k->counts[i].n);
+                }
+                metrics_family(w, "sriov_agent_api_watch_restarts_total", METRICS_COUNTER,
+                               "Watch streams that ended and were started again.");
+                metrics_sample_u64(w, "sriov_agent_api_watch_restarts_total", METRICS_NO_LABELS,
+                                   k->watch_ends);
+        }
+}
+
+static int build(struct agent *a, const struct dp_usage *usage, bool asked_kubelet, char **ret,
+                 size_t *ret_len)
+{
+        struct metrics_writer w = { 0 };
+        write_build_and_process(&w);
+        write_agent_work(&w, a);
+        write_device_plugin(&w, a, usage);
+        if (asked_kubelet) {
+                metrics_family(&w, "sriov_agent_pod_resources_up", METRICS_GAUGE,
+                               "1 when the kubelet's PodResources answered this scrape.");
+                metrics_sample(&w, "sriov_agent_pod_resources_up", METRICS_NO_LABELS, !!usage);
+        }
+        write_pod_devices(&w, usage);
+        write_pf_links(&w, a);
+        /* a generated sysfs root's PFs have no kernel link to ask */
+        if (host_sysfs_root_is_live(a->config.sysfs_root))
+                write_vf_stats(&w, &a->observed);
+        write_rdma(&w, a);
+        return metrics_writer_finish(&w, ret, ret_len);
+}
+
+static void answer(struct agent *a, struct httpd_request *req, const struct dp_usage *usage,
+                   bool asked_kubelet)
+{
+        char *text = NULL;
+        size_t len = 0;
+        int r = build(a, usage, asked_kubelet, &text, &len);
+        /* a scrape's working arrays on a large node are megabytes, freed by now: give the
+         * pages back rather than keep them resident until the next scrape */
+        malloc_trim(0);
+        if (r < 0) {
+                log_error_errno(r, "metrics: cannot write the exposition");
+                char *msg = strdup("500 the agent could not write its metrics\n");
+                httpd_respond(req, 500, "text/plain; charset=utf-8", msg, msg ? strlen(msg) : 0);
+                return;
+        }
+        httpd_respond(req, 200, CONTENT_TYPE_0_0_4, text, len);
+}
+
+static void on_usage(void *userdata, int error, const char *message, const struct dp_usage *usage)
+{
+        struct scrape *s = userdata;
+        if (error < 0)
+                log_debug("metrics: no pod attribution this scrape: %s", message);
+        answer(s->agent, s->req, error < 0 ? NULL : usage, true);
+        free(s);
+}
+
+static void on_abort(void *data)
+{
+        struct scrape *s = data;
+        dp_podresources_call_cancel(s->call);
+        free(s);
+}
+
+static void on_scrape(struct httpd_request *req, void *userdata)
+{
+        struct agent *a = userdata;
+        const char *socket = a->config.pod_resources_socket;
+        if (!socket || strcmp(socket, "none") == 0) {
+                answer(a, req, NULL, false);
+                return;
+        }
+        struct scrape *s = calloc(1, sizeof(*s));
+        if (!s) {
+                answer(a, req, NULL, true);
+                return;
+        }
+        *s = (struct scrape){ .agent = a, .req = req };
+        if (dp_podresources_list(a->event, socket, POD_RESOURCES_TIMEOUT_USEC, on_usage, s,
+                                 &s->call) < 0) {
+                free(s);
+                answer(a, req, NULL, true);
+                return;
+        }
+        httpd_request_on_abort(req, on_abort, s);
+}
+
+int agent_metrics_start(struct agent *a)
+{
+        metrics_histogram_init(&a->stats.reconcile_seconds, metrics_duration_bounds,
+                               metrics_n_duration_bounds);
+        a->sync_status = -1;
+        if (!a->config.metrics_listen)
+                return 0;
+        const struct httpd_options opts = {
+                .listen = a->config.metrics_listen,
+                .path = "/metrics",
+                .handler = on_scrape,
+                .userdata = a,
+        };
+        return httpd_new(a->event, &opts, &a->metrics);
+}

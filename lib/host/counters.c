@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "host/counters.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "host/sysfs-at.h"
+#include "util/fileio.h"
+#include "util/macro.h"
+
+static const char *root_or_sys(const char *sysfs_root)
+{
+        return sysfs_root && *sysfs_root ? sysfs_root : "/sys";
+}
+
+/* "4: ACTIVE" → 4, "ACTIVE" */
+static void split_state(const char *line, int *code, char *name, size_t size)
+{
+        char *end;
+        long v = strtol(line, &end, 10);
+        *code = end != line ? (int)v : -1;
+        const char *p = end != line && *end == ':' ? end + 1 : line;
+        while (*p == ' ')
+                p++;
+        snprintf(name, size, "%s", p);
+}
+
+/* "100 Gb/sec (4X EDR)" → 1e11 and "4X" */
+static void parse_rate(const char *line, double *bps, char *width, size_t size)
+{
+        char *end;
+        double v = strtod(line, &end);
+        *bps = end != line && strncmp(end, " Gb/sec", 7) == 0 ? v * 1e9 : -1;
+        const char *open = strchr(line, '(');
+        width[0] = 0;
+        if (open) {
+                size_t n = strcspn(open + 1, " )");
+                if (n < size) {
+                        memcpy(width, open + 1, n);
+                        width[n] = 0;
+                }
+        }
+}
+
+static void read_counter_dir(int port_fd, const char *dir, bool hw, size_t max,
+                             const struct host_rdma_port *port, host_rdma_port_fn fn,
+                             void *userdata)
+{
+        _cleanup_close_ int fd = host_sysfs_open_dir_at(port_fd, dir);
+        if (fd < 0)
+                return; /* hw_counters/ only where the driver has them */
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
+        if (host_sysfs_dir_open_at(&d, fd, ".") < 0)
+                return;
+        size_t n = 0;
+        char line[64];
+        for (const char *name; n < max && (name = host_sysfs_dir_next(&d));) {
+                if (host_sysfs_read_line_at(fd, name, line, sizeof(line)) < 0)
+                        continue; /* some counters refuse reads on some firmware */
+                char *end;
+                errno = 0;
+                uint64_t v = strtoull(line, &end, 0);
+                if (errno || end == line)
+                        continue;
+                fn(port, name, hw, v, userdata);
+                n++;
+        }
+}
+
+int host_rdma_read_ports(const char *sysfs_root, const char *device, size_t max_counters,
+                         host_rdma_port_fn fn, void *userdata)
+{
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports", root_or_sys(sysfs_root),
+                 device);
+        _cleanup_close_ int ports_fd = host_sysfs_open_dir_at(AT_FDCWD, path);
+        if (ports_fd < 0)
+                return ports_fd;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
+        int r = host_sysfs_dir_open_at(&d, ports_fd, ".");
+        if (r < 0)
+                return r;
+        for (const char *name; (name = host_sysfs_dir_next(&d));) {
+                char line[128];
+                struct host_rdma_port port = { .state_code = -1, .rate_bps = -1 };
+                char *end;
+                port.port = (int)strtol(name, &end, 10);
+                if (end == name || *end)
+                        continue;
+                _cleanup_close_ int port_fd = host_sysfs_open_dir_at(ports_fd, name);
+                if (port_fd < 0)
+                        continue;
+                if (host_sysfs_read_line_at(port_fd, "state", line, sizeof(line)) >= 0)
+                        split_state(line, &port.state_code, port.state, sizeof(port.state));
+                int phys_code;
+                if (host_sysfs_read_line_at(port_fd, "phys_state", line, sizeof(line)) >= 0)
+                        split_state(line, &phys_code, port.phys_state, sizeof(port.phys_state));
+                if (host_sysfs_read_line_at(port_fd, "rate", line, sizeof(line)) >= 0)
+                        parse_rate(line, &port.rate_bps, port.width, sizeof(port.width));
+                fn(&port, NULL, false, 0, userdata);
+                read_counter_dir(port_fd, "counters", false, max_counters, &port, fn, userdata);
+                read_counter_dir(port_fd, "hw_counters", true, max_counters, &port, fn, userdata);
+        }
+        return 0;
+}
+
+int host_netdev_read_operstate(const char *sysfs_root, const char *ifname, char *buf, size_t size)
+{
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/class/net/%s", root_or_sys(sysfs_root), ifname);
+        _cleanup_close_ int fd = host_sysfs_open_dir_at(AT_FDCWD, path);
+        if (fd < 0)
+                return fd;
+        return host_sysfs_read_line_at(fd, "operstate", buf, size);
+}
+
+static int count_fds(uint64_t *ret)
+{
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
+        int r = host_sysfs_dir_open_at(&d, AT_FDCWD, "/proc/self/fd");
+        if (r < 0)
+                return r;
+        uint64_t n = 0;
+        while (host_sysfs_dir_next(&d))
+                n++;
+        *ret = n > 0 ? n - 1 : 0; /* the listing's own fd */
+        return d.error;
+}
+
+int host_process_read(struct host_process_stats *ret)
+{
+        struct host_process_stats s = { 0 };
+        _cleanup_free_ char *stat = NULL, *statm = NULL, *sys = NULL;
+        size_t len;
+        long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+        int r = read_full_file("/proc/self/stat", 4096, &stat, &len);
+        if (r < 0)
+                return r;
+        /* fields after the ")" that ends comm, counted from 3 (state): 14 utime, 15 stime,
+         * 22 starttime */
+        const char *p = strrchr(stat, ')');
+        unsigned long long field[23] = { 0 };
+        if (!p)
+                return -EBADMSG;
+        p++;
+        for (int i = 3; i <= 22; i++) {
+                char *end;
+                while (*p == ' ')
+                        p++;
+                if (i == 3) { /* the state letter */
+                        if (!*p)
+                                return -EBADMSG;
+                        p++;
+                        continue;
+                }
+                errno = 0;
+                long long v = strtoll(p, &end, 10); /* some fields are signed */
+                if (errno || end == p)
+                        return -EBADMSG;
+                field[i] = v < 0 ? 0 : (unsigned long long)v;
+                p = end;
+        }
+        s.cpu_seconds = (double)(field[14] + field[15]) / (double)tick;
+        r = read_full_file("/proc/self/statm", 4096, &statm, &len);
+        if (r < 0)
+                return r;
+        char *end;
+        errno = 0;
+        unsigned long long size = strtoull(statm, &end, 10);
+        unsigned long long resident = strtoull(end, &end, 10);
+        if (errno)
+                return -EBADMSG;
+        s.virtual_bytes = size * (uint64_t)page;
+        s.resident_bytes = resident * (uint64_t)page;
+        r = read_full_file("/proc/stat", 1024 * 1024, &sys, &len);
+        if (r < 0)
+                return r;
+        const char *btime = strstr(sys, "\nbtime ");
+        if (!btime)
+                return -EBADMSG;
+        s.start_time_seconds = strtod(btime + 7, NULL) + (double)field[22] / (double)tick;
+        r = count_fds(&s.open_fds);
+        if (r < 0)
+                return r;
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+                s.max_fds = rl.rlim_cur;
+        *ret = s;
+        return 0;
+}

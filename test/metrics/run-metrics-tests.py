@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""The metrics endpoint, end to end: `sriov-agent run --policy-dir --metrics-listen` on a
+generated seed node (ConnectX-6 with RDMA devices) with the grpc-go fake kubelet, whose
+PodResources says pod ml/train-1 holds one VF.
+
+1. GET /metrics: 200 in text format 0.0.4, parsed by `promtool check metrics` with no finding
+   but the camelCase `pciAddr` label of sriov-network-metrics-exporter's families (kept so its
+   dashboards work); the pod's VF on the join metrics, the pool's allocated count, the RDMA
+   port counters equal to the sysfs files, the agent's own families. Other paths 404, other
+   methods 405 with Allow: GET.
+2. A real Prometheus server (Debian's) started on a loopback port with a generated config
+   scrapes the agent; its HTTP API shows the target up and the pod's series.
+3. Hostile clients from another loopback address (127.0.0.2): 200 idle connections, slowloris
+   (a header byte every second), a 64 KiB header. Meanwhile the device plugin answers an
+   Allocate at once and a scrape from 127.0.0.1 succeeds; the agent's RSS stays bounded; the
+   huge header gets 431 and slow and idle connections are closed after the timeout.
+Exit 1 on any failure.
+"""
+import argparse
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from testlib import Agent, Proc, check, ev, finish, policy, wait, write_json  # noqa: E402
+
+RESOURCE = "openshift.io/sriov_highnet"
+# sriov-network-metrics-exporter's label, on its families only (sriov_vf_*, sriov_kubepoddevice)
+ALLOWED_LINT = re.compile(r"^(sriov_vf_\w+|sriov_kubepoddevice) label names should be written "
+                          r"in 'snake_case' not 'camelCase'$")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def get(url, method="GET", timeout=5):
+    req = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+
+
+def samples(text):
+    """{(name, frozenset(labels)): value} of an exposition."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$', line)
+        if not m:
+            continue
+        labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+def find(s, name, **labels):
+    want = set(labels.items())
+    return [v for (n, ls), v in s.items() if n == name and want <= ls]
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--agent", required=True)
+    ap.add_argument("--fake-kubelet", required=True)
+    ap.add_argument("--gen-sysfs", required=True)
+    ap.add_argument("--promtool", required=True)
+    ap.add_argument("--prometheus", required=True)
+    args = ap.parse_args()
+
+    work = tempfile.mkdtemp(prefix="metrics-")
+    sysfs, kdir, pdir, state, devinfo = (os.path.join(work, d) for d in
+                                         ("sys", "device-plugins", "policies", "state", "devinfo"))
+    for d in (kdir, pdir):
+        os.makedirs(d)
+    prsock, assign = os.path.join(work, "pod-resources.sock"), os.path.join(work, "assign.json")
+    manifest = json.loads(subprocess.check_output(
+        [sys.executable, args.gen_sysfs, "--out", sysfs, "--profile", "seed", "--manifest"]))
+    cx = next(pf for pf in manifest["pfs"] if pf.get("ifname") == "ens1f0")
+    vfs = sorted(v["pciAddress"] for v in cx["vfs"])
+    held_vf = vfs[0]
+    write_json(assign, [{"pod": "train-1", "namespace": "ml", "container": "trainer",
+                         "resource": RESOURCE, "ids": [held_vf]}])
+    write_json(os.path.join(pdir, "seed.json"), policy("seed", "sriov_highnet", ["ens1f0"],
+                                                       len(vfs)))
+    kubelet = Proc([args.fake_kubelet, "--dir", kdir, "--podresources", prsock,
+                    "--assignments", assign], os.path.join(work, "kubelet.err"))
+    kubelet.wait_for(ev("ready"), 10)
+    agent = Agent(args.agent, ["--policy-dir", pdir, "--node-labels", "highnet-node=true",
+                               "--sysfs-root", sysfs, "--kubelet-dir", kdir,
+                               "--devinfo-dir", devinfo, "--state-dir", state,
+                               "--pod-resources-socket", prsock,
+                               "--metrics-listen", "127.0.0.1:0", "--log-level", "debug"],
+                  os.path.join(work, "agent.log"))
+    prom = None
+    try:
+        m = wait(lambda: re.search(r"metrics endpoint listening on \S+ \(port (\d+)\)",
+                                   agent.text()), 10)
+        if not check("endpoint listening", m is not None, agent.text()[-600:]):
+            return finish(work)
+        port = int(m.group(1))
+        base = "http://127.0.0.1:%d" % port
+        check("pool registered", kubelet.wait_for(ev("register", RESOURCE), 10) is not None)
+
+        # 1. the exposition
+        status, headers, text = get(base + "/metrics")
+        check("GET /metrics is 200 in format 0.0.4",
+              status == 200 and "version=0.0.4" in headers.get("Content-Type", ""),
+              "%s %s" % (status, headers))
+        with open(os.path.join(work, "metrics.txt"), "w") as f:
+            f.write(text)
+        pt = subprocess.run([args.promtool, "check", "metrics"], input=text, text=True,
+                            capture_output=True)
+        findings = [l for l in (pt.stdout + pt.stderr).splitlines() if l.strip()]
+        unexpected = [l for l in findings if not ALLOWED_LINT.match(l)]
+        check("promtool check metrics: parses, no finding but upstream's pciAddr",
+              pt.returncode in (0, 3) and not unexpected,
+              "exit %d: %s" % (pt.returncode, unexpected[:5]))
+        s = samples(text)
+        check("sriov_kubepoddevice names the pod holding the VF",
+              find(s, "sriov_kubepoddevice", pciAddr=held_vf, pod="train-1", namespace="ml",
+                   container="trainer", dev_type=RESOURCE) == [1.0],
+              str([k for k in s if k[0] == "sriov_kubepoddevice"]))
+        check("sriov_agent_pod_device names the pod holding the VF",
+              find(s, "sriov_agent_pod_device", pci_address=held_vf, pod="train-1",
+                   namespace="ml", container="trainer", resource=RESOURCE) == [1.0])
+        check("pool: allocatable and allocated",
+              find(s, "sriov_agent_pool_allocatable_devices", resource=RESOURCE) == [len(vfs)]
+              and find(s, "sriov_agent_pool_allocated_devices", resource=RESOURCE) == [1.0],
+              str([(k, v) for k, v in s.items() if "pool_" in k[0]]))
+        check("every VF advertised healthy",
+              len(find(s, "sriov_agent_device_healthy", resource=RESOURCE)) == len(vfs))
+        rdma_ok = True
+        for dev in sorted(os.listdir(os.path.join(sysfs, "class/infiniband"))):
+            cdir = os.path.join(sysfs, "class/infiniband", dev, "ports/1/counters")
+            for name in (os.listdir(cdir) if os.path.isdir(cdir) else []):
+                with open(os.path.join(cdir, name)) as f:
+                    want = float(f.read())
+                got = find(s, "sriov_rdma_port_stat", device=dev, port="1", counter=name)
+                if got != [want]:
+                    rdma_ok = False
+                    print("  %s %s: sysfs %s, metric %s" % (dev, name, want, got))
+        check("RDMA port counters equal the sysfs files", rdma_ok)
+        check("RDMA hw_counters, state, rate",
+              find(s, "sriov_rdma_port_hw_stat", device="mlx5_0", counter="out_of_buffer")
+              and find(s, "sriov_rdma_port_state", device="mlx5_0", state="ACTIVE") == [4.0]
+              and find(s, "sriov_rdma_port_rate_bytes_per_second", device="mlx5_0") == [12.5e9])
+        check("the agent's own families",
+              find(s, "sriov_agent_reconciles_total", result="ok") and
+              find(s, "sriov_agent_build_info") == [1.0] and
+              find(s, "sriov_agent_node_sync_status", status="Succeeded") == [1.0] and
+              find(s, "sriov_agent_device_plugin_registered", resource=RESOURCE) == [1.0] and
+              find(s, "process_resident_memory_bytes") and find(s, "process_open_fds"))
+        status, _, _ = get(base + "/")
+        check("other paths: 404", status == 404, str(status))
+        status, headers, _ = get(base + "/metrics", method="POST")
+        check("other methods: 405 with Allow: GET",
+              status == 405 and headers.get("Allow") == "GET", "%s %s" % (status, headers))
+
+        # 2. a real Prometheus scrapes it
+        prom_port = free_port()
+        with open(os.path.join(work, "prometheus.yml"), "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                    "scrape_configs:\n  - job_name: sriov-agent\n    static_configs:\n"
+                    "      - targets: ['127.0.0.1:%d']\n" % port)
+        prom = subprocess.Popen([args.prometheus,
+                                 "--config.file", os.path.join(work, "prometheus.yml"),
+                                 "--storage.tsdb.path", os.path.join(work, "tsdb"),
+                                 "--web.listen-address", "127.0.0.1:%d" % prom_port],
+                                stdout=subprocess.DEVNULL,
+                                stderr=open(os.path.join(work, "prometheus.log"), "w"))
+        api = "http://127.0.0.1:%d/api/v1/" % prom_port
+
+        def query(q):
+            try:
+                _, _, body = get(api + "query?" + urllib.parse.urlencode({"query": q}))
+                return json.loads(body)["data"]["result"]
+            except (OSError, ValueError, KeyError):
+                return []
+
+        def target_up():
+            try:
+                _, _, body = get(api + "targets")
+                t = json.loads(body)["data"]["activeTargets"]
+                return t and t[0]["health"] == "up"
+            except (OSError, ValueError, KeyError):
+                return False
+        check("Prometheus: target up", wait(target_up, 30, 0.5), "see prometheus.log")
+        series = wait(lambda: query('sriov_kubepoddevice{pod="train-1",namespace="ml"}'), 15, 0.5)
+        check("Prometheus: the pod's series", len(series) == 1 and
+              series[0]["metric"].get("pciAddr") == held_vf, json.dumps(series)[:400])
+        joined = wait(lambda: query('sriov_agent_pool_allocatable_devices * on(resource) '
+                                    'group_left() count by (resource) '
+                                    '(sriov_agent_pod_device{pod="train-1"})'), 10, 0.5)
+        check("Prometheus: a join on the pod metric", len(joined) == 1, json.dumps(joined)[:400])
+
+        # The Grafana dashboard: every query parses in this Prometheus, and every name it
+        # uses, like every family the endpoint writes, is documented in docs/metrics.md.
+        src = os.environ.get("SRCDIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+        with open(os.path.join(src, "manifests/grafana/sriov-agent-dashboard.json")) as f:
+            dashboard = json.load(f)
+        with open(os.path.join(src, "docs/metrics.md")) as f:
+            documented = set(re.findall(r"`((?:sriov|process)_\w+)`", f.read()))
+        exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+        bad = []
+        for e in exprs:
+            q = e.replace("$__rate_interval", "1m").replace("$instance", ".*").replace(
+                "$job", ".*")
+            _, _, body = get(api + "query?" + urllib.parse.urlencode({"query": q}))
+            if json.loads(body).get("status") != "success":
+                bad.append((e[:80], body[:200]))
+        check("dashboard: every query is valid PromQL (%d)" % len(exprs), exprs and not bad,
+              str(bad[:3]))
+        used = set(re.findall(r"\b((?:sriov|process)_[a-z_]+?)(?:_bucket)?\b",
+                              " ".join(exprs)))
+        check("dashboard: every metric it uses is documented", used <= documented,
+              str(sorted(used - documented)))
+        families = set(re.findall(r"^# TYPE (\S+)", text, re.M))
+        check("every family the endpoint writes is documented", families <= documented,
+              str(sorted(families - documented)))
+        prom.terminate()
+        prom.wait(timeout=10)
+        prom = None
+
+        # 3. hostile clients from 127.0.0.2
+        rss_before = rss_kb(agent.p.pid)
+        idle = []
+        for _ in range(200):
+            c = socket.socket()
+            c.bind(("127.0.0.2", 0))
+            c.settimeout(2)
+            try:
+                c.connect(("127.0.0.1", port))
+                idle.append(c)
+            except OSError:
+                c.close()
+        slow = socket.socket()  # its own address: not closed by the per-address limit
+        slow.bind(("127.0.0.4", 0))
+        slow.connect(("127.0.0.1", port))
+        slow.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        t0 = time.monotonic()
+        kubelet.send({"cmd": "allocate", "resource": RESOURCE, "containers": [[vfs[1]]]})
+        resp = kubelet.wait_for(ev("allocate", RESOURCE), 10) or {}
+        took = time.monotonic() - t0
+        check("Allocate answered while hostile clients hold connections (< 0.5 s)",
+              resp.get("code") == "OK" and took < 0.5, "%s after %.2f s" % (resp, took))
+        t0 = time.monotonic()
+        status, _, text = get(base + "/metrics")
+        took = time.monotonic() - t0
+        check("a scrape from another address is answered meanwhile (< 1 s)",
+              status == 200 and took < 1.0, "%s after %.2f s" % (status, took))
+        huge = socket.socket()
+        huge.bind(("127.0.0.3", 0))
+        huge.settimeout(5)
+        answer = b""
+        try:
+            huge.connect(("127.0.0.1", port))
+            huge.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 65536 +
+                         b"\r\n\r\n")
+            answer = huge.recv(200)
+        except OSError as e:
+            answer = str(e).encode()
+        finally:
+            huge.close()
+        check("a 64 KiB header is refused with 431 or 413",
+              re.match(rb"HTTP/1\.1 4(31|13) ", answer) is not None, answer[:80])
+
+        def open_after(sock, seconds):
+            sock.settimeout(seconds)
+            try:
+                return sock.recv(100) != b""
+            except socket.timeout:
+                return True
+            except OSError:
+                return False
+        check("slowloris connection still open while it trickles", open_after(slow, 2))
+        closed_at = None
+        for i in range(20):  # one header byte a second: the 10 s timeout is per inactivity,
+            try:             # so MHD's limit on the whole request ends it
+                slow.send(b"X")
+            except OSError:
+                closed_at = i
+                break
+            if not open_after(slow, 1):
+                closed_at = i
+                break
+        check("slowloris connection closed within 20 s", closed_at is not None)
+        rss_after = rss_kb(agent.p.pid)
+        print("  RSS %d KiB before hostile clients, %d KiB during" % (rss_before, rss_after))
+        check("memory bounded under hostile clients (< 4 MiB added)",
+              rss_after - rss_before < 4096, "%d KiB added" % (rss_after - rss_before))
+        for c in idle:
+            c.close()
+        slow.close()
+        status, _, _ = get(base + "/metrics")
+        check("the endpoint serves again after they left", status == 200, str(status))
+    finally:
+        if prom:
+            prom.kill()
+            prom.wait()
+        agent.stop()
+        kubelet.stop()
+    return finish(work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* metrics/exposition.h: what a Prometheus parser needs from the text format 0.0.4 — HELP and
+ * TYPE before a family's samples, each family once, escaped label values and HELP texts,
+ * cumulative histogram buckets ending in +Inf, exact integers. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "metrics/exposition.h"
+#include "util/macro.h"
+
+static char *finish(struct metrics_writer *w)
+{
+        char *text = NULL;
+        size_t len = 0;
+        assert_int_equal(metrics_writer_finish(w, &text, &len), 0);
+        assert_int_equal(strlen(text), len);
+        return text;
+}
+
+static void test_help_and_type_precede_samples(void **state)
+{
+        struct metrics_writer w = { 0 };
+        metrics_family(&w, "sriov_vf_rx_bytes", METRICS_COUNTER, "Bytes received by the VF.");
+        metrics_sample_u64(
+            &w, "sriov_vf_rx_bytes",
+            METRICS_LABELS({ "pf", "ens1f0" }, { "vf", "3" }, { "pciAddr", "0000:3b:02.3" }),
+            18446744073709551615ULL);
+        metrics_family(&w, "sriov_agent_up", METRICS_GAUGE, "Always 1.");
+        metrics_sample(&w, "sriov_agent_up", METRICS_NO_LABELS, 1);
+        _cleanup_free_ char *text = finish(&w);
+        assert_string_equal(text,
+                            "# HELP sriov_vf_rx_bytes Bytes received by the VF.\n"
+                            "# TYPE sriov_vf_rx_bytes counter\n"
+                            "sriov_vf_rx_bytes{pf=\"ens1f0\",vf=\"3\",pciAddr=\"0000:3b:02.3\"} "
+                            "18446744073709551615\n"
+                            "# HELP sriov_agent_up Always 1.\n"
+                            "# TYPE sriov_agent_up gauge\n"
+                            "sriov_agent_up 1\n");
+}
+
+static void test_label_values_are_escaped(void **state)
+{
+        struct metrics_writer w = { 0 };
+        metrics_family(&w, "x", METRICS_GAUGE, "a \\ backslash\nand a newline \"quoted\"");
+        metrics_sample(&w, "x", METRICS_LABELS({ "pod", "we\"ird\\na\nme" }), 0.5);
+        _cleanup_free_ char *text = finish(&w);
+        /* HELP escapes \ and newline but not "; label values all three */
+        assert_string_equal(text, "# HELP x a \\\\ backslash\\nand a newline \"quoted\"\n"
+                                  "# TYPE x gauge\n"
+                                  "x{pod=\"we\\\"ird\\\\na\\nme\"} 0.5\n");
+        _cleanup_free_ char *escaped = NULL;
+        assert_int_equal(metrics_escape_label_value("ünïcode stays", &escaped), 0);
+        assert_string_equal(escaped, "ünïcode stays");
+}
+
+static void test_a_sample_outside_its_family_is_refused(void **state)
+{
+        char *text = NULL;
+        size_t len;
+        struct metrics_writer w = { 0 };
+        metrics_family(&w, "a", METRICS_GAUGE, "A.");
+        metrics_family(&w, "b", METRICS_GAUGE, "B.");
+        metrics_sample(&w, "a", METRICS_NO_LABELS, 1); /* "a" is no longer the current family */
+        assert_int_equal(metrics_writer_finish(&w, &text, &len), -EINVAL);
+        assert_null(text);
+
+        metrics_family(&w, "a", METRICS_GAUGE, "A.");
+        metrics_sample(&w, "a", METRICS_NO_LABELS, 1);
+        metrics_family(&w, "a", METRICS_GAUGE, "A again."); /* split family */
+        assert_int_equal(metrics_writer_finish(&w, &text, &len), -EEXIST);
+
+        metrics_sample(&w, "orphan", METRICS_NO_LABELS, 1); /* no family at all */
+        assert_int_equal(metrics_writer_finish(&w, &text, &len), -EINVAL);
+}
+
+static void test_invalid_names_are_refused(void **state)
+{
+        char *text = NULL;
+        size_t len;
+        struct metrics_writer w = { 0 };
+        assert_true(metrics_name_is_valid("sriov:vf_rx_bytes"));
+        assert_false(metrics_name_is_valid("9lives"));
+        assert_false(metrics_name_is_valid("rx-bytes"));
+        assert_false(metrics_label_name_is_valid("__name__"));
+        assert_false(metrics_label_name_is_valid("a:b"));
+
+        metrics_family(&w, "rx-bytes", METRICS_GAUGE, "bad");
+        assert_int_equal(metrics_writer_finish(&w, &text, &len), -EINVAL);
+
+        metrics_family(&w, "ok", METRICS_GAUGE, "fine");
+        metrics_sample(&w, "ok", METRICS_LABELS({ "pf", "a" }, { "pf", "b" }), 1); /* twice */
+        assert_int_equal(metrics_writer_finish(&w, &text, &len), -EINVAL);
+
+        metrics_family(&w, "ok", METRICS_GAUGE, "fine");
+        metrics_sample(&w, "ok", METRICS_LABELS({ "le", "1" }), 1); /* reserved for buckets */
+        assert_int_equal(metrics_writer_finish(&w, &text, &len), -EINVAL);
+}
+
+static void test_histogram_buckets_are_cumulative(void **state)
+{
+        static const double bounds[] = { 0.1, 1 };
+        struct metrics_histogram h;
+        metrics_histogram_init(&h, bounds, ELEMENTSOF(bounds));
+        metrics_histogram_observe(&h, 0.05);
+        metrics_histogram_observe(&h, 0.1); /* on the bound: in that bucket (le) */
+        metrics_histogram_observe(&h, 0.5);
+        metrics_histogram_observe(&h, 7);
+        metrics_histogram_observe(&h, NAN); /* ignored */
+
+        struct metrics_writer w = { 0 };
+        metrics_family(&w, "d_seconds", METRICS_HISTOGRAM, "Durations.");
+        metrics_sample_histogram(&w, "d_seconds", METRICS_LABELS({ "verb", "GET" }), &h);
+        metrics_sample(&w, "d_seconds_count", METRICS_LABELS({ "verb", "PUT" }), 0);
+        _cleanup_free_ char *text = finish(&w);
+        assert_string_equal(text, "# HELP d_seconds Durations.\n"
+                                  "# TYPE d_seconds histogram\n"
+                                  "d_seconds_bucket{verb=\"GET\",le=\"0.1\"} 2\n"
+                                  "d_seconds_bucket{verb=\"GET\",le=\"1\"} 3\n"
+                                  "d_seconds_bucket{verb=\"GET\",le=\"+Inf\"} 4\n"
+                                  "d_seconds_sum{verb=\"GET\"} 7.65\n"
+                                  "d_seconds_count{verb=\"GET\"} 4\n"
+                                  "d_seconds_count{verb=\"PUT\"} 0\n");
+
+        /* a histogram's own name is not a sample of it */
+        metrics_family(&w, "e_seconds", METRICS_HISTOGRAM, "E.");
+        metrics_sample(&w, "e_seconds", METRICS_NO_LABELS, 1);
+        char *bad = NULL;
+        size_t len;
+        assert_int_equal(metrics_writer_finish(&w, &bad, &len), -EINVAL);
+}
+
+static void test_special_values(void **state)
+{
+        struct metrics_writer w = { 0 };
+        metrics_family(&w, "v", METRICS_GAUGE, "");
+        metrics_sample(&w, "v", METRICS_LABELS({ "k", "nan" }), NAN);
+        metrics_sample(&w, "v", METRICS_LABELS({ "k", "inf" }), -INFINITY);
+        metrics_sample(&w, "v", METRICS_LABELS({ "k", "tenth" }), 0.1);
+        metrics_sample(&w, "v", METRICS_LABELS({ "k", "third" }), 1.0 / 3);
+        _cleanup_free_ char *text = finish(&w);
+        assert_string_equal(text, "# HELP v \n# TYPE v gauge\n"
+                                  "v{k=\"nan\"} NaN\n"
+                                  "v{k=\"inf\"} -Inf\n"
+                                  "v{k=\"tenth\"} 0.1\n"
+                                  "v{k=\"third\"} 0.33333333333333331\n");
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_help_and_type_precede_samples),
+                cmocka_unit_test(test_label_values_are_escaped),
+                cmocka_unit_test(test_a_sample_outside_its_family_is_refused),
+                cmocka_unit_test(test_invalid_names_are_refused),
+                cmocka_unit_test(test_histogram_buckets_are_cumulative),
+                cmocka_unit_test(test_special_values),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
