@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <valgrind/valgrind.h>
 
 #include "host/netlink-link.h"
 #include "host/rdma-netlink.h"
@@ -220,7 +221,8 @@ static void test_move_into_a_namespace_and_back(void **state)
         /* the figure: what the move adds beyond the kernel's own time (here the double's) */
         print_message("RDMA move: %" PRIu64 " us in total, %" PRIu64 " us in the double\n", spent,
                       f->d.busy_usec);
-        assert_true(spent - f->d.busy_usec < 5000);
+        if (!RUNNING_ON_VALGRIND) /* scripts/memcheck runs this too, ~50 times slower */
+                assert_true(spent - f->d.busy_usec < 5000);
         close(init_ns);
         end_child(child, pod_ns);
 }
