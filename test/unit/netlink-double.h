@@ -352,7 +352,7 @@ static inline int nldouble_send(struct nl_sock *sk, struct nl_msg *msg)
         memcpy(d->request, req, d->request_len);
         int r;
         if (req->nlmsg_type >= RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, 0) &&
-            req->nlmsg_type < RDMA_NL_GET_TYPE(RDMA_NL_NLDEV + 1, 0))
+            req->nlmsg_type < RDMA_NL_GET_TYPE((RDMA_NL_NLDEV + 1), 0))
                 r = nldouble_nldev(d, req);
         else if (req->nlmsg_type == RTM_SETLINK)
                 r = nldouble_setlink(d, req);
