@@ -11,6 +11,7 @@
 
 #include "util/macro.h"
 #include "util/names.h"
+#include "util/parse.h"
 
 void ib_guid_pool_done(struct ib_guid_pool *pool)
 {
@@ -18,17 +19,6 @@ void ib_guid_pool_done(struct ib_guid_pool *pool)
                 free(pool->entries[i].guids);
         free(pool->entries);
         *pool = (struct ib_guid_pool){ 0 };
-}
-
-static int hex_digit(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
 }
 
 int ib_guid_parse(const char *s, uint64_t *ret)
@@ -50,7 +40,7 @@ int ib_guid_parse(const char *s, uint64_t *ret)
                                 return -EINVAL;
                         continue;
                 }
-                int d = hex_digit(s[i]);
+                int d = hex_digit_value(s[i]);
                 if (d < 0 || (i % step) >= digits)
                         return -EINVAL;
                 v = v << 4 | (uint64_t)d;
