@@ -52,9 +52,10 @@ struct agent {
         sd_event_source *retry;    /* backoff after a failed PF */
         sd_event_source *policy_watch;
         struct dp_manager *plugins;
-        struct link_monitor *links;   /* live /sys only */
-        struct kube_cluster *cluster; /* cluster mode: policies, node labels, NodeState */
-        struct inventory observed;    /* as of the last reconcile, to filter link events */
+        struct link_monitor *links;          /* rtnetlink link events */
+        struct host_uevent_monitor *uevents; /* PCI remove/unbind/bind (a vfio VF has no link) */
+        struct kube_cluster *cluster;        /* cluster mode: policies, node labels, NodeState */
+        struct inventory observed;           /* as of the last reconcile, to filter link events */
 
         struct string_pair *labels;
         size_t n_labels;
@@ -68,6 +69,12 @@ struct agent {
          * config.json", or NULL (none); journal and NodeState say it. */
         char *rdma_shared_source;
         struct rdma_configmap *rdma_configmap; /* cluster mode: the ConfigMap followed */
+        /* Without an inotify instance (the user's fs.inotify.max_user_instances used up by
+         * other daemons) the watched files are polled instead (agent/daemon.c). */
+        sd_event_source *file_poll;
+        bool poll_policy_dir, poll_rdma_shared;
+        uint64_t policy_dir_fingerprint;
+        bool polling_notice_posted; /* the NodeState's Event saying so */
 
         int rdma_mode_now;         /* the kernel's RDMA netns mode, -1 unknown (no ib_core) */
         char *rdma_reboot_needed;  /* --rdma-mode written for the next boot: what to report */
@@ -77,16 +84,23 @@ struct agent {
         struct reconcile *running; /* never two at once: a request meanwhile waits for it */
         bool reconcile_requested;
         bool ready_notified;
+        sd_event_source *ready_timer; /* --ready-timeout: READY=1 even if the boot apply hangs */
+        bool api_reconciled;          /* a reconcile from the API's policies has started */
+        bool boot_applied;            /* a reconcile from the records has finished */
         uint64_t retry_usec;
-        char *last_report;     /* policy statuses last logged, to log changes only */
-        struct nic_list *nics; /* supported NIC models (built-in, files, ConfigMap) */
-        struct httpd *metrics; /* --metrics-listen; NULL when off */
+        char *last_report;               /* policy statuses last logged, to log changes only */
+        struct nic_list *nics;           /* supported NIC models (built-in, files, ConfigMap) */
+        struct link_health *link_health; /* each served PF's up/down, as last reported */
+        struct httpd *metrics;           /* --metrics-listen; NULL when off */
         struct agent_stats stats;
         int sync_status; /* enum node_sync_status of the last reconcile, -1 before */
 };
 
 /* daemon.c */
 int agent_schedule_reconcile(struct agent *a, const char *why);
+/* READY=1 to systemd, once: after the first reconcile (or the boot apply of the records), or
+ * when --ready-timeout runs out first; why says which, in the journal. */
+void agent_notify_ready(struct agent *a, const char *why);
 /* Takes the RDMA shared config's text as its source has it now; origin names the source in
  * messages. text NULL without read_error: the source has none (no ConfigMap), so no
  * whole-card pools. read_error: the source cannot be used as it is (unreadable, no key); like
@@ -112,6 +126,7 @@ const char *rdma_configmap_origin(const struct rdma_configmap *m);
 
 /* metrics.c: the endpoint when --metrics-listen is given (its stats in any case). */
 int agent_metrics_start(struct agent *a);
+const char *agent_polling_notice(const struct agent *a);
 
 /* reconcile.c */
 /* How a reconcile ended, for the daemon's retry: n_failed PFs failed, n_left changes are still
@@ -127,8 +142,20 @@ typedef void (*reconcile_done_fn)(const struct reconcile_outcome *outcome, void 
  * initial sync, the supported-NIC list): their arrival schedules one. done may run before
  * this returns (a reconcile that fails or has nothing to ask the kubelet). */
 void reconcile_start(struct agent *a, reconcile_done_fn done, void *userdata);
+/* Cluster mode at start: one reconcile whose desired state is the records (plan/records.h
+ * records_boot_desired()), so that a rebooted node gets its VFs, drivers, MTUs and pools back
+ * without waiting for the API server; no NodeState is written by it. */
+void reconcile_start_from_records(struct agent *a, reconcile_done_fn done, void *userdata);
 /* On shutdown: stops an apply in progress (its child finishes the kernel write it is in). */
 void reconcile_abort(struct agent *a);
+
+/* link-health.c */
+struct link_health;
+/* After the pools are updated: reports each served PF that went down or came back (journal,
+ * Event), once per change, flapping damped. */
+void link_health_update(struct agent *a, const struct desired_state *served,
+                        const struct inventory *inv);
+void link_health_free(struct agent *a);
 
 /* nic-list.c */
 struct nic_list;

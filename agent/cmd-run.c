@@ -48,6 +48,14 @@ static void print_usage(FILE *f)
                 "                            planned)\n"
                 "  --allow-disruption        apply changes that destroy or rebind VFs that\n"
                 "                            pods use (default: hold them back until free)\n"
+                "  --ready-timeout SEC       notify systemd READY=1 at the latest this long\n"
+                "                            after the start, even if the boot apply of the\n"
+                "                            recorded state is not done (default: 60)\n"
+                "  --stop-mode MODE          what SIGTERM means: shutdown (report every device\n"
+                "                            Unhealthy first), restart (they stay Healthy\n"
+                "                            until the sockets close), auto (shutdown when\n"
+                "                            systemd or logind say the node is going down,\n"
+                "                            else restart; default)\n"
                 "  --pod-resources-socket P  kubelet PodResources socket, to see which VFs\n"
                 "                            are in use (default:\n"
                 "                            /var/lib/kubelet/pod-resources/kubelet.sock);\n"
@@ -65,6 +73,10 @@ static void print_usage(FILE *f)
                 "                            cluster mode: the ConfigMap (key config.json)\n"
                 "                            watched for that config (default:\n"
                 "                            kube-system/rdma-devices; \"none\": not read)\n"
+                "  --link-health on|off      a PF whose link is down (carrier, InfiniBand port\n"
+                "                            not ACTIVE) makes its VFs and whole-card devices\n"
+                "                            Unhealthy; off: upstream's behaviour, only gone\n"
+                "                            or unbound devices count (default: on)\n"
                 "Metrics:\n"
                 "  --metrics-listen ADDR     serve Prometheus metrics on http://ADDR/metrics:\n"
                 "                            HOST:PORT, [IPV6]:PORT or :PORT for every\n"
@@ -126,6 +138,9 @@ int cmd_run(int argc, char **argv)
                 OPT_RDMA_MODE,
                 OPT_MODPROBE_DIR,
                 OPT_IB_GUID_POOL,
+                OPT_READY_TIMEOUT,
+                OPT_STOP_MODE,
+                OPT_LINK_HEALTH,
                 OPT_METRICS_LISTEN,
         };
         static const struct option options[] = {
@@ -152,6 +167,9 @@ int cmd_run(int argc, char **argv)
                 { "rdma-mode", required_argument, NULL, OPT_RDMA_MODE },
                 { "modprobe-dir", required_argument, NULL, OPT_MODPROBE_DIR },
                 { "ib-guid-pool", required_argument, NULL, OPT_IB_GUID_POOL },
+                { "ready-timeout", required_argument, NULL, OPT_READY_TIMEOUT },
+                { "stop-mode", required_argument, NULL, OPT_STOP_MODE },
+                { "link-health", required_argument, NULL, OPT_LINK_HEALTH },
                 { "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -164,6 +182,7 @@ int cmd_run(int argc, char **argv)
                 .resync_usec = 30 * USEC_PER_SEC,
                 .debounce_usec = 200 * 1000ULL,
                 .vf_timeout_usec = 120 * USEC_PER_SEC,
+                .ready_timeout_usec = 60 * USEC_PER_SEC,
                 .pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock",
                 .rdma_mode = -1,
                 /* where k8s-rdma-shared-dev-plugin's deployment keeps it */
@@ -248,6 +267,30 @@ int cmd_run(int argc, char **argv)
                                         optarg);
                                 return 1;
                         }
+                        break;
+                case OPT_READY_TIMEOUT:
+                        if (parse_seconds("--ready-timeout", optarg, &config.ready_timeout_usec) <
+                            0)
+                                return 1;
+                        break;
+                case OPT_STOP_MODE:
+                        if (stop_mode_from_string(optarg, &config.stop_mode) < 0) {
+                                fprintf(stderr,
+                                        "sriov-agent run: --stop-mode wants auto, restart or "
+                                        "shutdown, not '%s'\n",
+                                        optarg);
+                                return 1;
+                        }
+                        break;
+                case OPT_LINK_HEALTH:
+                        if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+                                fprintf(stderr,
+                                        "sriov-agent run: --link-health wants on or off, not "
+                                        "'%s'\n",
+                                        optarg);
+                                return 1;
+                        }
+                        config.no_link_health = strcmp(optarg, "off") == 0;
                         break;
                 case OPT_RDMA_MODE:
                         config.rdma_mode = host_rdma_netns_mode_from_string(optarg);

@@ -2,8 +2,10 @@
 /* The daemon's loop: event sources, signals and the scheduling of reconciles. */
 #include "daemon.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #include "host/discover.h"
 #include "host/link-monitor.h"
 #include "host/quick-check.h"
+#include "host/uevent-monitor.h"
 #include "httpd/httpd.h"
 #include "kube/cluster.h"
 #include "policy/node-labels.h"
@@ -32,6 +35,8 @@
 #define RETRY_MIN_USEC    (1 * 1000000ULL)
 #define RETRY_MAX_USEC    (300 * 1000000ULL)
 #define POLICY_DIR_EVENTS (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE)
+/* Without inotify: a changed policy or RDMA shared config file is seen within this. */
+#define FILE_POLL_USEC (2ULL * 1000 * 1000)
 
 /* Failures and changes left after the apply rounds share the backoff: each retry of changes
  * left makes progress, and one that never converges (something undoing our changes) is
@@ -94,7 +99,13 @@ static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata)
         a->converged = false; /* until this reconcile says otherwise */
         if (!a->running)
                 a->stats.started_usec = a->debounce_last;
-        reconcile_start(a, on_reconcile_done, a);
+        /* Until the API server has answered once, a retry or link event re-applies the records
+         * (a VF count still probing at boot is finished without the API). */
+        if (a->cluster && !a->config.dry_run && !a->api_reconciled &&
+            !kube_cluster_synced(a->cluster))
+                reconcile_start_from_records(a, on_reconcile_done, a);
+        else
+                reconcile_start(a, on_reconcile_done, a);
         return 0;
 }
 
@@ -183,6 +194,16 @@ static void on_link_event(const struct link_event *ev, void *userdata)
         log_debug("link %s %s (mtu %d, %s)", ev->ifname, host_link_event_kind_to_string(ev->kind),
                   ev->mtu, ev->up ? "up" : "down");
         schedule(a, ev->resync ? "link events lost" : "link change", true);
+}
+
+static void on_uevent(const struct host_uevent *ev, void *userdata)
+{
+        struct agent *a = userdata;
+
+        if (!host_uevent_concerns_sriov(ev, &a->observed))
+                return;
+        log_debug("PCI function %s: %s", ev->pci_address, ev->action);
+        schedule(a, ev->resync ? "uevents lost" : "PCI device change", true);
 }
 
 static void on_cluster_change(const char *why, void *userdata)
@@ -309,6 +330,77 @@ static int rdma_shared_describe_source(struct agent *a)
         return 0;
 }
 
+/* ---- polling when inotify is not available --------------------------------------------- */
+
+/* Every entry of the policy directory (names, sizes, modification times, inodes): a changed,
+ * added, removed or renamed file changes it. 0 for a directory that cannot be read. */
+static uint64_t policy_dir_fingerprint(const char *dir)
+{
+        struct dirent **names = NULL;
+        int n = scandir(dir, &names, NULL, alphasort);
+        uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+        for (int i = 0; i < n; i++) {
+                char path[PATH_MAX];
+                struct stat st = { 0 };
+                if (snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name) <
+                    (int)sizeof(path))
+                        (void)stat(path, &st);
+                const uint64_t parts[] = { (uint64_t)st.st_size, (uint64_t)st.st_mtim.tv_sec,
+                                           (uint64_t)st.st_mtim.tv_nsec, (uint64_t)st.st_ino };
+                for (const char *c = names[i]->d_name; *c; c++)
+                        h = (h ^ (uint8_t)*c) * 0x100000001b3ULL;
+                for (size_t k = 0; k < ELEMENTSOF(parts); k++)
+                        h = (h ^ parts[k]) * 0x100000001b3ULL;
+                free(names[i]);
+        }
+        free(names);
+        return n < 0 ? 0 : h;
+}
+
+static int on_file_poll(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct agent *a = userdata;
+        if (a->poll_policy_dir) {
+                uint64_t fp = policy_dir_fingerprint(a->config.policy_dir);
+                if (fp != a->policy_dir_fingerprint) {
+                        a->policy_dir_fingerprint = fp;
+                        agent_schedule_reconcile(a, "policy files changed");
+                }
+        }
+        if (a->poll_rdma_shared && load_rdma_shared(a) > 0)
+                agent_schedule_reconcile(a, "RDMA shared config changed");
+        sd_event_source_set_time_relative(s, FILE_POLL_USEC);
+        return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+/* what could not be watched with inotify (error r) is polled from now on; said once. */
+static int poll_instead(struct agent *a, const char *what, int r)
+{
+        log_warning_errno(r,
+                          "cannot watch %s with inotify; checking it every %llu s instead "
+                          "(is fs.inotify.max_user_instances used up on this node?)",
+                          what, FILE_POLL_USEC / 1000000ULL);
+        if (a->file_poll)
+                return 0;
+        r = sd_event_add_time_relative(a->event, &a->file_poll, CLOCK_MONOTONIC, FILE_POLL_USEC,
+                                       FILE_POLL_USEC / 10, on_file_poll, a);
+        if (r < 0)
+                return log_error_errno(r, "cannot poll %s either", what);
+        return 0;
+}
+
+/* What the NodeState's Event says while something is polled for want of inotify (NULL: all is
+ * watched). */
+const char *agent_polling_notice(const struct agent *a)
+{
+        if (!a->poll_policy_dir && !a->poll_rdma_shared &&
+            !(a->plugins && dp_manager_polling(a->plugins)))
+                return NULL;
+        return "no inotify instance available (fs.inotify.max_user_instances used up on this "
+               "node): the kubelet directory and the configuration files are polled every "
+               "second or two instead";
+}
+
 static int on_rdma_shared_dir(sd_event_source *s, const struct inotify_event *ev, void *userdata)
 {
         struct agent *a = userdata;
@@ -338,11 +430,10 @@ static void watch_rdma_shared(struct agent *a)
                                      IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE |
                                          IN_DELETE,
                                      on_rdma_shared_dir, a);
-        if (r < 0)
-                log_warning_errno(r,
-                                  "cannot watch %s for RDMA shared config changes; SIGHUP "
-                                  "re-reads it",
-                                  dir);
+        if (r < 0) {
+                a->poll_rdma_shared = true;
+                (void)poll_instead(a, dir, r);
+        }
 }
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -373,18 +464,72 @@ static int on_release_timeout(sd_event_source *s, uint64_t usec, void *userdata)
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
+void agent_notify_ready(struct agent *a, const char *why)
+{
+        if (a->ready_notified)
+                return;
+        a->ready_notified = true;
+        a->ready_timer = sd_event_source_disable_unref(a->ready_timer);
+        log_debug("ready (READY=1): %s", why);
+        sd_notify(false, "READY=1");
+}
+
+static int on_ready_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct agent *a = userdata;
+        log_warning("not ready after %llu s (--ready-timeout): notifying readiness anyway so "
+                    "that the kubelet is not held; the apply goes on",
+                    (unsigned long long)(a->config.ready_timeout_usec / 1000000ULL));
+        sd_notify(false, "STATUS=ready timeout: the recorded state is still being applied");
+        agent_notify_ready(a, "--ready-timeout");
+        return 0;
+}
+
+/* A node shutdown: every device Unhealthy first, so that the kubelet places no pod on them
+ * while it winds down. A restart or upgrade: they stay Healthy until the sockets close (the
+ * kubelet marks them unhealthy itself then, until the new process registers), so a pod
+ * admitted meanwhile is not rejected for a device the agent still serves. */
+static bool stopping_for_shutdown(const struct agent *a)
+{
+        const char *why = NULL;
+        switch (a->config.stop_mode) {
+        case STOP_MODE_RESTART:
+                log_info("stop: a restart (--stop-mode restart); devices stay Healthy");
+                return false;
+        case STOP_MODE_SHUTDOWN:
+                log_info("stop: a shutdown (--stop-mode shutdown); reporting devices Unhealthy");
+                return true;
+        case STOP_MODE_AUTO:
+        default:
+                break;
+        }
+        int r = node_shutting_down(300 * 1000ULL, &why);
+        if (r > 0)
+                log_info("stop: the node is shutting down (%s); reporting devices Unhealthy", why);
+        else if (r == 0)
+                log_info("stop: a restart, the node is not shutting down (%s); devices stay "
+                         "Healthy until the sockets close",
+                         why);
+        else
+                log_info("stop: taken for a restart (%s: %s); devices stay Healthy until the "
+                         "sockets close",
+                         why, strerror(-r));
+        return r > 0;
+}
+
 static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
         struct agent *a = userdata;
 
-        /* The kubelet keeps a plugin's devices for 5 minutes after it goes away: say they are
-         * Unhealthy first so no pod is placed on them meanwhile. VFs stay as they are. */
-        log_info("%s: reporting devices Unhealthy and stopping (VFs are kept)",
-                 strsignal((int)si->ssi_signo));
+        log_info("%s: stopping (VFs are kept)", strsignal((int)si->ssi_signo));
         sd_notify(false, "STOPPING=1");
-        /* Unhealthy before anything that can wait (an apply process finishing a VF-count
-         * change): the kubelet must stop placing pods now, not when the kernel is done. */
-        dp_manager_shutdown(a->plugins);
+        /* Before anything that can wait (an apply process finishing a VF-count change): on a
+         * shutdown the kubelet must stop placing pods now, not when the kernel is done; on a
+         * restart the sockets must close now so that the new process is not kept waiting. */
+        if (stopping_for_shutdown(a))
+                dp_manager_shutdown(a->plugins);
+        else
+                dp_manager_close(a->plugins);
         reconcile_abort(a);
         /* The NAD renderer's Lease is handed back so another node takes over within seconds
          * instead of after its 30 s expiry; bounded, so a dead API server cannot hold us. */
@@ -511,12 +656,18 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                 goto fail;
         sd_event_source_set_enabled(a->retry, SD_EVENT_OFF);
 
-        if (host_sysfs_root_is_live(config->sysfs_root)) {
-                r = host_link_monitor_new(a->event, 0, on_link_event, a, &a->links);
-                if (r < 0)
-                        log_warning_errno(r, "no netlink link events; drift is found by the "
-                                             "periodic check only");
-        }
+        /* Also under a generated --sysfs-root: its netdev names are then followed in the
+         * agent's network namespace (tests pair them with veths there). */
+        r = host_link_monitor_new(a->event, 0, on_link_event, a, &a->links);
+        if (r < 0)
+                log_warning_errno(r, "no netlink link events; drift and link changes are found "
+                                     "by the periodic check only");
+        /* Only a live /sys has uevents for its devices. */
+        if (host_sysfs_root_is_live(config->sysfs_root) &&
+            (r = host_uevent_monitor_new(a->event, on_uevent, a, &a->uevents)) < 0)
+                log_notice("no uevents (%s): a VF on vfio-pci that vanishes is found by the "
+                           "periodic check",
+                           strerror(-r));
 
         if (!config->policy_dir) {
                 const struct kube_cluster_opts kube_opts = {
@@ -542,9 +693,11 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                 r = sd_event_add_inotify(a->event, &a->policy_watch, config->policy_dir,
                                          POLICY_DIR_EVENTS, on_policy_dir, a);
                 if (r < 0) {
-                        log_error_errno(r, "cannot watch the policy directory %s",
-                                        config->policy_dir);
-                        goto fail;
+                        a->poll_policy_dir = true;
+                        a->policy_dir_fingerprint = policy_dir_fingerprint(config->policy_dir);
+                        r = poll_instead(a, config->policy_dir, r);
+                        if (r < 0)
+                                goto fail;
                 }
         }
         r = nic_list_new(a, &a->nics);
@@ -578,6 +731,15 @@ int agent_run(struct agent *a)
                      ? " (it wins over the ConfigMap)"
                      : (a->rdma_configmap ? " (watched)" : ""));
         rdma_mode_start(a); /* before the first reconcile reports it */
+        if (a->config.ready_timeout_usec > 0 &&
+            sd_event_add_time_relative(a->event, &a->ready_timer, CLOCK_MONOTONIC,
+                                       a->config.ready_timeout_usec, 100 * 1000, on_ready_timeout,
+                                       a) < 0)
+                log_warning("cannot arm --ready-timeout; readiness waits for the first apply");
+        /* Cluster mode: what the records say is applied before the API server is asked
+         * anything (its connections start when the loop runs), and without waiting for it. */
+        if (a->cluster && !a->config.dry_run)
+                reconcile_start_from_records(a, on_reconcile_done, a);
         uint64_t watchdog_usec;
         if (sd_watchdog_enabled(false, &watchdog_usec) > 0)
                 sd_event_set_watchdog(a->event, true);
@@ -593,11 +755,15 @@ struct agent *agent_free(struct agent *a)
         sd_event_source_unref(a->debounce);
         sd_event_source_unref(a->resync);
         sd_event_source_unref(a->retry);
+        sd_event_source_disable_unref(a->ready_timer);
         sd_event_source_unref(a->policy_watch);
+        sd_event_source_disable_unref(a->file_poll);
         nic_list_free(a->nics);
+        link_health_free(a);
         rdma_configmap_free(a->rdma_configmap); /* its informer uses the cluster's HTTP */
         kube_cluster_free(a->cluster);
         host_link_monitor_free(a->links);
+        host_uevent_monitor_free(a->uevents);
         dp_manager_free(a->plugins);
         sd_event_unref(a->event);
         inventory_done(&a->observed);

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "stop-mode.h"
+
 /* Upstream's path of the static InfiniBand VF GUID pool (sriov-network-operator). */
 #define DEFAULT_IB_GUID_POOL "/etc/sriov-operator/infiniband/guids"
 
@@ -40,6 +42,9 @@ struct agent_config {
         uint64_t resync_usec; /* periodic drift check */
         uint64_t debounce_usec;
         uint64_t vf_timeout_usec;
+        uint64_t ready_timeout_usec; /* READY=1 at the latest this long after the start */
+        enum stop_mode stop_mode;    /* what SIGTERM means (stop-mode.h) */
+        bool no_link_health;         /* --link-health off: a PF's link never makes VFs Unhealthy */
 };
 
 struct agent;

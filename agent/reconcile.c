@@ -63,8 +63,10 @@ struct reconcile {
         bool asked_kubelet;
         struct dp_podresources_call *asking; /* PodResources List in flight */
         size_t n_failed;
-        size_t n_left; /* changes due after the apply rounds (node_status_decide) */
-        bool stopped;  /* reconcile_stop() ended it */
+        size_t n_left;         /* changes due after the apply rounds (node_status_decide) */
+        bool stopped;          /* reconcile_stop() ended it */
+        bool from_records;     /* boot: the records are the desired state (no API, no policies) */
+        uint64_t started_usec; /* CLOCK_MONOTONIC */
         int round;
         struct apply_child *child;
         reconcile_done_fn done;
@@ -236,8 +238,11 @@ static int update_pools(struct agent *a, const struct desired_state *advertised,
         struct dp_pool_set pools = { 0 }, served = { 0 };
         int r = dp_manager_get_pools(a->plugins, &served);
         if (r >= 0)
-                r = dp_pools_build(advertised, inv, a->config.resource_prefix,
-                                   a->have_rdma_shared ? &a->rdma_shared : NULL, &served, &pools);
+                r = dp_pools_build(
+                    advertised, inv, a->config.resource_prefix,
+                    a->have_rdma_shared ? &a->rdma_shared : NULL, &served,
+                    &(const struct dp_health_options){ .ignore_link = a->config.no_link_health },
+                    &pools);
         dp_pool_set_done(&served);
         if (r >= 0)
                 r = dp_manager_set_pools(a->plugins, &pools);
@@ -347,7 +352,7 @@ __attribute__((format(printf, 3, 4))) static void reconcile_stop(struct agent *a
         rc->stopped = true;
         a->converged = false; /* the next periodic check is a full reconcile */
         a->sync_status = NODE_SYNC_FAILED;
-        if (a->cluster) {
+        if (a->cluster && !rc->from_records) {
                 struct node_status status;
                 node_status_decide(
                     &(const struct node_status_facts){
@@ -376,13 +381,24 @@ static void reconcile_finish(struct agent *a)
                 r = update_pools(a, &advertised, &rc->inv);
         if (r < 0)
                 log_error_errno(r, "cannot update the device-plugin pools");
+        else
+                link_health_update(a, &advertised, &rc->inv);
 
-        sd_notifyf(false, "STATUS=%zu PF(s) configured, %zu failed, %zu held back",
+        sd_notifyf(false, "STATUS=%s%zu PF(s) configured, %zu failed, %zu held back",
+                   rc->from_records ? "recorded state restored, waiting for the API server: " : "",
                    advertised.n_interfaces, rc->n_failed, n_held);
-        if (!a->ready_notified) {
-                sd_notify(false, "READY=1");
-                a->ready_notified = true;
+        if (rc->from_records) {
+                uint64_t now = 0;
+                (void)sd_event_now(a->event, CLOCK_MONOTONIC, &now);
+                log_ctx_msg(a->boot_applied ? LOG_DEBUG : LOG_INFO, 0, NULL,
+                            "boot: recorded state of %zu PF(s) applied in %llu ms (%zu failed, %zu "
+                            "held back); the live policies follow once the API server answers",
+                            advertised.n_interfaces,
+                            (unsigned long long)((now - rc->started_usec) / 1000), rc->n_failed,
+                            n_held);
+                a->boot_applied = true;
         }
+        agent_notify_ready(a, rc->from_records ? "recorded state applied" : "first reconcile done");
         /* A frozen PF is reported Failed even on OOM here: the NodeState then only lacks its
          * line, the journal has it from the plan's problems. */
         (void)apply_report_add_frozen(&rc->applied, &rc->previous);
@@ -400,7 +416,7 @@ static void reconcile_finish(struct agent *a)
         /* Due, not held, not a dry run: the daemon reconciles again soon. */
         rc->n_left = status.n_left;
         a->sync_status = (int)status.sync;
-        if (a->cluster)
+        if (a->cluster && !rc->from_records)
                 report_node_state(a, &rc->desired, &rc->inv, &rc->guarded, &status);
         desired_state_done(&advertised);
         /* Periodic checks may then look only for changes (agent/daemon.c on_resync). */
@@ -554,6 +570,56 @@ static void reconcile_guard_and_apply(struct agent *a)
         }
 }
 
+static struct reconcile *reconcile_new(struct agent *a, reconcile_done_fn done, void *userdata)
+{
+        struct reconcile *rc = calloc(1, sizeof(*rc));
+        if (!rc) {
+                log_error_errno(-ENOMEM, "cannot start a reconcile");
+                return NULL;
+        }
+        rc->done = done;
+        rc->userdata = userdata;
+        (void)sd_event_now(a->event, CLOCK_MONOTONIC, &rc->started_usec);
+        a->running = rc;
+        a->reconcile_requested = false;
+        return rc;
+}
+
+void reconcile_start_from_records(struct agent *a, reconcile_done_fn done, void *userdata)
+{
+        _cleanup_free_ char *load_error = NULL;
+
+        if (a->running || !a->config.state_dir)
+                return;
+        struct reconcile *rc = reconcile_new(a, done, userdata);
+        if (!rc)
+                return;
+        rc->from_records = true;
+        int r = applied_state_load_dir(a->config.state_dir, &rc->previous, &load_error);
+        if (r < 0) {
+                reconcile_stop(a, 0, "boot: state directory %s: %s; not applying anything",
+                               a->config.state_dir, load_error ? load_error : strerror(-r));
+                return;
+        }
+        r = records_boot_desired(&rc->previous, &rc->desired);
+        if (r < 0) {
+                reconcile_stop(a, r, "boot: desired state from the records");
+                return;
+        }
+        rc->have_desired = true;
+        r = discover(a, rc);
+        if (r < 0) {
+                reconcile_stop(a, r, "boot: discovery under %s", sysfs_root(a));
+                return;
+        }
+        /* Until the API server answers, link events and retries come back here: said once. */
+        log_ctx_msg(a->boot_applied ? LOG_DEBUG : LOG_INFO, 0, NULL,
+                    "boot: applying the recorded state of %zu PF(s) from %s before the API server "
+                    "answers",
+                    rc->desired.n_interfaces, a->config.state_dir);
+        reconcile_round(a);
+}
+
 void reconcile_start(struct agent *a, reconcile_done_fn done, void *userdata)
 {
         struct reconcile *rc;
@@ -568,15 +634,10 @@ void reconcile_start(struct agent *a, reconcile_done_fn done, void *userdata)
                 return; /* reading the supported-NIC ConfigMap triggers it */
         if (!rdma_configmap_ready(a->rdma_configmap))
                 return; /* reading the RDMA shared config ConfigMap triggers it */
-        rc = calloc(1, sizeof(*rc));
-        if (!rc) {
-                log_error_errno(-ENOMEM, "cannot start a reconcile");
+        rc = reconcile_new(a, done, userdata);
+        if (!rc)
                 return;
-        }
-        rc->done = done;
-        rc->userdata = userdata;
-        a->running = rc;
-        a->reconcile_requested = false;
+        a->api_reconciled = a->cluster != NULL;
 
         r = a->cluster ? load_node_labels(a) : 0;
         if (r == -ENOENT) {

@@ -173,4 +173,11 @@ void report_node_state(struct agent *a, const struct desired_state *desired,
                         a->rdma_shared_error_posted = strdup(a->rdma_shared_error);
                 }
         }
+        const char *polling = agent_polling_notice(a);
+        if (polling && !a->polling_notice_posted) {
+                /* Once per agent run, as in the journal: it does not change while it runs. */
+                kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning",
+                                 "InotifyUnavailable", polling);
+                a->polling_notice_posted = true;
+        }
 }

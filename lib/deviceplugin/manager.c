@@ -18,12 +18,18 @@
  * wake up once for both: an idle agent wakes ~2 times per 30 s, not 7. */
 #define SAFETY_CHECK_USEC     (30 * 1000000ULL)
 #define SAFETY_CHECK_ACCURACY (1000000ULL)
+/* Without inotify (a node whose daemons used up the per-user instances) the same check runs
+ * every second instead: a kubelet restart is then noticed within a second, for a stat() of
+ * each plugin's socket. */
+#define POLL_USEC     (1000000ULL)
+#define POLL_ACCURACY (100000ULL)
 
 struct dp_manager {
         sd_event *event;
         char *kubelet_dir, *devinfo_dir;
         int inotify_fd;
         sd_event_source *inotify_source, *check_defer, *check_timer;
+        bool polling; /* no inotify: check_timer runs every POLL_USEC */
         struct dp_plugin **plugins;
         size_t n_plugins, cap_plugins;
 };
@@ -43,18 +49,27 @@ static int on_check(sd_event_source *s, void *userdata)
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
-        check_all(userdata);
-        sd_event_source_set_time_relative(s, SAFETY_CHECK_USEC);
+        struct dp_manager *m = userdata;
+        check_all(m);
+        sd_event_source_set_time_relative(s, m->polling ? POLL_USEC : SAFETY_CHECK_USEC);
         sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+static int watch_dir(struct dp_manager *m)
+{
+        if (inotify_add_watch(m->inotify_fd, m->kubelet_dir,
+                              IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |
+                                  IN_MOVE_SELF | IN_ONLYDIR) < 0)
+                return negative_errno();
         return 0;
 }
 
 static int add_watch(struct dp_manager *m)
 {
-        if (inotify_add_watch(m->inotify_fd, m->kubelet_dir,
-                              IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |
-                                  IN_MOVE_SELF | IN_ONLYDIR) < 0)
-                return log_warning_errno(errno, "cannot watch %s", m->kubelet_dir);
+        int r = watch_dir(m);
+        if (r < 0)
+                return log_warning_errno(r, "cannot watch %s", m->kubelet_dir);
         return 0;
 }
 
@@ -104,25 +119,40 @@ int dp_manager_new(sd_event *event, const struct dp_manager_options *opts, struc
                 /* cppcheck-suppress memleak ; _cleanup_ frees it */
                 return negative_errno(); /* the caller logs, naming the directory */
         m->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (m->inotify_fd < 0)
-                /* cppcheck-suppress memleak ; _cleanup_ frees it */
-                return negative_errno();
-        int r = add_watch(m);
-        if (r < 0)
-                return r;
-        r = sd_event_add_io(event, &m->inotify_source, m->inotify_fd, EPOLLIN, on_inotify, m);
-        if (r < 0)
-                return r;
+        int r = m->inotify_fd < 0 ? negative_errno() : watch_dir(m);
+        if (r < 0) {
+                /* EMFILE: the user's inotify instances (fs.inotify.max_user_instances, 128 by
+                 * default) are taken by other daemons; ENOSPC: its watches. Keep working. */
+                log_warning_errno(r,
+                                  "cannot watch %s with inotify; checking it every %llu s for "
+                                  "kubelet restarts instead",
+                                  m->kubelet_dir, POLL_USEC / 1000000ULL);
+                if (m->inotify_fd >= 0)
+                        close(m->inotify_fd);
+                m->inotify_fd = -1;
+                m->polling = true;
+        } else {
+                r = sd_event_add_io(event, &m->inotify_source, m->inotify_fd, EPOLLIN, on_inotify,
+                                    m);
+                if (r < 0)
+                        return r;
+        }
         r = sd_event_add_defer(event, &m->check_defer, on_check, m);
         if (r < 0)
                 return r;
         sd_event_source_set_enabled(m->check_defer, SD_EVENT_OFF);
-        r = sd_event_add_time_relative(event, &m->check_timer, CLOCK_MONOTONIC, SAFETY_CHECK_USEC,
-                                       SAFETY_CHECK_ACCURACY, on_timer, m);
+        r = sd_event_add_time_relative(
+            event, &m->check_timer, CLOCK_MONOTONIC, m->polling ? POLL_USEC : SAFETY_CHECK_USEC,
+            m->polling ? POLL_ACCURACY : SAFETY_CHECK_ACCURACY, on_timer, m);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(m);
         return 0;
+}
+
+bool dp_manager_polling(const struct dp_manager *m)
+{
+        return m->polling;
 }
 
 static struct dp_plugin *find_plugin(struct dp_manager *m, const char *resource, size_t *ret_i)
@@ -177,6 +207,13 @@ void dp_manager_shutdown(struct dp_manager *m)
 {
         for (size_t i = 0; i < m->n_plugins; i++)
                 dp_plugin_report_unhealthy(m->plugins[i]);
+        for (size_t i = 0; i < m->n_plugins; i++)
+                dp_plugin_free(m->plugins[i]);
+        m->n_plugins = 0;
+}
+
+void dp_manager_close(struct dp_manager *m)
+{
         for (size_t i = 0; i < m->n_plugins; i++)
                 dp_plugin_free(m->plugins[i]);
         m->n_plugins = 0;

@@ -9,7 +9,9 @@
  * are stopped (socket and device-info files removed), changed ones push the new list to
  * ListAndWatch at once. Kubelet restarts are noticed with inotify on the kubelet directory
  * (our socket removed, kubelet.sock created) plus a 30 s safety check, and answered by serving
- * the socket anew and registering again. Everything runs on the caller's sd-event loop. */
+ * the socket anew and registering again. Without an inotify instance (the user's
+ * fs.inotify.max_user_instances used up) the check runs every second instead, said once in the
+ * journal. Everything runs on the caller's sd-event loop. */
 #pragma once
 
 #include <stdbool.h>
@@ -33,6 +35,9 @@ int dp_manager_new(sd_event *event, const struct dp_manager_options *opts, struc
 int dp_manager_set_pools(struct dp_manager *m, const struct dp_pool_set *pools);
 /* Reports every device Unhealthy on the open ListAndWatch streams and stops every plugin. */
 void dp_manager_shutdown(struct dp_manager *m);
+/* Stops every plugin without a last word on health (an agent restart): the streams and sockets
+ * close, the kubelet keeps the devices' health as last sent until the new process registers. */
+void dp_manager_close(struct dp_manager *m);
 struct dp_manager *dp_manager_free(struct dp_manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct dp_manager *, dp_manager_free);
 
@@ -41,3 +46,5 @@ int dp_manager_get_pools(const struct dp_manager *m, struct dp_pool_set *ret);
 size_t dp_manager_n_plugins(const struct dp_manager *m);
 struct dp_plugin *dp_manager_plugin(const struct dp_manager *m, size_t i);
 bool dp_manager_all_registered(const struct dp_manager *m);
+/* True when the kubelet directory is polled because inotify was not available. */
+bool dp_manager_polling(const struct dp_manager *m);

@@ -46,5 +46,5 @@ struct dp_plugin {
 #define LOG_RES(p) (&(const struct log_ctx){ .resource = (p)->pool.resource })
 
 /* Registers now (cancelling a registration under way); on failure retries with backoff
- * (100 ms doubling to 5 s). Logs itself: it runs from timers, with no caller to tell. */
+ * (10 ms doubling to 5 s). Logs itself: it runs from timers, with no caller to tell. */
 void dp_plugin_register_now(struct dp_plugin *p);

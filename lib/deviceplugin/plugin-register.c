@@ -9,8 +9,10 @@
 #include "util/log.h"
 
 #define REGISTER_TIMEOUT_USEC (5 * 1000000ULL)
-#define BACKOFF_MIN_USEC      (100 * 1000ULL)
-#define BACKOFF_MAX_USEC      (5 * 1000000ULL)
+/* A kubelet.sock that just appeared may not listen yet (bind comes before listen): the first
+ * retry is soon, so that registration follows the socket within milliseconds. */
+#define BACKOFF_MIN_USEC (10 * 1000ULL)
+#define BACKOFF_MAX_USEC (5 * 1000000ULL)
 
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
 {

@@ -3,7 +3,7 @@
  *
  * Socket <kubelet_dir>/<prefix>_<name>.sock; Register (v1beta1, endpoint = socket file name,
  * resource "<prefix>/<name>", get_preferred_allocation_available) to <kubelet_dir>/kubelet.sock,
- * retried with backoff (100 ms doubling to 5 s) while the kubelet is absent or refuses.
+ * retried with backoff (10 ms doubling to 5 s) while the kubelet is absent or refuses.
  * RPCs: GetDevicePluginOptions, ListAndWatch (whole list at once, again on every change),
  * GetPreferredAllocation (preferred.h), Allocate (allocate.h; device-info files written for
  * SR-IOV devices and removed when the device leaves the pool or the plugin stops),

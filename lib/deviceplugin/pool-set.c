@@ -7,14 +7,15 @@
 
 int dp_pools_build(const struct desired_state *desired, const struct inventory *inv,
                    const char *prefix, const struct rdma_shared_config *rdma,
-                   const struct dp_pool_set *previous, struct dp_pool_set *ret)
+                   const struct dp_pool_set *previous, const struct dp_health_options *health,
+                   struct dp_pool_set *ret)
 {
         struct dp_pool_set all = { 0 }, shared = { 0 };
-        int r = dp_pools_from_desired_keep(desired, inv, prefix, previous, &all);
+        int r = dp_pools_from_desired_health(desired, inv, prefix, previous, health, &all);
         if (r < 0)
                 return r;
         if (rdma) {
-                r = dp_pools_from_rdma_shared(rdma, inv, &shared);
+                r = dp_pools_from_rdma_shared_health(rdma, inv, health, &shared);
                 if (r >= 0) {
                         r = dp_pool_set_take(&all, &shared);
                         if (r == -EEXIST)

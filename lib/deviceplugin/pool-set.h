@@ -4,11 +4,14 @@
  * both produce is an error (-EEXIST, logged) and nothing is returned. */
 #pragma once
 
+#include "deviceplugin/health.h"
 #include "deviceplugin/pool.h"
 #include "deviceplugin/rdma-shared-config.h"
 
 /* prefix NULL = "openshift.io"; rdma NULL = no whole-card pools; previous = the pools served
- * now (see dp_pools_from_desired_keep), NULL = none. */
+ * now (see dp_pools_from_desired_keep), NULL = none; health NULL = link health on
+ * (deviceplugin/health.h). */
 int dp_pools_build(const struct desired_state *desired, const struct inventory *inv,
                    const char *prefix, const struct rdma_shared_config *rdma,
-                   const struct dp_pool_set *previous, struct dp_pool_set *ret);
+                   const struct dp_pool_set *previous, const struct dp_health_options *health,
+                   struct dp_pool_set *ret);

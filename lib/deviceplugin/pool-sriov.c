@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "deviceplugin/health.h"
 #include "deviceplugin/pool.h"
 #include "util/array.h"
 #include "util/log.h"
@@ -44,12 +46,9 @@ static bool vf_maybe_in_pod(const struct vf_group *g, const struct vf_info *vf)
         return vf->n_netdevs == 0;
 }
 
-static bool pf_link_down(const struct pf_info *pf)
+static bool pf_healthy(const struct pf_info *pf, const struct dp_health_options *health)
 {
-        for (size_t i = 0; i < pf->n_netdevs; i++)
-                if (strcmp(pf->netdevs[i].operstate, "down") == 0)
-                        return true;
-        return false;
+        return dp_pf_down_reason(pf, health) == NULL;
 }
 
 /* "uverbs0" or "/dev/infiniband/uverbs0" → the host path; rdma_cm is only remembered: it is
@@ -80,13 +79,13 @@ static int add_char_devices(struct dp_device *d, const struct rdma_device *rd)
 }
 
 static int pool_add_device(struct dp_pool *pool, const struct vf_group *g, const struct pf_info *pf,
-                           const struct vf_info *vf)
+                           const struct vf_info *vf, const struct dp_health_options *health)
 {
         if (GROW_ARRAY(pool->devices, pool->cap_devices, pool->n_devices + 1) < 0)
                 return -ENOMEM;
         struct dp_device *d = &pool->devices[pool->n_devices++];
         *d = (struct dp_device){
-                .healthy = !pf_link_down(pf),
+                .healthy = pf_healthy(pf, health),
                 .numa_node = g->exclude_topology || vf->numa_node < 0 ? -1 : vf->numa_node,
                 .iommu_group = vf->iommu_group,
                 .noiommu = vf->iommu_noiommu,
@@ -106,8 +105,7 @@ static int pool_add_device(struct dp_pool *pool, const struct vf_group *g, const
 
 /* Keeps the device as it was last advertised (its RDMA char devices included: the pod uses
  * them), with today's health. */
-static int pool_keep_device(struct dp_pool *pool, const struct pf_info *pf,
-                            const struct dp_device *prev)
+static int pool_keep_device(struct dp_pool *pool, bool healthy, const struct dp_device *prev)
 {
         if (GROW_ARRAY(pool->devices, pool->cap_devices, pool->n_devices + 1) < 0)
                 return -ENOMEM;
@@ -115,7 +113,7 @@ static int pool_keep_device(struct dp_pool *pool, const struct pf_info *pf,
         *d = *prev;
         d->char_devices = NULL;
         d->n_char_devices = 0;
-        d->healthy = !pf_link_down(pf);
+        d->healthy = healthy;
         for (size_t i = 0; i < prev->n_char_devices; i++) {
                 int r = strv_push_dup(&d->char_devices, &d->n_char_devices, prev->char_devices[i]);
                 if (r < 0) {
@@ -165,9 +163,45 @@ static int compare_devices(const void *a, const void *b)
         return strcmp(((const struct dp_device *)a)->id, ((const struct dp_device *)b)->id);
 }
 
+static bool pf_has_vf(const struct pf_info *pf, const char *pci)
+{
+        for (size_t i = 0; pf && i < pf->n_vfs; i++)
+                if (strcmp(pf->vfs[i].pci_address, pci) == 0)
+                        return true;
+        return false;
+}
+
+/* A VF the pool advertised whose PCI function is gone while its PF is short of the VFs it
+ * should have (a VF hot-removed, a PF reset in progress) or is gone itself: kept, Unhealthy,
+ * so that the kubelet sees the device fail, not a device in use withdrawn. A VF count lowered
+ * on purpose leaves the PF with what it should have: those VFs leave the pool. */
+static int keep_gone_vfs(struct dp_pool *pool, const struct dp_pool *prev_pool,
+                         const struct desired_interface *iface, const struct pf_info *pf)
+{
+        if (!prev_pool || prev_pool->kind != DP_POOL_SRIOV ||
+            (pf && pf->n_vfs >= (size_t)iface->num_vfs))
+                return 0;
+        for (size_t i = 0; i < prev_pool->n_devices; i++) {
+                const struct dp_device *prev = &prev_pool->devices[i];
+                if (strcasecmp(prev->pf, iface->pci_address) != 0 || pf_has_vf(pf, prev->id) ||
+                    dp_pool_find_device(pool, prev->id))
+                        continue;
+                log_ctx_msg(LOG_DEBUG, 0,
+                            &(const struct log_ctx){ .pf = iface->pci_address,
+                                                     .vf = prev->id,
+                                                     .resource = pool->resource },
+                            "VF Unhealthy: its PCI function is gone");
+                int r = pool_keep_device(pool, false, prev);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int add_group(struct dp_pool_set *set, const char *prefix,
                      const struct desired_interface *iface, const struct vf_group *g,
-                     const struct pf_info *pf, const struct dp_pool_set *previous)
+                     const struct pf_info *pf, const struct dp_pool_set *previous,
+                     const struct dp_health_options *health)
 {
         int r = 0;
         struct dp_pool *pool = find_or_add_pool(set, prefix, g, &r);
@@ -179,8 +213,11 @@ static int add_group(struct dp_pool_set *set, const char *prefix,
                     &(const struct log_ctx){ .policy = g->policy_name, .resource = pool->resource },
                     "VF groups of one resource disagree on deviceType; using %s",
                     device_type_to_string(pool->device_type));
-        if (!pf)
-                return 0; /* PF not present (yet): the resource exists with what others give */
+        if (!pf) /* PF not present: the resource exists with what others give (and, when the PF
+                  * went away, its VFs as Unhealthy) */
+                return keep_gone_vfs(pool,
+                                     previous ? dp_pool_set_find(previous, pool->resource) : NULL,
+                                     iface, NULL);
         for (int i = g->vf_start; i <= g->vf_end; i++) {
                 const struct vf_info *vf = pf_find_vf(pf, i);
                 if (!vf)
@@ -205,7 +242,7 @@ static int add_group(struct dp_pool_set *set, const char *prefix,
                                     why);
                         if (dp_pool_find_device(pool, vf->pci_address))
                                 continue;
-                        r = pool_keep_device(pool, pf, prev);
+                        r = pool_keep_device(pool, pf_healthy(pf, health), prev);
                         if (r < 0)
                                 return r;
                         continue;
@@ -220,11 +257,12 @@ static int add_group(struct dp_pool_set *set, const char *prefix,
                 }
                 if (dp_pool_find_device(pool, vf->pci_address))
                         continue;
-                r = pool_add_device(pool, g, pf, vf);
+                r = pool_add_device(pool, g, pf, vf, health);
                 if (r < 0)
                         return r;
         }
-        return 0;
+        return keep_gone_vfs(pool, previous ? dp_pool_set_find(previous, pool->resource) : NULL,
+                             iface, pf);
 }
 
 int dp_pools_from_desired(const struct desired_state *desired, const struct inventory *inv,
@@ -237,6 +275,13 @@ int dp_pools_from_desired_keep(const struct desired_state *desired, const struct
                                const char *prefix, const struct dp_pool_set *previous,
                                struct dp_pool_set *ret)
 {
+        return dp_pools_from_desired_health(desired, inv, prefix, previous, NULL, ret);
+}
+
+int dp_pools_from_desired_health(const struct desired_state *desired, const struct inventory *inv,
+                                 const char *prefix, const struct dp_pool_set *previous,
+                                 const struct dp_health_options *health, struct dp_pool_set *ret)
+{
         struct dp_pool_set set = { 0 };
         if (!prefix)
                 prefix = DP_RESOURCE_PREFIX_DEFAULT;
@@ -245,7 +290,8 @@ int dp_pools_from_desired_keep(const struct desired_state *desired, const struct
                 const struct desired_interface *iface = &desired->interfaces[i];
                 const struct pf_info *pf = inventory_find_pf(inv, iface->pci_address);
                 for (size_t j = 0; j < iface->n_groups; j++) {
-                        int r = add_group(&set, prefix, iface, &iface->groups[j], pf, previous);
+                        int r =
+                            add_group(&set, prefix, iface, &iface->groups[j], pf, previous, health);
                         if (r < 0) {
                                 dp_pool_set_done(&set);
                                 return r;

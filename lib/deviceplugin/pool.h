@@ -74,7 +74,7 @@ int dp_pool_set_names(struct dp_pool *p, const char *prefix, const char *name);
 /* SR-IOV pools from the desired state's VF groups: one pool per distinct resourceName (groups
  * on several PFs sharing a name form one pool). A VF is a device when it is ready: bound to
  * vfio-pci (with an IOMMU group) for vfio-pci groups; bound to another driver with a netdev for
- * netdevice groups; with an RDMA device when isRdma. A VF whose PF link is down is Unhealthy.
+ * netdevice groups; with an RDMA device when isRdma. A VF whose PF is down is Unhealthy (health.h).
  * Topology is the VF's numa_node unless it is -1 or the group sets excludeTopology. Pools with
  * no ready VF are still returned (the resource exists with 0 devices). prefix NULL = default. */
 int dp_pools_from_desired(const struct desired_state *desired, const struct inventory *inv,
@@ -89,3 +89,11 @@ int dp_pools_from_desired(const struct desired_state *desired, const struct inve
 int dp_pools_from_desired_keep(const struct desired_state *desired, const struct inventory *inv,
                                const char *prefix, const struct dp_pool_set *previous,
                                struct dp_pool_set *ret);
+struct dp_health_options;
+/* dp_pools_from_desired_keep() with health options (deviceplugin/health.h; NULL = defaults). A
+ * device's health is its PF's: Unhealthy while the PF's driver is unbound and, unless link
+ * health is off, while its link is down or its InfiniBand port is not ACTIVE. A VF that was
+ * advertised and whose PCI function is gone while its PF is short of its VFs stays, Unhealthy. */
+int dp_pools_from_desired_health(const struct desired_state *desired, const struct inventory *inv,
+                                 const char *prefix, const struct dp_pool_set *previous,
+                                 const struct dp_health_options *health, struct dp_pool_set *ret);

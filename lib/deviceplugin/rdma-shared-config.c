@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "deviceplugin/health.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -464,17 +465,26 @@ static int add_card(struct dp_pool *pool, const struct candidate *c)
         return 0;
 }
 
+/* Counts the matching functions and those of them that are up (deviceplugin/health.h). */
+struct card_count {
+        size_t cards, up;
+        const struct dp_health_options *health;
+};
+
 static int consider(struct dp_pool *pool, const struct rdma_shared_resource *res,
-                    const struct candidate *c, size_t *cards)
+                    const struct candidate *c, struct card_count *n)
 {
         if (!candidate_matches(&res->selectors, c))
                 return 0;
-        (*cards)++;
+        n->cards++;
+        if (!dp_function_down_reason(c->driver, c->netdevs, c->n_netdevs, c->rdma, c->n_rdma,
+                                     n->health))
+                n->up++;
         return add_card(pool, c);
 }
 
 static int build_pool(const struct rdma_shared_resource *res, const struct inventory *inv,
-                      struct dp_pool *pool)
+                      const struct dp_health_options *health, struct dp_pool *pool)
 {
         *pool = (struct dp_pool){ .kind = DP_POOL_RDMA_SHARED, .is_rdma = true };
         int r = dp_pool_set_names(pool, res->prefix, res->name);
@@ -482,7 +492,7 @@ static int build_pool(const struct rdma_shared_resource *res, const struct inven
                 return r;
         /* Every network function with RDMA, as upstream: PFs, their VFs, and functions that
          * are not SR-IOV at all (SR-IOV off in firmware, a VF passed through to a VM). */
-        size_t cards = 0;
+        struct card_count cards = { .health = health };
         for (size_t i = 0; r >= 0 && i < inv->n_pfs; i++) {
                 const struct pf_info *pf = &inv->pfs[i];
                 const struct candidate c = pf_candidate(pf);
@@ -505,7 +515,7 @@ static int build_pool(const struct rdma_shared_resource *res, const struct inven
         }
         if (r < 0)
                 return r;
-        if (cards == 0) {
+        if (cards.cards == 0) {
                 log_ctx_msg(LOG_NOTICE, 0, &(const struct log_ctx){ .resource = pool->resource },
                             "no RDMA card matches the selectors; advertising no devices");
                 return 0;
@@ -513,9 +523,14 @@ static int build_pool(const struct rdma_shared_resource *res, const struct inven
         pool->devices = calloc(res->hca_max ?: 1, sizeof(*pool->devices));
         if (!pool->devices)
                 return -ENOMEM;
+        /* The IDs are shares of every matching card: usable while one of them is up. */
+        if (cards.up == 0)
+                log_ctx_msg(LOG_DEBUG, 0, &(const struct log_ctx){ .resource = pool->resource },
+                            "every matching RDMA card is down; its IDs are Unhealthy");
         for (int i = 0; i < res->hca_max; i++) {
-                pool->devices[i] =
-                    (struct dp_device){ .healthy = true, .numa_node = -1, .iommu_group = -1 };
+                pool->devices[i] = (struct dp_device){ .healthy = cards.up > 0,
+                                                       .numa_node = -1,
+                                                       .iommu_group = -1 };
                 snprintf(pool->devices[i].id, sizeof(pool->devices[i].id), "%d", i);
         }
         pool->n_devices = (size_t)res->hca_max;
@@ -525,12 +540,20 @@ static int build_pool(const struct rdma_shared_resource *res, const struct inven
 int dp_pools_from_rdma_shared(const struct rdma_shared_config *c, const struct inventory *inv,
                               struct dp_pool_set *ret)
 {
+        return dp_pools_from_rdma_shared_health(c, inv, NULL, ret);
+}
+
+int dp_pools_from_rdma_shared_health(const struct rdma_shared_config *c,
+                                     const struct inventory *inv,
+                                     const struct dp_health_options *health,
+                                     struct dp_pool_set *ret)
+{
         struct dp_pool_set set = { .pools = calloc(c->n_resources ?: 1, sizeof(struct dp_pool)) };
         if (!set.pools)
                 return -ENOMEM;
         for (size_t i = 0; i < c->n_resources; i++) {
                 set.n_pools = i + 1;
-                int r = build_pool(&c->resources[i], inv, &set.pools[i]);
+                int r = build_pool(&c->resources[i], inv, health, &set.pools[i]);
                 if (r < 0) {
                         dp_pool_set_done(&set);
                         return r;

@@ -63,7 +63,15 @@ int rdma_shared_config_load(const char *path, struct rdma_shared_config *ret, ch
 /* True when a PF matches the resource's selectors and carries a usable RDMA device. */
 bool rdma_shared_pf_matches(const struct rdma_shared_selectors *sel, const struct pf_info *pf);
 
-/* One pool per configured resource: rdmaHcaMax healthy IDs when at least one card matched, no
- * IDs otherwise; no topology. */
+/* One pool per configured resource: rdmaHcaMax IDs when at least one card matched, no IDs
+ * otherwise; no topology. */
 int dp_pools_from_rdma_shared(const struct rdma_shared_config *c, const struct inventory *inv,
                               struct dp_pool_set *ret);
+struct dp_health_options;
+/* The same with health options (deviceplugin/health.h; NULL = defaults): the IDs are Unhealthy
+ * while every matching function is down (driver unbound; unless link health is off, no carrier
+ * or InfiniBand port not ACTIVE), so whole-card pools follow their cards' ports. */
+int dp_pools_from_rdma_shared_health(const struct rdma_shared_config *c,
+                                     const struct inventory *inv,
+                                     const struct dp_health_options *health,
+                                     struct dp_pool_set *ret);

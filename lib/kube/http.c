@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "kube/curl-loader.h"
 #include "util/log.h"
@@ -26,6 +27,14 @@
 #define MAX_COLLECTED_BODY KUBE_MAX_BODY
 /* Answers whose buffer grew beyond this are followed by malloc_trim(). */
 #define KUBE_TRIM_AFTER_BODY (64u * 1024)
+/* While recovering from a lost or overloaded API server, one agent starts at most one request
+ * every 1.5 s: N nodes then never send more than N requests in any one second, however their
+ * reconnects line up (the half second is headroom for network delay and the odd unpaced
+ * request). Recovery lasts until RECOVERY_QUIET passed without trouble or paced request. */
+#define PACE_USEC           (1500ULL * 1000)
+#define RECOVERY_QUIET_USEC (5ULL * 1000 * 1000)
+/* Pacing needs no finer timer than this. */
+#define PACE_ACCURACY_USEC (10ULL * 1000)
 
 struct kube_http {
         sd_event *event;
@@ -37,6 +46,16 @@ struct kube_http {
         sd_event_source *deferred_adds; /* adds requests started inside a curl callback */
         unsigned n_deferred;
         struct kube_http_stats stats;
+
+        /* Recovery pacing (PACE_USEC): requests wait in a queue (FIFO, urgent ones first). */
+        sd_event_source *pace_timer;
+        unsigned n_paced;
+        uint64_t paced_seq;
+        uint64_t last_start_usec;   /* when a request was last handed to curl */
+        uint64_t recovering_until;  /* pacing lasts while now is before this */
+        uint64_t not_before_usec;   /* a 429/503's Retry-After: nothing paced before it */
+        uint64_t outage_since_usec; /* first trouble of the current outage, 0 = none */
+        uint64_t jitter_state;      /* splitmix64 */
 };
 
 struct kube_request {
@@ -56,6 +75,9 @@ struct kube_request {
         bool cancelled;
         bool deferred; /* started inside a curl callback, not yet handed to curl */
         char verb[8];  /* for the request counts */
+        bool paced;    /* waiting in the pacing queue, not yet handed to curl */
+        bool urgent;
+        uint64_t paced_seq;
         char error_text[CURL_ERROR_SIZE];
 };
 
@@ -64,6 +86,8 @@ static void request_free(struct kube_request *r)
         struct kube_http *h = r->http;
         if (r->deferred)
                 h->n_deferred--;
+        if (r->paced)
+                h->n_paced--;
         if (r->easy) {
                 curl_multi_remove_handle(h->multi, r->easy);
                 curl_easy_cleanup(r->easy);
@@ -228,6 +252,41 @@ const struct kube_http_stats *kube_http_stats(const struct kube_http *h)
         return &h->stats;
 }
 
+static uint64_t http_now(const struct kube_http *h)
+{
+        uint64_t now = 0;
+        sd_event_now(h->event, CLOCK_MONOTONIC, &now);
+        return now;
+}
+
+/* The server answered: an outage (if any) is over. A transport failure (a refused connection,
+ * a stream cut by a restarting server), a 5xx or a 429 starts or continues one, and makes the
+ * requests that follow go through the pacing queue. */
+static void note_outcome(struct kube_http *h, struct kube_request *r, int error, long status)
+{
+        if (r->abort_error)
+                return; /* our own decision (a bad event, a size cap), not the server's health */
+        uint64_t now = http_now(h);
+        bool trouble = (error < 0 && error != -ECANCELED) || status >= 500 || status == 429;
+        if (!trouble) {
+                if (status > 0)
+                        h->outage_since_usec = 0;
+                return;
+        }
+        if (!h->outage_since_usec)
+                h->outage_since_usec = now;
+        if (h->recovering_until < now + RECOVERY_QUIET_USEC)
+                h->recovering_until = now + RECOVERY_QUIET_USEC;
+        uint64_t retry_after =
+            (status == 429 || status == 503) ? kube_request_retry_after_usec(r) : 0;
+        /* Not sooner than it says, and up to half as late again: every agent of the fleet
+         * got the same Retry-After at about the same time. */
+        if (retry_after)
+                retry_after += kube_http_jitter_usec(h, retry_after / 2);
+        if (retry_after && h->not_before_usec < now + retry_after)
+                h->not_before_usec = now + retry_after;
+}
+
 static void finish_request(struct kube_http *h, CURL *easy, CURLcode result)
 {
         struct kube_request *r;
@@ -242,6 +301,7 @@ static void finish_request(struct kube_http *h, CURL *easy, CURLcode result)
         count_request(&h->stats, r->verb, status);
         if (r->on_data)
                 h->stats.watch_ends++;
+        note_outcome(h, r, error, status);
         curl_multi_remove_handle(h->multi, r->easy);
         r->in_callback = true;
         if (r->on_done)
@@ -349,6 +409,59 @@ static int add_to_multi(struct kube_request *r)
         return 0;
 }
 
+static bool pacing(const struct kube_http *h, uint64_t now)
+{
+        return h->n_paced > 0 || now < h->recovering_until || now < h->not_before_usec;
+}
+
+static uint64_t next_slot(const struct kube_http *h)
+{
+        uint64_t slot = h->last_start_usec ? h->last_start_usec + PACE_USEC : 0;
+        return slot > h->not_before_usec ? slot : h->not_before_usec;
+}
+
+static void arm_pace_timer(struct kube_http *h)
+{
+        if (h->n_paced == 0) {
+                sd_event_source_set_enabled(h->pace_timer, SD_EVENT_OFF);
+                return;
+        }
+        sd_event_source_set_time(h->pace_timer, next_slot(h));
+        sd_event_source_set_enabled(h->pace_timer, SD_EVENT_ONESHOT);
+}
+
+/* Hands the next queued request to curl: urgent ones first, otherwise in start order. */
+static int pace_cb(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct kube_http *h = userdata;
+        uint64_t now = http_now(h);
+        struct kube_request *pick = NULL;
+        if (now >= next_slot(h))
+                for (struct kube_request *r = h->requests; r; r = r->next) {
+                        if (!r->paced || r->cancelled)
+                                continue;
+                        if (!pick || (r->urgent && !pick->urgent) ||
+                            (r->urgent == pick->urgent && r->paced_seq < pick->paced_seq))
+                                pick = r;
+                }
+        if (pick) {
+                pick->paced = false;
+                h->n_paced--;
+                h->last_start_usec = now;
+                /* Still recovering while the queue drains, and a while after. */
+                if (h->recovering_until < now + RECOVERY_QUIET_USEC)
+                        h->recovering_until = now + RECOVERY_QUIET_USEC;
+                if (add_to_multi(pick) < 0) {
+                        pick->in_callback = true;
+                        if (pick->on_done)
+                                pick->on_done(pick, -ENOMEM, 0, "", 0, pick->userdata);
+                        request_free(pick);
+                }
+        }
+        arm_pace_timer(h);
+        return 0;
+}
+
 static int deferred_adds_cb(sd_event_source *s, void *userdata)
 {
         struct kube_http *h = userdata;
@@ -403,6 +516,14 @@ int kube_http_new(sd_event *event, struct kube_config *config, struct kube_http 
         if (k < 0)
                 return log_error_errno(k, "cannot create the HTTP dispatcher");
         sd_event_source_set_enabled(h->deferred_adds, SD_EVENT_OFF);
+        k = sd_event_add_time(event, &h->pace_timer, CLOCK_MONOTONIC, UINT64_MAX,
+                              PACE_ACCURACY_USEC, pace_cb, h);
+        if (k < 0)
+                return log_error_errno(k, "cannot create the HTTP pacing timer");
+        sd_event_source_set_enabled(h->pace_timer, SD_EVENT_OFF);
+        if (getrandom(&h->jitter_state, sizeof(h->jitter_state), GRND_NONBLOCK) !=
+            sizeof(h->jitter_state))
+                h->jitter_state = (uint64_t)(uintptr_t)h ^ http_now(h);
         curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
         curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
         curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timerfunc_cb);
@@ -423,6 +544,7 @@ struct kube_http *kube_http_free(struct kube_http *h)
                 curl_multi_cleanup(h->multi); /* removes the remaining socket sources */
         sd_event_source_disable_unref(h->timer);
         sd_event_source_disable_unref(h->deferred_adds);
+        sd_event_source_disable_unref(h->pace_timer);
         sd_event_unref(h->event);
         free(h);
         curl_global_cleanup();
@@ -604,7 +726,16 @@ int kube_http_start(struct kube_http *h, const struct kube_request_opts *opts,
                 request_free(r);
                 return k;
         }
-        if (h->in_write_callback) {
+        uint64_t now = http_now(h);
+        if (opts->paced || pacing(h, now)) {
+                /* A restart after trouble, or anything while recovering: wait for a slot. */
+                r->paced = true;
+                r->urgent = opts->urgent;
+                r->paced_seq = ++h->paced_seq;
+                h->n_paced++;
+                arm_pace_timer(h);
+        } else if (h->in_write_callback) {
+                h->last_start_usec = now;
                 /* curl refuses multi calls from inside its callbacks, and a cache callback
                  * that reacts to a watch event by posting an Event runs there. */
                 r->deferred = true;
@@ -617,10 +748,37 @@ int kube_http_start(struct kube_http *h, const struct kube_request_opts *opts,
         } else if ((k = add_to_multi(r)) < 0) {
                 request_free(r);
                 return k;
-        }
+        } else
+                h->last_start_usec = now;
         if (ret)
                 *ret = r;
         return 0;
+}
+
+uint64_t kube_http_jitter_usec(struct kube_http *h, uint64_t max_usec)
+{
+        /* splitmix64: a per-client sequence, seedable so tests replay the same spread. */
+        uint64_t z = (h->jitter_state += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        return max_usec ? z % (max_usec + 1) : 0;
+}
+
+void kube_http_seed_jitter(struct kube_http *h, uint64_t seed)
+{
+        h->jitter_state = seed;
+}
+
+uint64_t kube_http_reconnect_window_usec(struct kube_http *h)
+{
+        uint64_t window = KUBE_RECONNECT_WINDOW_MIN_USEC;
+        if (h->outage_since_usec) {
+                uint64_t outage = http_now(h) - h->outage_since_usec;
+                if (outage > window)
+                        window = outage;
+        }
+        return window < KUBE_RECONNECT_WINDOW_MAX_USEC ? window : KUBE_RECONNECT_WINDOW_MAX_USEC;
 }
 
 int kube_http_start_json(struct kube_http *h, const struct kube_request_opts *opts, json_t *body,

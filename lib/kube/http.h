@@ -13,7 +13,13 @@
  * freed. kube_request_cancel() stops a request without calling on_done; it is safe from any
  * callback, including the request's own. kube_http_start() is safe from any callback too
  * (e.g. a cache callback running inside a watch's on_data): such requests are handed to curl
- * on the next loop iteration. At most 16 connections are opened; more requests queue. */
+ * on the next loop iteration. At most 16 connections are opened; more requests queue.
+ *
+ * Recovery pacing: after trouble with the server (a refused or cut connection, a 5xx, a 429),
+ * and for requests started with .paced (an informer restarting its list or watch), requests
+ * are handed to curl at most one every 1.5 s, in start order (.urgent ones first), until 5 s pass
+ * without trouble or queued request; a 429/503's Retry-After holds the queue until it passes.
+ * So after an API server restart N agents send at most N requests in any one second. */
 #pragma once
 
 #include <jansson.h>
@@ -47,6 +53,8 @@ struct kube_request_opts {
         void *userdata;
         unsigned timeout_s;      /* whole request; 0 = default (30 s) unless on_data is set */
         unsigned idle_timeout_s; /* streams: abort when nothing arrives for this long */
+        bool paced;              /* always through the pacing queue (a restart after a failure) */
+        bool urgent; /* ahead of the others in the pacing queue (the Lease holder's renewal) */
 };
 
 /* What the client did, for the metrics endpoint: requests by verb ("GET", "PUT", ...,
@@ -98,6 +106,17 @@ const char *kube_request_error_text(const struct kube_request *req);
  * says so): it bounds what a list, or a hostile server, can make the agent hold. */
 #define KUBE_MAX_BODY (16u * 1024 * 1024)
 uint64_t kube_request_retry_after_usec(struct kube_request *req);
+
+/* Reconnects after trouble are spread uniformly over a window that grows with the outage (the
+ * time since the server last answered): at least 4 s, at most 15 s, so that with the pacing
+ * (an agent's dozen restart requests, one every 1.5 s) every watch is back within 60 s. */
+#define KUBE_RECONNECT_WINDOW_MIN_USEC (4ULL * 1000 * 1000)
+#define KUBE_RECONNECT_WINDOW_MAX_USEC (15ULL * 1000 * 1000)
+uint64_t kube_http_reconnect_window_usec(struct kube_http *h);
+/* Uniform in [0, max_usec], from this client's own sequence (getrandom()-seeded; a test may
+ * seed it to replay a spread). For jitter only. */
+uint64_t kube_http_jitter_usec(struct kube_http *h, uint64_t max_usec);
+void kube_http_seed_jitter(struct kube_http *h, uint64_t seed);
 
 /* Percent-encodes s for a query parameter value. Caller frees. */
 char *kube_http_escape(const char *s);

@@ -49,6 +49,7 @@ struct kube_lease {
         uint64_t observed_usec; /* ...and when we saw that, on our clock */
         uint64_t renewed_usec;  /* our last successful write as leader */
         bool leader, stopped;
+        unsigned renew_conflicts; /* 409s to our renewals since the last one that worked */
 
         struct kube_request *request;
         enum lease_op op;
@@ -136,6 +137,9 @@ static int start(struct kube_lease *l, enum lease_op op, const char *method, con
                 .on_done = request_done,
                 .userdata = l,
                 .timeout_s = 5,
+                /* While kube_http paces a recovery, the holder's renewal (and its hand-over)
+                 * goes ahead of the informers' relists: it has a deadline. */
+                .urgent = l->leader || op == OP_RELEASE,
         };
         int k = kube_http_start_json(l->http, &opts, body, &l->request);
         if (k >= 0)
@@ -270,6 +274,45 @@ static void watch_synced(struct kube_informer *informer, void *userdata)
         plan(l);
 }
 
+/* The leader read the Lease after a 409 to its renewal: it resigns only when the Lease names
+ * another holder; while it names us, nobody, or is gone, it writes again, at once the first
+ * time, after a retry period when renewals keep conflicting, and never past the renew
+ * deadline (timer_cb() and request_done() enforce it as for any failed renewal). */
+static void leader_checked(struct kube_lease *l)
+{
+        const char *holder = json_string_value(
+            json_object_get(json_object_get(l->server, "spec"), "holderIdentity"));
+        bool ours = holder && strcmp(holder, l->identity) == 0;
+        if (holder && *holder && !ours) {
+                log_info("Lease %s/%s: %s holds it now", l->namespace_, l->name, holder);
+                l->renew_conflicts = 0;
+                set_leader(l, false);
+                plan(l);
+                return;
+        }
+        if (now_usec(l) - l->renewed_usec >= l->renew_deadline_usec) {
+                log_warning("Lease %s/%s: not renewed for %llu s; giving up leadership",
+                            l->namespace_, l->name,
+                            (unsigned long long)(l->renew_deadline_usec / 1000000));
+                set_leader(l, false);
+                plan(l);
+                return;
+        }
+        log_info("Lease %s/%s: our renewal conflicted but no other holder is recorded; "
+                 "renewing again as %s",
+                 l->namespace_, l->name, l->identity);
+        if (l->renew_conflicts > 1) {
+                schedule_retry(l);
+                return;
+        }
+        int k = start_write(l, l->server ? OP_UPDATE : OP_CREATE,
+                            lease_spec(l, l->identity, l->duration_usec, !ours));
+        if (k < 0) {
+                log_warning_errno(k, "Lease %s/%s: cannot start a request", l->namespace_, l->name);
+                schedule_retry(l);
+        }
+}
+
 static void finish_release(struct kube_lease *l)
 {
         void (*done)(void *) = l->release_done;
@@ -303,6 +346,10 @@ static void request_done(struct kube_request *req, int error, long status, const
                 if (op == OP_GET) {
                         if (json_is_object(obj))
                                 observe(l, obj);
+                        if (l->leader) {
+                                leader_checked(l);
+                                return;
+                        }
                         plan(l);
                         return;
                 }
@@ -314,19 +361,26 @@ static void request_done(struct kube_request *req, int error, long status, const
                 json_decref(l->observed_spec);
                 l->observed_spec = json_deep_copy(json_object_get(l->server, "spec"));
                 l->observed_usec = l->renewed_usec = now_usec(l);
+                l->renew_conflicts = 0;
                 set_leader(l, true);
                 schedule(l, l->renew_period_usec);
                 return;
         }
         if (error == 0 && status == 404 && op == OP_GET) {
                 observe(l, NULL);
+                if (l->leader) {
+                        leader_checked(l); /* deleted under us: create it again as ours */
+                        return;
+                }
                 plan(l);
                 return;
         }
         if (error == 0 && (status == 409 || status == 404)) {
-                /* Someone else wrote it meanwhile (or it vanished): read it again now. */
+                /* Someone wrote it meanwhile (or it vanished): read it again now. A leader
+                 * stays leader until the read names another holder (leader_checked()): a 409
+                 * to its own renewal often means only that its resourceVersion was stale. */
                 if (l->leader && op == OP_UPDATE)
-                        set_leader(l, false);
+                        l->renew_conflicts++;
                 int k = start(l, OP_GET, "GET", l->object_path, NULL);
                 if (k < 0)
                         schedule_retry(l);

@@ -8,7 +8,9 @@
  * take it (update with the resourceVersion it saw, so two candidates cannot both win) only when
  * it is free (absent, or holderIdentity "") after a jitter of up to a retry period, or when it
  * has not changed for leaseDurationSeconds as seen on the candidate's own clock (so clock skew
- * between nodes does not matter), plus the same jitter. A conflict (409) reads it again (GET).
+ * between nodes does not matter), plus the same jitter. A conflict (409) reads it again (GET);
+ * a leader whose renewal got the 409 resigns only when that read names another holder, and
+ * otherwise renews again with the resourceVersion it just read.
  * The leader renews every renew period (10 s); when it has not managed to renew for the renew
  * deadline (20 s) it stops leading before the others may take over (30 s); failed renewals are
  * retried every retry period (2 s). kube_lease_release() hands the Lease back at shutdown

@@ -17,6 +17,9 @@
 #define KIND              "SriovNetworkNodeState"
 #define BACKOFF_MIN_USEC  (500ULL * 1000)
 #define BACKOFF_MAX_USEC  (30ULL * 1000 * 1000)
+/* Our writes are at most one a second, so the watch would have to lag by 16 s for an event of
+ * ours to fall out of the history (and then it costs one 409 and a re-read, as before). */
+#define SEEN_RV_HISTORY 16
 /* At most one write per second under churn (issue: a write loop at 5,000 nodes). */
 #define WRITE_INTERVAL_USEC (1000ULL * 1000)
 /* A body the server refuses as invalid (422) is not retried sooner than this. */
@@ -82,6 +85,13 @@ struct kube_nodestate {
         json_t *acked_extra;
         bool acked_extra_known;
         char *acked_rv; /* resourceVersion of the echo of our last write */
+        /* The resourceVersions of this object that this writer has read, written or adopted
+         * from the watch, newest last. resourceVersions are opaque (never compared by value
+         * order): a watch event naming one of them is a version we already had, at best the
+         * current one and otherwise superseded (typically the late event of our own earlier
+         * write), never someone else's change. */
+        char seen_rvs[SEEN_RV_HISTORY][64];
+        unsigned seen_rvs_next; /* ring position of the next one */
         json_t *inflight_spec, *inflight_status;
         json_t *inflight_extra;
 
@@ -256,11 +266,29 @@ static const char *server_extra(json_t *obj)
                             KUBE_NODESTATE_EXTRA_ANNOTATION));
 }
 
+static bool rv_seen(const struct kube_nodestate *st, const char *rv)
+{
+        for (unsigned i = 0; rv && i < SEEN_RV_HISTORY; i++)
+                if (strcmp(st->seen_rvs[i], rv) == 0)
+                        return true;
+        return false;
+}
+
+static void remember_rv(struct kube_nodestate *st, json_t *obj)
+{
+        const char *rv = object_rv(obj);
+        if (!rv || !*rv || strlen(rv) >= sizeof(st->seen_rvs[0]) || rv_seen(st, rv))
+                return;
+        snprintf(st->seen_rvs[st->seen_rvs_next], sizeof(st->seen_rvs[0]), "%s", rv);
+        st->seen_rvs_next = (st->seen_rvs_next + 1) % SEEN_RV_HISTORY;
+}
+
 static void set_server(struct kube_nodestate *st, const char *body, size_t len)
 {
         json_auto_t *obj = json_loadb(body, len, 0, NULL);
         json_decref(st->server);
         st->server = json_is_object(obj) ? TAKE_PTR(obj) : NULL;
+        remember_rv(st, st->server);
 }
 
 /* Members of the server's object (a fresh copy we own) that equal what we hold anyway become
@@ -751,11 +779,21 @@ void kube_nodestate_observe(struct kube_nodestate *st, json_t *object)
                 const char *rv = object_rv(object);
                 if (!rv || streq_null(rv, st->acked_rv) || streq_null(rv, object_rv(st->server)))
                         return; /* the echo of our own write, or known */
+                if (rv_seen(st, rv)) {
+                        /* A version we already moved past (our own earlier write, arriving
+                         * after a later one was acknowledged): adopting it would write with a
+                         * stale resourceVersion and earn a 409. */
+                        log_debug("NodeState %s: ignoring resourceVersion %s, older than our "
+                                  "last write's (%s)",
+                                  st->node_name, rv, st->acked_rv ? st->acked_rv : "none");
+                        return;
+                }
                 log_debug("NodeState %s: resourceVersion %s is not our write's (%s): comparing "
                           "afresh",
                           st->node_name, rv, st->acked_rv ? st->acked_rv : "none");
                 json_decref(st->server);
                 st->server = copy_for_sharing(object);
+                remember_rv(st, st->server);
                 forget_acked(st); /* changed behind our back: compare with it afresh */
                 share_with_ours(st);
         }

@@ -86,9 +86,10 @@ int kube_nodestate_set_status_extra(struct kube_nodestate *state, json_t *interf
                                     json_t *node_extra, enum kube_sync_status sync_status,
                                     const char *last_sync_error);
 
-/* The object as a watch on it delivers it (NULL: deleted). Another resourceVersion than our
- * last write's echo means someone else changed it: the writer compares afresh and repairs it
- * (at most one write), or re-creates it. */
+/* The object as a watch on it delivers it (NULL: deleted). A resourceVersion this writer has
+ * not read, written or adopted before means someone else changed it: the writer compares
+ * afresh and repairs it (at most one write), or re-creates it. One it has (the late event of
+ * its own earlier write, on a slow server) is ignored: it is not newer than what we wrote. */
 void kube_nodestate_observe(struct kube_nodestate *state, json_t *object);
 
 /* True while a write is pending or on the wire. */

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "kube/json-split.h"
@@ -29,8 +28,8 @@
 /* A watch that ends this quickly without delivering anything is treated like a failure, so a
  * server that closes every watch at once cannot make us spin. */
 #define SHORT_WATCH_USEC (1000ULL * 1000)
-/* Retries are backoffs of 0.4 s and up with jitter: 50 ms of slack is plenty, and not the
- * default 250 ms, which would turn "retry at once" into a quarter second. */
+/* Retries are jittered over seconds: 50 ms of slack is plenty, and not the default 250 ms,
+ * which would turn "renew at once" into a quarter second. */
 #define TIMER_ACCURACY_USEC (50ULL * 1000)
 /* Bookmarks arrive about every 60 s: one missed by 15 s means the stream is dead. */
 #define WATCH_IDLE_TIMEOUT_S 75
@@ -71,9 +70,11 @@ struct kube_informer {
         uint64_t backoff_usec;
         uint64_t watch_started_usec;
         unsigned watch_events;
-        bool relist_requested;           /* a 410 or a broken stream asked for a fresh list */
-        bool consistent_list;            /* after a 410: list from etcd, not the watch cache */
-        bool watch_error;                /* the stream carried an ERROR other than 410 */
+        bool relist_requested; /* a 410 or a broken stream asked for a fresh list */
+        bool list_from_rv;     /* after a 410: list "not older than" our resourceVersion */
+        bool consistent_list;  /* that failed too (410, or 504 too large): list from etcd */
+        bool restarting;       /* requests go through kube_http's pacing until a watch works */
+        bool watch_error;      /* the stream carried an ERROR other than 410 */
         uint64_t watch_error_retry_usec; /* its details.retryAfterSeconds */
         unsigned expired_in_row;         /* 410s without a working watch in between */
 };
@@ -86,14 +87,6 @@ static uint64_t now_usec(void)
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
-}
-
-static uint64_t random_u64(void)
-{
-        uint64_t v = 0;
-        if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
-                v = now_usec() * 6364136223846793005ULL; /* jitter only, not security */
-        return v;
 }
 
 static int retry_timer_cb(sd_event_source *s, uint64_t usec, void *userdata)
@@ -116,16 +109,24 @@ static void schedule(struct kube_informer *inf, enum informer_step step, uint64_
         sd_event_source_set_enabled(inf->retry_timer, SD_EVENT_ONESHOT);
 }
 
+/* A retry after a failure: uniformly anywhere in a window that is the larger of this
+ * informer's own backoff (client-go's 0.8 s doubling to 30 s) and the reconnect window of the
+ * connection (4 s growing with the outage to 15 s). All agents of a cluster lose the server at
+ * the same instant; spread over the window, and paced by kube_http to one request every 1.5 s
+ * each, their reconnects stay below one request per node per second. */
 static void schedule_backoff(struct kube_informer *inf, enum informer_step step)
 {
         uint64_t next = inf->backoff_usec ? inf->backoff_usec * 2 : BACKOFF_MIN_USEC;
         if (next > BACKOFF_MAX_USEC)
                 next = BACKOFF_MAX_USEC;
         inf->backoff_usec = next;
-        /* Half fixed, half random: many agents restarting together spread out. */
-        uint64_t delay = next / 2 + random_u64() % (next / 2 + 1);
+        uint64_t window = kube_http_reconnect_window_usec(inf->http);
+        if (window < next)
+                window = next;
+        uint64_t delay = kube_http_jitter_usec(inf->http, window);
         log_info("%s informer: retrying %s in %.1f s", inf->kind,
                  step == STEP_LIST ? "list" : "watch", (double)delay / 1e6);
+        inf->restarting = true;
         schedule(inf, step, delay);
 }
 
@@ -137,15 +138,24 @@ static void set_resource_version(struct kube_informer *inf, json_t *object)
                 snprintf(inf->resource_version, sizeof(inf->resource_version), "%s", rv);
 }
 
-/* After a 410: one consistent list at once; 410s again and again (a hostile or broken server)
- * go through the backoff. */
+/* After a 410 (a compacted or restarted server: every agent gets it at once), relist "not older
+ * than" the resourceVersion we had, which the API server answers from its watch cache, as
+ * client-go's reflector does; a consistent read from etcd only when that fails too. The relist
+ * is spread over the reconnect window; 410s again and again (a hostile or broken server) go
+ * through the backoff. */
 static void relist_after_expiry(struct kube_informer *inf)
 {
-        inf->consistent_list = true;
+        if (inf->resource_version[0] && !inf->consistent_list)
+                inf->list_from_rv = true;
+        else
+                inf->consistent_list = true;
         free(inf->list_continue);
         inf->list_continue = NULL;
+        inf->restarting = true;
         if (inf->expired_in_row++ == 0)
-                schedule(inf, STEP_LIST, 0);
+                schedule(
+                    inf, STEP_LIST,
+                    kube_http_jitter_usec(inf->http, kube_http_reconnect_window_usec(inf->http)));
         else
                 schedule_backoff(inf, STEP_LIST);
 }
@@ -170,6 +180,17 @@ static void handle_http_failure(struct kube_informer *inf, struct kube_request *
                 return;
         }
         kube_status_describe(status, body, body_len, desc, sizeof(desc));
+        if (step == STEP_LIST && inf->list_from_rv && (status == 410 || status == 504)) {
+                /* The server has nothing as new as our resourceVersion (a younger store after
+                 * a restart) or forgot it: read the current state from etcd. */
+                log_info("%s informer: list from resourceVersion %s failed (%s); listing "
+                         "consistently",
+                         inf->kind, inf->resource_version, desc);
+                inf->list_from_rv = false;
+                inf->consistent_list = true;
+                schedule_backoff(inf, STEP_LIST);
+                return;
+        }
         if (status == 410) {
                 log_info("%s informer: %s expired (%s); relisting", inf->kind, what, desc);
                 relist_after_expiry(inf);
@@ -300,6 +321,7 @@ static void list_finished(struct kube_informer *inf, json_t *list)
         inf->synced = true;
         inf->relist_requested = false;
         inf->consistent_list = false;
+        inf->list_from_rv = false;
         /* The backoff is not reset here: a server whose watches fail right after a good list
          * must not get a list at full speed each time. Only a watch that worked resets it. */
         log_debug("%s informer: listed %zu objects at resourceVersion %s", inf->kind,
@@ -426,15 +448,22 @@ static void list_done(struct kube_request *req, int error, long status, const ch
 
 static int informer_list(struct kube_informer *inf)
 {
+        /* After a 410: "not older than" our resourceVersion, without limit (a paged list would
+         * be read from etcd; client-go drops the limit for the same reason). */
+        bool from_rv = inf->list_from_rv && !inf->small_pages && !inf->list_continue;
         _cleanup_free_ char *url = NULL;
-        if (asprintf(&url, "%s?limit=%u", inf->path,
-                     inf->small_pages ? SMALL_LIST_PAGE_SIZE : inf->list_page_size) < 0)
+        if ((from_rv ? asprintf(&url, "%s", inf->path)
+                     : asprintf(&url, "%s?limit=%u", inf->path,
+                                inf->small_pages ? SMALL_LIST_PAGE_SIZE : inf->list_page_size)) < 0)
                 return -ENOMEM;
         int k = selector_query(inf, &url);
         if (k < 0)
                 return k;
         if (inf->list_continue) {
                 if ((k = append_query(&url, "continue", inf->list_continue)) < 0)
+                        return k;
+        } else if (from_rv) {
+                if ((k = append_query(&url, "resourceVersion", inf->resource_version)) < 0)
                         return k;
         } else if (!inf->consistent_list && !inf->small_pages &&
                    (k = append_query(&url, "resourceVersion", "0")) < 0)
@@ -443,6 +472,7 @@ static int informer_list(struct kube_informer *inf)
                 return k;
         const struct kube_request_opts opts = {
                 .path = url,
+                .paced = inf->restarting,
                 .on_done = list_done,
                 .userdata = inf,
         };
@@ -483,6 +513,7 @@ static int watch_event(enum kube_watch_event_type type, json_t *object, void *us
                 return -EPROTO;
         case KUBE_WATCH_BOOKMARK:
                 set_resource_version(inf, object);
+                inf->restarting = false; /* the watch works */
                 return 0;
         case KUBE_WATCH_ADDED:
         case KUBE_WATCH_MODIFIED:
@@ -506,6 +537,7 @@ static int watch_event(enum kube_watch_event_type type, json_t *object, void *us
         set_resource_version(inf, object);
         inf->watch_events++;
         inf->backoff_usec = 0; /* the watch works */
+        inf->restarting = false;
         inf->expired_in_row = 0;
         return 0;
 }
@@ -532,6 +564,7 @@ static void watch_done(struct kube_request *req, int error, long status, const c
         if (lived) {
                 inf->backoff_usec = 0;
                 inf->expired_in_row = 0;
+                inf->restarting = false;
         }
         if (inf->relist_requested) {
                 /* After a 410 the list is the remedy; after a broken stream, back off first
@@ -572,8 +605,9 @@ static void watch_done(struct kube_request *req, int error, long status, const c
 
 static int informer_watch(struct kube_informer *inf)
 {
-        unsigned timeout =
-            inf->watch_timeout_s ? inf->watch_timeout_s : 300 + (unsigned)(random_u64() % 300);
+        unsigned timeout = inf->watch_timeout_s
+                               ? inf->watch_timeout_s
+                               : 300 + (unsigned)kube_http_jitter_usec(inf->http, 299);
         _cleanup_free_ char *url = NULL;
         if (asprintf(&url, "%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%u", inf->path,
                      timeout) < 0)
@@ -594,6 +628,7 @@ static int informer_watch(struct kube_informer *inf)
                 .on_data = watch_data,
                 .on_done = watch_done,
                 .userdata = inf,
+                .paced = inf->restarting,
                 /* We ask for bookmarks, which the API server sends about once a minute even
                  * when nothing changes: a watch silent for longer than that is dead even if
                  * TCP has not noticed. It is resumed from the last resourceVersion. */

@@ -2,17 +2,22 @@
 /* List-then-watch informer for one kind of Kubernetes object.
  *
  * kube_informer_start() lists the collection with resourceVersion=0 (served from the API
- * server's watch cache, as client-go's reflector does; a consistent, paged read from etcd only
- * after a 410), fills the cache, then watches from the list's resourceVersion with
- * allowWatchBookmarks and a server-side timeoutSeconds; a watch that ends normally is renewed
- * at once from the last seen resourceVersion. Every change reaches the cache callbacks
- * (added/updated/deleted), including deletions that happened while the informer was away
- * (410 Expired → relist and reconcile).
+ * server's watch cache, as client-go's reflector does), fills the cache, then watches from the
+ * list's resourceVersion with allowWatchBookmarks and a server-side timeoutSeconds; a watch
+ * that ends normally is renewed at once from the last seen resourceVersion. Every change
+ * reaches the cache callbacks (added/updated/deleted), including deletions that happened while
+ * the informer was away (410 Expired → relist and reconcile).
  *
- * Failures never stop the informer: dropped connections and 5xx are retried with exponential
- * backoff plus jitter (0.8 s doubling, capped at 30 s, as client-go), which resets only once a
- * watch delivered events or lived 30 s (never on a mere successful list). Only a 410 relists
- * at once, and only once: 410s in a row go through the backoff. An ERROR event of another
+ * Failures never stop the informer. A dropped connection, a 5xx or a failed list is retried at
+ * a moment drawn uniformly from a window: the larger of the connection's reconnect window
+ * (kube_http_reconnect_window_usec(): 4 s, growing with the outage to 15 s) and client-go's
+ * exponential backoff (0.8 s doubling, capped at 30 s), which resets only once a watch
+ * delivered events or lived 30 s (never on a mere successful list). Until a watch works again
+ * its requests go through kube_http's pacing (one per 1.5 s per agent), so a fleet that lost
+ * its API server together does not come back together. A 410 relists after a jitter over the
+ * same window, "not older than" the last resourceVersion (resourceVersion=N without limit,
+ * served from the watch cache); only when that fails too (410, or 504 too large) a consistent,
+ * paged read from etcd. 410s in a row go through the backoff. An ERROR event of another
  * code inside a watch stream (500, 429...) keeps the resourceVersion and watches again after
  * the backoff (or its details.retryAfterSeconds). 429/503 answers wait for Retry-After.
  * 401/403 are logged as a credentials problem and retried the same way; a malformed or

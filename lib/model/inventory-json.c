@@ -130,6 +130,10 @@ static int set_link(json_t *o, const struct pf_info *pf)
         }
         if (r == 0)
                 r = set(o, "linkAdminState", json_string(n->admin_up ? "up" : "down"));
+        /* The carrier as the kernel's operstate says it ("up", "down", "lowerlayerdown"):
+         * what makes the PF's devices Unhealthy, next to the admin state the agent sets. */
+        if (r == 0)
+                r = set_string_if(o, "linkState", n->operstate);
         return r;
 }
 

@@ -76,3 +76,34 @@ int records_after_apply(const struct plan *plan, const struct applied_state *pre
         };
         return 0;
 }
+
+static int compare_interfaces(const void *a, const void *b)
+{
+        const struct desired_interface *x = a, *y = b;
+        return strcasecmp(x->pci_address, y->pci_address);
+}
+
+int records_boot_desired(const struct applied_state *records, struct desired_state *ret)
+{
+        struct desired_state d = { 0 };
+
+        if (records->n_pfs > 0) {
+                d.interfaces = calloc(records->n_pfs, sizeof(*d.interfaces));
+                if (!d.interfaces)
+                        return -ENOMEM;
+                d.cap_interfaces = records->n_pfs;
+        }
+        for (size_t i = 0; i < records->n_pfs; i++) {
+                struct applied_pf copy;
+                if (applied_pf_copy(&records->pfs[i], &copy) < 0) {
+                        desired_state_done(&d);
+                        return -ENOMEM;
+                }
+                d.interfaces[d.n_interfaces++] = copy.applied;
+        }
+        /* The planner and the pools expect the desired state sorted by PCI address. */
+        if (d.n_interfaces > 1)
+                qsort(d.interfaces, d.n_interfaces, sizeof(*d.interfaces), compare_interfaces);
+        *ret = d;
+        return 0;
+}

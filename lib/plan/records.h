@@ -37,3 +37,11 @@ int records_before_apply(const struct plan *plan, const struct applied_state *pr
  * had nothing to do). 0 or -ENOMEM. */
 int records_after_apply(const struct plan *plan, const struct applied_state *previous,
                         const struct apply_report *rep, struct record_changes *ret);
+
+/* The desired state at boot, before the API server has answered: every PF the records say this
+ * agent configured, as it was last applied (VF count, groups and their drivers, MTUs, eswitch
+ * mode, link type). Planned against a node whose VFs a reboot removed, it brings them back;
+ * it never resets a PF (every recorded PF is wanted) and never touches a PF without a record.
+ * Externally managed PFs are included as recorded (the planner leaves their VF count alone).
+ * 0 or -ENOMEM. */
+int records_boot_desired(const struct applied_state *records, struct desired_state *ret);

@@ -24,7 +24,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from testlib import Agent, Proc, check, ev, finish, policy, read_attr, write_json  # noqa: E402
+from testlib import (Agent, Proc, check, ev, finish, policy, read_attr,  # noqa: E402
+                     standalone_node, write_json)
 
 SEED_RESOURCE = "openshift.io/sriov_highnet"
 E810_RESOURCE = "openshift.io/sriov_e810"
@@ -75,22 +76,12 @@ def main():
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="agent-test-")
-    sysfs, kdir, pdir, state, devinfo = (os.path.join(work, d) for d in
-                                         ("sys", "device-plugins", "policies", "state", "devinfo"))
-    for d in (kdir, pdir):
-        os.makedirs(d)
-    prsock, assign = os.path.join(work, "pod-resources.sock"), os.path.join(work, "assign.json")
-    write_json(assign, [])
-    manifest = json.loads(subprocess.check_output(
-        [sys.executable, args.gen_sysfs, "--out", sysfs, "--profile", "seed", "--manifest"]))
+    paths, manifest = standalone_node(work, args.gen_sysfs)
+    sysfs, kdir, pdir, state, devinfo, prsock, assign = (
+        paths[k] for k in ("sysfs", "kdir", "pdir", "state", "devinfo", "prsock", "assign"))
     pfs = {pf["ifname"]: pf for pf in manifest["pfs"] if pf.get("ifname")}
     cx, ice = pfs["ens1f0"], pfs["ens2f0"]
     cx_vfs = sorted(v["pciAddress"] for v in cx["vfs"])
-
-    seed = os.path.join(os.environ.get("SRCDIR", "."), "test/fixtures/policies",
-                        "highnet-sriov-policy.yaml")
-    with open(seed) as src, open(os.path.join(pdir, "highnet-sriov-policy.yaml"), "w") as dst:
-        dst.write(src.read())
 
     kubelet = Proc([args.fake_kubelet, "--dir", kdir, "--podresources", prsock,
                     "--assignments", assign], os.path.join(work, "kubelet.err"))
@@ -98,7 +89,10 @@ def main():
     agent_args = ["--policy-dir", pdir, "--node-labels", "highnet-node=true",
                   "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--devinfo-dir", devinfo,
                   "--state-dir", state, "--pod-resources-socket", prsock,
-                  "--resync-interval", "1", "--vf-timeout", "1", "--log-level", "debug"]
+                  "--resync-interval", "1", "--vf-timeout", "1", "--log-level", "debug",
+                  # SIGTERM as on a node shutdown (devices Unhealthy first); a restart's
+                  # SIGTERM is run-lifecycle-tests.py's
+                  "--stop-mode", "shutdown"]
     before = tree_digest(sysfs)
     agent = Agent(args.agent, agent_args, os.path.join(work, "agent.log"))
     try:
@@ -232,7 +226,7 @@ def main():
               not os.path.exists(os.path.join(state, ice["pciAddress"] + ".json")),
               agent.text()[-800:])
 
-        # 7. SIGTERM: devices reported Unhealthy first, sockets removed, VFs kept.
+        # 7. SIGTERM (--stop-mode shutdown): devices reported Unhealthy first, sockets removed, VFs kept.
         vfs_before = read_attr(sysfs, cx["pciAddress"], "sriov_numvfs")
         mark = len(kubelet.seen)
         rc = agent.stop()

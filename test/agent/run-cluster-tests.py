@@ -113,6 +113,9 @@ def main():
     ap.add_argument("--crds", choices=["project", "upstream"], default="project",
                     help="upstream: apply test/fixtures/crds-upstream over crds/ (a NodeState "
                          "CRD that prunes unknown status fields) and run the NodeState checks")
+    ap.add_argument("--no-inotify", action="store_true",
+                    help="run the agent in a user namespace without inotify instances (it "
+                         "polls) and run the NodeState checks and its InotifyUnavailable Event")
     args = ap.parse_args()
     src = os.environ.get("SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -144,8 +147,12 @@ def main():
             "  namespace: %s\ndata:\n  Intel_igb_I350: \"8086 1521 1520\"\n" % NS))
 
         log = open(os.path.join(work, "agent.log"), "w")
+        # Without inotify: a private user namespace whose max_inotify_instances is 0.
+        prefix = ["unshare", "-U", "-r", "sh", "-c",
+                  'echo 0 > /proc/sys/user/max_inotify_instances && exec "$0" "$@"'] \
+            if args.no_inotify else []
         agent = subprocess.Popen(
-            [args.agent, "run", "--node-name", NODE, "--kubeconfig", cluster.agent_kubeconfig,
+            prefix + [args.agent, "run", "--node-name", NODE, "--kubeconfig", cluster.agent_kubeconfig,
              "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--state-dir", state,
              "--devinfo-dir", os.path.join(work, "devinfo"),
              "--pod-resources-socket", "none",  # no kubelet here: no VF in use
@@ -237,7 +244,22 @@ def main():
         cluster.ok("delete", "sriovnetworknodestates", "-n", NS, NODE)
         check("a deleted NodeState is re-created",
               wait(sync_status(cluster, "Succeeded"), 10) is not None, "still missing")
-        if args.crds == "upstream":
+        if args.no_inotify:
+            def inotify_events():
+                rc, out = cluster.run("get", "events", "-n", NS, "-o", "json")
+                items = json.loads(out).get("items", []) if rc == 0 else []
+                return [e for e in items if e.get("reason") == "InotifyUnavailable" and
+                        e.get("involvedObject", {}).get("kind") == "SriovNetworkNodeState"]
+            found = wait(inotify_events, 20, step=0.5)
+            check("without inotify: one InotifyUnavailable Warning on the NodeState",
+                  found is not None and len(found) == 1 and found[0].get("type") == "Warning" and
+                  found[0].get("count", 1) == 1,
+                  cluster.run("get", "events", "-n", NS)[1][-800:])
+            with open(os.path.join(work, "agent.log")) as f:
+                said = f.read()
+            check("and one line in the journal", said.count(
+                "cannot watch %s with inotify" % kdir) == 1, said[-600:])
+        if args.crds == "upstream" or args.no_inotify:
             # The policy workflow below does not depend on the NodeState schema.
             raise StopIteration
 

@@ -24,9 +24,52 @@ if(KUBECTL)
                      --crds upstream)
     set_tests_properties(integration/agent-cluster-upstream-crds PROPERTIES LABELS integration
         TIMEOUT 120 ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+    # A node's life: reboot with the API server failing (records re-applied, READY=1, pools
+    # within 100 ms of kubelet.sock), a policy deleted while down, rolling restarts.
+    add_test(NAME integration/agent-lifecycle
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-lifecycle-tests.py
+                     --agent $<TARGET_FILE:sriov-agent>
+                     --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet --kubectl ${KUBECTL})
+    set_tests_properties(integration/agent-lifecycle PROPERTIES LABELS integration
+        TIMEOUT 180 ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+    # Link health: carrier loss, recovery and flapping of a veth named as the tree's PF in a
+    # private network namespace (root; skipped otherwise), --link-health off.
+    add_test(NAME integration/agent-link-health
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-link-health-tests.py
+                     --agent $<TARGET_FILE:sriov-agent>
+                     --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet --kubectl ${KUBECTL})
+    set_tests_properties(integration/agent-link-health PROPERTIES LABELS integration
+        TIMEOUT 180 SKIP_RETURN_CODE 77
+        ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+    # The same daemon with no inotify instance to take (a private user namespace whose
+    # max_inotify_instances is 0): the NodeState checks, and its InotifyUnavailable Event.
+    add_test(NAME integration/agent-cluster-no-inotify
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-cluster-tests.py
+                     --agent $<TARGET_FILE:sriov-agent>
+                     --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet --kubectl ${KUBECTL}
+                     --no-inotify)
+    set_tests_properties(integration/agent-cluster-no-inotify PROPERTIES LABELS integration
+        TIMEOUT 120 ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+    # test/lib/fleet.py starts N real agents against one fake API server (for fleet
+    # measurements); its own smoke test: 3 agents, every NodeState Succeeded.
+    add_test(NAME integration/fleet-smoke
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/lib/fleet.py
+                     --agent $<TARGET_FILE:sriov-agent> --kubectl ${KUBECTL} --agents 3)
+    set_tests_properties(integration/fleet-smoke PROPERTIES LABELS integration
+        TIMEOUT 120 ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
 else()
     add_test(NAME integration/agent-cluster
              COMMAND sh -c "echo 'kubectl not found on PATH: the cluster-mode test needs it' >&2; exit 1")
 endif()
 set_tests_properties(integration/agent-cluster PROPERTIES LABELS integration TIMEOUT 300
     ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+
+# The standalone daemon with no inotify instance to take (a private user namespace whose
+# max_inotify_instances is 0): it polls instead and keeps working. Skipped (77) without user
+# namespaces.
+add_test(NAME integration/agent-inotify-fallback
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/inotify_fallback.py
+                 --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
+                 --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
+set_tests_properties(integration/agent-inotify-fallback PROPERTIES LABELS integration
+    TIMEOUT 120 SKIP_RETURN_CODE 77 ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")

@@ -121,7 +121,7 @@ static int build_pools(struct harness *h, struct dp_pool_set *ret)
                 r = dp_manager_get_pools(h->manager, &served);
         if (r >= 0)
                 r = dp_pools_build(&desired, &inv, h->prefix, h->rdma_config_path ? &rc : NULL,
-                                   &served, ret);
+                                   &served, NULL, ret);
         dp_pool_set_done(&served);
         rdma_shared_config_done(&rc);
         desired_state_done(&desired);

@@ -94,7 +94,7 @@ static void sriov_pool(const struct node *n, const char *prefix, const char *pf_
             fx_add_group(&d, pf_named(n, pf_name)->pci_address, "res", type, first, last);
         g->is_rdma = rdma;
         g->need_vhost_net = vhost;
-        assert_int_equal(dp_pools_build(&d, &n->inv, prefix, NULL, NULL, ret), 0);
+        assert_int_equal(dp_pools_build(&d, &n->inv, prefix, NULL, NULL, NULL, ret), 0);
         assert_int_equal(ret->n_pools, 1);
         desired_state_done(&d);
 }

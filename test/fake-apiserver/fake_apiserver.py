@@ -19,6 +19,8 @@ below. errors_500, conflicts and reject_token only hit requests that carry a bea
 agent's), so an anonymous kubectl can drive the test meanwhile:
   close_watches: true        end every open watch stream now (without the final chunk)
   expire_watches: N          the next N watches that name a resourceVersion get 410 Expired
+  expire_lists: N            the next N lists that name a resourceVersion other than 0 get
+                             410 Expired (a server without watch cache, its history compacted)
   compact: true              forget the history: any older resourceVersion (and any list
                              continue token) is now expired
   errors_500: N              the next N API requests get 500 InternalError
@@ -41,9 +43,17 @@ agent's), so an anonymous kubectl can drive the test meanwhile:
                              code watch_error_code (default 500) in their 200 stream, then end
   throttle: N                the next N requests (-1: all) get 429 with Retry-After:
                              retry_after_s (default 1), as API Priority and Fairness does
+  clear_requests: true       empty the request log (below)
 Lists with resourceVersion=0 are served as from the watch cache (whole, limit ignored; stat
-lists_cached), others as consistent reads (paged; stat lists_consistent); continue together
-with resourceVersion is 400, as on a real server.
+lists_cached), and so are lists with resourceVersion=N and no limit ("not older than N", as
+client-go relists after a 410; N beyond the newest version is 504 "Too large resource
+version", as when a server restarted with a younger store); others are consistent reads
+(paged; stat lists_consistent); continue together with resourceVersion is 400, as on a real
+server.
+GET /_fake/requests is the request log: every API request (refused ones too) as
+[seconds since the server started, method, path and query, refused, error status or null],
+and "now" on that clock;
+"watching" in the stats is the number of watch streams open now.
 GET /_fake/faults shows the switches and counters; GET /_fake/stats shows request counts, and
 writes (POST/PUT/PATCH/DELETE) per resource ("writes") and per client bearer token
 ("writes_by_client"); all requests per client token too ("requests_by_client").
@@ -385,7 +395,8 @@ class Store:
         self.objects = {}     # (group, plural, ns, name) -> object
         self.history = []     # (rv, group, plural, ns, type, obj, old)
         self.history_floor = 1
-        self.faults = {"expire_watches": 0, "errors_500": 0, "slow_ms": 0, "garble_events": 0,
+        self.faults = {"expire_lists": 0,
+                       "expire_watches": 0, "errors_500": 0, "slow_ms": 0, "garble_events": 0,
                        "truncate_events": 0, "huge_events": 0, "reject_token": False,
                        "conflicts": 0, "prune_unknown": True, "watch_errors": 0,
                        "watch_error_code": 500, "throttle": 0, "retry_after_s": 1,
@@ -396,7 +407,10 @@ class Store:
         self.silence_generation = 0
         self.snapshots = {}   # continue token id -> (resourceVersion, items) of a paged list
         self.stats = {"requests": 0, "watches": 0, "lists": 0, "patches": 0, "creates": 0,
-                      "lists_cached": 0, "lists_consistent": 0, "gets": 0, "throttled": 0}
+                      "lists_cached": 0, "lists_consistent": 0, "gets": 0, "throttled": 0,
+                      "watching": 0}
+        self.started = time.monotonic()
+        self.request_log = []
         for r in BUILTINS:
             self.resources[(r.group, r.version, r.plural)] = r
         ns_res = self.lookup("", "v1", "namespaces")
@@ -822,6 +836,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def dispatch(self, method):
         self.body_consumed = False
+        self.log_entry = None
         self.store.request_local.warnings = []
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
@@ -844,6 +859,9 @@ class Handler(BaseHTTPRequestHandler):
                 return self.fake_control(method, url.path)
             with self.store.lock:
                 self.store.stats["requests"] += 1
+                self.log_entry = [round(time.monotonic() - self.store.started, 3), method,
+                                  self.path, time.monotonic() < self.store.refuse_until, None]
+                self.store.request_log.append(self.log_entry)
                 # Requests per client (bearer token): what one idle agent costs.
                 rc = self.store.stats.setdefault("requests_by_client", {})
                 who = self.headers.get("Authorization") or "anonymous"
@@ -872,6 +890,8 @@ class Handler(BaseHTTPRequestHandler):
                                    "later.", retry_after=self.store.faults["retry_after_s"])
             self.route(method, url.path, query)
         except ApiError as e:
+            if self.log_entry is not None:
+                self.log_entry[4] = e.code
             try:
                 self.read_body()  # an unread body would be parsed as the next request
             except ApiError:
@@ -901,6 +921,8 @@ class Handler(BaseHTTPRequestHandler):
                         st.silence_generation += 1
                     elif k == "refuse_ms":
                         st.refuse_until = time.monotonic() + float(v) / 1000.0
+                    elif k == "clear_requests":
+                        st.request_log = []
                     elif k == "compact":
                         st.snapshots.clear()
                         st.history.clear()
@@ -912,6 +934,10 @@ class Handler(BaseHTTPRequestHandler):
                         raise ApiError(400, "BadRequest", f"unknown fault \"{k}\"")
                 st.changed.notify_all()
                 return self.send_json(200, st.faults)
+        if path == "/_fake/requests":
+            with st.lock:
+                return self.send_json(200, {"now": round(time.monotonic() - st.started, 3),
+                                            "requests": list(st.request_log)})
         if path == "/_fake/faults":
             with st.lock:
                 return self.send_json(200, st.faults)
@@ -1149,7 +1175,23 @@ class Handler(BaseHTTPRequestHandler):
             self.store.stats["lists"] += 1
             # resourceVersion=0 is served from the watch cache, which (before KEP-4988) ignores
             # limit; anything else is a consistent read from etcd, paged by limit.
-            if rv_param == "0" and not cont:
+            if rv_param and rv_param != "0" and self.store.faults["expire_lists"] > 0:
+                self.store.faults["expire_lists"] -= 1
+                raise ApiError(410, "Expired", f"too old resource version: {rv_param} "
+                               f"({self.store.history_floor})")
+            if rv_param and rv_param != "0" and not cont and not limit:
+                try:
+                    wanted = int(rv_param)
+                except ValueError:
+                    raise ApiError(400, "BadRequest", f"invalid resource version: {rv_param}")
+                if wanted > self.store.rv:
+                    raise ApiError(504, "Timeout", f"Too large resource version: {wanted}, "
+                                   f"current: {self.store.rv}",
+                                   {"causes": [{"reason": "ResourceVersionTooLarge",
+                                                "message": "Too large resource version"}],
+                                    "retryAfterSeconds": 1})
+                self.store.stats["lists_cached"] += 1
+            elif rv_param == "0" and not cont:
                 self.store.stats["lists_cached"] += 1
                 limit = 0
             else:
@@ -1267,6 +1309,9 @@ class Handler(BaseHTTPRequestHandler):
                             pending.append(("ADDED", copy.deepcopy(o)))
                     rv = st.rv
             cursor = rv
+        if not expire:
+            with st.lock:
+                st.stats["watching"] += 1
         try:
             if expire:
                 self.write_chunk(pending[0])
@@ -1324,6 +1369,10 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
             pass
+        finally:
+            if not expire:
+                with st.lock:
+                    st.stats["watching"] -= 1
 
 
 class Server(ThreadingHTTPServer):

@@ -116,6 +116,27 @@ def write_json(path, obj):
     os.rename(tmp, path)  # one inotify event for a complete file, as kubectl-like tools do
 
 
+def standalone_node(work, gen_sysfs):
+    """The standalone daemon's node under work: a generated seed sysfs tree, empty kubelet and
+    policy directories (the seed policy in the latter), an empty pod assignment list. Returns
+    the paths (sysfs, kdir, pdir, state, devinfo, prsock, assign) and the generator's
+    manifest."""
+    paths = {d: os.path.join(work, name) for d, name in (
+        ("sysfs", "sys"), ("kdir", "device-plugins"), ("pdir", "policies"), ("state", "state"),
+        ("devinfo", "devinfo"), ("prsock", "pod-resources.sock"), ("assign", "assign.json"))}
+    for d in ("kdir", "pdir"):
+        os.makedirs(paths[d])
+    write_json(paths["assign"], [])
+    manifest = json.loads(subprocess.check_output(
+        ["python3", gen_sysfs, "--out", paths["sysfs"], "--profile", "seed", "--manifest"]))
+    seed = os.path.join(os.environ.get("SRCDIR", "."), "test/fixtures/policies",
+                        "highnet-sriov-policy.yaml")
+    with open(seed) as src, \
+            open(os.path.join(paths["pdir"], "highnet-sriov-policy.yaml"), "w") as dst:
+        dst.write(src.read())
+    return paths, manifest
+
+
 def read_attr(sysfs, pci, name):
     with open(os.path.join(sysfs, "bus/pci/devices", pci, name)) as f:
         return f.read().strip()

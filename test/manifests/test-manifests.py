@@ -658,6 +658,15 @@ def case_install():
         exec_start = re.search(r"^ExecStart=(\S+)", text, re.M)
         check(exec_start and exec_start.group(1) == os.path.join(prefix, "sbin/sriov-agent"),
               f"ExecStart names the installed binary: {exec_start and exec_start.group(1)}")
+        # A rebooting node: the kubelet starts after READY=1 (the recorded state applied), and
+        # that readiness is bounded below the unit's own start timeout.
+        check(re.search(r"^Before=.*\bkubelet\.service\b", text, re.M) and
+              re.search(r"^Type=notify$", text, re.M),
+              "the unit is Type=notify and ordered Before=kubelet.service")
+        start_timeout = re.search(r"^TimeoutStartSec=(\d+)min$", text, re.M)
+        check(start_timeout and int(start_timeout.group(1)) * 60 > int(default_of(
+            "--ready-timeout") or 10 ** 9),
+              "--ready-timeout (READY=1 at the latest) is below TimeoutStartSec")
         r = subprocess.run([os.path.join(prefix, "sbin/sriov-agent"), "version"],
                            capture_output=True, text=True, timeout=30)
         check(r.returncode == 0, "the installed binary runs")

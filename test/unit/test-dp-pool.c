@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "deviceplugin/health.h"
 #include "deviceplugin/pool-set.h"
 #include "dp-fixture.h"
 
@@ -168,7 +169,7 @@ static void test_build_with_rdma_shared(void **state)
                                      "t", &c, NULL),
             0);
         struct dp_pool_set s = { 0 };
-        assert_int_equal(dp_pools_build(&d, &inv, NULL, &c, NULL, &s), 0);
+        assert_int_equal(dp_pools_build(&d, &inv, NULL, &c, NULL, NULL, &s), 0);
         assert_int_equal(s.n_pools, 2);
         assert_int_equal(dp_pool_set_find(&s, "openshift.io/sriov_a")->n_devices, 2);
         assert_int_equal(dp_pool_set_find(&s, "rdma/hca")->n_devices, 2);
@@ -181,7 +182,7 @@ static void test_build_with_rdma_shared(void **state)
                                                   "\"devices\":[\"ens1f0\"]}]}",
                                                   "t", &c, NULL),
                          0);
-        assert_int_equal(dp_pools_build(&d, &inv, NULL, &c, NULL, &s), -EEXIST);
+        assert_int_equal(dp_pools_build(&d, &inv, NULL, &c, NULL, NULL, &s), -EEXIST);
         assert_int_equal(s.n_pools, 0);
         rdma_shared_config_done(&c);
         desired_state_done(&d);
@@ -282,6 +283,152 @@ static void test_vf_in_pod_keeps_its_slot(void **state)
         inventory_done(&inv);
 }
 
+static bool all_healthy(const struct dp_pool *p, bool want)
+{
+        for (size_t i = 0; i < p->n_devices; i++)
+                if (p->devices[i].healthy != want)
+                        return false;
+        return p->n_devices > 0;
+}
+
+static bool sriov_healthy(const struct desired_state *d, const struct inventory *inv,
+                          const struct dp_health_options *o)
+{
+        struct dp_pool_set s = { 0 };
+        assert_int_equal(dp_pools_from_desired_health(d, inv, NULL, NULL, o, &s), 0);
+        bool up = all_healthy(find(&s, "openshift.io/sriov_ib"), true);
+        bool down = all_healthy(find(&s, "openshift.io/sriov_ib"), false);
+        dp_pool_set_done(&s);
+        assert_true(up != down); /* every VF of one PF shares its PF's health */
+        return up;
+}
+
+/* What makes a PF's VFs Unhealthy (deviceplugin/health.h), and what --link-health off keeps
+ * out: no carrier, an InfiniBand port not ACTIVE, an unbound PF driver (not a link matter). */
+static void test_pf_health_sources(void **state)
+{
+        const struct dp_health_options no_link = { .ignore_link = true };
+        struct inventory inv = { 0 };
+        struct pf_info *pf = fx_add_pf(&inv, 0x3b, "ib0", "mlx5_core", 2, 0);
+        fx_add_rdma(&pf->rdma, &pf->n_rdma, 0);
+        strcpy(pf->rdma[0].link_layer, "InfiniBand");
+        strcpy(pf->rdma[0].port_state, "4: ACTIVE");
+        struct desired_state d = { 0 };
+        fx_add_group(&d, "0000:3b:00.0", "sriov_ib", DEVICE_TYPE_NETDEVICE, 0, 1);
+
+        assert_null(dp_pf_down_reason(pf, NULL));
+        assert_true(sriov_healthy(&d, &inv, NULL));
+
+        strcpy(pf->netdevs[0].operstate, "lowerlayerdown");
+        assert_string_equal(dp_pf_down_reason(pf, NULL), "link down");
+        assert_false(sriov_healthy(&d, &inv, NULL));
+        assert_true(sriov_healthy(&d, &inv, &no_link));
+        strcpy(pf->netdevs[0].operstate, "up");
+
+        strcpy(pf->rdma[0].port_state, "1: DOWN");
+        assert_string_equal(dp_pf_down_reason(pf, NULL), "InfiniBand port not ACTIVE");
+        assert_false(sriov_healthy(&d, &inv, NULL));
+        assert_true(sriov_healthy(&d, &inv, &no_link));
+        /* RoCE: the port state follows the netdev, whose carrier already counts */
+        strcpy(pf->rdma[0].link_layer, "Ethernet");
+        assert_null(dp_pf_down_reason(pf, NULL));
+        strcpy(pf->rdma[0].link_layer, "InfiniBand");
+        strcpy(pf->rdma[0].port_state, "4: ACTIVE");
+
+        pf->driver[0] = 0; /* unbound, or a driver reset in progress */
+        assert_string_equal(dp_pf_down_reason(pf, NULL), "driver unbound");
+        assert_false(sriov_healthy(&d, &inv, NULL));
+        assert_false(sriov_healthy(&d, &inv, &no_link));
+        strcpy(pf->driver, "mlx5_core");
+        assert_true(sriov_healthy(&d, &inv, NULL));
+
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+/* A VF whose PCI function disappears while its PF should have it stays in the pool, Unhealthy
+ * (the kubelet sees a failed device, not an allocated one withdrawn); so do all VFs of a PF
+ * that disappears. A VF count lowered by the policy drops the VFs beyond it. */
+static void test_vf_gone_is_unhealthy(void **state)
+{
+        struct inventory inv = { 0 };
+        fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 3, 0);
+        struct desired_state d = { 0 };
+        fx_add_group(&d, "0000:3b:00.0", "sriov_net", DEVICE_TYPE_NETDEVICE, 0, 2);
+        d.interfaces[0].num_vfs = 3;
+
+        struct dp_pool_set served = { 0 }, s = { 0 };
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, NULL, &served), 0);
+        assert_true(all_healthy(find(&served, "openshift.io/sriov_net"), true));
+
+        inv.pfs[0].n_vfs = 2; /* VF 2's PCI function removed */
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, &served, &s), 0);
+        const struct dp_pool *p = find(&s, "openshift.io/sriov_net");
+        assert_int_equal(p->n_devices, 3);
+        assert_false(dp_pool_find_device(p, "0000:3b:01.2")->healthy);
+        assert_true(dp_pool_find_device(p, "0000:3b:01.1")->healthy);
+        dp_pool_set_done(&s);
+
+        d.interfaces[0].num_vfs = 2; /* the policy lowered numVfs: VF 2 leaves */
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, &served, &s), 0);
+        assert_int_equal(find(&s, "openshift.io/sriov_net")->n_devices, 2);
+        dp_pool_set_done(&s);
+        d.interfaces[0].num_vfs = 3;
+
+        inv.n_pfs = 0; /* the PF itself gone */
+        assert_int_equal(dp_pools_from_desired_keep(&d, &inv, NULL, &served, &s), 0);
+        assert_true(all_healthy(find(&s, "openshift.io/sriov_net"), false));
+        assert_int_equal(find(&s, "openshift.io/sriov_net")->n_devices, 3);
+        dp_pool_set_done(&s);
+        inv.n_pfs = 1;
+        inv.pfs[0].n_vfs = 3;
+
+        dp_pool_set_done(&served);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+/* Whole-card RDMA IDs are shares of every matching card: Unhealthy once all of them are down,
+ * Healthy while one is up; --link-health off counts only unbound drivers. */
+static void test_whole_card_pool_follows_its_cards(void **state)
+{
+        const struct dp_health_options no_link = { .ignore_link = true };
+        struct inventory inv = { 0 };
+        fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 0, 0);
+        fx_add_pf(&inv, 0x5e, "ens2f0", "mlx5_core", 0, 0);
+        for (size_t i = 0; i < 2; i++) {
+                fx_add_rdma(&inv.pfs[i].rdma, &inv.pfs[i].n_rdma, (int)i);
+                strcpy(inv.pfs[i].rdma[0].link_layer, "InfiniBand");
+                strcpy(inv.pfs[i].rdma[0].port_state, "4: ACTIVE");
+        }
+        struct rdma_shared_config c = { 0 };
+        assert_int_equal(
+            rdma_shared_config_parse("{\"configList\":[{\"resourceName\":\"hca\","
+                                     "\"rdmaHcaMax\":3,\"selectors\":{\"vendors\":[\"15b3\"]}}]}",
+                                     "t", &c, NULL),
+            0);
+        struct dp_pool_set s = { 0 };
+        assert_int_equal(dp_pools_from_rdma_shared_health(&c, &inv, NULL, &s), 0);
+        assert_true(all_healthy(find(&s, "rdma/hca"), true));
+        dp_pool_set_done(&s);
+
+        strcpy(inv.pfs[0].rdma[0].port_state, "1: DOWN");
+        assert_int_equal(dp_pools_from_rdma_shared_health(&c, &inv, NULL, &s), 0);
+        assert_true(all_healthy(find(&s, "rdma/hca"), true)); /* the other card is up */
+        dp_pool_set_done(&s);
+
+        strcpy(inv.pfs[1].netdevs[0].operstate, "down");
+        assert_int_equal(dp_pools_from_rdma_shared_health(&c, &inv, NULL, &s), 0);
+        assert_true(all_healthy(find(&s, "rdma/hca"), false));
+        dp_pool_set_done(&s);
+        assert_int_equal(dp_pools_from_rdma_shared_health(&c, &inv, &no_link, &s), 0);
+        assert_true(all_healthy(find(&s, "rdma/hca"), true));
+        dp_pool_set_done(&s);
+
+        rdma_shared_config_done(&c);
+        inventory_done(&inv);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -291,6 +438,9 @@ int main(void)
                 cmocka_unit_test(test_invalid_names),
                 cmocka_unit_test(test_build_with_rdma_shared),
                 cmocka_unit_test(test_vf_in_pod_keeps_its_slot),
+                cmocka_unit_test(test_pf_health_sources),
+                cmocka_unit_test(test_vf_gone_is_unhealthy),
+                cmocka_unit_test(test_whole_card_pool_follows_its_cards),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -205,6 +205,7 @@ static void test_unknowns_and_down(void **state)
         pf->num_vfs = -1;
         pf->netdevs[0].speed_mbps = -1;
         pf->netdevs[0].admin_up = false;
+        strcpy(pf->netdevs[0].operstate, "lowerlayerdown"); /* no carrier */
         pf->netdevs[0].link_type = LINK_TYPE_IB;
         pf->error = xstrdup("sriov_numvfs: 'x3' is not a VF count");
         strcpy(pf->eswitch_mode, "switchdev");
@@ -215,6 +216,7 @@ static void test_unknowns_and_down(void **state)
         assert_null(json_object_get(o, "numVfs"));
         assert_null(json_object_get(o, "linkSpeed"));
         assert_string_equal(json_string_value(json_object_get(o, "linkAdminState")), "down");
+        assert_string_equal(json_string_value(json_object_get(o, "linkState")), "lowerlayerdown");
         assert_string_equal(json_string_value(json_object_get(o, "linkType")), "IB");
         assert_string_equal(json_string_value(json_object_get(o, "eSwitchMode")), "switchdev");
         assert_string_equal(json_string_value(json_object_get(o, "error")),

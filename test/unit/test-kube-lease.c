@@ -172,12 +172,79 @@ static void test_renew_deadline(void **state)
         kube_lease_free(a.lease);
 }
 
+/* A 409 to the holder's own renewal (a server that lost our write's resourceVersion, a
+ * concurrent no-op writer): the Lease still names it, so it reads it and renews again instead
+ * of resigning and re-acquiring (which would restart everything that follows leadership). */
+static void test_conflict_on_renewal_keeps_leadership(void **state)
+{
+        struct fake *f = *state;
+        struct candidate a;
+        start_candidate(f, &a, "node-a");
+        assert_true(run_until(f, &a.leader, 1, 5 * 1000 * 1000));
+        run_until(f, NULL, 0, 100 * 1000);
+        assert_int_equal(a.changes, 1);
+        long requests_before = stat_value(f, "requests");
+        fault(f, "{\"conflicts\": 2}");
+        /* Several renew periods: the two conflicts hit renewals, every later one succeeds. */
+        run_until(f, NULL, 0, 6 * RETRY_USEC);
+        json_t *faults = get_json(f, "/_fake/faults");
+        assert_int_equal(json_integer_value(json_object_get(faults, "conflicts")), 0);
+        json_decref(faults);
+        if (a.changes != 1 || a.leader != 1)
+                fail_msg("the holder changed leadership %d times after a 409 to its renewal "
+                         "(leader now %d)",
+                         a.changes - 1, a.leader);
+        char *h = holder(f);
+        assert_string_equal(h, "node-a");
+        free(h);
+        assert_true(stat_value(f, "requests") > requests_before);
+        json_t *l = get_json(f, LEASE_PATH);
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(l, "spec"), "leaseTransitions")), 0);
+        json_decref(l);
+        kube_lease_free(a.lease);
+}
+
+/* A 409 because someone else took the Lease: the read names the other holder, and only then
+ * does the old holder resign. */
+static void test_conflict_from_new_holder_resigns(void **state)
+{
+        struct fake *f = *state;
+        struct candidate a;
+        start_candidate(f, &a, "node-a");
+        assert_true(run_until(f, &a.leader, 1, 5 * 1000 * 1000));
+        json_t *l = get_json(f, LEASE_PATH);
+        json_object_set_new(json_object_get(l, "spec"), "holderIdentity", json_string("node-z"));
+        char *body = json_dumps(l, JSON_COMPACT);
+        json_decref(l);
+        assert_int_equal(request(f, f->admin, "PUT", LEASE_PATH, "application/json", body, NULL, 0),
+                         200);
+        free(body);
+        int resigned = 0;
+        uint64_t t0 = now_usec();
+        while (!resigned && now_usec() - t0 < 2 * 1000 * 1000) {
+                sd_event_run(f->event, 50 * 1000);
+                resigned = !a.leader;
+        }
+        assert_true(resigned);
+        run_until(f, NULL, 0, 4 * RETRY_USEC);
+        assert_int_equal(a.leader, 0);
+        char *h = holder(f);
+        assert_string_equal(h, "node-z");
+        free(h);
+        kube_lease_free(a.lease);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_one_holder_and_takeover, setup, stop_fake),
                 cmocka_unit_test_setup_teardown(test_release_hands_over_at_once, setup, stop_fake),
                 cmocka_unit_test_setup_teardown(test_renew_deadline, setup, stop_fake),
+                cmocka_unit_test_setup_teardown(test_conflict_on_renewal_keeps_leadership, setup,
+                                                stop_fake),
+                cmocka_unit_test_setup_teardown(test_conflict_from_new_holder_resigns, setup,
+                                                stop_fake),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

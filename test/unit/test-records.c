@@ -216,6 +216,62 @@ static void test_unusable_record_left_alone(void **state)
         fx_node_done(&n);
 }
 
+/* After a reboot (every sriov_numvfs 0) the records alone bring back what the agent last
+ * applied: A and B get their VF counts again (B's vfio-pci group included), the foreign F is
+ * neither touched nor recorded, nothing is reset, and the records stay as they are. */
+static void test_boot_desired_from_records_restores_owned_pfs_only(void **state)
+{
+        struct fx_node n = { 0 };
+        struct record_changes c = { 0 };
+
+        fake_add_pf(&n.inv, PF_A, "ens1f0", 0x8086, 0x1592, 8, 0, 1500, NULL);
+        fake_add_pf(&n.inv, PF_B, "ens1f1", 0x8086, 0x1592, 8, 0, 1500, NULL);
+        fake_add_pf(&n.inv, PF_F, "eno1", 0x8086, 0x1592, 64, 0, 1500, NULL);
+        /* records in file order, not PCI order: the desired state must come out sorted */
+        fx_owned(&n.prev, PF_B, 6, 0, "b");
+        fx_owned(&n.prev, PF_A, 4, 0, "a");
+        n.prev.pfs[0].applied.groups[0].device_type = DEVICE_TYPE_VFIO_PCI;
+        n.prev.pfs[0].applied.mtu = 9000;
+
+        assert_int_equal(records_boot_desired(&n.prev, &n.d), 0);
+        assert_int_equal(n.d.n_interfaces, 2);
+        assert_string_equal(n.d.interfaces[0].pci_address, PF_A);
+        assert_string_equal(n.d.interfaces[1].pci_address, PF_B);
+        assert_int_equal(n.d.interfaces[1].num_vfs, 6);
+        assert_int_equal(n.d.interfaces[1].mtu, 9000);
+        assert_int_equal(n.d.interfaces[1].groups[0].device_type, DEVICE_TYPE_VFIO_PCI);
+        /* a deep copy: the records can be freed first */
+        assert_ptr_not_equal(n.d.interfaces[1].groups, n.prev.pfs[0].applied.groups);
+
+        assert_int_equal(plan_build(&n.d, &n.inv, &n.prev, &n.p), 0);
+        assert_true(fx_plan_has(&n.p, PF_A, ACTION_SET_NUM_VFS));
+        assert_true(fx_plan_has(&n.p, PF_B, ACTION_SET_NUM_VFS));
+        assert_true(fx_plan_has(&n.p, PF_B, ACTION_SET_PF_MTU));
+        assert_false(fx_plan_touches(&n.p, PF_F));
+        for (size_t i = 0; i < n.p.n_actions; i++)
+                assert_int_not_equal(n.p.actions[i].kind, ACTION_RESET_PF);
+
+        assert_int_equal(records_after_apply(&n.p, &n.prev, &all_done, &c), 0);
+        assert_int_equal(c.n_remove, 0);
+        assert_null(saved(&c, PF_F));
+        record_changes_done(&c);
+
+        fx_node_done(&n);
+}
+
+/* No records (a node the agent never configured): an empty desired state, nothing planned. */
+static void test_boot_desired_without_records_is_empty(void **state)
+{
+        struct fx_node n = { 0 };
+
+        fake_add_pf(&n.inv, PF_F, "eno1", 0x8086, 0x1592, 64, 4, 1500, "iavf");
+        assert_int_equal(records_boot_desired(&n.prev, &n.d), 0);
+        assert_int_equal(n.d.n_interfaces, 0);
+        assert_int_equal(plan_build(&n.d, &n.inv, &n.prev, &n.p), 0);
+        assert_int_equal(n.p.n_actions, 0);
+        fx_node_done(&n);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -224,6 +280,8 @@ int main(void)
                 cmocka_unit_test(test_failed_before_any_change_keeps_the_old_record),
                 cmocka_unit_test(test_foreign_pf_never_reset_nor_recorded),
                 cmocka_unit_test(test_unusable_record_left_alone),
+                cmocka_unit_test(test_boot_desired_from_records_restores_owned_pfs_only),
+                cmocka_unit_test(test_boot_desired_without_records_is_empty),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -189,3 +189,111 @@ out_has "one restart" '^1$'
 rm -rf /run/systemd/system/$U.service.d
 systemctl daemon-reload
 run_ok "systemctl stop $U (end)" systemctl stop $U
+
+# --- carrier loss from outside the guest: QEMU's monitor `set_link n0 off` (test/vm/lib/
+# link-relay.py acts on the @@vm host-* lines) is a cable pull for the igb PF. The agent learns
+# it from rtnetlink: its devices Unhealthy within 1 s of the carrier drop, one journal line;
+# back within 1 s of the carrier's return. Latencies: carrier as polled here (20 ms) to the
+# journal line (both CLOCK_MONOTONIC).
+systemctl_ok "systemctl start $U (link health)" start $U
+uptime_ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
+carrier_is() { [ "$(cat "/sys/class/net/$PFNET/carrier" 2>/dev/null)" = "$1" ]; }
+# journal_ms REGEX: CLOCK_MONOTONIC ms of the unit's last journal line matching REGEX
+journal_ms() {
+    journalctl -u $U -o short-monotonic --no-pager | grep -E -- "$1" | tail -1 |
+        sed 's/^\[ *\([0-9.]*\)\].*/\1/' | awk '{ printf "%d\n", $1 * 1000 }'
+}
+wait_carrier() {
+    tries=500
+    until carrier_is "$1"; do
+        tries=$((tries - 1))
+        [ "$tries" -gt 0 ] || fail "$2" "carrier of $PFNET still not $1 after 10 s"
+        sleep 0.02
+    done
+    uptime_ms
+}
+wait_for "the PF has carrier before the pull" 30 carrier_is 1
+# (the first reconcile may already have said "link down": it found the PF administratively down
+# before bringing it up, and the carrier takes a moment; only the lines from here on count)
+DOWN_BEFORE=$(journalctl -u $U -o cat --no-pager | grep -c "PF $PF ($PFNET): link down")
+echo "@@vm host-set-link n0 off"
+T_DOWN=$(wait_carrier 0 "the emulated cable is pulled (carrier 0)")
+ok "the emulated cable is pulled (carrier 0)"
+wait_journal "carrier loss: the PF's devices are reported Unhealthy" 10 \
+    "PF $PF \($PFNET\): link down; its devices are Unhealthy"
+J_DOWN=$(journal_ms "PF $PF \($PFNET\): link down; its devices are Unhealthy")
+echo "@@vm figure carrier-loss-to-unhealthy $((J_DOWN - T_DOWN)) ms"
+check "carrier loss -> Unhealthy within 1 s ($((J_DOWN - T_DOWN)) ms)" \
+    test "$((J_DOWN - T_DOWN))" -lt 1000
+echo "@@vm host-set-link n0 on"
+T_UP=$(wait_carrier 1 "the cable is back (carrier 1)")
+ok "the cable is back (carrier 1)"
+wait_journal "recovery: the PF's devices are Healthy again" 10 \
+    "PF $PF \($PFNET\) is up again; its devices are Healthy"
+J_UP=$(journal_ms "PF $PF \($PFNET\) is up again")
+echo "@@vm figure recovery-to-healthy $((J_UP - T_UP)) ms"
+check "recovery -> Healthy within 1 s ($((J_UP - T_UP)) ms)" test "$((J_UP - T_UP))" -lt 1000
+run_ok "journalctl: one line each" journalctl -u $U -o cat --no-pager
+expect_eq "one 'link down' line for the pull" \
+    "$(($(journalctl -u $U -o cat --no-pager | grep -c "PF $PF ($PFNET): link down") - DOWN_BEFORE))" 1
+# flapping: 12 changes 50 ms apart from the host, ending up
+MARK=$(journalctl -u $U -o cat --no-pager | grep -c "PF $PF ($PFNET)")
+echo "@@vm host-flap n0 12 50"
+sleep 3
+wait_for "after flapping the carrier is back" 10 carrier_is 1
+FLAP_LINES=$(($(journalctl -u $U -o cat --no-pager | grep -c "PF $PF ($PFNET)") - MARK))
+echo "@@vm figure flapping-journal-lines $FLAP_LINES for 12 changes"
+check "flapping: at most 3 journal lines about the PF ($FLAP_LINES)" test "$FLAP_LINES" -le 3
+run_ok "systemctl stop $U (link health)" systemctl stop $U
+
+# --- boot order with the API server unreachable: a "reboot" (the VFs gone, sriov_numvfs 0),
+# the agent now in cluster mode with a kubeconfig that reaches nothing, and a stand-in
+# kubelet.service started in the same transaction. The unit's Before=kubelet.service and
+# READY=1 after the boot apply must give the stand-in the recorded VFs and drivers.
+run_ok "the reboot: 0 to sriov_numvfs" sh -c "echo 0 >/sys/bus/pci/devices/$PF/sriov_numvfs"
+expect_eq "no VFs left" "$(numvfs_of "$PF")" 0
+cat >/etc/sriov-agent/unreachable.kubeconfig <<EOK
+apiVersion: v1
+kind: Config
+clusters:
+- name: down
+  cluster:
+    server: http://127.0.0.1:9
+users:
+- name: agent
+  user:
+    token: nothing-listens
+contexts:
+- name: down
+  context:
+    cluster: down
+    user: agent
+current-context: down
+EOK
+# (/etc/default/sriov-agent, not a drop-in: the unit's EnvironmentFile= comes after its
+# Environment= lines and would win)
+cp /etc/default/sriov-agent /etc/default/sriov-agent.standalone
+echo 'SRIOV_AGENT_ARGS="--kubeconfig=/etc/sriov-agent/unreachable.kubeconfig --log-level=debug"' \
+    >/etc/default/sriov-agent
+cat >/run/systemd/system/kubelet.service <<EOK
+[Unit]
+Description=stand-in kubelet: records what it finds when it starts
+[Service]
+# (doubled dollar signs reach the shell as one: systemd expands single ones itself)
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -c 'cat /sys/bus/pci/devices/$PF/sriov_numvfs >/run/kubelet-saw; for i in 0 1 2 3; do basename "\$\$(readlink /sys/bus/pci/devices/$PF/virtfn\$\$i/driver)" >>/run/kubelet-saw; done'
+EOK
+run_ok "daemon-reload (cluster mode, stand-in kubelet)" systemctl daemon-reload
+systemctl_ok "systemctl start $U kubelet.service (one transaction)" start $U kubelet.service
+run_ok "what the stand-in kubelet found when it started" cat /run/kubelet-saw
+expect_eq "the stand-in kubelet started after the recorded state was applied" \
+    "$(tr '\n' ' ' </run/kubelet-saw)" "4 igbvf igbvf vfio-pci vfio-pci "
+wait_journal "boot: the records were applied without the API server" 10 \
+    'boot: recorded state of 1 PF\(s\) applied in'
+run_ok "systemctl status (cluster mode, API unreachable)" systemctl status --no-pager --lines=0 $U
+out_has "status: waiting for the API server" 'recorded state restored, waiting for the API server'
+run_ok "systemctl stop $U kubelet.service" systemctl stop $U kubelet.service
+mv /etc/default/sriov-agent.standalone /etc/default/sriov-agent
+rm -f /run/systemd/system/kubelet.service
+systemctl daemon-reload
