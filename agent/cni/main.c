@@ -6,8 +6,10 @@
  * pod network attachment. Commands: ADD, DEL, CHECK, VERSION, and STATUS/GC (1.1.0) accepted.
  * Everything ADD changes is undone when a later step fails; DEL restores what ADD changed.
  *
- * Environment besides the CNI_* variables: SRIOV_CNI_STATE_DIR (default /var/lib/cni/sriov)
- * and SRIOV_CNI_SYSFS_ROOT (default /sys) for tests; SRIOV_CNI_TIMINGS=1 prints a line with
+ * Environment besides the CNI_* variables: SRIOV_CNI_STATE_DIR (default /var/lib/cni/sriov),
+ * SRIOV_CNI_SYSFS_ROOT (default /sys), SRIOV_CNI_AGENT_STATE_DIR (the agent's records, default
+ * /var/lib/sriov-agent) and SRIOV_CNI_ANY_VF_FILE (default /etc/sriov-agent/cni-allow-any-vf)
+ * for tests; SRIOV_CNI_TIMINGS=1 prints a line with
  * the wall time spent in total, in the IPAM plugin and in netlink requests, and the plugin's
  * peak RSS (the IPAM child not included) to stderr. */
 #include <errno.h>
@@ -26,6 +28,7 @@
 
 #include "cni/conf.h"
 #include "cni/ipam.h"
+#include "cni/pool.h"
 #include "cni/result.h"
 #include "cni/state.h"
 #include "host/iface-ip.h"
@@ -37,6 +40,8 @@
 
 #define LOCK_TIMEOUT_MS (60 * 1000)
 #define STDIN_MAX       (1024 * 1024)
+/* An IPAM plugin runs while the VF's lock is held: one that hangs must not hold it forever */
+#define IPAM_TIMEOUT_MS (60 * 1000)
 
 struct timings {
         bool enabled;
@@ -46,6 +51,7 @@ struct timings {
 struct plugin {
         const char *command, *container_id, *netns, *ifname, *args, *cni_path;
         const char *state_dir, *sysfs_root;
+        const char *agent_state_dir, *any_vf_file;
         char *stdin_data;
         size_t stdin_len;
         struct cni_conf conf;
@@ -129,11 +135,13 @@ static void enable_notify(const char *ifname)
 /* ---- restoring (DEL, and ADD's undo) ---- */
 
 /* Puts back on the PF what the configuration set, the admin MAC always, as upstream's
- * ResetVFConfig. With best_effort every step is tried; else the first error stops. */
-static int reset_pf_side(struct plugin *p, const struct cni_cache *c, bool best_effort)
+ * ResetVFConfig. pf is the PF's netdev now (found through the VF's physfn: the one recorded
+ * may have been renamed since). With best_effort every step is tried; else the first error
+ * stops. */
+static int reset_pf_side(struct plugin *p, const struct cni_cache *c, const char *pf,
+                         bool best_effort)
 {
         const struct cni_vf_orig *o = &c->orig;
-        const char *pf = c->master;
         int first = 0, r;
 #define STEP(call, ...)                                                                            \
         do {                                                                                       \
@@ -207,6 +215,27 @@ static void move_refused_why(struct plugin *p, int err, int target_ns, const cha
         }
 }
 
+/* Gives the VF's netdev (down, ifname where the thread is) its MAC back. A VF driver that
+ * refuses a MAC its PF set administratively (igbvf with trust off: DEL restores the PF side
+ * first, as upstream) takes the PF's when reset, i.e. when brought up: then it is brought up
+ * and down again. 0 when the netdev ends with the MAC, or with the PF's administrative MAC
+ * (all a VF without trust can have); the link is down on return. */
+static int restore_vf_mac(struct plugin *p, const char *ifname, const struct cni_cache *c,
+                          const uint8_t mac[6], struct host_link *l)
+{
+        int r = NL(p, host_link_set_mac(l->ifindex, mac));
+        if (r >= 0)
+                return 0;
+        uint8_t admin[6];
+        bool has_admin = cni_parse_mac(c->orig.admin_mac, admin) == 0 &&
+                         memcmp(admin, (uint8_t[6]){ 0 }, 6) != 0;
+        if (NL(p, host_link_set_updown(l->ifindex, true)) < 0 ||
+            NL(p, host_link_set_updown(l->ifindex, false)) < 0 ||
+            NL(p, host_link_get(ifname, l)) < 0)
+                return r;
+        return memcmp(l->mac, mac, 6) == 0 || (has_admin && memcmp(l->mac, admin, 6) == 0) ? 0 : r;
+}
+
 /* The netdev as ADD found it: down, its MAC and MTU back, moved back to the host under its
  * old name. Called from the host namespace; pod_ns is the pod's. */
 static int release_netdev(struct plugin *p, int pod_ns, const char *ifname,
@@ -215,21 +244,23 @@ static int release_netdev(struct plugin *p, int pod_ns, const char *ifname,
         int r = enter_ns(p, pod_ns, "pod's");
         if (r < 0)
                 return r;
+        /* by its device, not its name: the pod may have renamed the VF and given its name to
+         * a link of its own (a veth, whose other end the host would get under the VF's name);
+         * ifname, the name it should have, is only tried first */
         struct host_link l;
-        r = NL(p, host_link_get(ifname, &l));
-        if (r == -ENODEV && c->orig.host_ifname[0]) {
-                /* an ADD that moved it but failed to rename it */
-                r = NL(p, host_link_get(c->orig.host_ifname, &l));
-                if (r >= 0)
-                        ifname = c->orig.host_ifname;
-        }
+        r = NL(p, host_link_find_by_bus(c->device_id, ifname, &l));
         if (r < 0) {
                 (void)host_netns_enter(p->host_ns);
                 if (r == -ENODEV && host_vf_has_netdev(p->sysfs_root, c->device_id))
                         return 0; /* already back in the host (an earlier, interrupted DEL) */
-                return fail(p, CNI_ERR_GENERIC, r, "VF %s: interface %s not found in %s: %s",
-                            c->device_id, ifname, p->netns, strerror(-r));
+                return fail(p, CNI_ERR_GENERIC, r,
+                            "VF %s: no interface in %s is that device (looked for %s, then every "
+                            "link's bus address): %s",
+                            c->device_id, p->netns, ifname, strerror(-r));
         }
+        char found[IFNAMSIZ];
+        snprintf(found, sizeof(found), "%s", l.name);
+        ifname = found;
         uint8_t mac[6];
         const char *step = "take it down";
         r = NL(p, host_link_set_updown(l.ifindex, false));
@@ -239,7 +270,7 @@ static int release_netdev(struct plugin *p, int pod_ns, const char *ifname,
         if (r >= 0 && c->orig.effective_mac[0] && cni_parse_mac(c->orig.effective_mac, mac) == 0 &&
             memcmp(mac, l.mac, 6) != 0) {
                 step = "restore its MAC";
-                r = NL(p, host_link_set_mac(l.ifindex, mac));
+                r = restore_vf_mac(p, ifname, c, mac, &l);
         }
         if (r >= 0 && c->orig.mtu > 0 && c->orig.mtu != l.mtu) {
                 step = "restore its MTU";
@@ -281,8 +312,9 @@ static void rename_returned_netdev(struct plugin *p, const struct cni_cache *c)
             !loc.vf_ifname[0] || host_link_get(loc.vf_ifname, &l) < 0)
                 return;
         (void)host_link_set_updown(l.ifindex, false);
-        if (c->orig.effective_mac[0] && cni_parse_mac(c->orig.effective_mac, mac) == 0)
-                (void)host_link_set_mac(l.ifindex, mac);
+        if (c->orig.effective_mac[0] && cni_parse_mac(c->orig.effective_mac, mac) == 0 &&
+            memcmp(mac, l.mac, 6) != 0)
+                (void)restore_vf_mac(p, loc.vf_ifname, c, mac, &l);
         if (c->orig.mtu > 0)
                 (void)host_link_set_mtu_index(l.ifindex, c->orig.mtu);
         if (strcmp(l.name, c->orig.host_ifname) != 0) {
@@ -299,8 +331,9 @@ static int ipam_run(struct plugin *p, const char *command, const char *type, cha
         double t0 = now_ms();
         _cleanup_free_ char *dummy = NULL;
         size_t dummy_len;
-        int r = cni_ipam_exec(type, command, p->cni_path, p->stdin_data, p->stdin_len,
-                              out ? out : &dummy, out_len ? out_len : &dummy_len, &p->err);
+        int r =
+            cni_ipam_exec(type, command, p->cni_path, p->stdin_data, p->stdin_len, IPAM_TIMEOUT_MS,
+                          out ? out : &dummy, out_len ? out_len : &dummy_len, &p->err);
         p->t.ipam += now_ms() - t0;
         return r;
 }
@@ -366,6 +399,68 @@ static int apply_ipam(struct plugin *p, int pod_ns, const char *ifname,
         return r < 0 ? r : r2;
 }
 
+/* CNI_NETNS as a pod's namespace: opened without blocking, a network namespace, and not the
+ * plugin's own (as libcni's skel refuses it): a VF "given" to the host's namespace would be
+ * a VF taken from every pool without any pod holding it. */
+static int open_pod_ns(struct plugin *p)
+{
+        int fd = host_netns_open(p->netns);
+        if (fd < 0)
+                return fail(p, CNI_ERR_GENERIC, fd, "failed to open netns \"%s\": %s", p->netns,
+                            fd == -EINVAL ? "not a network namespace" : strerror(-fd));
+        if (host_netns_same(fd, p->host_ns)) {
+                close(fd);
+                return fail(p, CNI_ERR_INVALID_ENV, -EINVAL,
+                            "CNI_NETNS \"%s\" is the plugin's own network namespace, not a "
+                            "pod's",
+                            p->netns);
+        }
+        return fd;
+}
+
+/* The VF's PF and index, with a message for each way it can fail. */
+static int locate_vf(struct plugin *p, const char *pci, struct vf_location *loc)
+{
+        int r = host_vf_locate(p->sysfs_root, pci, loc);
+        switch (r) {
+        case 0:
+                return 0;
+        case -ENODEV:
+                return fail(p, CNI_ERR_INVALID_CONFIG, r, "deviceID %s: no such PCI device", pci);
+        case -ENOTTY:
+                return fail(p, CNI_ERR_INVALID_CONFIG, r,
+                            "deviceID %s is not a VF (no physfn link): give a VF's PCI address",
+                            pci);
+        case -ENOLINK:
+                return fail(p, CNI_ERR_GENERIC, r, "deviceID %s: its PF %s has no netdev", pci,
+                            loc->pf_pci);
+        default:
+                return fail(p, CNI_ERR_GENERIC, r,
+                            "deviceID %s: cannot find its PF and VF index: %s", pci, strerror(-r));
+        }
+}
+
+/* The VF must be in a pool the node's sriov-agent manages, unless the node allows any VF. */
+static int check_pool(struct plugin *p, const struct vf_location *loc, const char *pci)
+{
+        if (access(p->any_vf_file, F_OK) == 0)
+                return 0;
+        char resource[256];
+        int r = cni_pool_lookup(p->agent_state_dir, loc->pf_pci, loc->vf_index, resource,
+                                sizeof(resource), &p->err);
+        if (r < 0) {
+                /* the lookup names the VF by index; say which deviceID and how to relax it */
+                char why[sizeof(p->err.msg)];
+                snprintf(why, sizeof(why), "%s", p->err.msg);
+                return fail(p, p->err.code, r,
+                            "deviceID %s refused: %s; a NetworkAttachmentDefinition may only "
+                            "name a VF of the sriov-agent's pools (to allow any VF on this "
+                            "node: create %s)",
+                            pci, why, p->any_vf_file);
+        }
+        return 0;
+}
+
 static int check_allocation(struct plugin *p, const char *pci)
 {
         char holder[4096];
@@ -383,7 +478,31 @@ static int check_allocation(struct plugin *p, const char *pci)
                             "%s)",
                             pci, holder);
         }
-        /* the holder's namespace is gone: its DEL never came; the VF is free (as upstream) */
+        /* The holder's namespace is gone and its DEL has not come (a crash, a reboot): the VF
+         * is free (as upstream), but still carries that attachment's settings, and the kernel
+         * returned its netdev under the pod's name. Put back what that attachment's DEL would
+         * (its record, the newest for this VF, says what), so that this ADD records the VF's
+         * real originals; the late DEL then finds the VF no longer its own and only removes
+         * its record. */
+        char name[NAME_MAX + 1];
+        struct cni_cache stale;
+        if (cni_cache_find_latest(p->state_dir, pci, name, sizeof(name), &stale) == 0) {
+                struct vf_location loc;
+                if (host_vf_locate(p->sysfs_root, pci, &loc) == 0 && loc.vf_index == stale.vfid) {
+                        /* not back from the namespace yet (its teardown takes a moment):
+                         * releasing now would let it come back later under the pod's
+                         * interface name with nobody left to give it its own */
+                        if (stale.orig.host_ifname[0] && !host_vf_has_netdev(p->sysfs_root, pci))
+                                return fail(p, CNI_ERR_TRY_LATER, -EAGAIN,
+                                            "VF %s: its holder's namespace %s is gone, but its "
+                                            "netdev has not come back to the host yet",
+                                            pci, holder);
+                        (void)reset_pf_side(p, &stale, loc.pf_ifname, true);
+                        p->err = (struct cni_error){ .code = 0 };
+                        if (stale.orig.host_ifname[0])
+                                rename_returned_netdev(p, &stale);
+                }
+        }
         return cni_pci_release(p->state_dir, pci);
 }
 
@@ -406,31 +525,31 @@ static int cmd_add(struct plugin *p)
         if (r < 0)
                 return r;
 
+        /* before the lock: refused requests must not wait for it, nor leave lock files */
         struct vf_location loc;
-        r = host_vf_locate(p->sysfs_root, conf->device_id, &loc);
-        switch (r) {
-        case 0:
-                break;
-        case -ENODEV:
-                return fail(p, CNI_ERR_INVALID_CONFIG, r, "deviceID %s: no such PCI device",
-                            conf->device_id);
-        case -ENOTTY:
-                return fail(p, CNI_ERR_INVALID_CONFIG, r,
-                            "deviceID %s is not a VF (no physfn link): give a VF's PCI address",
-                            conf->device_id);
-        case -ENOLINK:
-                return fail(p, CNI_ERR_GENERIC, r, "deviceID %s: its PF %s has no netdev",
-                            conf->device_id, loc.pf_pci);
-        default:
-                return fail(p, CNI_ERR_GENERIC, r,
-                            "deviceID %s: cannot find its PF and VF index: %s", conf->device_id,
-                            strerror(-r));
-        }
+        if ((r = locate_vf(p, conf->device_id, &loc)) < 0 ||
+            (r = check_pool(p, &loc, conf->device_id)) < 0)
+                return r;
+        _cleanup_close_ int pod_ns = open_pod_ns(p);
+        if (pod_ns < 0)
+                return pod_ns;
         _cleanup_close_ int lock = cni_pci_lock(p->state_dir, conf->device_id, LOCK_TIMEOUT_MS);
         if (lock < 0)
                 return fail(p, CNI_ERR_TRY_LATER, lock, "VF %s: cannot take its lock in %s: %s",
                             conf->device_id, p->state_dir, strerror(-lock));
-        if ((r = check_allocation(p, conf->device_id)) < 0)
+        /* everything about the VF read again under its lock: a DEL finishing meanwhile, or
+         * another VF coming back from a pod, may have changed its netdev's name or driver */
+        struct vf_location checked = loc;
+        if ((r = locate_vf(p, conf->device_id, &loc)) < 0)
+                return r;
+        if (strcmp(loc.pf_pci, checked.pf_pci) != 0 || loc.vf_index != checked.vf_index)
+                return fail(p, CNI_ERR_TRY_LATER, -EAGAIN,
+                            "deviceID %s changed while waiting for its lock (VF %d of %s, now "
+                            "VF %d of %s)",
+                            conf->device_id, checked.vf_index, checked.pf_pci, loc.vf_index,
+                            loc.pf_pci);
+        if ((r = check_allocation(p, conf->device_id)) < 0 ||
+            (r = locate_vf(p, conf->device_id, &loc)) < 0) /* a stale holder's VF renamed */
                 return r;
         /* after the allocation check: a VF a pod holds has no netdev in the host either */
         bool dpdk = !loc.vf_ifname[0];
@@ -439,11 +558,6 @@ static int cmd_add(struct plugin *p)
                             "VF %s has no netdev and its driver \"%s\" is not a DPDK one "
                             "(vfio-pci, uio_pci_generic, igb_uio)",
                             conf->device_id, loc.driver);
-
-        _cleanup_close_ int pod_ns = host_netns_open(p->netns);
-        if (pod_ns < 0)
-                return fail(p, CNI_ERR_GENERIC, pod_ns, "failed to open netns \"%s\": %s", p->netns,
-                            strerror(-pod_ns));
 
         if (!dpdk) {
                 /* the kernel would move the netdev first and fail the rename after */
@@ -497,6 +611,22 @@ static int cmd_add(struct plugin *p)
                                     conf->device_id, loc.vf_ifname, strerror(-r));
                 rec.orig.mtu = vf_link.mtu;
                 cni_format_mac(vf_link.mac, rec.orig.effective_mac);
+                rec.mtu = vf_link.mtu;
+                rec.has_mtu = true;
+        }
+
+        /* The records before the first change: an ADD killed half-way (the runtime's timeout,
+         * a node shutting down) leaves a record DEL can restore from, instead of a VF moved or
+         * tagged with nothing to say so. */
+        r = cni_cache_write(p->state_dir, name, conf, &rec);
+        if (r < 0)
+                return fail(p, CNI_ERR_GENERIC, r, "cannot save the attachment record %s/%s: %s",
+                            p->state_dir, name, strerror(-r));
+        r = cni_pci_save(p->state_dir, conf->device_id, p->netns);
+        if (r < 0) {
+                (void)cni_cache_remove(p->state_dir, name);
+                return fail(p, CNI_ERR_GENERIC, r, "cannot save the allocation record of VF %s: %s",
+                            conf->device_id, strerror(-r));
         }
 
         /* from here on, every failure undoes what was done */
@@ -505,6 +635,11 @@ static int cmd_add(struct plugin *p)
         bool have_ipam = false;
         const char *pf = loc.pf_ifname;
         int vf = loc.vf_index;
+        /* what the undo restores: the settings applied so far (restoring one the driver refused,
+         * say link_state on igb, fails again and would make the undo look incomplete) */
+        struct cni_cache applied = rec;
+        applied.has_vlan = applied.has_rate = false;
+        applied.spoofchk = applied.trust = applied.link_state = -1;
         if (conf->has_vlan && (r = NL(p, host_vf_set_vlan_proto(pf, vf, conf->vlan, conf->qos,
                                                                 conf->vlan_proto))) < 0) {
                 fail(p, CNI_ERR_GENERIC, r, "%s VF %d: failed to set vlan %d qos %d proto %s: %s",
@@ -512,6 +647,7 @@ static int cmd_add(struct plugin *p)
                      conf->vlan_proto == ETH_P_8021AD ? "802.1ad" : "802.1q", strerror(-r));
                 goto undo;
         }
+        applied.has_vlan = rec.has_vlan;
         if (conf->has_mac && (r = NL(p, host_vf_set_mac(pf, vf, conf->mac))) < 0) {
                 fail(p, CNI_ERR_GENERIC, r, "%s VF %d: failed to set MAC address %s: %s", pf, vf,
                      conf->mac_str, strerror(-r));
@@ -524,23 +660,27 @@ static int cmd_add(struct plugin *p)
                      conf->min_tx_rate, conf->max_tx_rate, strerror(-r));
                 goto undo;
         }
+        applied.has_rate = rec.has_rate;
         if (conf->spoofchk >= 0 &&
             (r = NL(p, host_vf_set_spoofchk(pf, vf, conf->spoofchk == 1))) < 0) {
                 fail(p, CNI_ERR_GENERIC, r, "%s VF %d: failed to set spoofchk %s: %s", pf, vf,
                      conf->spoofchk ? "on" : "off", strerror(-r));
                 goto undo;
         }
+        applied.spoofchk = rec.spoofchk;
         if (conf->trust >= 0 && (r = NL(p, host_vf_set_trust(pf, vf, conf->trust == 1))) < 0) {
                 fail(p, CNI_ERR_GENERIC, r, "%s VF %d: failed to set trust %s: %s", pf, vf,
                      conf->trust ? "on" : "off", strerror(-r));
                 goto undo;
         }
+        applied.trust = rec.trust;
         if (conf->link_state >= 0 &&
             (r = NL(p, host_vf_set_link_state(pf, vf, conf->link_state))) < 0) {
                 fail(p, CNI_ERR_GENERIC, r, "%s VF %d: failed to set link_state %d: %s", pf, vf,
                      conf->link_state, strerror(-r));
                 goto undo;
         }
+        applied.link_state = rec.link_state;
 
         uint8_t result_mac[6] = { 0 };
         char mac_str[CNI_HWADDR_STR_MAX] = "";
@@ -575,6 +715,10 @@ static int cmd_add(struct plugin *p)
                         step = step_buf;
                         r = NL(p, host_link_drop_altname(l.ifindex, loc.vf_ifname));
                 }
+                /* The MAC before the link goes up, as upstream: the kernel derives the pod's
+                 * IPv6 link-local address from the MAC the link has when it comes up. */
+                if (r >= 0 && conf->has_mac && memcmp(l.mac, conf->mac, 6) != 0)
+                        (void)NL(p, host_link_set_mac(l.ifindex, conf->mac));
                 if (r >= 0) {
                         enable_notify(p->ifname);
                         step = "bring it up";
@@ -583,19 +727,20 @@ static int cmd_add(struct plugin *p)
                 if (r >= 0)
                         r = NL(p, host_link_get(p->ifname, &l));
                 if (r >= 0 && conf->has_mac && memcmp(l.mac, conf->mac, 6) != 0) {
-                        /* Up first, then the MAC: some VF drivers take the administrative MAC
-                         * only when reset (igbvf, on down), and refuse setting it themselves
-                         * while it is administratively set and trust is off; for those a
-                         * down/up cycle brings it in. */
+                        /* Some VF drivers take the administrative MAC only when reset (igbvf,
+                         * on open) and refuse setting it themselves while it is
+                         * administratively set and trust is off; for those a down/up cycle
+                         * brings it in, and brings the link up again with the link-local
+                         * address of the new MAC. */
                         step = "set its MAC";
-                        r = NL(p, host_link_set_mac(l.ifindex, conf->mac));
+                        (void)NL(p, host_link_set_mac(l.ifindex, conf->mac));
+                        r = NL(p, host_link_set_updown(l.ifindex, false));
+                        if (r >= 0)
+                                r = NL(p, host_link_set_updown(l.ifindex, true));
                         if (r >= 0)
                                 r = NL(p, host_link_get(p->ifname, &l));
-                        if (r < 0 && NL(p, host_link_set_updown(l.ifindex, false)) >= 0 &&
-                            NL(p, host_link_set_updown(l.ifindex, true)) >= 0 &&
-                            NL(p, host_link_get(p->ifname, &l)) >= 0 &&
-                            memcmp(l.mac, conf->mac, 6) == 0)
-                                r = 0;
+                        if (r >= 0 && memcmp(l.mac, conf->mac, 6) != 0)
+                                r = -EADDRNOTAVAIL;
                 }
                 if (r >= 0) {
                         memcpy(result_mac, l.mac, 6);
@@ -610,8 +755,6 @@ static int cmd_add(struct plugin *p)
                 }
                 if ((r = r2) < 0)
                         goto undo;
-                rec.mtu = vf_link.mtu;
-                rec.has_mtu = true;
         } else {
                 if (conf->has_mac)
                         snprintf(mac_str, sizeof(mac_str), "%s", conf->mac_str);
@@ -644,20 +787,6 @@ static int cmd_add(struct plugin *p)
                         goto undo;
         }
 
-        r = cni_cache_write(p->state_dir, name, conf, &rec);
-        if (r < 0) {
-                fail(p, CNI_ERR_GENERIC, r, "cannot save the attachment record %s/%s: %s",
-                     p->state_dir, name, strerror(-r));
-                goto undo;
-        }
-        r = cni_pci_save(p->state_dir, conf->device_id, p->netns);
-        if (r < 0) {
-                fail(p, CNI_ERR_GENERIC, r, "cannot save the allocation record of VF %s: %s",
-                     conf->device_id, strerror(-r));
-                (void)cni_cache_remove(p->state_dir, name);
-                goto undo;
-        }
-
         {
                 /* own scope: no goto crosses this cleanup variable */
                 const struct cni_iface iface = {
@@ -684,14 +813,68 @@ undo:;
         (void)host_netns_enter(p->host_ns);
         /* the PF side first, as DEL does: a VF driver may refuse to take its old MAC back
          * while an administrative one is still set (igbvf with trust off) */
-        (void)reset_pf_side(p, &rec, true);
-        if (moved)
+        int undone = reset_pf_side(p, &applied, loc.pf_ifname, true);
+        if (moved && undone >= 0)
+                undone = release_netdev(p, pod_ns, p->ifname, &rec);
+        else if (moved)
                 (void)release_netdev(p, pod_ns, p->ifname, &rec);
+        /* the records go only with a complete undo: else the runtime's DEL finishes it */
+        if (undone >= 0) {
+                (void)cni_pci_release(p->state_dir, conf->device_id);
+                (void)cni_cache_remove(p->state_dir, name);
+        }
         p->err = first;
         return r < 0 ? r : -EIO;
 }
 
 /* ---- DEL ---- */
+
+static bool wait_netdev_home(struct plugin *p, const char *pci)
+{
+        for (int i = 0; i < 100; i++) {
+                if (host_vf_has_netdev(p->sysfs_root, pci))
+                        return true;
+                nanosleep(&(struct timespec){ .tv_nsec = 100 * 1000 * 1000 }, NULL);
+        }
+        return false;
+}
+
+/* Whether the VF's allocation record names this attachment: only then may DEL touch the VF
+ * (PF side, netdev, allocation record). Another pod may hold the VF by now: this pod's
+ * namespace vanished (a reboot, a crash), the next ADD found its holder dead and took the VF,
+ * and this DEL comes late; restoring this pod's originals would strip the next owner's VLAN.
+ * Without CNI_NETNS (the runtime lost it) the record names this attachment when no live pod
+ * holds the VF. 1 yes, 0 no (holder in *holder, "" when none), or a negative errno. */
+static int del_owns_vf(struct plugin *p, const char *pci, char *holder, size_t size)
+{
+        int r = cni_pci_holder(p->state_dir, pci, holder, size);
+        if (r == -ENOENT) {
+                holder[0] = '\0';
+                return 0; /* released already (an earlier DEL, or an ADD that found it free) */
+        }
+        if (r < 0)
+                return fail(p, CNI_ERR_GENERIC, r, "VF %s: cannot read its allocation record: %s",
+                            pci, strerror(-r));
+        if (p->netns)
+                return strcmp(holder, p->netns) == 0;
+        int fd = host_netns_open(holder);
+        if (fd >= 0)
+                close(fd);
+        return fd < 0;
+}
+
+/* A name for a VF netdev returned to the host when its record, and so its name, is lost:
+ * "vf" and the hex digits of its PCI address (0000:3b:02.1 -> vf00003b021). */
+static void fallback_host_name(const char *pci, char out[IFNAMSIZ])
+{
+        size_t n = 0;
+        out[n++] = 'v';
+        out[n++] = 'f';
+        for (const char *c = pci; *c && n < IFNAMSIZ - 1; c++)
+                if ((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f'))
+                        out[n++] = *c;
+        out[n] = '\0';
+}
 
 static int cmd_del(struct plugin *p)
 {
@@ -703,10 +886,33 @@ static int cmd_del(struct plugin *p)
         r = cni_cache_read(p->state_dir, name, &c, &p->err);
         if (r == -ENOENT)
                 return 0; /* never added, or already deleted */
-        if (r < 0)
+        /* A record that cannot be parsed must not keep the pod Terminating with its VF: what
+         * can be restored is found from the configuration's deviceID and the pod's link. */
+        bool unreadable = false;
+        char unreadable_why[sizeof(p->err.msg)] = "";
+        if (r == -EBADMSG) {
+                snprintf(unreadable_why, sizeof(unreadable_why), "%s", p->err.msg);
+                p->err = (struct cni_error){ .code = 0 };
+                if (!pci_address_is_valid(p->conf.device_id)) {
+                        fprintf(stderr,
+                                "sriov: %s; the configuration names no deviceID either: nothing "
+                                "to restore, record removed\n",
+                                unreadable_why);
+                        if (p->conf.ipam_type[0] &&
+                            (r = ipam_run(p, "DEL", p->conf.ipam_type, NULL, NULL)) < 0)
+                                return r;
+                        return cni_cache_remove(p->state_dir, name);
+                }
+                unreadable = true;
+                c = (struct cni_cache){ .spoofchk = -1, .trust = -1, .link_state = -1 };
+                snprintf(c.device_id, sizeof(c.device_id), "%s", p->conf.device_id);
+                snprintf(c.ipam_type, sizeof(c.ipam_type), "%s", p->conf.ipam_type);
+                fallback_host_name(c.device_id, c.orig.host_ifname);
+        } else if (r < 0) {
                 return p->err.msg[0] ? r
                                      : fail(p, CNI_ERR_GENERIC, r, "cannot read %s/%s: %s",
                                             p->state_dir, name, strerror(-r));
+        }
 
         _cleanup_close_ int lock = cni_pci_lock(p->state_dir, c.device_id, LOCK_TIMEOUT_MS);
         if (lock < 0)
@@ -716,26 +922,67 @@ static int cmd_del(struct plugin *p)
         if (c.ipam_type[0] && (r = ipam_run(p, "DEL", c.ipam_type, NULL, NULL)) < 0)
                 return r;
 
-        bool vf_gone = false;
-        struct vf_location loc;
-        if (host_vf_locate(p->sysfs_root, c.device_id, &loc) < 0 || loc.vf_index != c.vfid)
-                vf_gone = true; /* VFs destroyed while the pod ran: nothing left to restore */
+        char holder[4096];
+        int owns = del_owns_vf(p, c.device_id, holder, sizeof(holder));
+        if (owns < 0)
+                return owns;
+        if (!owns) {
+                fprintf(stderr,
+                        "sriov: VF %s %s: not restoring it, only this attachment's record "
+                        "removed\n",
+                        c.device_id,
+                        holder[0] ? "is allocated to another attachment" : "is not allocated");
+                if ((r = cni_cache_remove(p->state_dir, name)) < 0)
+                        return fail(p, CNI_ERR_GENERIC, r, "cannot remove %s/%s: %s", p->state_dir,
+                                    name, strerror(-r));
+                return 0;
+        }
 
-        if (p->netns && *p->netns && !vf_gone) {
-                if ((r = reset_pf_side(p, &c, false)) < 0)
+        /* Only "no such device" means the VF is gone (VFs destroyed while the pod ran: nothing
+         * to restore); any other error (its PF's netdev missing during a firmware reset, sysfs
+         * unreadable) fails the DEL, so that it is retried, and keeps the records. */
+        struct vf_location loc;
+        r = host_vf_locate(p->sysfs_root, c.device_id, &loc);
+        bool vf_gone = r == -ENODEV || r == -ENOTTY || r == -ENOENT ||
+                       (r == 0 && !unreadable && loc.vf_index != c.vfid);
+        if (r < 0 && !vf_gone)
+                return fail(p, CNI_ERR_TRY_LATER, r,
+                            "VF %s: cannot find its PF and VF index (%s%s): not released yet",
+                            c.device_id, r == -ENOLINK ? "its PF has no netdev: " : "",
+                            strerror(-r));
+
+        /* DPDK VFs (no netdev) were never moved; unknown for an unreadable record: by driver */
+        bool netdev = unreadable ? !vf_gone && !host_driver_is_userspace(loc.driver)
+                                 : c.orig.host_ifname[0] != '\0';
+        if (!vf_gone) {
+                _cleanup_close_ int pod_ns = p->netns && netdev ? host_netns_open(p->netns) : -1;
+                if (p->netns && netdev && pod_ns < 0 && pod_ns != -ENOENT)
+                        return fail(
+                            p, CNI_ERR_GENERIC, pod_ns, "failed to open netns \"%s\": %s", p->netns,
+                            pod_ns == -EINVAL ? "not a network namespace" : strerror(-pod_ns));
+                /* the PF side needs no namespace: restored also without CNI_NETNS */
+                if (!unreadable && (r = reset_pf_side(p, &c, loc.pf_ifname, false)) < 0)
                         return r;
-                if (c.orig.host_ifname[0]) {
-                        _cleanup_close_ int pod_ns = host_netns_open(p->netns);
-                        if (pod_ns == -ENOENT || pod_ns == -EINVAL)
-                                rename_returned_netdev(p, &c);
-                        else if (pod_ns < 0)
-                                return fail(p, CNI_ERR_GENERIC, pod_ns,
-                                            "failed to open netns \"%s\": %s", p->netns,
-                                            strerror(-pod_ns));
-                        else if ((r = release_netdev(p, pod_ns, p->ifname, &c)) < 0)
-                                return r;
+                if (netdev && pod_ns >= 0 && (r = release_netdev(p, pod_ns, p->ifname, &c)) < 0)
+                        return r;
+                if (netdev && pod_ns < 0) {
+                        /* the kernel returns the netdev to the host when the namespace ends,
+                         * which takes a moment after its path is gone (or never comes, while
+                         * something still holds the namespace): wait for it, else retry */
+                        if (!wait_netdev_home(p, c.device_id))
+                                return fail(p, CNI_ERR_TRY_LATER, -EAGAIN,
+                                            "VF %s: its netdev has not come back to the host "
+                                            "from the pod's namespace %s yet",
+                                            c.device_id, p->netns ? p->netns : holder);
+                        rename_returned_netdev(p, &c);
                 }
         }
+        if (unreadable)
+                fprintf(stderr,
+                        "sriov: %s; VF %s restored from the configuration's deviceID: its "
+                        "netdev is back in the host as %s, its PF-side settings (VLAN, MAC, "
+                        "spoofchk, trust, rates, link state) were not restored\n",
+                        unreadable_why, c.device_id, c.orig.host_ifname);
         if ((r = cni_pci_release(p->state_dir, c.device_id)) < 0 ||
             (r = cni_cache_remove(p->state_dir, name)) < 0)
                 return fail(p, CNI_ERR_GENERIC, r, "cannot remove the records of VF %s in %s: %s",
@@ -763,10 +1010,9 @@ static int cmd_check(struct plugin *p)
                             c.device_id, p->netns);
         if (!c.orig.host_ifname[0])
                 return 0; /* DPDK: nothing in the pod's namespace */
-        _cleanup_close_ int pod_ns = host_netns_open(p->netns);
+        _cleanup_close_ int pod_ns = open_pod_ns(p);
         if (pod_ns < 0)
-                return fail(p, CNI_ERR_GENERIC, pod_ns, "failed to open netns \"%s\": %s", p->netns,
-                            strerror(-pod_ns));
+                return pod_ns;
         if ((r = enter_ns(p, pod_ns, "pod's")) < 0)
                 return r;
         struct host_link l;
@@ -813,6 +1059,17 @@ static int require_env(struct plugin *p, bool netns_required)
         return 0;
 }
 
+/* libcni's rule for a network name (ValidateNetworkName): IPAM plugins make directories of it
+ * (host-local: /var/lib/cni/networks/<name>), so "../x" must not reach them. */
+static bool network_name_is_valid(const char *name)
+{
+        if (!((*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z') ||
+              (*name >= '0' && *name <= '9')))
+                return false;
+        return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
+               strlen(name);
+}
+
 static int run(struct plugin *p)
 {
         if (!p->command) {
@@ -856,6 +1113,11 @@ static int run(struct plugin *p)
                             "incompatible CNI versions: config is \"%s\", plugin supports "
                             "0.1.0 to 1.1.0",
                             p->conf.cni_version);
+        if ((add || check) && p->conf.name[0] && !network_name_is_valid(p->conf.name))
+                return fail(p, CNI_ERR_INVALID_CONFIG, -EINVAL,
+                            "field \"name\" is \"%s\": a network name has letters, digits, "
+                            "'_', '.' and '-' only, and starts with a letter or digit",
+                            p->conf.name);
         if (check && cni_version_compare(p->conf.cni_version, "0.4.0") < 0)
                 return fail(p, CNI_ERR_INCOMPATIBLE_VERSION, -EPROTONOSUPPORT,
                             "config version \"%s\" does not allow CHECK", p->conf.cni_version);
@@ -879,6 +1141,8 @@ int main(int argc, char **argv)
                 .cni_path = env("CNI_PATH"),
                 .state_dir = env("SRIOV_CNI_STATE_DIR") ?: CNI_STATE_DIR_DEFAULT,
                 .sysfs_root = env("SRIOV_CNI_SYSFS_ROOT"),
+                .agent_state_dir = env("SRIOV_CNI_AGENT_STATE_DIR") ?: CNI_AGENT_STATE_DIR_DEFAULT,
+                .any_vf_file = env("SRIOV_CNI_ANY_VF_FILE") ?: CNI_ANY_VF_FILE_DEFAULT,
                 .host_ns = -1,
                 .t = { .enabled = env("SRIOV_CNI_TIMINGS") != NULL, .start = now_ms() },
         };

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "cni/state.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -16,7 +17,9 @@
 #include "util/names.h"
 #include "util/parse.h"
 
-#define CACHE_MAX (1024 * 1024)
+/* What a record may be when read: ours are a few KiB; upstream's carry the stdin's "prevResult"
+ * and "capabilities" too, so up to about the runtime's 1 MiB configuration and some. */
+#define CACHE_READ_MAX (2 * 1024 * 1024)
 
 static int mkdir_one(const char *path)
 {
@@ -70,9 +73,13 @@ int cni_cache_write(const char *dir, const char *name, const struct cni_conf *co
         if (r < 0)
                 return r;
 
-        /* upstream marshals its NetConf: the standard fields and its own, with nil pointers as
-         * null; the stdin object is the base so nothing the runtime sent is lost */
-        json_auto_t *o = json_deep_copy(conf->root);
+        /* Exactly the fields upstream's json.Marshal of its NetConf writes (types.NetConf and
+         * SriovNetConf), each in its Go type, and only those: Go's decoder matches keys
+         * case-insensitively, so a stray stdin key such as "mtu":"9000" copied in would make
+         * upstream's DEL fail to decode the record and restore nothing. Every value is bounded
+         * by the configuration's own limits, so the record stays a few KiB however large the
+         * stdin was (a near-1 MiB configuration made the record unreadable for every DEL). */
+        json_auto_t *o = json_object();
         const struct cni_vf_orig *s = &rec->orig;
         json_auto_t *orig =
             json_pack("{s:s, s:b, s:b, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:I, s:i}", "HostIFName",
@@ -80,11 +87,16 @@ int cni_cache_write(const char *dir, const char *name, const struct cni_conf *co
                       s->admin_mac, "EffectiveMAC", s->effective_mac, "Vlan", s->vlan, "VlanQoS",
                       s->qos, "VlanProto", s->vlan_proto, "MinTxRate", s->min_tx_rate, "MaxTxRate",
                       s->max_tx_rate, "LinkState", (json_int_t)s->link_state, "MTU", s->mtu);
-        if (!o || !orig)
+        json_auto_t *ipam =
+            conf->ipam_type[0] ? json_pack("{s:s}", "type", conf->ipam_type) : json_object();
+        if (!o || !orig || !ipam)
                 return -ENOMEM;
-        json_t *rt = json_object_get(o, "runtimeConfig");
-        if (!json_is_object(rt))
-                json_object_set_new(o, "runtimeConfig", json_object());
+        json_object_set_new(o, "cniVersion", json_string(conf->cni_version));
+        if (conf->name[0]) /* `json:"name,omitempty"` */
+                json_object_set_new(o, "name", json_string(conf->name));
+        json_object_set_new(o, "type", json_string("sriov"));
+        json_object_set_new(o, "ipam", TAKE_PTR(ipam));
+        json_object_set_new(o, "dns", json_object()); /* a struct: never omitted */
         json_object_set_new(o, "OrigVfState", TAKE_PTR(orig));
         json_object_set_new(o, "Master", json_string(rec->master));
         json_object_set_new(o, "MAC", json_string(rec->mac));
@@ -99,6 +111,16 @@ int cni_cache_write(const char *dir, const char *name, const struct cni_conf *co
                                 : json_null());
         json_object_set_new(o, "min_tx_rate", int_or_null(conf->has_min_tx, conf->min_tx_rate));
         json_object_set_new(o, "max_tx_rate", int_or_null(conf->has_max_tx, conf->max_tx_rate));
+        /* `omitempty` strings: present only when the configuration set them (DEL restores
+         * exactly those) */
+        static const char *const link_states[] = { "auto", "enable", "disable" };
+        if (conf->spoofchk >= 0)
+                json_object_set_new(o, "spoofchk", json_string(conf->spoofchk ? "on" : "off"));
+        if (conf->trust >= 0)
+                json_object_set_new(o, "trust", json_string(conf->trust ? "on" : "off"));
+        if (conf->link_state >= 0 && (size_t)conf->link_state < ELEMENTSOF(link_states))
+                json_object_set_new(o, "link_state", json_string(link_states[conf->link_state]));
+        json_object_set_new(o, "runtimeConfig", json_object()); /* a struct: never omitted */
 
         _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT);
         if (!text)
@@ -162,9 +184,19 @@ int cni_cache_read(const char *dir, const char *name, struct cni_cache *ret, str
                 return r;
         _cleanup_free_ char *text = NULL;
         size_t size;
-        r = read_full_file(path, CACHE_MAX, &text, &size);
+        r = read_full_file(path, CACHE_READ_MAX, &text, &size);
+        if (r == -EFBIG)
+                return cni_fail(e, CNI_ERR_GENERIC, -EBADMSG,
+                                "cached record %s is larger than %d bytes", path, CACHE_READ_MAX);
         if (r < 0)
                 return r;
+        return cni_cache_parse(path, text, size, ret, e);
+}
+
+int cni_cache_parse(const char *path, const char *text, size_t size, struct cni_cache *ret,
+                    struct cni_error *e)
+{
+        int r;
         json_error_t jerr;
         json_auto_t *o = json_loadb(text, size, 0, &jerr);
         if (!json_is_object(o))
@@ -235,12 +267,46 @@ int cni_cache_read(const char *dir, const char *name, struct cni_cache *ret, str
                 g->link_state = (uint32_t)vals[5];
                 g->mtu = (int)vals[6];
         }
-        if (!pci_address_is_valid(c.device_id) || (c.master[0] && !ifname_is_valid(c.master)) ||
+        if (!pci_address_is_valid(c.device_id) || c.vfid < 0 || c.vfid > 0xffff ||
+            (c.master[0] && !ifname_is_valid(c.master)) ||
             (c.orig.host_ifname[0] && !ifname_is_valid(c.orig.host_ifname)))
                 return cni_fail(e, CNI_ERR_GENERIC, -EBADMSG,
                                 "cached record %s names an invalid device or interface", path);
         *ret = c;
         return 0;
+}
+
+int cni_cache_find_latest(const char *dir, const char *pci, char *name, size_t size,
+                          struct cni_cache *ret)
+{
+        DIR *d = opendir(dir);
+        if (!d)
+                return negative_errno();
+        struct timespec newest = { 0 };
+        int found = -ENOENT;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                struct stat st;
+                if (de->d_name[0] == '.' ||
+                    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode))
+                        continue;
+                struct cni_cache c;
+                struct cni_error e = { 0 };
+                if (cni_cache_read(dir, de->d_name, &c, &e) < 0 || strcmp(c.device_id, pci) != 0)
+                        continue;
+                if (found == 0 &&
+                    (st.st_mtim.tv_sec < newest.tv_sec ||
+                     (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec <= newest.tv_nsec)))
+                        continue;
+                if (snprintf(name, size, "%s", de->d_name) >= (int)size)
+                        continue;
+                newest = st.st_mtim;
+                *ret = c;
+                found = 0;
+        }
+        closedir(d);
+        return found;
 }
 
 int cni_cache_remove(const char *dir, const char *name)

@@ -3,9 +3,10 @@
  * can switch between the two plugins with pods running (k8snetworkplumbingwg/sriov-cni
  * pkg/utils/utils.go SaveNetConf, pkg/utils/pci_allocator.go):
  *
- *   <dir>/<containerid>-<ifname>   0600  the network configuration as given on stdin, plus
- *                                        OrigVfState (the VF as it was before ADD), Master (PF
- *                                        netdev), MAC, MTU, VFID — what DEL needs to restore
+ *   <dir>/<containerid>-<ifname>   0600  upstream's NetConf fields only (cniVersion, name,
+ *                                        type, ipam.type, the VF settings the configuration
+ *                                        made, OrigVfState (the VF as it was before ADD),
+ *                                        Master, MAC, MTU, VFID): what DEL needs, a few KiB
  *   <dir>/pci/<pci>                0600  the network namespace path of the attachment holding
  *                                        the VF
  *   <dir>/pci/vf_lock/<pci>.lock         flock(2)ed while a VF is being set up or released
@@ -58,7 +59,14 @@ int cni_cache_write(const char *dir, const char *name, const struct cni_conf *co
                     const struct cni_cache *rec);
 /* -ENOENT when there is none; -EBADMSG when it cannot be parsed (field named in e). */
 int cni_cache_read(const char *dir, const char *name, struct cni_cache *ret, struct cni_error *e);
+/* The record's text as cni_cache_read() parses it; path only names it in messages. */
+int cni_cache_parse(const char *path, const char *text, size_t size, struct cni_cache *ret,
+                    struct cni_error *e);
 int cni_cache_remove(const char *dir, const char *name); /* a missing record is 0 */
+/* The most recently written record in dir for the VF pci (its name in name): the one of the
+ * attachment that held the VF last. -ENOENT when none names it. */
+int cni_cache_find_latest(const char *dir, const char *pci, char *name, size_t size,
+                          struct cni_cache *ret);
 
 /* Takes the VF's lock, waiting up to timeout_ms; returns the locked fd (close to unlock),
  * -ETIMEDOUT, or another negative errno. */

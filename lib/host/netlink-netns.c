@@ -4,19 +4,24 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/ethtool.h>
 #include <linux/if_arp.h>
 #include <linux/if_ether.h>
 #include <linux/if_link.h>
 #include <linux/if_packet.h>
 #include <linux/magic.h>
+#include <linux/nsfs.h>
 #include <linux/rtnetlink.h>
+#include <linux/sockios.h>
 #include <netinet/icmp6.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -79,6 +84,8 @@ static int on_link(struct nl_msg *msg, void *userdata)
                 l->hwaddr_len = nla_len(tb[IFLA_ADDRESS]);
                 memcpy(l->hwaddr, nla_data(tb[IFLA_ADDRESS]), (size_t)l->hwaddr_len);
         }
+        if (tb[IFLA_PARENT_DEV_NAME])
+                nla_strlcpy(l->parent_dev, tb[IFLA_PARENT_DEV_NAME], sizeof(l->parent_dev));
         return 0;
 }
 
@@ -388,17 +395,79 @@ int host_netns_open(const char *path)
 {
         if (!path || path[0] != '/')
                 return -EINVAL;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        /* O_NONBLOCK: a FIFO at the path would block the open until a writer came (the caller
+         * holds a VF's lock); O_NOCTTY: nor may a terminal become ours */
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
         struct statfs sfs;
         /* A bind-mounted namespace file and /proc/PID/ns/net (a magic link) both open the
-         * namespace's nsfs inode; a plain file left where a namespace was is not one. */
+         * namespace's nsfs inode; a plain file left where a namespace was is not one, nor is
+         * another kind of namespace (/proc/PID/ns/mnt) */
         if (fstatfs(fd, &sfs) < 0 || (unsigned long)sfs.f_type != NSFS_MAGIC) {
                 close(fd);
                 return -EINVAL;
         }
+        int type = ioctl(fd, NS_GET_NSTYPE);
+        if ((type < 0 && errno != ENOTTY) || (type >= 0 && type != CLONE_NEWNET)) {
+                close(fd); /* ENOTTY: a kernel before 4.11, which cannot tell */
+                return -EINVAL;
+        }
         return fd;
+}
+
+bool host_netns_same(int fd_a, int fd_b)
+{
+        struct stat a, b;
+        return fstat(fd_a, &a) == 0 && fstat(fd_b, &b) == 0 && a.st_dev == b.st_dev &&
+               a.st_ino == b.st_ino;
+}
+
+/* The bus address the link's driver reports (ethtool's bus-info): a PCI function's address for
+ * a VF netdev, "" for virtual links. */
+static int link_bus_info(int fd, const char *ifname, char *buf, size_t size)
+{
+        struct ethtool_drvinfo info = { .cmd = ETHTOOL_GDRVINFO };
+        struct ifreq ifr = { .ifr_data = (void *)&info };
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+        if (ioctl(fd, SIOCETHTOOL, &ifr) < 0)
+                return negative_errno();
+        snprintf(buf, size, "%.*s", (int)sizeof(info.bus_info), info.bus_info);
+        return 0;
+}
+
+/* Whether the link named ifname is the device bus_addr: the parent device the kernel reports
+ * (Linux 5.16 and later), else what its driver reports to ethtool (older kernels; a driver
+ * resetting its device may refuse ethtool then, while the parent is always reported). */
+static bool link_is_device(int fd, const char *ifname, const char *bus_addr, struct host_link *ret)
+{
+        char bus[64];
+        if (host_link_get(ifname, ret) < 0)
+                return false;
+        if (ret->parent_dev[0])
+                return strcmp(ret->parent_dev, bus_addr) == 0;
+        return link_bus_info(fd, ifname, bus, sizeof(bus)) == 0 && strcmp(bus, bus_addr) == 0;
+}
+
+int host_link_find_by_bus(const char *bus_addr, const char *hint, struct host_link *ret)
+{
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return negative_errno();
+        /* the name the link should have first: one request instead of every link's */
+        if (hint && ifname_is_valid(hint) && link_is_device(fd, hint, bus_addr, ret))
+                return 0;
+        struct if_nameindex *all = if_nameindex();
+        if (!all)
+                return negative_errno();
+        int r = -ENODEV;
+        for (struct if_nameindex *i = all; i->if_index != 0; i++)
+                if (link_is_device(fd, i->if_name, bus_addr, ret)) {
+                        r = 0;
+                        break;
+                }
+        if_freenameindex(all);
+        return r;
 }
 
 struct vf_query {

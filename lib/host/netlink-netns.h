@@ -24,7 +24,9 @@ struct host_link {
         uint8_t hwaddr[HOST_HWADDR_MAX];
         int hwaddr_len;
         int mtu;
-        unsigned flags; /* IFF_* */
+        unsigned flags;      /* IFF_* */
+        char parent_dev[64]; /* its device (a VF's PCI address); "" when the kernel (before 5.16)
+                                or the link (virtual) reports none */
 };
 
 /* -ENODEV when there is no such interface. */
@@ -74,9 +76,16 @@ int host_route_add(int ifindex, int family, const void *dst, int dst_len, const 
 
 /* setns(fd, CLONE_NEWNET) for the calling thread. */
 int host_netns_enter(int netns_fd);
-/* Opens a network namespace file (a bind mount under /var/run/netns or /proc/PID/ns/net) and
- * checks it is one: -ENOENT when the path is gone, -EINVAL when it is not a namespace. */
+/* Opens a network namespace file (a bind mount under /var/run/netns or /proc/PID/ns/net)
+ * without blocking (a FIFO there does not hang the caller) and checks it is a network
+ * namespace: -ENOENT when the path is gone, -EINVAL when it is not a network namespace. */
 int host_netns_open(const char *path);
+/* Whether two namespace fds name the same namespace. */
+bool host_netns_same(int fd_a, int fd_b);
+/* In the calling thread's namespace: the link whose driver reports bus_addr (a PCI address) as
+ * its bus, whatever its name (hint, the name it should have, is tried first). -ENODEV when
+ * none does. */
+int host_link_find_by_bus(const char *bus_addr, const char *hint, struct host_link *ret);
 
 struct host_vf_state {
         uint8_t mac[6]; /* administrative MAC (zero when none) */

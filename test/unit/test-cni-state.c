@@ -3,6 +3,7 @@
  * (pkg/utils/utils.go SaveNetConf/ReadScratchNetConf, pkg/utils/pci_allocator.go and its
  * pci_allocator_test.go: save, IsAllocated, delete; lock under pci/vf_lock/<pci>.lock). */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -171,6 +172,101 @@ static void test_cache_reads_upstream_record(void **state)
         assert_int_equal(cni_cache_read(dir, "abc-net1", &c, &e), -EBADMSG);
 }
 
+/* The record holds upstream's NetConf fields only, in their Go types, and stays small: stdin
+ * keys copied in made upstream's decoder fail ("mtu":"9000" lands on its MTU *int, Go matching
+ * keys case-insensitively), and a near-1 MiB configuration made a record that no DEL could
+ * read back ("File too large"). */
+static void test_cache_record_upstream_fields_only(void **state)
+{
+        const char *dir = *state;
+        char path[PATH_MAX];
+        size_t pad_len = 900 * 1024;
+        char *pad = malloc(pad_len + 1);
+        assert_non_null(pad);
+        memset(pad, 'x', pad_len);
+        pad[pad_len] = '\0';
+        json_t *in = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s, s:{s:s, s:s}, s:s}",
+                               "cniVersion", "1.0.0", "name", "big", "type", "sriov", "deviceID",
+                               "0000:01:10.0", "mtu", "9000", "Vlan", 7, "padding", pad, "ipam",
+                               "type", "host-local", "subnet", "10.0.0.0/24", "trust", "on");
+        free(pad);
+        assert_non_null(in);
+        char *json = json_dumps(in, JSON_COMPACT);
+        json_decref(in);
+        assert_non_null(json);
+        struct cni_conf conf;
+        struct cni_error e = { 0 };
+        assert_int_equal(cni_conf_parse(json, strlen(json), NULL, &conf, &e), 0);
+        free(json);
+        struct cni_cache rec = { .device_id = "0000:01:10.0", .master = "eth0", .vfid = 0 };
+        assert_int_equal(cni_cache_write(dir, "big-net1", &conf, &rec), 0);
+        cni_conf_done(&conf);
+
+        snprintf(path, sizeof(path), "%s/big-net1", dir);
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_true(st.st_size < 4096);
+        json_t *o = json_load_file(path, 0, NULL);
+        assert_non_null(o);
+        static const char *const upstream_keys[] = {
+                "cniVersion",  "name",     "type",    "ipam",       "dns",
+                "OrigVfState", "Master",   "MAC",     "MTU",        "VFID",
+                "deviceID",    "vlan",     "vlanQoS", "vlanProto",  "min_tx_rate",
+                "max_tx_rate", "spoofchk", "trust",   "link_state", "runtimeConfig",
+        };
+        const char *key;
+        json_t *value;
+        json_object_foreach(o, key, value)
+        {
+                bool known = false;
+                for (size_t i = 0; i < sizeof(upstream_keys) / sizeof(upstream_keys[0]); i++)
+                        known |= strcmp(key, upstream_keys[i]) == 0;
+                if (!known)
+                        fail_msg("record has key \"%s\", which upstream's NetConf lacks", key);
+        }
+        /* ipam as upstream's types.IPAM: the type only; "trust" as the configuration set it */
+        assert_int_equal(json_object_size(json_object_get(o, "ipam")), 1);
+        assert_string_equal(json_string_value(json_object_get(o, "trust")), "on");
+        assert_true(json_is_null(json_object_get(o, "MTU")));
+        json_decref(o);
+
+        struct cni_cache back;
+        assert_int_equal(cni_cache_read(dir, "big-net1", &back, &e), 0);
+        assert_int_equal(back.trust, 1);
+        assert_string_equal(back.ipam_type, "host-local");
+}
+
+/* The record of the attachment that held a VF last: what an ADD finding that holder's
+ * namespace gone puts back before taking the VF (the late DEL leaves it alone then). */
+static void test_cache_find_latest(void **state)
+{
+        const char *dir = *state;
+        char path[PATH_MAX], name[NAME_MAX + 1];
+        const char *older = "{\"deviceID\":\"0000:01:10.0\",\"VFID\":0,"
+                            "\"OrigVfState\":{\"HostIFName\":\"old0\"}}";
+        const char *newer = "{\"deviceID\":\"0000:01:10.0\",\"VFID\":0,"
+                            "\"OrigVfState\":{\"HostIFName\":\"new0\"}}";
+        const char *other = "{\"deviceID\":\"0000:01:10.2\",\"VFID\":1}";
+        struct cni_cache c;
+        assert_int_equal(cni_cache_find_latest(dir, "0000:01:10.0", name, sizeof(name), &c),
+                         -ENOENT);
+        snprintf(path, sizeof(path), "%s/b-net1", dir);
+        assert_int_equal(write_file_atomic(path, older, strlen(older), 0600), 0);
+        struct timespec old_time[2] = { { .tv_sec = 1000 }, { .tv_sec = 1000 } };
+        assert_int_equal(utimensat(AT_FDCWD, path, old_time, 0), 0);
+        snprintf(path, sizeof(path), "%s/a-net1", dir);
+        assert_int_equal(write_file_atomic(path, newer, strlen(newer), 0600), 0);
+        snprintf(path, sizeof(path), "%s/c-net1", dir);
+        assert_int_equal(write_file_atomic(path, other, strlen(other), 0600), 0);
+        snprintf(path, sizeof(path), "%s/d-net1", dir);
+        assert_int_equal(write_file_atomic(path, "{", 1, 0600), 0); /* unreadable: skipped */
+        assert_int_equal(cni_cache_find_latest(dir, "0000:01:10.0", name, sizeof(name), &c), 0);
+        assert_string_equal(name, "a-net1");
+        assert_string_equal(c.orig.host_ifname, "new0");
+        assert_int_equal(cni_cache_find_latest(dir, "0000:01:10.2", name, sizeof(name), &c), 0);
+        assert_string_equal(name, "c-net1");
+}
+
 static void test_pci_allocation(void **state)
 {
         const char *dir = *state;
@@ -217,6 +313,9 @@ int main(void)
                 cmocka_unit_test(test_cache_name),
                 cmocka_unit_test_setup_teardown(test_cache_round_trip, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cache_reads_upstream_record, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cache_record_upstream_fields_only, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_cache_find_latest, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pci_allocation, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pci_lock, setup, teardown),
         };

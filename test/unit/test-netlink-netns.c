@@ -333,6 +333,33 @@ static void test_netns_files_and_vfs(void **state)
         assert_int_equal(host_netns_open("/nonexistent/netns"), -ENOENT);
         assert_int_equal(host_netns_open("/proc/self/status"), -EINVAL);
         assert_int_equal(host_netns_open("relative"), -EINVAL);
+        /* another kind of namespace, and a FIFO (an open that would block until a writer came,
+         * with the VF's lock held): refused at once */
+        assert_int_equal(host_netns_open("/proc/self/ns/mnt"), -EINVAL);
+        char fifo[] = "/tmp/sriov-test-netns-fifo-XXXXXX";
+        assert_non_null(mkdtemp(fifo));
+        char fifo_path[sizeof(fifo) + 8];
+        snprintf(fifo_path, sizeof(fifo_path), "%s/fifo", fifo);
+        assert_int_equal(mkfifo(fifo_path, 0600), 0);
+        alarm(5); /* a blocking open is a failure, not a hang */
+        assert_int_equal(host_netns_open(fifo_path), -EINVAL);
+        alarm(0);
+        unlink(fifo_path);
+        rmdir(fifo);
+        int a = host_netns_open("/proc/self/ns/net"), b = host_netns_open("/proc/1/ns/net");
+        assert_true(a >= 0);
+        assert_true(host_netns_same(a, a));
+        if (b >= 0) {
+                int c = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+                assert_true(host_netns_same(a, c));
+                close(c);
+                close(b);
+        }
+        close(a);
+        /* a link that is no bus device is never taken for one, whatever its name */
+        struct host_link found;
+        create_veth("cnitc0", "cnitc1");
+        assert_int_equal(host_link_find_by_bus("0000:01:10.0", "cnitc0", &found), -ENODEV);
         struct host_vf_state st;
         /* a veth has no VFs */
         create_veth("cnit4", "cnit5");

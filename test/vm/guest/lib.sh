@@ -226,14 +226,48 @@ lab_reset() {
 # PF's netdev); policies go to /tmp/policies before start_agent_with_kubelet.
 
 # /tmp/cni.sh CMD NETNS IFNAME CONTAINERID CONFFILE [CNI_ARGS]: one plugin call as a runtime
-# makes it
+# makes it; the plugin checks deviceIDs against the pools of the agent's records, which
+# start_agent_with_kubelet keeps in /tmp/agent-state
 setup_cni_wrapper() {
     cat >/tmp/cni.sh <<'SH'
 #!/bin/sh
 CNI_COMMAND=$1 CNI_NETNS=$2 CNI_IFNAME=$3 CNI_CONTAINERID=$4 CNI_ARGS=${6:-} \
+    SRIOV_CNI_AGENT_STATE_DIR=/tmp/agent-state \
     CNI_PATH=/usr/lib/cni:/opt/cni/bin exec /opt/cni/bin/sriov <"$5"
 SH
     chmod +x /tmp/cni.sh
+}
+
+has_carrier() { [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]; }
+
+# The CNI scenarios' node: the PF up, the seed-like netdevice policy (VFs 0-3 of $PF as
+# sriov_highnet), the agent and the fake kubelet, the pool whole; then each VF's netdev up and
+# down once: igbvf may probe a VF while the PF is still resetting from the VF-count change ("PF
+# still in reset state"), and such a VF has no carrier until the driver resets it, which it
+# does when taken down (a real NIC's VFs come up after the PF).
+start_cni_node() {
+    setup_link_up "$PF"
+    mkdir -p /tmp/policies "$KDIR" "$(dirname "$PRSOCK")" /tmp/agent-state
+    cat >/tmp/policies/highnet.yaml <<EOF2
+apiVersion: sriovnetwork.openshift.io/v1
+kind: SriovNetworkNodePolicy
+metadata: {name: highnet-sriov-policy, namespace: sriov-network-operator}
+spec:
+  resourceName: sriov_highnet
+  nodeSelector: {highnet-node: "true"}
+  priority: 90
+  mtu: 1500
+  numVfs: 4
+  nicSelector: {vendor: "8086", pfNames: ["$PF"]}
+  deviceType: netdevice
+EOF2
+    start_agent_with_kubelet
+    wait_for "kubelet: $R_NET = VFs 0-3, healthy" 90 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
+    wait_for "PF $PF has carrier (VF rates need the link speed)" 30 has_carrier "$PF"
+    for vf in "$VF0" "$VF1" "$VF2" "$VF3"; do
+        n=$(netdev_of "$vf")
+        $IPR link set dev "$n" up && $IPR link set dev "$n" down || fail "setup: reset VF netdev $n"
+    done
 }
 
 kl_last_devices() { grep '"event":"devices"' "$KL_OUT" | grep -F "\"resource\":\"$1\"" | tail -1; }

@@ -26,7 +26,6 @@ netconf() {
         "$2" "$3" "$IPAM_DIR" >"$1"
 }
 
-has_carrier() { [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]; }
 # what must not change when the plugin refuses: the PF's VF lines, the host's links, records
 host_state() {
     $IPR link show dev "$PF" | grep -E '^ +vf ' | tr -s ' '
@@ -61,32 +60,7 @@ said() { say "\$ $1"; cat "$OUT" >>"$T"; }
 trap 'rc=$?; if [ $rc -ne 0 ]; then echo "    --- agent log tail"; tail -n 25 /tmp/agent.log | sed "s/^/    | /"; echo "    --- fake kubelet (last events)"; tail -n 4 "$KL_OUT" | cut -c1-300 | sed "s/^/    | /"; fi' EXIT
 
 # --- the agent makes the VFs; the fake kubelet takes the pools -----------------------------
-setup_link_up "$PF"
-mkdir -p /tmp/policies "$KDIR" "$(dirname "$PRSOCK")" /tmp/agent-state
-cat >/tmp/policies/highnet.yaml <<EOF2
-apiVersion: sriovnetwork.openshift.io/v1
-kind: SriovNetworkNodePolicy
-metadata: {name: highnet-sriov-policy, namespace: sriov-network-operator}
-spec:
-  resourceName: sriov_highnet
-  nodeSelector: {highnet-node: "true"}
-  priority: 90
-  mtu: 1500
-  numVfs: 4
-  nicSelector: {vendor: "8086", pfNames: ["$PF"]}
-  deviceType: netdevice
-EOF2
-start_agent_with_kubelet
-wait_for "kubelet: $R_NET = VFs 0-3, healthy" 90 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
-wait_for "PF $PF has carrier (VF rates need the link speed)" 30 has_carrier "$PF"
-
-# igbvf may probe a VF while the PF is still resetting from the VF-count change ("PF still in
-# reset state"): such a VF has no carrier until the driver resets it, which it does when taken
-# down. Setup (a real NIC's VFs come up after the PF): up and down once, the PF now up.
-for vf in "$VF0" "$VF1" "$VF2" "$VF3"; do
-    n=$(netdev_of "$vf")
-    $IPR link set dev "$n" up && $IPR link set dev "$n" down || fail "setup: reset VF netdev $n"
-done
+start_cni_node
 HOST0=$(netdev_of "$VF0")
 HOST1=$(netdev_of "$VF1")
 HOST2=$(netdev_of "$VF2")
@@ -131,6 +105,10 @@ out_has "pod A: net1 has 10.56.0.2/24" 'inet 10\.56\.0\.2/24'
 run_ok "pod A: net1's link" $IPR -n podA link show dev net1
 out_has "pod A: net1 is UP with the runtimeConfig MAC" 'state UP|,UP'
 out_has "pod A: net1's MAC" 'link/ether 02:00:00:00:0a:01'
+# the MAC is set before the link goes up: the kernel derives the link-local address from the
+# MAC the link has when it comes up (EUI-64 of 02:00:00:00:0a:01)
+run_ok "pod A: net1's IPv6 addresses" $IPR -n podA -6 -o addr show dev net1
+out_has "pod A: link-local address from the runtimeConfig MAC" 'fe80::ff:fe00:a01/64'
 run_ok "PF view of VF 0" $IPR link show dev "$PF"
 out_has "PF: VF 0 MAC, spoofchk on, trust off" 'vf 0 .*link/ether 02:00:00:00:0a:01.*spoof checking on.*trust off'
 out_has "PF: VF 1 trust on" 'vf 1 .*trust on'
@@ -295,26 +273,68 @@ check "VF 2 named $HOST2 again, no altname $HOST2" sh -c "test \"$(netdev_of "$V
 # --- IPv6 set up as the reference plugins' ipam.ConfigureIface: a pod namespace created with
 # IPv6 off still gets its IPv6 address (IPv6 enabled on lo and net1 first), kept over down/up
 # (keep_addr_on_down), and usable when ADD returns (DAD settled or optimistic)
-$IPR netns add podE || fail "setup: netns podE"
-$IPR netns exec podE sh -c 'echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6 &&
-    echo 1 >/proc/sys/net/ipv6/conf/lo/disable_ipv6' || fail "setup: IPv6 off in pod E"
+$IPR netns add podV6 || fail "setup: netns podV6"
+$IPR netns exec podV6 sh -c 'echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6 &&
+    echo 1 >/proc/sys/net/ipv6/conf/lo/disable_ipv6' || fail "setup: IPv6 off in pod V6"
 printf '{"cniVersion":"1.0.0","name":"v6net","type":"sriov","deviceID":"%s","ipam":{"type":"host-local","ranges":[[{"subnet":"fd00:56::/64","gateway":"fd00:56::1"}]],"routes":[{"dst":"fd00:57::/64"}],"dataDir":"%s"}}\n' \
     "$VF2" "$IPAM_DIR" >/tmp/v6.json
-run_ok "ADD VF 2 to pod E, whose namespace has IPv6 off" /tmp/cni.sh ADD /run/netns/podE net1 ctr-v6 /tmp/v6.json
-jq_ok "pod E: the IPv6 address in the result" '.ips[0].address == "fd00:56::2/64"'
-run_ok "pod E: net1's global IPv6 address" $IPR -n podE -6 -o addr show dev net1 scope global
-out_has "pod E: fd00:56::2/64 on net1" 'inet6 fd00:56::2/64'
-check "pod E: fd00:56::2 usable when ADD returned (not tentative, or optimistic)" \
+run_ok "ADD VF 2 to pod V6, whose namespace has IPv6 off" /tmp/cni.sh ADD /run/netns/podV6 net1 ctr-v6 /tmp/v6.json
+jq_ok "pod V6: the IPv6 address in the result" '.ips[0].address == "fd00:56::2/64"'
+run_ok "pod V6: net1's global IPv6 address" $IPR -n podV6 -6 -o addr show dev net1 scope global
+out_has "pod V6: fd00:56::2/64 on net1" 'inet6 fd00:56::2/64'
+check "pod V6: fd00:56::2 usable when ADD returned (not tentative, or optimistic)" \
     sh -c "! grep -q tentative $OUT || grep -q optimistic $OUT"
-out_lacks "pod E: fd00:56::2 did not fail DAD" 'dadfailed'
-run_ok "pod E: the route through the IPv6 gateway" $IPR -n podE -6 route show fd00:57::/64
-out_has "pod E: fd00:57::/64 via fd00:56::1" 'via fd00:56::1'
-run_ok "pod E: net1 down" $IPR -n podE link set dev net1 down
-run_ok "pod E: net1's addresses while down" $IPR -n podE -6 -o addr show dev net1 scope global
-out_has "pod E: fd00:56::2 kept while down (keep_addr_on_down)" 'inet6 fd00:56::2/64'
-run_ok "DEL VF 2 from pod E" /tmp/cni.sh DEL /run/netns/podE net1 ctr-v6 /tmp/v6.json
-check "VF 2 back as $HOST2 after pod E" test "$(netdev_of "$VF2")" = "$HOST2"
+out_lacks "pod V6: fd00:56::2 did not fail DAD" 'dadfailed'
+run_ok "pod V6: the route through the IPv6 gateway" $IPR -n podV6 -6 route show fd00:57::/64
+out_has "pod V6: fd00:57::/64 via fd00:56::1" 'via fd00:56::1'
+run_ok "pod V6: net1 down" $IPR -n podV6 link set dev net1 down
+run_ok "pod V6: net1's addresses while down" $IPR -n podV6 -6 -o addr show dev net1 scope global
+out_has "pod V6: fd00:56::2 kept while down (keep_addr_on_down)" 'inet6 fd00:56::2/64'
+run_ok "DEL VF 2 from pod V6" /tmp/cni.sh DEL /run/netns/podV6 net1 ctr-v6 /tmp/v6.json
+check "VF 2 back as $HOST2 after pod V6" test "$(netdev_of "$VF2")" = "$HOST2"
+$IPR netns del podV6
+# --- a pod renames its VF and makes a veth called net1 (it has CAP_NET_ADMIN): DEL finds the VF
+# by its device, brings it home, and leaves the pod's veth alone (it used to move the veth into
+# the host under the VF's name and leave the VF in the pod)
+run_ok "ADD VF 2 to pod C" /tmp/cni.sh ADD "$NSC" net1 ctr-ren /tmp/t.json
+$IPR -n podC link set dev net1 down || fail "setup: pod C net1 down"
+$IPR -n podC link set dev net1 name eth9 || fail "setup: pod C renames its VF"
+$IPR -n podC link add net1 type veth peer name imp1 || fail "setup: pod C's own net1"
+run_ok "DEL of the renamed VF: success" /tmp/cni.sh DEL "$NSC" net1 ctr-ren /tmp/t.json
+check "VF 2 back in the host as $HOST2" test "$(netdev_of "$VF2")" = "$HOST2"
+check "pod C keeps its own veth net1, and has no eth9" sh -c "$IPR -n podC link show dev net1 >/dev/null && ! $IPR -n podC link show dev eth9 2>/dev/null"
+check "no net1 in the host" sh -c "! $IPR link show dev net1 2>/dev/null"
+$IPR -n podC link del net1
+
+# --- a late DEL: pod E's namespace is gone (a crash), pod F takes VF 3, then pod E's DEL comes:
+# it must leave pod F's VLAN and allocation alone (it used to restore pod E's originals on it)
+netconf /tmp/e.json "$VF3" ',"vlan":10'
+netconf /tmp/f.json "$VF3" ',"vlan":20'
+$IPR netns add podE || fail "setup: netns podE"
+$IPR netns add podF || fail "setup: netns podF"
+run_ok "ADD VF 3 to pod E, vlan 10" /tmp/cni.sh ADD /run/netns/podE net1 ctr-e /tmp/e.json
 $IPR netns del podE
+wait_for "VF 3's netdev back in the host after pod E's netns went" 10 has_netdev "$VF3"
+run_ok "ADD VF 3 to pod F, vlan 20 (pod E's holder is gone)" /tmp/cni.sh ADD /run/netns/podF net1 ctr-f /tmp/f.json
+run_ok "pod E's late DEL: success" /tmp/cni.sh DEL /run/netns/podE net1 ctr-e /tmp/e.json
+vf3_vlan_is() { pf_vf_line 3 | grep -q "vlan $1"; }
+vf3_home_untagged() { has_netdev "$VF3" && ! pf_vf_line 3 | grep -q 'vlan [1-9]'; }
+check "PF: VF 3 keeps pod F's vlan 20" vf3_vlan_is 20
+check "VF 3 still allocated to pod F, pod E's record gone" sh -c "test \"\$(cat $STATE/pci/$VF3)\" = /run/netns/podF && test ! -e $STATE/ctr-e-net1"
+check "pod F still has net1" $IPR -n podF link show dev net1
+# the PF is renamed while pod F runs: DEL finds it through the VF's physfn, not the name in
+# the record (restoring through the recorded name failed every DEL: no such device)
+$IPR link set dev "$PF" down && $IPR link set dev "$PF" name pfren0 && $IPR link set dev pfren0 up ||
+    fail "setup: rename PF $PF to pfren0"
+run_ok "DEL pod F while its PF is called pfren0" /tmp/cni.sh DEL /run/netns/podF net1 ctr-f /tmp/f.json
+$IPR link set dev pfren0 down && $IPR link set dev pfren0 name "$PF" && $IPR link set dev "$PF" up ||
+    fail "setup: rename PF back to $PF"
+wait_for "PF $PF has carrier again" 30 has_carrier "$PF"
+# (a wait: igbvf re-probes its VF state for a moment after the PF came back up)
+wait_for "VF 3 back in the host, no vlan" 10 vf3_home_untagged
+echo "    VF 3 after DEL: netdev $(netdev_of "$VF3"); PF: $(pf_vf_line 3)"
+$IPR netns del podF
+check "no records left" test -z "$(find "$STATE" -type f ! -name '*.lock')"
 wait_for "kubelet: $R_NET = VFs 0-3, healthy, after everything" 20 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
 echo "@@vm transcript-begin"
 cat "$T"

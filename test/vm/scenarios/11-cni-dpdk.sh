@@ -66,7 +66,8 @@ run_ok "cache record of the DPDK attachment" cat "$STATE/ctr-d-net1"
 jq_ok "cache record: no host interface name (DPDK), VFID 3" '.OrigVfState.HostIFName == "" and .VFID == 3 and .deviceID == $ENV.VF3'
 run_ok "CHECK pod D (DPDK)" /tmp/cni.sh CHECK "$NSD" net1 ctr-d /tmp/d.json
 printf '{"cniVersion":"1.0.0","name":"n","type":"sriov","deviceID":"%s"}\n' "$VF3" >/tmp/d2.json
-run_fails "VF 3 again for another pod: refused" /tmp/cni.sh ADD /proc/1/ns/net net1 ctr-e /tmp/d2.json
+$IPR netns add podE || fail "setup: netns podE"
+run_fails "VF 3 again for another pod: refused" /tmp/cni.sh ADD /run/netns/podE net1 ctr-e /tmp/d2.json
 out_has "refusal names the holder" 'already allocated.*podD'
 run_ok "DEL pod D (DPDK)" /tmp/cni.sh DEL "$NSD" net1 ctr-d /tmp/d.json
 expect_eq "PF: VF 3's settings as before ADD" "$(pf_vf_line 3)" "$PFVF3_BEFORE"
