@@ -72,16 +72,16 @@ int host_rdma_parse_device_reply(const struct nlmsghdr *hdr, struct host_rdma_li
 #define HOST_RDMA_MODPROBE_FILE "sriov-agent-rdma.conf"
 
 /* Writes "options ib_core netns_mode=N" to dir/HOST_RDMA_MODPROBE_FILE (atomically; an
- * unchanged file is not rewritten; dir is created when missing, its parent is not) so that ib_core loads with mode from the next boot on. The
- * path written goes to path (optional). */
+ * unchanged file is not rewritten; dir is created when missing, its parent is not) so that ib_core
+ * loads with mode from the next boot on. The path written goes to path (optional). */
 int host_rdma_write_modprobe_option(const char *dir, enum host_rdma_netns_mode mode, char *path,
                                     size_t path_size);
 
 /* What host_rdma_bring_about_mode() found and did. */
 struct host_rdma_mode_result {
-        int current;         /* the kernel's mode afterwards, or -1 when it cannot be read */
-        bool changed;        /* the kernel's mode was changed now */
-        bool reboot_needed;  /* the kernel refused (EBUSY): the option is written for next boot */
+        int current;        /* the kernel's mode afterwards, or -1 when it cannot be read */
+        bool changed;       /* the kernel's mode was changed now */
+        bool reboot_needed; /* the kernel refused (EBUSY): the option is written for next boot */
         char modprobe_path[512];
 };
 
