@@ -79,6 +79,10 @@ struct agent {
         uint64_t policy_dir_fingerprint;
         bool polling_notice_posted; /* the NodeState's Event saying so */
 
+        int rdma_mode_now;         /* the kernel's RDMA netns mode, -1 unknown (no ib_core) */
+        char *rdma_reboot_needed;  /* --rdma-mode written for the next boot: what to report */
+        bool rdma_reboot_posted;   /* its Event was posted */
+
         int state_lock_fd;         /* --state-dir, flock()ed: one agent per state dir; -1 = none */
         struct reconcile *running; /* never two at once: a request meanwhile waits for it */
         bool reconcile_requested;
@@ -187,6 +191,13 @@ struct nic_list *nic_list_free(struct nic_list *l);
 /* false until the cluster's supported-nic-ids ConfigMap has been read once (or given up on). */
 bool nic_list_ready(const struct nic_list *l);
 const struct supported_nics *nic_list_get(const struct nic_list *l);
+
+/* rdma-mode.c */
+/* At start: reads the kernel's RDMA netns mode and brings about --rdma-mode (not with
+ * --dry-run); what cannot be set now is written for the next boot and reported. */
+void rdma_mode_start(struct agent *a);
+/* The mode as the kernel has it now, for the NodeState (cheap: one netlink request). */
+void rdma_mode_refresh(struct agent *a);
 
 /* report.c */
 void report_policies(struct agent *a, const struct policy_report *rep);

@@ -40,6 +40,7 @@ static const char *error_hint(const struct action *a, int error)
         case ACTION_RESET_PF:
                 return host_numvfs_error_hint(error);
         case ACTION_BIND_DRIVER:
+        case ACTION_SET_VF_GUID:
                 return host_bind_error_hint(error);
         default:
                 return NULL;
@@ -112,6 +113,14 @@ static int apply_action(const struct apply_options *opts, const struct action *a
                 if (!a->vf_address[0] || !ifname)
                         return 1;
                 return host_netlink_set_mtu(ifname, a->value);
+        case ACTION_SET_VF_GUID: {
+                if (!a->vf_address[0] || !a->pf_name[0])
+                        return 1;
+                int r =
+                    host_netlink_set_vf_guids(NULL, a->pf_name, 0, a->vf_index, a->guid, a->guid);
+                /* the VF's RDMA device reads its GUIDs when its driver probes it */
+                return r < 0 ? r : host_rebind_vf_driver(&bind, a->vf_address);
+        }
         case ACTION_SET_ESWITCH_MODE:
                 /* devlink eswitch changes need switchdev-capable hardware and are refused by
                  * the policy layer on nodes without it; nothing reaches here on supported

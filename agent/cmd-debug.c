@@ -10,11 +10,14 @@
  *                [link-state auto|enable|disable]
  *   debug vf-list PF_IFNAME
  *   debug devlink PF_PCI
+ *   debug rdma-mode [exclusive|shared]
+ *   debug rdma-move RDMA_DEV NETNS_FILE
  *
  * Success prints "ok: ..." lines and exits 0; a failure prints the error on stderr and exits 1.
  * vf-set prints one "ATTR: ok|not supported|error: ..." line per attribute and exits 0 when the
  * only failures are "not supported"; devlink treats "not supported" the same way. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <netinet/ether.h>
 #include <stdarg.h>
@@ -27,6 +30,7 @@
 #include "host/devlink.h"
 #include "host/driver-bind.h"
 #include "host/netlink-link.h"
+#include "host/rdma-netlink.h"
 #include "host/sriov-numvfs.h"
 #include "util/macro.h"
 #include "util/parse.h"
@@ -254,6 +258,51 @@ static int debug_devlink(const struct debug_args *a)
         return 0;
 }
 
+/* The mode as the kernel has it; with an argument, sets it: "busy" when the kernel refuses
+ * because other network namespaces exist (what the agent then writes for the next boot). */
+static int debug_rdma_mode(const struct debug_args *a)
+{
+        if (a->argc > 1)
+                return usage_error("rdma-mode", "[exclusive|shared]");
+        enum host_rdma_netns_mode mode;
+        int r;
+        if (a->argc == 1) {
+                int want = host_rdma_netns_mode_from_string(a->argv[0]);
+                if (want < 0)
+                        return usage_error("rdma-mode", "[exclusive|shared]");
+                r = host_rdma_set_netns_mode(NULL, (enum host_rdma_netns_mode)want);
+                if (r == -EBUSY)
+                        return fail("rdma-mode", r, "busy: other network namespaces exist");
+                if (r < 0)
+                        return fail("rdma-mode", r, "cannot set the mode");
+        }
+        r = host_rdma_get_netns_mode(NULL, &mode);
+        if (r < 0)
+                return fail("rdma-mode", r, "cannot read the mode");
+        printf("ok: rdma-mode %s\n", host_rdma_netns_mode_to_string(mode));
+        return 0;
+}
+
+/* Moves an RDMA device into the network namespace of a file (/proc/PID/ns/net,
+ * /run/netns/NAME), as the CNI plugin's ADD would. */
+static int debug_rdma_move(const struct debug_args *a)
+{
+        if (a->argc != 2)
+                return usage_error("rdma-move", "RDMA_DEV NETNS_FILE");
+        uint32_t index;
+        int r = host_rdma_device_index(NULL, a->argv[0], &index);
+        if (r < 0)
+                return fail("rdma-move", r, "no RDMA device %s in this namespace", a->argv[0]);
+        _cleanup_close_ int fd = open(a->argv[1], O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return fail("rdma-move", -errno, "cannot open %s", a->argv[1]);
+        r = host_rdma_move_to_netns(NULL, index, a->argv[0], fd);
+        if (r < 0)
+                return fail("rdma-move", r, "cannot move %s into %s", a->argv[0], a->argv[1]);
+        printf("ok: %s moved into %s\n", a->argv[0], a->argv[1]);
+        return 0;
+}
+
 static const struct {
         const char *verb;
         int (*run)(const struct debug_args *a);
@@ -261,7 +310,8 @@ static const struct {
         { "set-numvfs", debug_set_numvfs }, { "bind", debug_bind },
         { "set-mtu", debug_set_mtu },       { "link-up", debug_link_up },
         { "vf-set", debug_vf_set },         { "vf-list", debug_vf_list },
-        { "devlink", debug_devlink },
+        { "devlink", debug_devlink },       { "rdma-mode", debug_rdma_mode },
+        { "rdma-move", debug_rdma_move },
 };
 
 static void debug_help(FILE *f)
@@ -274,7 +324,9 @@ static void debug_help(FILE *f)
               "  vf-set PF_IFNAME VF_INDEX [mac M] [trust on|off] [spoofchk on|off] [vlan N]\n"
               "         [link-state auto|enable|disable]\n"
               "  vf-list PF_IFNAME\n"
-              "  devlink PF_PCI\n",
+              "  devlink PF_PCI\n"
+              "  rdma-mode [exclusive|shared]\n"
+              "  rdma-move RDMA_DEV NETNS_FILE\n",
               f);
 }
 

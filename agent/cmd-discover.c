@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "host/discover.h"
+#include "host/rdma-netlink.h"
 #include "model/inventory-json.h"
 #include "model/inventory.h"
 #include "policy-files.h"
@@ -155,9 +156,22 @@ static int mark_supported(json_t *j, const struct inventory *inv,
         return 0;
 }
 
-static int print_json(const struct inventory *inv, const struct supported_nics *supported)
+/* The kernel's RDMA network namespace mode, as the NodeState's status.system.rdmaMode; NULL
+ * when the kernel has no RDMA netlink (ib_core not loaded) or the tree is not the live one. */
+static const char *rdma_mode(bool query_kernel)
+{
+        enum host_rdma_netns_mode mode;
+        if (!query_kernel || host_rdma_get_netns_mode(NULL, &mode) < 0)
+                return NULL;
+        return host_rdma_netns_mode_to_string(mode);
+}
+
+static int print_json(const struct inventory *inv, const struct supported_nics *supported,
+                      const char *rdma)
 {
         json_auto_t *j = inventory_to_json(inv);
+        if (j && rdma && json_object_set_new(j, "system", json_pack("{s:s}", "rdmaMode", rdma)) < 0)
+                j = (json_decref(j), NULL);
         if (!j || mark_supported(j, inv, supported) < 0) {
                 fprintf(stderr, "sriov-agent discover: out of memory\n");
                 return 1;
@@ -229,7 +243,11 @@ int cmd_discover(int argc, char **argv)
         struct inventory inv;
         if (host_discover(&opts, &inv) < 0)
                 return 1; /* host_discover logged why */
-        int r = format == OUTPUT_JSON ? print_json(&inv, &supported) : print_text(&inv, &supported);
+        const char *rdma = rdma_mode(opts.query_kernel);
+        int r = format == OUTPUT_JSON ? print_json(&inv, &supported, rdma)
+                                      : print_text(&inv, &supported);
+        if (format == OUTPUT_TEXT && rdma)
+                printf("\nRDMA network namespace mode: %s\n", rdma);
         inventory_done(&inv);
         return r;
 }

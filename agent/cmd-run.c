@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "daemon.h"
+#include "host/rdma-netlink.h"
 #include "util/log.h"
 #include "util/parse.h"
 
@@ -89,6 +90,18 @@ static void print_usage(FILE *f)
                 "                            DIR/plugins (default: /var/lib/kubelet)\n"
                 "  --cdi-root DIR            where the DRA driver writes its CDI specs\n"
                 "                            (default: /var/run/cdi)\n"
+                "RDMA and InfiniBand:\n"
+                "  --rdma-mode MODE          RDMA network namespace mode to bring about at\n"
+                "                            start: exclusive (a pod sees only its own RDMA\n"
+                "                            device) or shared (default: leave the kernel's)\n"
+                "  --modprobe-dir DIR        where the mode is written for the next boot when\n"
+                "                            the kernel cannot change it now (default:\n"
+                "                            /etc/modprobe.d)\n"
+                "  --ib-guid-pool FILE       node and port GUIDs of InfiniBand VFs, upstream's\n"
+                "                            static pool format (default:\n"
+                "                            /etc/sriov-operator/infiniband/guids); without\n"
+                "                            the file each VF gets a stable GUID derived\n"
+                "                            from its PF's GUID and its index\n"
                 "Loop:\n"
                 "  --resync-interval SEC     periodic drift check (default: 30)\n"
                 "  --log-level LEVEL         err, warning, notice, info (default), debug\n"
@@ -131,6 +144,9 @@ int cmd_run(int argc, char **argv)
                 OPT_SUPPORTED_NICS,
                 OPT_ALL_NICS,
                 OPT_LOG_LEVEL,
+                OPT_RDMA_MODE,
+                OPT_MODPROBE_DIR,
+                OPT_IB_GUID_POOL,
                 OPT_READY_TIMEOUT,
                 OPT_STOP_MODE,
                 OPT_LINK_HEALTH,
@@ -160,6 +176,9 @@ int cmd_run(int argc, char **argv)
                 { "supported-nics", required_argument, NULL, OPT_SUPPORTED_NICS },
                 { "all-nics", no_argument, NULL, OPT_ALL_NICS },
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+                { "rdma-mode", required_argument, NULL, OPT_RDMA_MODE },
+                { "modprobe-dir", required_argument, NULL, OPT_MODPROBE_DIR },
+                { "ib-guid-pool", required_argument, NULL, OPT_IB_GUID_POOL },
                 { "ready-timeout", required_argument, NULL, OPT_READY_TIMEOUT },
                 { "stop-mode", required_argument, NULL, OPT_STOP_MODE },
                 { "link-health", required_argument, NULL, OPT_LINK_HEALTH },
@@ -180,6 +199,7 @@ int cmd_run(int argc, char **argv)
                 .vf_timeout_usec = 120 * USEC_PER_SEC,
                 .ready_timeout_usec = 60 * USEC_PER_SEC,
                 .pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock",
+                .rdma_mode = -1,
                 /* where k8s-rdma-shared-dev-plugin's deployment keeps it */
                 .rdma_shared_configmap = "kube-system/rdma-devices",
         };
@@ -295,6 +315,22 @@ int cmd_run(int argc, char **argv)
                                 return 1;
                         }
                         config.no_link_health = strcmp(optarg, "off") == 0;
+                        break;
+                case OPT_RDMA_MODE:
+                        config.rdma_mode = host_rdma_netns_mode_from_string(optarg);
+                        if (config.rdma_mode < 0) {
+                                fprintf(stderr,
+                                        "sriov-agent run: --rdma-mode wants exclusive or shared, "
+                                        "not '%s'\n",
+                                        optarg);
+                                return 1;
+                        }
+                        break;
+                case OPT_MODPROBE_DIR:
+                        config.modprobe_dir = optarg;
+                        break;
+                case OPT_IB_GUID_POOL:
+                        config.ib_guid_pool = optarg;
                         break;
                 case 'h':
                         print_usage(stdout);

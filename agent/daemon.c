@@ -596,6 +596,7 @@ int agent_new(const struct agent_config *config, struct agent **ret)
 
         a->config = *config;
         a->state_lock_fd = -1;
+        a->rdma_mode_now = -1;
         r = lock_state_dir(config, &a->state_lock_fd);
         if (r < 0)
                 goto fail;
@@ -739,6 +740,7 @@ int agent_run(struct agent *a)
                  a->rdma_shared_source && a->config.rdma_shared_config && a->rdma_configmap
                      ? " (it wins over the ConfigMap)"
                      : (a->rdma_configmap ? " (watched)" : ""));
+        rdma_mode_start(a); /* before the first reconcile reports it */
         if (a->config.ready_timeout_usec > 0 &&
             sd_event_add_time_relative(a->event, &a->ready_timer, CLOCK_MONOTONIC,
                                        a->config.ready_timeout_usec, 100 * 1000, on_ready_timeout,
@@ -784,6 +786,7 @@ struct agent *agent_free(struct agent *a)
         free(a->rdma_shared_error_posted);
         free(a->rdma_shared_source);
         free(a->last_report);
+        free(a->rdma_reboot_needed);
         if (a->state_lock_fd >= 0)
                 close(a->state_lock_fd);
         free(a);

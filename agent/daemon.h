@@ -12,6 +12,9 @@
 
 #include "stop-mode.h"
 
+/* Upstream's path of the static InfiniBand VF GUID pool (sriov-network-operator). */
+#define DEFAULT_IB_GUID_POOL "/etc/sriov-operator/infiniband/guids"
+
 struct agent_config {
         const char *node_name;
         const char *kubeconfig;
@@ -30,6 +33,9 @@ struct agent_config {
         /* cluster mode: "NAMESPACE/NAME" of the RDMA shared config ConfigMap; NULL: none */
         const char *rdma_shared_configmap;
         const char *pod_resources_socket;
+        int rdma_mode;              /* --rdma-mode: enum host_rdma_netns_mode, -1 leave as is */
+        const char *modprobe_dir;   /* where the mode is written for the next boot */
+        const char *ib_guid_pool;   /* --ib-guid-pool, NULL: DEFAULT_IB_GUID_POOL */
         const char *metrics_listen; /* NULL: no metrics endpoint */
         const char *const *supported_nics_files; /* --supported-nics, in order */
         size_t n_supported_nics_files;

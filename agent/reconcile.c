@@ -35,6 +35,7 @@
 #include "kube/json-split.h"
 #include "plan/advertise.h"
 #include "plan/freeze.h"
+#include "plan/ib-guids.h"
 #include "plan/node-status.h"
 #include "plan/plan.h"
 #include "plan/records.h"
@@ -54,10 +55,11 @@ struct reconcile {
         bool have_desired;
         struct policy_report report;
         struct applied_state previous;
-        struct plan plan;            /* of the latest round: what is left */
-        struct guarded_plan guarded; /* what the guard let through, and what it held */
-        struct apply_report applied; /* of the latest apply */
-        struct vf_usage in_use;      /* devices pods hold (asked once per reconcile) */
+        struct ib_guid_pool ib_guids; /* --ib-guid-pool as read at the start */
+        struct plan plan;             /* of the latest round: what is left */
+        struct guarded_plan guarded;  /* what the guard let through, and what it held */
+        struct apply_report applied;  /* of the latest apply */
+        struct vf_usage in_use;       /* devices pods hold (asked once per reconcile) */
         bool asked_kubelet;
         struct dp_podresources_call *asking; /* PodResources List in flight */
         size_t n_failed;
@@ -82,11 +84,36 @@ static void reconcile_free(struct reconcile *rc)
         guarded_plan_done(&rc->guarded);
         plan_done(&rc->plan);
         applied_state_done(&rc->previous);
+        ib_guid_pool_done(&rc->ib_guids);
         policy_report_done(&rc->report);
         desired_state_done(&rc->desired);
         inventory_done(&rc->inv);
         policy_list_done(&rc->policies);
         free(rc);
+}
+
+/* The static IB GUID pool: 1 read, 0 no such file (GUIDs are derived), -EINVAL/-errno with
+ * error set. */
+static int load_ib_guid_pool(const char *path, struct ib_guid_pool *ret, char *error, size_t size)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        char why[400];
+        if (!path)
+                path = DEFAULT_IB_GUID_POOL;
+        int r = read_full_file(path, 4 << 20, &text, &len);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0) {
+                snprintf(error, size, "IB GUID pool %s: %s", path, strerror(-r));
+                return r;
+        }
+        r = ib_guid_pool_parse(text, len, ret, why, sizeof(why));
+        if (r < 0) {
+                snprintf(error, size, "%s: %s", path, r == -ENOMEM ? "out of memory" : why);
+                return r;
+        }
+        return 1;
 }
 
 static int load_policies(struct agent *a, struct policy_list *ret)
@@ -339,6 +366,7 @@ __attribute__((format(printf, 3, 4))) static void reconcile_stop(struct agent *a
                         .guarded = &rc->guarded,
                         .rdma_shared_error = a->rdma_shared_error,
                         .stopped = why,
+                        .rdma_reboot_needed = a->rdma_reboot_needed,
                     },
                     &status);
                 report_node_state(a, rc->have_desired ? &rc->desired : NULL,
@@ -388,6 +416,7 @@ static void reconcile_finish(struct agent *a)
                 .guarded = &rc->guarded,
                 .rdma_shared_error = a->rdma_shared_error,
                 .dry_run = a->config.dry_run,
+                .rdma_reboot_needed = a->rdma_reboot_needed,
             },
             &status);
         /* Due, not held, not a dry run: the daemon reconciles again soon. */
@@ -648,6 +677,15 @@ void reconcile_start(struct agent *a, reconcile_done_fn done, void *userdata)
         }
         rc->have_desired = true;
         report_policies(a, &rc->report);
+        char pool_error[512];
+        r = load_ib_guid_pool(a->config.ib_guid_pool, &rc->ib_guids, pool_error,
+                              sizeof(pool_error));
+        if (r < 0) {
+                /* a VF must not get a GUID the operator did not mean it to have */
+                reconcile_stop(a, 0, "%s", pool_error);
+                return;
+        }
+        rc->desired.ib_guids = r > 0 ? &rc->ib_guids : NULL;
 
         if (a->config.state_dir) {
                 r = applied_state_load_dir(a->config.state_dir, &rc->previous, &load_error);

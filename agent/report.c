@@ -8,6 +8,7 @@
 
 #include "agent.h"
 #include "apply.h"
+#include "host/rdma-netlink.h"
 #include "kube/cluster.h"
 #include "model/desired-json.h"
 #include "model/inventory-json.h"
@@ -142,6 +143,8 @@ void report_node_state(struct agent *a, const struct desired_state *desired,
 
         if (desired && desired_state_to_json(desired, &spec) >= 0)
                 kube_nodestate_set_spec(ns, spec);
+        rdma_mode_refresh(a);
+        kube_nodestate_set_rdma_mode(ns, host_rdma_netns_mode_to_string(a->rdma_mode_now));
         status_json = inventory_to_json(inv);
         json_auto_t *node_extra = json_pack("{s:o*}", "rdmaSharedConfig", rdma_shared_json(a));
         if (status_json)
@@ -157,6 +160,11 @@ void report_node_state(struct agent *a, const struct desired_state *desired,
         if (node_events_decide(guarded, a->rdma_shared_error, a->rdma_shared_error_posted,
                                &events) < 0)
                 return (void)log_error_errno(-ENOMEM, "cannot post the NodeState's Events");
+        if (a->rdma_reboot_needed && !a->rdma_reboot_posted) {
+                kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning", "RebootNeeded",
+                                 a->rdma_reboot_needed);
+                a->rdma_reboot_posted = true;
+        }
         for (size_t i = 0; i < events.n_events; i++) {
                 kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning",
                                  events.events[i].reason, events.events[i].message);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/parse.h"
+
 static const char *const status_names[_GRPC_STATUS_MAX] = {
         [GRPC_STATUS_OK] = "OK",
         [GRPC_STATUS_CANCELLED] = "CANCELLED",
@@ -59,17 +61,6 @@ char *grpc_percent_encode(const char *s)
         return out;
 }
 
-static int hexval(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 char *grpc_percent_decode(const char *s, size_t len)
 {
         char *out = malloc(len + 1), *o = out;
@@ -77,8 +68,8 @@ char *grpc_percent_decode(const char *s, size_t len)
                 return NULL;
         for (size_t i = 0; i < len; i++) {
                 int hi, lo;
-                if (s[i] == '%' && i + 2 < len && (hi = hexval(s[i + 1])) >= 0 &&
-                    (lo = hexval(s[i + 2])) >= 0) {
+                if (s[i] == '%' && i + 2 < len && (hi = hex_digit_value(s[i + 1])) >= 0 &&
+                    (lo = hex_digit_value(s[i + 2])) >= 0) {
                         *o++ = (char)(hi << 4 | lo);
                         i += 2;
                 } else

@@ -24,8 +24,12 @@ static void query_vf_vlans(struct pf_info *pf)
         }
         for (size_t i = 0; i < pf->n_vfs; i++)
                 for (size_t j = 0; j < n; j++)
-                        if (list[j].vf == pf->vfs[i].vf_index)
+                        if (list[j].vf == pf->vfs[i].vf_index) {
                                 pf->vfs[i].vlan = list[j].vlan;
+                                pf->vfs[i].has_ib_guids = list[j].has_guids;
+                                pf->vfs[i].ib_node_guid = list[j].node_guid;
+                                pf->vfs[i].ib_port_guid = list[j].port_guid;
+                        }
         free(list);
 }
 

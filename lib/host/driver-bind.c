@@ -181,7 +181,10 @@ static int bind_failed(const struct bind_ctx *c, const char *driver, int error, 
         return error;
 }
 
-int host_bind_vf_driver(const struct bind_options *opts, const char *vf_pci, const char *driver)
+/* again: unbind and re-probe even when already on the default driver (a new InfiniBand GUID
+ * shows in the VF's RDMA device only after its driver probes it again) */
+static int bind_vf(const struct bind_options *opts, const char *vf_pci, const char *driver,
+                   bool again)
 {
         _cleanup_host_device_ struct host_device dev = HOST_DEVICE_NULL;
         const struct bind_ctx c = {
@@ -234,7 +237,11 @@ int host_bind_vf_driver(const struct bind_options *opts, const char *vf_pci, con
                 log_vf(LOG_DEBUG, 0, NULL, vf_pci, "already bound to %s", driver);
                 return 0;
         }
-        if (want_default && cur[0] && !override[0] && strcmp(cur, VFIO_DRIVER) != 0) {
+        if (again && strcmp(cur, VFIO_DRIVER) == 0) {
+                log_vf(LOG_DEBUG, 0, NULL, vf_pci, "on vfio-pci: not re-bound");
+                return 0;
+        }
+        if (!again && want_default && cur[0] && !override[0] && strcmp(cur, VFIO_DRIVER) != 0) {
                 log_vf(LOG_DEBUG, 0, NULL, vf_pci, "already bound to its default driver %s", cur);
                 return 0;
         }
@@ -266,6 +273,16 @@ int host_bind_vf_driver(const struct bind_options *opts, const char *vf_pci, con
                 return bind_failed(&c, driver, -EIO, cur);
         log_vf(LOG_INFO, 0, NULL, vf_pci, "bound to %s", cur);
         return 0;
+}
+
+int host_bind_vf_driver(const struct bind_options *opts, const char *vf_pci, const char *driver)
+{
+        return bind_vf(opts, vf_pci, driver, false);
+}
+
+int host_rebind_vf_driver(const struct bind_options *opts, const char *vf_pci)
+{
+        return bind_vf(opts, vf_pci, NULL, true);
 }
 
 const char *host_bind_error_hint(int error)

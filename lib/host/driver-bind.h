@@ -35,6 +35,10 @@ struct bind_options {
  * to another driver, -ETIMEDOUT. */
 int host_bind_vf_driver(const struct bind_options *opts, const char *vf_pci, const char *driver);
 
+/* Unbinds the VF from its kernel driver and lets the kernel probe it again with its default
+ * driver (a VF on vfio-pci is left alone: 0). Same errors as host_bind_vf_driver(). */
+int host_rebind_vf_driver(const struct bind_options *opts, const char *vf_pci);
+
 /* The VF's current driver name into buf ("" when unbound). */
 int host_vf_current_driver(const char *sysfs_root, const char *vf_pci, char *buf, size_t size);
 

@@ -2,6 +2,7 @@
 #include "host/netlink-link.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -231,6 +232,57 @@ static int set_one_vf_attr(struct nl_sock *sk, int ifindex, const char *pf, int 
         return r;
 }
 
+static int set_one_vf_guid(struct nl_sock *sk, int ifindex, const char *pf, int vf, int type,
+                           uint64_t guid)
+{
+        _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_request(RTM_SETLINK, 0, ifindex, 0, 0);
+        if (!m)
+                return -ENOMEM;
+        const struct ifla_vf_guid g = { .vf = (uint32_t)vf, .guid = guid };
+        struct nlattr *list = nla_nest_start(m, IFLA_VFINFO_LIST);
+        struct nlattr *info = list ? nla_nest_start(m, IFLA_VF_INFO) : NULL;
+        if (!info || nla_put(m, type, sizeof(g), &g) < 0)
+                return -ENOMEM;
+        nla_nest_end(m, info);
+        nla_nest_end(m, list);
+
+        const char *what = type == IFLA_VF_IB_NODE_GUID ? "node GUID" : "port GUID";
+        char extack[EXTACK_MAX];
+        int r = host_netlink_transact(sk, m, NULL, NULL, extack, sizeof(extack));
+        if (r < 0)
+                return log_error_errno(r, "%s VF %d: cannot set the %s%s%s%s", pf, vf, what,
+                                       r == -EOPNOTSUPP ? " (not an InfiniBand PF, or its "
+                                                          "driver has no VF GUIDs)"
+                                                        : "",
+                                       extack[0] ? ": " : "", extack);
+        return 0;
+}
+
+int host_netlink_set_vf_guids(struct nl_sock *sk, const char *pf_ifname, int pf_ifindex,
+                              int vf_index, uint64_t node_guid, uint64_t port_guid)
+{
+        const char *pf = pf_ifname ? pf_ifname : "?";
+        int r;
+        if (vf_index < 0)
+                return log_error_errno(-EINVAL, "%s: invalid VF index %d", pf, vf_index);
+        if (pf_ifindex <= 0 && (r = resolve_ifindex(pf_ifname, &pf_ifindex)) < 0)
+                return r;
+        _cleanup_(host_nl_socket_freep) struct nl_sock *owned = NULL;
+        if (!sk) {
+                r = host_netlink_open(NETLINK_ROUTE, 0, &owned);
+                if (r < 0)
+                        return log_error_errno(r, "%s: cannot open an rtnetlink socket", pf);
+                sk = owned;
+        }
+        r = set_one_vf_guid(sk, pf_ifindex, pf, vf_index, IFLA_VF_IB_NODE_GUID, node_guid);
+        if (r >= 0)
+                r = set_one_vf_guid(sk, pf_ifindex, pf, vf_index, IFLA_VF_IB_PORT_GUID, port_guid);
+        if (r >= 0)
+                log_info("%s VF %d: node GUID %016" PRIx64 ", port GUID %016" PRIx64 " set", pf,
+                         vf_index, node_guid, port_guid);
+        return r;
+}
+
 struct vf_list {
         struct netlink_vf_info *vfs;
         size_t n;
@@ -242,6 +294,20 @@ static int compare_vf_index(const void *a, const void *b)
 {
         const struct netlink_vf_info *x = a, *y = b;
         return (x->vf > y->vf) - (x->vf < y->vf);
+}
+
+static void parse_vf_guids(struct nlattr *tb[], struct netlink_vf_info *v)
+{
+        const struct nlattr *node = tb[IFLA_VF_IB_NODE_GUID], *port = tb[IFLA_VF_IB_PORT_GUID];
+        if (!node || !port || nla_len(node) < (int)sizeof(struct ifla_vf_guid) ||
+            nla_len(port) < (int)sizeof(struct ifla_vf_guid))
+                return;
+        struct ifla_vf_guid g;
+        memcpy(&g, nla_data(node), sizeof(g));
+        v->node_guid = g.guid;
+        memcpy(&g, nla_data(port), sizeof(g));
+        v->port_guid = g.guid;
+        v->has_guids = true;
 }
 
 static void parse_vf_stats(struct nlattr *stats, struct netlink_vf_info *v)
@@ -298,6 +364,7 @@ static void parse_vf_info(struct nlattr *tb[], struct netlink_vf_info *v)
                 const struct ifla_vf_link_state *ls = nla_data(tb[IFLA_VF_LINK_STATE]);
                 v->link_state = ls->link_state <= VF_LINK_STATE_DISABLE ? (int)ls->link_state : -1;
         }
+        parse_vf_guids(tb, v);
         if (tb[IFLA_VF_STATS])
                 parse_vf_stats(tb[IFLA_VF_STATS], v);
 }

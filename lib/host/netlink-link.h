@@ -70,6 +70,15 @@ int host_netlink_set_up(const char *ifname);
 int host_netlink_set_vf(const char *pf_ifname, int vf_index, const struct vf_settings *s,
                         struct vf_set_result *ret);
 
+/* Sets VF vf_index's node and port GUID on an InfiniBand PF (IFLA_VF_IB_NODE_GUID, then
+ * IFLA_VF_IB_PORT_GUID, payload struct ifla_vf_guid), as `ip link set PF vf N node_guid G
+ * port_guid G` does. The VF's driver must be re-bound for its RDMA device to show them.
+ * sk: an rtnetlink socket, or NULL for a fresh one; pf_ifindex 0: looked up from pf_ifname.
+ * -EOPNOTSUPP: not an InfiniBand PF, or its driver has no VF GUIDs. */
+struct nl_sock;
+int host_netlink_set_vf_guids(struct nl_sock *sk, const char *pf_ifname, int pf_ifindex,
+                              int vf_index, uint64_t node_guid, uint64_t port_guid);
+
 struct netlink_vf_info {
         int vf;         /* VF index */
         char mac[18];   /* "aa:bb:cc:dd:ee:ff" */
@@ -77,6 +86,9 @@ struct netlink_vf_info {
         int trust;      /* 0/1, -1 when the kernel did not report it */
         int spoofchk;   /* 0/1, -1 when not reported */
         int link_state; /* enum vf_link_state, -1 when not reported */
+        /* InfiniBand PFs only (IFLA_VF_IB_NODE_GUID / IFLA_VF_IB_PORT_GUID) */
+        bool has_guids;
+        uint64_t node_guid, port_guid;
         /* IFLA_VF_STATS, only from host_netlink_get_vf_stats() and when the driver has them */
         bool have_stats;
         uint64_t rx_packets, tx_packets, rx_bytes, tx_bytes, broadcast, multicast, rx_dropped,

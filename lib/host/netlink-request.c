@@ -124,7 +124,12 @@ int host_netlink_transact(struct nl_sock *sk, struct nl_msg *req, netlink_reply_
         if (extack && extack_size)
                 extack[0] = '\0';
 
-        struct nl_cb *cb = nl_cb_alloc(NL_CB_DEFAULT);
+        /* A clone of the socket's own callbacks: a socket whose send and receive are
+         * overwritten (the netlink doubles of the tests) keeps them for this exchange. */
+        struct nl_cb *own = nl_socket_get_cb(sk); /* a reference of ours */
+        struct nl_cb *cb = own ? nl_cb_clone(own) : NULL;
+        if (own)
+                nl_cb_put(own);
         if (!cb)
                 return -ENOMEM;
         nl_cb_err(cb, NL_CB_CUSTOM, on_error, &c);

@@ -65,6 +65,7 @@ struct kube_nodestate {
         void *userdata;
 
         json_t *desired_spec;   /* NULL until set */
+        char *rdma_mode;        /* status.system.rdmaMode, NULL: not reported */
         json_t *desired_status; /* {interfaces, syncStatus, lastSyncError} or NULL */
         /* The extra-status annotation (its JSON text as a JSON string, shared by reference
          * between desired, in flight, acknowledged and the server's copy: with hundreds of VFs
@@ -172,6 +173,7 @@ struct kube_nodestate *kube_nodestate_free(struct kube_nodestate *st)
         sd_event_source_disable_unref(st->retry_timer);
         json_decref(st->desired_spec);
         json_decref(st->desired_status);
+        free(st->rdma_mode);
         json_decref(st->desired_extra);
         json_decref(st->next_status);
         json_decref(st->next_extra);
@@ -838,6 +840,18 @@ int kube_nodestate_set_spec(struct kube_nodestate *st, json_t *spec)
         return 0;
 }
 
+int kube_nodestate_set_rdma_mode(struct kube_nodestate *st, const char *mode)
+{
+        if (streq_null(st->rdma_mode, mode))
+                return 0;
+        char *copy = NULL;
+        if (mode && !(copy = strdup(mode)))
+                return -ENOMEM;
+        free(st->rdma_mode);
+        st->rdma_mode = copy;
+        return 0;
+}
+
 /* The node-level keys join the PCI-keyed ones of the interfaces in one JSON object. */
 static int add_node_extra(json_t *node_extra, char **extra_text)
 {
@@ -885,6 +899,9 @@ int kube_nodestate_set_status_extra(struct kube_nodestate *st, json_t *interface
             json_pack("{s:o?, s:s, s:s}", "interfaces", upstream_ifaces, "syncStatus", s,
                       "lastSyncError", last_sync_error ? last_sync_error : "");
         if (!status)
+                return -ENOMEM;
+        if (st->rdma_mode && json_object_set_new(status, "system",
+                                                 json_pack("{s:s}", "rdmaMode", st->rdma_mode)) < 0)
                 return -ENOMEM;
         json_auto_t *extra = NULL;
         if (extra_text && !(extra = json_string(extra_text)))

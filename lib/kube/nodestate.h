@@ -60,6 +60,10 @@ struct kube_nodestate_opts {
 
 /* Splits discovered interfaces into upstream's field set (a new array) and the rest, as the
  * compact JSON text of the annotation (NULL when nothing is left over). */
+/* The kernel's RDMA network namespace mode ("shared", "exclusive"; NULL: unknown), written as
+ * status.system.rdmaMode (upstream's field) with the next kube_nodestate_set_status(). */
+int kube_nodestate_set_rdma_mode(struct kube_nodestate *st, const char *mode);
+
 int kube_nodestate_split_interfaces(json_t *interfaces, json_t **ret_upstream, char **ret_extra);
 
 int kube_nodestate_new(struct kube_http *http, const struct kube_nodestate_opts *opts,

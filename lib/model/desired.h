@@ -53,9 +53,13 @@ struct desired_interface {
         size_t n_groups;
 };
 
+struct ib_guid_pool;
+
 struct desired_state {
         struct desired_interface *interfaces; /* sorted by PCI address */
         size_t n_interfaces, cap_interfaces;  /* cap_*: allocated, for util/array.h */
+        /* The static IB GUID pool (plan/ib-guids.h), borrowed; NULL: GUIDs are derived */
+        const struct ib_guid_pool *ib_guids;
 };
 
 void desired_interface_done(struct desired_interface *iface);

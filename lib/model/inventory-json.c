@@ -61,8 +61,32 @@ static int set_netdev(json_t *o, const struct netdev_info *netdevs, size_t n)
         return r;
 }
 
+/* The VF's InfiniBand GUID as upstream's NodeState shows it ("guid", eight octets): the node
+ * GUID the PF reports for it, else its RDMA device's node_guid ("0c42:a103:00b8:c0de" in
+ * sysfs); "" when it has neither. */
+static void vf_guid_text(const struct vf_info *vf, char *buf, size_t size)
+{
+        uint64_t g = 0;
+        buf[0] = '\0';
+        if (vf->has_ib_guids)
+                g = vf->ib_node_guid;
+        else if (vf->n_rdma > 0) {
+                unsigned a, b, c, d;
+                char end;
+                if (sscanf(vf->rdma[0].node_guid, "%4x:%4x:%4x:%4x%c", &a, &b, &c, &d, &end) != 4)
+                        return;
+                g = (uint64_t)a << 48 | (uint64_t)b << 32 | (uint64_t)c << 16 | d;
+        } else
+                return;
+        snprintf(buf, size, "%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x", (unsigned)(g >> 56) & 0xff,
+                 (unsigned)(g >> 48) & 0xff, (unsigned)(g >> 40) & 0xff, (unsigned)(g >> 32) & 0xff,
+                 (unsigned)(g >> 24) & 0xff, (unsigned)(g >> 16) & 0xff, (unsigned)(g >> 8) & 0xff,
+                 (unsigned)g & 0xff);
+}
+
 json_t *vf_info_to_json(const struct vf_info *vf)
 {
+        char guid[24];
         json_auto_t *o = json_object();
         if (!o)
                 return NULL;
@@ -85,6 +109,9 @@ json_t *vf_info_to_json(const struct vf_info *vf)
                 r = set_int_if(o, "iommuGroup", vf->iommu_group);
         if (r == 0 && vf->n_rdma > 0)
                 r = set(o, "rdmaDevices", rdma_to_json(vf->rdma, vf->n_rdma));
+        vf_guid_text(vf, guid, sizeof(guid));
+        if (r == 0)
+                r = set_string_if(o, "guid", guid);
         if (r == 0)
                 r = set_string_if(o, "error", vf->error);
         return r == 0 ? TAKE_PTR(o) : NULL;

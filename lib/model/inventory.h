@@ -60,6 +60,9 @@ struct vf_info {
         struct netdev_info *netdevs; /* usually one */
         size_t n_netdevs;
         int vlan;                  /* admin VLAN from the PF's VF info; 0 none, -1 unknown */
+        /* InfiniBand PFs: the VF's node and port GUID from the PF's VF info (netlink only) */
+        bool has_ib_guids;
+        uint64_t ib_node_guid, ib_port_guid;
         struct rdma_device *rdma;
         size_t n_rdma;
         char *error;               /* NULL, or what could not be read */

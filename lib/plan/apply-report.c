@@ -24,7 +24,8 @@ const struct apply_pf_result *apply_report_find(const struct apply_report *r, co
 
 bool action_is_pf_level(enum action_kind kind)
 {
-        return kind != ACTION_BIND_DRIVER && kind != ACTION_SET_VF_MTU;
+        return kind != ACTION_BIND_DRIVER && kind != ACTION_SET_VF_MTU &&
+               kind != ACTION_SET_VF_GUID;
 }
 
 size_t apply_report_n_failed(const struct apply_report *r)

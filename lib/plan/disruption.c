@@ -176,6 +176,7 @@ static void judge_action(struct pf_verdict *v, const struct action *a)
                 break;
         case ACTION_BIND_DRIVER:
         case ACTION_SET_VF_MTU:
+        case ACTION_SET_VF_GUID: /* and a re-bind: the pod's RDMA device goes away */
                 judge_vf_action(v, a);
                 break;
         case ACTION_RESTORE_PF_MTU:

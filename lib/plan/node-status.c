@@ -127,6 +127,11 @@ void node_status_decide(const struct node_status_facts *f, struct node_status *r
                         append(ret, &n, "held back until the VFs are free: %s",
                                guarded->held[i].reason);
         }
+        if (ret->sync != NODE_SYNC_FAILED && f->rdma_reboot_needed) {
+                /* the node does not match its setting until someone reboots it; we never do */
+                ret->sync = NODE_SYNC_IN_PROGRESS;
+                append(ret, &n, "%s", f->rdma_reboot_needed);
+        }
         append_left(f, ret, &n);
 }
 

@@ -55,6 +55,9 @@ struct node_status_facts {
         const struct guarded_plan *guarded; /* what the disruption guard held of it */
         const char *rdma_shared_error;      /* why the RDMA shared config file is not used */
         const char *stopped; /* why the reconcile stopped early: "discovery: <error>" */
+        /* --rdma-mode could not be set now (other network namespaces exist) and is written for
+         * the next boot: InProgress with this text until the node is rebooted */
+        const char *rdma_reboot_needed;
         bool dry_run;        /* --dry-run: the plan's actions are not applied */
 };
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plan/ib-guids.h"
 #include "plan/plan.h"
 #include "util/macro.h"
 
@@ -35,6 +36,12 @@ int action_to_json(const struct action *a, json_t **ret)
         case ACTION_SET_ESWITCH_MODE:
                 r |= json_object_set_new(o, "mode", json_string(a->text));
                 break;
+        case ACTION_SET_VF_GUID: {
+                char guid[IB_GUID_TEXT_MAX];
+                ib_guid_format(a->guid, guid);
+                r |= json_object_set_new(o, "guid", json_string(guid));
+                break;
+        }
         default:
                 break;
         }
@@ -65,7 +72,11 @@ void action_value_format(const struct action *a, char *buf, size_t size)
                 snprintf(buf, size, " -> %s", a->text[0] ? a->text : "default driver");
         else if (a->kind == ACTION_SET_ESWITCH_MODE)
                 snprintf(buf, size, " -> %s", a->text);
-        else if (a->kind != ACTION_PF_LINK_UP)
+        else if (a->kind == ACTION_SET_VF_GUID) {
+                char guid[IB_GUID_TEXT_MAX];
+                ib_guid_format(a->guid, guid);
+                snprintf(buf, size, " -> %s", guid);
+        } else if (a->kind != ACTION_PF_LINK_UP)
                 snprintf(buf, size, " -> %d", a->value);
         else if (size > 0)
                 buf[0] = '\0';

@@ -107,6 +107,13 @@ static int apply_action(const struct action *a, struct inventory *inv)
         case ACTION_SET_VF_MTU:
                 vf = find_vf(pf, a->vf_index);
                 return vf ? give_netdev(vf, a->value) : 0;
+        case ACTION_SET_VF_GUID:
+                vf = find_vf(pf, a->vf_index);
+                if (vf) {
+                        vf->has_ib_guids = true;
+                        vf->ib_node_guid = vf->ib_port_guid = a->guid;
+                }
+                return 0;
         default:
                 return 0;
         }

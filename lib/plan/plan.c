@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/ib-guids.h"
 #include "util/array.h"
 
 #define NVIDIA_VENDOR_ID 0x15b3
@@ -16,6 +17,7 @@ static const char *const action_kind_names[_ACTION_KIND_MAX] = {
         [ACTION_SET_PF_MTU] = "set-pf-mtu",   [ACTION_PF_LINK_UP] = "pf-link-up",
         [ACTION_BIND_DRIVER] = "bind-driver", [ACTION_SET_VF_MTU] = "set-vf-mtu",
         [ACTION_RESET_PF] = "reset-pf",       [ACTION_RESTORE_PF_MTU] = "restore-pf-mtu",
+        [ACTION_SET_VF_GUID] = "set-vf-guid",
 };
 
 const char *action_kind_to_string(enum action_kind k)
@@ -32,6 +34,7 @@ static bool driver_is_userspace(const char *driver)
 
 struct builder {
         struct plan *plan;
+        const struct desired_state *desired;
         size_t cap_actions;
 };
 
@@ -222,6 +225,36 @@ static int plan_vf_mtu(struct builder *b, const struct vf_group *g, const struct
         return 0;
 }
 
+/* InfiniBand PFs: every VF of a group gets a valid node and port GUID (plan/ib-guids.h).
+ * Only VFs whose GUIDs the kernel reported are judged (a new VF is, the round after it
+ * appears). A VF with a kernel driver is re-bound by the executor for its RDMA device to take
+ * the GUID: its netdev state is then unknown (*ret_rebound). */
+static int plan_vf_guid(struct builder *b, const struct pf_info *pf, int index, bool recreate,
+                        bool *ret_rebound)
+{
+        const struct vf_info *vf = current_vf(pf, index, recreate);
+        char error[256], want_text[IB_GUID_TEXT_MAX], have_text[IB_GUID_TEXT_MAX];
+        uint64_t want;
+
+        if (!vf || !vf->has_ib_guids)
+                return 0;
+        if (ib_guid_for_vf(b->desired->ib_guids, pf, index, &want, error, sizeof(error)) < 0)
+                return add_failure(b->plan, pf->pci_address, "%s", error);
+        if (vf->ib_node_guid == want && vf->ib_port_guid == want)
+                return 0;
+        ib_guid_format(want, want_text);
+        ib_guid_format(vf->ib_node_guid, have_text);
+        char reason[128];
+        snprintf(reason, sizeof(reason), "InfiniBand GUID %s%s, %s wanted", have_text,
+                 ib_guid_is_valid(vf->ib_node_guid) ? "" : " (invalid)", want_text);
+        struct action *a = add_vf_action(b, ACTION_SET_VF_GUID, pf, index, vf, reason);
+        if (!a)
+                return -ENOMEM;
+        a->guid = want;
+        *ret_rebound = vf->driver[0] && strcmp(vf->driver, "vfio-pci") != 0;
+        return 0;
+}
+
 static int plan_desired_pf(struct builder *b, const struct desired_interface *d,
                            const struct pf_info *pf)
 {
@@ -262,10 +295,16 @@ static int plan_desired_pf(struct builder *b, const struct desired_interface *d,
         rebound = calloc((size_t)d->num_vfs + 1, sizeof(*rebound));
         if (!rebound)
                 return -ENOMEM;
+        const bool ib = d->link_type == LINK_TYPE_IB || (nd && nd->link_type == LINK_TYPE_IB);
+        for (int i = 0; ib && r >= 0 && i < d->num_vfs; i++)
+                if (desired_interface_group_of_vf(d, i))
+                        r = plan_vf_guid(b, pf, i, recreate, &rebound[i]);
         for (int i = 0; r >= 0 && i < d->num_vfs; i++) {
                 const struct vf_group *g = desired_interface_group_of_vf(d, i);
+                bool rebind = false;
                 if (g)
-                        r = plan_vf_bind(b, g, pf, i, recreate, &rebound[i]);
+                        r = plan_vf_bind(b, g, pf, i, recreate, &rebind);
+                rebound[i] = rebound[i] || rebind;
         }
         for (int i = 0; r >= 0 && i < d->num_vfs; i++) {
                 const struct vf_group *g = desired_interface_group_of_vf(d, i);
@@ -385,7 +424,7 @@ static int run_job(struct builder *b, const struct pf_job *job, const struct inv
 int plan_build(const struct desired_state *desired, const struct inventory *observed,
                const struct applied_state *previous, struct plan *ret)
 {
-        struct builder b = { .plan = ret };
+        struct builder b = { .plan = ret, .desired = desired };
         struct pf_job *jobs;
         size_t n_jobs = 0;
         int r = 0;

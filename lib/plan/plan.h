@@ -33,6 +33,7 @@ enum action_kind {
         ACTION_SET_VF_MTU,     /* value = MTU */
         ACTION_RESET_PF,       /* value = the PF's original VF count (0 if we made them all) */
         ACTION_RESTORE_PF_MTU, /* value = the PF's original MTU */
+        ACTION_SET_VF_GUID,    /* guid = node and port GUID of an InfiniBand VF */
         _ACTION_KIND_MAX,
 };
 const char *action_kind_to_string(enum action_kind k); /* "set-num-vfs", ... */
@@ -47,6 +48,7 @@ struct action {
         char vf_address[PCI_ADDR_MAX]; /* "" when the VF does not exist yet (being created) */
         int value;
         char text[DRIVER_MAX];
+        uint64_t guid;
         char reason[ACTION_REASON_MAX];
 };
 

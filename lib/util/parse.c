@@ -41,6 +41,17 @@ int parse_int(const char *s, int *ret)
         return 0;
 }
 
+int hex_digit_value(char c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
 int parse_hex_u32(const char *s, uint32_t *ret)
 {
         char *end;

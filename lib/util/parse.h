@@ -14,3 +14,5 @@ int path_printf(char *buf, size_t size, const char *fmt, ...) __attribute__((for
  * or out-of-range text is -EINVAL/-ERANGE. */
 int parse_int(const char *s, int *ret);
 int parse_hex_u32(const char *s, uint32_t *ret); /* "0x15b3" or "15b3" */
+/* 0-15 for a hex digit of either case, -1 for anything else. */
+int hex_digit_value(char c);

@@ -186,3 +186,26 @@ w('cni-conf/args-and-conf.bin', b'IgnoreUnknown=1;K8S_POD_NAME=p;MAC=02:00:00:00
 w('cni-conf/go-keys.json', '{"CNIVERSION":"0.4.0","Name":"n","DEVICEID":"0000:3b:02.1",'
   '"VLAN":1,"vlan":2,"\\u0076lan":3,"\u017fpoofchk":"on","IPAM":{"TYPE":"static"},'
   '"runtimeConfig":{"MAC":"02:00:00:00:00:01","mac":null}}')
+
+
+# nldev answers (uapi <rdma/rdma_netlink.h> values: SYS_ATTR_NETNS_MODE 66, SYS_ATTR_COPY_ON_FORK
+# 93, DEV_INDEX 1, DEV_NAME 2, PORT_INDEX 3, NODE_GUID 6, DEV_PROTOCOL 67) and an RTM_NEWLINK of
+# an InfiniBand PF with one VF's GUIDs; byte 0 picks the message type (fuzz-rdma-netlink.c)
+def nla(t, payload):
+    n = 4 + len(payload)
+    return struct.pack('<HH', n, t) + payload + b'\0' * ((4 - n % 4) % 4)
+
+
+w('rdma-netlink/sys-get-shared', b'\x00' + nla(66, b'\x01') + nla(93, b'\x01'))
+w('rdma-netlink/get-mlx5', b'\x01' + nla(1, struct.pack('<I', 4)) + nla(2, b'mlx5_3\0') +
+  nla(3, struct.pack('<I', 1)) + nla(6, struct.pack('<Q', 0x0c42a10300b8c0de)) +
+  nla(67, b'ib\0'))
+vf_guid = struct.pack('<IIQ', 0, 0, 0x0200000000000001)
+vf_info = nla(1, nla(1, struct.pack('<I', 0) + b'\0' * 32) + nla(10, vf_guid) + nla(11, vf_guid))
+w('rdma-netlink/newlink-ib-vf', b'\x02' + b'\0' * 16 + nla(22 | 0x8000, vf_info))
+w('ib-guid-pool/upstream-example.json', json.dumps([
+    {"pciAddress": "0000:3b:00.0",
+     "guids": ["02:00:00:00:00:00:00:00", "02:00:00:00:00:00:00:01"]},
+    {"pfGuid": "0c:42:a1:03:00:b8:c0:de",
+     "guidsRange": {"start": "02:00:00:00:00:aa:00:02", "end": "02:00:00:00:00:aa:00:0a"}}],
+    indent=1))

@@ -876,7 +876,8 @@ def case_helm():
         values = {"namespace": "net-agents", "createNamespace": False,
                   "image": "registry.example/sriov-agent:9.9", "imagePullPolicy": "Always",
                   "resourcePrefix": "example.com", "resyncInterval": 60, "logLevel": "debug",
-                  "nodeSelector": {"sriov": "yes"}, "rdmaSharedConfig": rdma}
+                  "nodeSelector": {"sriov": "yes"}, "rdmaSharedConfig": rdma,
+                  "rdmaMode": "exclusive"}
         values_file = os.path.join(tmp, "values.json")
         with open(values_file, "w") as f:
             json.dump(values, f)
@@ -933,6 +934,14 @@ def case_helm():
               f"resync interval and log level: {agent['args']}")
         check("--rdma-shared-configmap=kube-system/rdma-devices" in agent["args"],
               f"the RDMA shared config ConfigMap flag: {agent['args']}")
+        mounts = {m["name"]: m["mountPath"] for m in agent["volumeMounts"]}
+        host_paths = {v["name"]: v.get("hostPath", {}).get("path") for v in ds["volumes"]}
+        check("--rdma-mode=exclusive" in agent["args"] and
+              "--modprobe-dir=/host/etc/modprobe.d" in agent["args"] and
+              mounts.get("modprobe-d") == "/host/etc/modprobe.d" and
+              host_paths.get("modprobe-d") == "/etc/modprobe.d",
+              f"rdmaMode: the flag, and the host's modprobe.d where --modprobe-dir says "
+              f"({agent['args']}, {mounts})")
         check(ds["nodeSelector"] == {"kubernetes.io/os": "linux", "sriov": "yes"},
               f"node selector merged with the default: {ds['nodeSelector']}")
         cm = next(o for o in objs if o["kind"] == "ConfigMap")

@@ -29,6 +29,7 @@ static void test_pf_level_actions(void **state)
                 { ACTION_SET_PF_MTU, true },   { ACTION_PF_LINK_UP, true },
                 { ACTION_RESET_PF, true },     { ACTION_RESTORE_PF_MTU, true },
                 { ACTION_BIND_DRIVER, false }, { ACTION_SET_VF_MTU, false },
+                { ACTION_SET_VF_GUID, false },
         };
         assert_int_equal(ELEMENTSOF(cases), _ACTION_KIND_MAX); /* a new kind must be decided */
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {

@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,6 +169,34 @@ static void test_vf_fields(void **state)
         inventory_done(&inv);
 }
 
+/* "guid" as upstream's NodeState VF entries have it (eight octets): the GUID the PF reports
+ * for an InfiniBand VF wins over its RDMA device's sysfs node_guid; none without either. */
+static void test_vf_guid(void **state)
+{
+        struct inventory inv;
+        make_inventory(&inv);
+        struct vf_info *vf0 = &inv.pfs[0].vfs[0], *vf1 = &inv.pfs[0].vfs[1];
+        snprintf(vf0->rdma[0].node_guid, sizeof(vf0->rdma[0].node_guid), "0c42:a103:00b8:c0de");
+        json_t *j = inventory_to_json(&inv);
+        json_t *vfs = json_object_get(json_array_get(json_object_get(j, "interfaces"), 0), "Vfs");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(vfs, 0), "guid")),
+                            "0c:42:a1:03:00:b8:c0:de");
+        assert_null(json_object_get(json_array_get(vfs, 1), "guid"));
+        json_decref(j);
+
+        vf0->has_ib_guids = true;
+        vf0->ib_node_guid = 0x0200000000000007ULL;
+        vf1->has_ib_guids = true; /* zero, as a fresh ConnectX VF: shown, so it can be seen */
+        j = inventory_to_json(&inv);
+        vfs = json_object_get(json_array_get(json_object_get(j, "interfaces"), 0), "Vfs");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(vfs, 0), "guid")),
+                            "02:00:00:00:00:00:00:07");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(vfs, 1), "guid")),
+                            "00:00:00:00:00:00:00:00");
+        json_decref(j);
+        inventory_done(&inv);
+}
+
 static void test_unknowns_and_down(void **state)
 {
         struct inventory inv;
@@ -210,9 +239,8 @@ static void test_empty(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_pf_fields),
-                cmocka_unit_test(test_vf_fields),
-                cmocka_unit_test(test_unknowns_and_down),
+                cmocka_unit_test(test_pf_fields), cmocka_unit_test(test_vf_fields),
+                cmocka_unit_test(test_vf_guid),   cmocka_unit_test(test_unknowns_and_down),
                 cmocka_unit_test(test_empty),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -418,6 +418,36 @@ static void test_upstream_crd_converges(void **state)
 }
 
 /* Under churn the writer sends at most one write per second, and the last state wins. */
+/* The kernel's RDMA netns mode goes to status.system.rdmaMode (upstream's field, in the CRD):
+ * written with the status, a change of mode alone is a write, and it survives the API
+ * server's schema. */
+static void test_rdma_mode_in_status_system(void **state)
+{
+        struct fake *f = *state;
+        install_crds_and_namespace(f, NS);
+        struct ctx c;
+        make_state(&c, f);
+        set_spec(&c, "{\"interfaces\":[]}");
+        assert_int_equal(kube_nodestate_set_rdma_mode(c.st, "shared"), 0);
+        set_status(&c, "[]", KUBE_SYNC_SUCCEEDED, NULL);
+        settle(&c);
+        json_t *obj = get_json(f, PATH);
+        json_t *system = json_object_get(json_object_get(obj, "status"), "system");
+        assert_string_equal(json_string_value(json_object_get(system, "rdmaMode")), "shared");
+        json_decref(obj);
+        int writes = kube_nodestate_writes(c.st);
+
+        assert_int_equal(kube_nodestate_set_rdma_mode(c.st, "exclusive"), 0);
+        set_status(&c, "[]", KUBE_SYNC_SUCCEEDED, NULL);
+        settle(&c);
+        assert_int_equal(kube_nodestate_writes(c.st), writes + 1);
+        obj = get_json(f, PATH);
+        system = json_object_get(json_object_get(obj, "status"), "system");
+        assert_string_equal(json_string_value(json_object_get(system, "rdmaMode")), "exclusive");
+        json_decref(obj);
+        free_state(&c);
+}
+
 static void test_writes_paced(void **state)
 {
         struct fake *f = *state;
@@ -594,6 +624,8 @@ int main(void)
         log_setup(LOG_TARGET_STDERR, LOG_NOTICE);
         signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_rdma_mode_in_status_system, start_fake,
+                                                stop_fake),
                 cmocka_unit_test_setup_teardown(test_lifecycle, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_echo_shares_desired, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_node_extra, start_fake, stop_fake),

@@ -526,6 +526,22 @@ static void test_dry_run(void **state)
         inventory_done(&inv);
 }
 
+/* --rdma-mode written for the next boot: InProgress saying so until the node is rebooted; a
+ * failure still wins. */
+static void test_rdma_reboot_needed(void **state)
+{
+        struct node_status s;
+        const char *reboot = "RDMA network namespace mode exclusive needs a reboot";
+        node_status_decide(&(const struct node_status_facts){ .rdma_reboot_needed = reboot }, &s);
+        assert_int_equal(s.sync, NODE_SYNC_IN_PROGRESS);
+        assert_string_equal(s.message, reboot);
+        node_status_decide(&(const struct node_status_facts){ .rdma_reboot_needed = reboot,
+                                                              .rdma_shared_error = RDMA },
+                           &s);
+        assert_int_equal(s.sync, NODE_SYNC_FAILED);
+        assert_string_equal(s.message, "RDMA shared config not used: " RDMA);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -543,6 +559,7 @@ int main(void)
                 cmocka_unit_test(test_changes_left_and_held),
                 cmocka_unit_test(test_stopped_early),
                 cmocka_unit_test(test_dry_run),
+                cmocka_unit_test(test_rdma_reboot_needed),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 
 #include "agent/applied-store.h"
 #include "fake-inventory.h"
+#include "plan/ib-guids.h"
 #include "plan/plan.h"
 #include "util/fileio.h"
 
@@ -229,6 +230,78 @@ static void test_netdevice_rebind(void **state)
         }
         plan_done(&p);
         assert_idempotent(&d, &inv, NULL);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+/* InfiniBand PF: VFs of a group whose GUIDs are zero (as a fresh ConnectX VF's) or not the
+ * wanted ones get set-vf-guid (from the pool when it names the PF, else the derived one) before
+ * their binds and MTUs, a VF whose GUID is right gets nothing, and a VF that is already re-bound
+ * for its GUID gets its MTU again; an Ethernet PF's VFs get none. */
+static void test_ib_vf_guids(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct vf_group g = make_group("ib", 0, 2, DEVICE_TYPE_NETDEVICE, 4092);
+        struct plan p;
+        char error[256];
+        uint64_t want0;
+
+        struct pf_info *pf =
+            fake_add_pf(&inv, PF_A, "ibp59s0f0", 0x15b3, 0x101b, 16, 4, 4092, "mlx5_core");
+        pf->netdevs[0].link_type = LINK_TYPE_IB;
+        for (size_t i = 0; i < pf->n_vfs; i++) {
+                pf->vfs[i].has_ib_guids = true; /* zero GUIDs, as the kernel reports them */
+                pf->vfs[i].netdevs[0].mtu = 4092;
+        }
+        assert_int_equal(ib_guid_for_vf(NULL, pf, 1, &want0, error, sizeof(error)), 0);
+        pf->vfs[1].ib_node_guid = pf->vfs[1].ib_port_guid = want0; /* right already */
+        want(&d, PF_A, "ibp59s0f0", 4, 0, 1, &g);
+        assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+        dump(&p);
+        assert_int_equal(count_kind(&p, ACTION_SET_VF_GUID), 2); /* VFs 0 and 2; 3 has no group */
+        assert_int_equal(p.actions[0].kind, ACTION_SET_VF_GUID);
+        assert_int_equal(p.actions[0].vf_index, 0);
+        assert_true(ib_guid_is_valid(p.actions[0].guid));
+        assert_int_equal(p.actions[1].vf_index, 2);
+        assert_true(p.actions[0].guid != p.actions[1].guid);
+        assert_int_equal(count_kind(&p, ACTION_SET_VF_MTU), 2); /* the re-bound ones */
+        json_t *j = NULL;
+        assert_int_equal(action_to_json(&p.actions[0], &j), 0);
+        char text[IB_GUID_TEXT_MAX];
+        ib_guid_format(p.actions[0].guid, text);
+        assert_string_equal(json_string_value(json_object_get(j, "guid")), text);
+        json_decref(j);
+        plan_done(&p);
+        assert_idempotent(&d, &inv, NULL);
+
+        /* a pool naming the PF: its GUIDs; one it lacks for a VF fails the PF */
+        const char *pool_text = "[{\"pciAddress\":\"" PF_A "\",\"guids\":[\"02:00:00:00:00:"
+                                "00:00:10\",\"02:00:00:00:00:00:00:11\"]}]";
+        struct ib_guid_pool pool;
+        assert_int_equal(
+            ib_guid_pool_parse(pool_text, strlen(pool_text), &pool, error, sizeof(error)), 0);
+        d.ib_guids = &pool;
+        assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+        dump(&p);
+        assert_true(p.actions[0].kind == ACTION_SET_VF_GUID &&
+                    p.actions[0].guid == 0x0200000000000010ULL);
+        assert_true(p.actions[1].kind == ACTION_SET_VF_GUID &&
+                    p.actions[1].guid == 0x0200000000000011ULL);
+        assert_int_equal(p.n_problems, 1);
+        assert_true(p.problems[0].pf_failed);
+        assert_non_null(strstr(p.problems[0].message, "no GUID for VF 2"));
+        plan_done(&p);
+        ib_guid_pool_done(&pool);
+        d.ib_guids = NULL;
+
+        /* the same VFs on an Ethernet port: no GUIDs */
+        pf->netdevs[0].link_type = LINK_TYPE_ETH;
+        for (size_t i = 0; i < pf->n_vfs; i++)
+                pf->vfs[i].ib_node_guid = pf->vfs[i].ib_port_guid = 0;
+        assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+        assert_int_equal(count_kind(&p, ACTION_SET_VF_GUID), 0);
+        plan_done(&p);
         desired_state_done(&d);
         inventory_done(&inv);
 }
@@ -634,6 +707,7 @@ int main(void)
                 cmocka_unit_test(test_pf_mtu_only_raised),
                 cmocka_unit_test(test_bind_only_group_vfs),
                 cmocka_unit_test(test_netdevice_rebind),
+                cmocka_unit_test(test_ib_vf_guids),
                 cmocka_unit_test(test_order),
                 cmocka_unit_test(test_reset_previously_owned),
                 cmocka_unit_test(test_reset_nothing_desired),
