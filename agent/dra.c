@@ -192,9 +192,12 @@ static void prepare_from_claim(struct agent *a, const struct dra_claim *c, json_
         char **ids = calloc(n ?: 1, sizeof(*ids));
         json_t *record_devs = json_array();
         struct grpc_status st = { 0 };
-        r = pools && own && per_pool && own_ptr && pool_ptr && names && ids && record_devs
-                ? 0
-                : set_error(res, "out of memory");
+        r = 0;
+        if (!pools || !own || !per_pool || !own_ptr || !pool_ptr || !names || !ids ||
+            !record_devs) {
+                (void)set_error(res, "out of memory");
+                r = -ENOMEM;
+        }
         for (size_t i = 0; r == 0 && i < n; i++) {
                 const struct dp_device *d = NULL;
                 pools[i] = find_device(a, al[i].device, &d);
@@ -269,8 +272,8 @@ static void prepare_from_claim(struct agent *a, const struct dra_claim *c, json_
                 if (r >= 0)
                         r = record ? write_json_file(dir, c->uid, record) : -ENOMEM;
                 if (r < 0)
-                        r = set_error(res, "cannot record the prepared claim in %s: %s", dir,
-                                      strerror(-r));
+                        (void)set_error(res, "cannot record the prepared claim in %s: %s", dir,
+                                        strerror(-r));
         }
         for (size_t i = 0; i < n && own && per_pool; i++) {
                 dp_container_allocation_done(&own[i]);
@@ -432,6 +435,7 @@ static int report_health(struct agent *a)
         _cleanup_free_ struct dra_device_health *list = calloc(n ?: 1, sizeof(*list));
         _cleanup_free_ char(*names)[PCI_ADDR_MAX] = calloc(n ?: 1, sizeof(*names));
         if (!list || !names)
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees them */
                 return -ENOMEM;
         for (size_t i = 0; i < a->dra_pools.n_pools; i++) {
                 const struct dp_pool *p = &a->dra_pools.pools[i];
@@ -553,6 +557,8 @@ void agent_dra_stop(struct agent *a)
         /* Claims still being read: answered with an error now, before the HTTP client goes. */
         while (a->dra_jobs) {
                 struct prepare_job *job = a->dra_jobs;
+                a->dra_jobs = job->next; /* unlinked here: job_finish() then finds nothing */
+                job->next = NULL;
                 size_t n = dra_prepare_n_claims(job->req);
                 for (size_t i = 0; i < n; i++)
                         if (job->reads[i].request) {

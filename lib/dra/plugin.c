@@ -382,6 +382,7 @@ static int pack_health(const struct dra_plugin *p, uint8_t **ret, size_t *ret_le
         _cleanup_free_ Drahealth__DeviceHealth **ptrs = calloc(n ?: 1, sizeof(*ptrs));
         _cleanup_free_ Drahealth__DeviceIdentifier *ids = calloc(n ?: 1, sizeof(*ids));
         if (!devs || !ptrs || !ids)
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return -ENOMEM;
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);

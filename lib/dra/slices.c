@@ -14,7 +14,7 @@
 void dra_device_name(const char *pci, char buf[PCI_ADDR_MAX])
 {
         size_t i = 0;
-        for (; pci[i] && i < PCI_ADDR_MAX - 1; i++)
+        for (; i < PCI_ADDR_MAX - 1 && pci[i]; i++)
                 buf[i] = pci[i] == ':' || pci[i] == '.' ? '-' : pci[i];
         buf[i] = 0;
 }
@@ -155,6 +155,7 @@ int dra_slices_build(const struct dp_pool_set *pools, const struct inventory *in
         }
         for (size_t i = 0; i < k; i++)
                 json_decref(devs[i]);
+        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees devs */
         if (!slices)
                 return -ENOMEM;
         *ret = slices;

@@ -177,7 +177,10 @@ static void plan(struct kube_slices *s, json_t *items)
         }
         const char *name;
         json_t *old;
-        json_object_foreach(by_name, name, old) add_op(s->ops, "DELETE", name, NULL);
+        json_object_foreach(by_name, name, old)
+        {
+                add_op(s->ops, "DELETE", name, NULL);
+        }
         json_decref(by_name);
         next_op(s);
 }

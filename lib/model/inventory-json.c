@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "model/inventory-json.h"
 
+#include <errno.h>
 #include <stdio.h>
 
 #include "util/macro.h"
+#include "util/parse.h"
 
 /* json_object_set_new() steals the value even on failure; a NULL value makes it fail. */
 static int set(json_t *obj, const char *key, json_t *value)
@@ -61,6 +63,27 @@ static int set_netdev(json_t *o, const struct netdev_info *netdevs, size_t n)
         return r;
 }
 
+/* sysfs spells a GUID as four groups of four hex digits: "0c42:a103:00b8:c0de". */
+static int parse_sysfs_guid(const char *s, uint64_t *ret)
+{
+        uint64_t g = 0;
+        for (size_t i = 0; i < 19; i++) {
+                if (i % 5 == 4) {
+                        if (s[i] != ':')
+                                return -EINVAL;
+                        continue;
+                }
+                const int v = hex_digit_value(s[i]);
+                if (v < 0)
+                        return -EINVAL;
+                g = g << 4 | (uint64_t)v;
+        }
+        if (s[19] != '\0')
+                return -EINVAL;
+        *ret = g;
+        return 0;
+}
+
 /* The VF's InfiniBand GUID as upstream's NodeState shows it ("guid", eight octets): the node
  * GUID the PF reports for it, else its RDMA device's node_guid ("0c42:a103:00b8:c0de" in
  * sysfs); "" when it has neither. */
@@ -71,11 +94,8 @@ static void vf_guid_text(const struct vf_info *vf, char *buf, size_t size)
         if (vf->has_ib_guids)
                 g = vf->ib_node_guid;
         else if (vf->n_rdma > 0) {
-                unsigned a, b, c, d;
-                char end;
-                if (sscanf(vf->rdma[0].node_guid, "%4x:%4x:%4x:%4x%c", &a, &b, &c, &d, &end) != 4)
+                if (parse_sysfs_guid(vf->rdma[0].node_guid, &g) < 0)
                         return;
-                g = (uint64_t)a << 48 | (uint64_t)b << 32 | (uint64_t)c << 16 | d;
         } else
                 return;
         snprintf(buf, size, "%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x", (unsigned)(g >> 56) & 0xff,
