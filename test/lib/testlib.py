@@ -6,6 +6,7 @@ import queue
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -172,3 +173,11 @@ class Agent:
                 self.p.kill()
                 self.p.wait()
         return self.p.returncode
+
+
+def seed_sysfs(src, out, *extra):
+    """The generator's seed node (test/sysfs-gen, --profile seed and any extra arguments)
+    written to out; returns its manifest."""
+    return json.loads(subprocess.check_output(
+        [sys.executable, os.path.join(src, "test/sysfs-gen/gen-sysfs.py"), "--out", out,
+         "--profile", "seed"] + list(extra) + ["--manifest"]))
