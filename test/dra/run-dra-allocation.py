@@ -23,18 +23,13 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from testlib import Agent, Proc, check, ev, finish, seed_sysfs, wait  # noqa: E402
+from testlib import Agent, Proc, check, ev, finish, pcie_root, seed_sysfs, wait  # noqa: E402
 import fakecluster as ct  # noqa: E402
 
 
 DRIVER = "sriovnetwork.k8snetworkplumbingwg.io"
 GPU_DRIVER = "gpu.example.com"
 ROOT = "resource.kubernetes.io/pcieRoot"
-
-
-def pcie_root(sysfs, pci):
-    real = os.path.realpath(os.path.join(sysfs, "bus/pci/devices", pci))
-    return real[len(os.path.realpath(sysfs) + "/devices/"):].split("/")[0]
 
 
 def attr(device, name):
@@ -164,10 +159,8 @@ def main():
     finally:
         if agent:
             agent.stop()
-        kubelet.send({"cmd": "quit"})
-        kubelet.stop()
-        dra.send({"cmd": "quit"})
-        dra.stop()
+        kubelet.quit()
+        dra.quit()
         cluster.stop()
     return finish(work)
 

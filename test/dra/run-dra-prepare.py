@@ -169,10 +169,8 @@ def main():
     finally:
         if agent:
             agent.stop()
-        kubelet.send({"cmd": "quit"})
-        kubelet.stop()
-        dra.send({"cmd": "quit"})
-        dra.stop()
+        kubelet.quit()
+        dra.quit()
         cluster.stop()
     return finish(work)
 

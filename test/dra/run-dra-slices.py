@@ -26,7 +26,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from testlib import Agent, Proc, check, ev, finish, seed_sysfs, wait, write_json  # noqa: E402
+from testlib import (  # noqa: E402
+    Agent, Proc, bind_vfio, check, ev, finish, pcie_root, seed_sysfs, wait, write_json)
 import fakecluster as ct  # noqa: E402
 
 
@@ -34,22 +35,8 @@ DRIVER = "sriovnetwork.k8snetworkplumbingwg.io"
 RESOURCE = "openshift.io/sriov_highnet"
 
 
-def pcie_root(sysfs, pci):
-    real = os.path.realpath(os.path.join(sysfs, "bus/pci/devices", pci))
-    top = os.path.realpath(sysfs) + "/devices/"
-    return real[len(top):].split("/")[0] if real.startswith(top) else None
-
-
 def dev_name(pci):
     return pci.replace(":", "-").replace(".", "-")
-
-
-def bind_vfio(sysfs, addr):
-    d = os.path.realpath(os.path.join(sysfs, "bus/pci/devices", addr))
-    for sub in ("net", "infiniband", "infiniband_mad", "infiniband_verbs"):
-        shutil.rmtree(os.path.join(d, sub), ignore_errors=True)
-    os.remove(os.path.join(d, "driver"))
-    os.symlink("../../../../bus/pci/drivers/vfio-pci", os.path.join(d, "driver"))
 
 
 def main():
@@ -204,10 +191,8 @@ def main():
     finally:
         if agent:
             agent.stop()
-        kubelet.send({"cmd": "quit"})
-        kubelet.stop()
-        dra.send({"cmd": "quit"})
-        dra.stop()
+        kubelet.quit()
+        dra.quit()
         cluster.stop()
     return finish(work)
 

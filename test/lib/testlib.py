@@ -61,6 +61,11 @@ class Proc:
             if pred(item):
                 return item
 
+    def quit(self):
+        """{"cmd": "quit"} (what the fake kubelets take), then stop()."""
+        self.send({"cmd": "quit"})
+        self.stop()
+
     def stop(self):
         if self.p.poll() is None:
             try:
@@ -136,6 +141,23 @@ def standalone_node(work, gen_sysfs):
             open(os.path.join(paths["pdir"], "highnet-sriov-policy.yaml"), "w") as dst:
         dst.write(src.read())
     return paths, manifest
+
+
+def pcie_root(sysfs, pci):
+    """The PCIe root ("pci0000:3a") a device of a generated tree hangs under, from its real
+    path as the kernel's sysfs gives it; None outside the tree's devices/."""
+    real = os.path.realpath(os.path.join(sysfs, "bus/pci/devices", pci))
+    top = os.path.realpath(sysfs) + "/devices/"
+    return real[len(top):].split("/")[0] if real.startswith(top) else None
+
+
+def bind_vfio(sysfs, addr):
+    """A VF of a generated tree rebound to vfio-pci: its netdev and RDMA devices gone."""
+    d = os.path.realpath(os.path.join(sysfs, "bus/pci/devices", addr))
+    for sub in ("net", "infiniband", "infiniband_mad", "infiniband_verbs"):
+        shutil.rmtree(os.path.join(d, sub), ignore_errors=True)
+    os.remove(os.path.join(d, "driver"))
+    os.symlink("../../../../bus/pci/drivers/vfio-pci", os.path.join(d, "driver"))
 
 
 def read_attr(sysfs, pci, name):
