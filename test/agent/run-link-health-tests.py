@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, HERE)
 from importlib import import_module  # noqa: E402
 
-from testlib import Proc, check, ev, finish, wait  # noqa: E402
+from testlib import Proc, check, ev, finish, seed_sysfs, wait  # noqa: E402
 
 ct = import_module("run-cluster-tests")
 NODE, NS = ct.NODE, ct.NS
@@ -91,9 +91,7 @@ def main():
     work = tempfile.mkdtemp(prefix="agent-link-health-")
     sysfs, kdir, state = (os.path.join(work, d) for d in ("sys", "device-plugins", "state"))
     os.makedirs(kdir)
-    manifest = json.loads(subprocess.check_output(
-        [sys.executable, os.path.join(src, "test/sysfs-gen/gen-sysfs.py"), "--out", sysfs,
-         "--profile", "seed", "--manifest"]))
+    manifest = seed_sysfs(src, sysfs)
     cx = {pf["ifname"]: pf for pf in manifest["pfs"] if pf.get("ifname")}["ens1f0"]
     if subprocess.run(["ip", "link", "add", "name", "ens1f0", "type", "veth", "peer", "name",
                        PEER], capture_output=True).returncode != 0:
@@ -139,12 +137,7 @@ def main():
     up_line = "PF %s (ens1f0) is up again; its devices are Healthy" % pf
     figures = {}
     try:
-        cluster.ok("apply", "-f", os.path.join(src, "crds"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/kube/namespace.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "manifests/20-rbac.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/policies",
-                                               "highnet-sriov-policy.yaml"))
-        cluster.ok("label", "node", NODE, "highnet-node=true")
+        cluster.seed(serviceaccount=False)
         agent = start_agent()
         up = devices_until(lambda e: len(e["devices"] or []) == 8 and
                            health_of(e) == {"Healthy"}, 30)
