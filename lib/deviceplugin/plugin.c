@@ -53,14 +53,7 @@ static int pack_list(const struct dp_pool *pool, bool all_unhealthy, uint8_t **r
         }
         resp.n_devices = n;
         resp.devices = ptrs;
-        size_t len = v1beta1__list_and_watch_response__get_packed_size(&resp);
-        uint8_t *buf = malloc(len ?: 1);
-        if (!buf)
-                return -ENOMEM;
-        v1beta1__list_and_watch_response__pack(&resp, buf);
-        *ret = buf;
-        *ret_len = len;
-        return 0;
+        return dp_pack(&resp.base, ret, ret_len);
 }
 
 static void send_to_watchers(struct dp_plugin *p, const uint8_t *msg, size_t len)

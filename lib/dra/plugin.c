@@ -217,14 +217,7 @@ static int pack_prepare_response(struct dra_prepare *req, uint8_t **ret, size_t 
                 Dra__NodePrepareResourcesResponse resp = DRA__NODE_PREPARE_RESOURCES_RESPONSE__INIT;
                 resp.n_claims = n;
                 resp.claims = entries;
-                size_t len = dra__node_prepare_resources_response__get_packed_size(&resp);
-                uint8_t *buf = malloc(len ?: 1);
-                if (buf) {
-                        dra__node_prepare_resources_response__pack(&resp, buf);
-                        *ret = buf;
-                        *ret_len = len;
-                } else
-                        r = -ENOMEM;
+                r = dp_pack(&resp.base, ret, ret_len);
         }
         for (size_t i = 0; views && i < n; i++) {
                 free(views[i].devs);
@@ -390,14 +383,7 @@ static int pack_health(const struct dra_plugin *p, uint8_t **ret, size_t *ret_le
         Drahealth__NodeWatchResourcesResponse resp = DRAHEALTH__NODE_WATCH_RESOURCES_RESPONSE__INIT;
         resp.n_devices = n;
         resp.devices = ptrs;
-        size_t len = drahealth__node_watch_resources_response__get_packed_size(&resp);
-        uint8_t *buf = malloc(len ?: 1);
-        if (!buf)
-                return -ENOMEM;
-        drahealth__node_watch_resources_response__pack(&resp, buf);
-        *ret = buf;
-        *ret_len = len;
-        return 0;
+        return dp_pack(&resp.base, ret, ret_len);
 }
 
 static void send_health(struct dra_plugin *p, struct grpc_call *only)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for dp_pack_reply(): the bytes a unary handler replies with are the message's
- * protobuf encoding, which the peer decodes back to the same message. */
+/* Unit tests for dp_pack() and dp_pack_reply(): the bytes sent are the message's protobuf
+ * encoding, which the peer decodes back to the same message. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -64,11 +64,29 @@ static void test_pack_empty(void **state)
         free(buf);
 }
 
+/* dp_pack() (streams and client calls) gives the same bytes as the reply form, and 0. */
+static void test_pack_plain(void **state)
+{
+        V1beta1__DevicePluginOptions opts = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
+        opts.pre_start_required = true;
+        struct grpc_status st = { 0 };
+        uint8_t *a = NULL, *b = NULL;
+        size_t na = 0, nb = 0;
+        assert_int_equal(dp_pack(&opts.base, &a, &na), 0);
+        assert_int_equal(dp_pack_reply(&opts.base, &b, &nb, &st), GRPC_STATUS_OK);
+        assert_int_equal(na, v1beta1__device_plugin_options__get_packed_size(&opts));
+        assert_int_equal(na, nb);
+        assert_memory_equal(a, b, na);
+        free(a);
+        free(b);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pack_roundtrip),
                 cmocka_unit_test(test_pack_empty),
+                cmocka_unit_test(test_pack_plain),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
