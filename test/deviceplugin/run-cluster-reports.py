@@ -37,27 +37,13 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from testlib import Proc, check, ev, finish, seed_sysfs, wait  # noqa: E402
+from testlib import Proc, check, ev, finish, private_netns, seed_sysfs, wait  # noqa: E402
 import fakecluster as ct  # noqa: E402
 
 
-# Set in the copy of this script that runs in its own network namespace (case 5).
+# Set in the copy of this script that runs in its own network namespace (case 5); only
+# loopback and unix sockets are used, so cases 1-4 run the same either way.
 NETNS_MARK = "CLUSTER_REPORTS_NETNS"
-
-
-def private_netns():
-    """True in a private network namespace with lo up: re-executes this script under
-    `unshare -n` first when it can (root). Only loopback and unix sockets are used, so cases
-    1-4 run the same either way."""
-    if os.environ.get(NETNS_MARK) == "1":
-        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-        return True
-    if os.geteuid() == 0 and shutil.which("unshare") and shutil.which("ip") and \
-            subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
-        os.environ[NETNS_MARK] = "1"
-        os.execvp("unshare", ["unshare", "-n", sys.executable, os.path.abspath(__file__)] +
-                  sys.argv[1:])
-    return False
 
 
 def link_mtu(name):
@@ -67,7 +53,7 @@ def link_mtu(name):
 
 
 def main():
-    netns = private_netns()
+    netns = private_netns(NETNS_MARK)
     ap = argparse.ArgumentParser()
     ap.add_argument("--agent", required=True)
     ap.add_argument("--fake-kubelet", required=True)

@@ -197,6 +197,21 @@ class Agent:
         return self.p.returncode
 
 
+def private_netns(mark):
+    """True in a private network namespace with lo up: re-executes the running script
+    (sys.argv) under `unshare -n` first when it can (root, unshare, ip), with the environment
+    variable mark set to 1 so that the copy inside knows it is there; False when it cannot."""
+    if os.environ.get(mark) == "1":
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        return True
+    if os.geteuid() == 0 and shutil.which("unshare") and shutil.which("ip") and \
+            subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
+        os.environ[mark] = "1"
+        os.execvp("unshare", ["unshare", "-n", sys.executable, os.path.abspath(sys.argv[0])] +
+                  sys.argv[1:])
+    return False
+
+
 def seed_sysfs(src, out, *extra):
     """The generator's seed node (test/sysfs-gen, --profile seed and any extra arguments)
     written to out; returns its manifest."""
