@@ -98,18 +98,21 @@ static _Noreturn void run_child(int fd, const struct apply_options *opts, const 
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (apply_plan(opts, plan, observed, &rep) < 0)
                 _exit(2);
-        const struct report_header h = {
-                .magic = REPORT_MAGIC,
-                .n_pfs = (uint32_t)rep.n_pfs,
-                .n_done = rep.n_done,
-                .n_skipped = rep.n_skipped,
-                .changed_vf_count = rep.changed_vf_count,
-        };
+        /* Every byte goes to the memfd, the padding too: zeroed, not left as stack garbage. */
+        struct report_header h;
+        memset(&h, 0, sizeof(h));
+        h.magic = REPORT_MAGIC;
+        h.n_pfs = (uint32_t)rep.n_pfs;
+        h.n_done = rep.n_done;
+        h.n_skipped = rep.n_skipped;
+        h.changed_vf_count = rep.changed_vf_count;
+        int status = 0;
         if (write_all(fd, &h, sizeof(h)) < 0 ||
             write_all(fd, rep.pfs, rep.n_pfs * sizeof(*rep.pfs)) < 0)
-                _exit(3);
+                status = 3;
+        apply_report_done(&rep);
         /* _exit: no atexit handlers, no flushing of the parent's copied stdio buffers. */
-        _exit(0);
+        _exit(status);
 }
 
 static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
@@ -167,8 +170,12 @@ int apply_plan_async(sd_event *event, const struct apply_options *opts, const st
                 apply_child_free(c);
                 return log_error_errno(r, "cannot start the apply process");
         }
-        if (c->pid == 0)
-                run_child(c->report_fd, opts, plan, observed, parent);
+        if (c->pid == 0) {
+                /* The child's copy of c is not needed past its report file descriptor. */
+                const int fd = c->report_fd;
+                free(c);
+                run_child(fd, opts, plan, observed, parent);
+        }
 
         r = sd_event_add_child(event, &c->source, c->pid, WEXITED, on_child_exit, c);
         if (r < 0) {

@@ -11,6 +11,7 @@
 
 #include "deviceplugin.pb-c.h"
 #include "deviceplugin/allocate.h"
+#include "deviceplugin/pb-pack.h"
 #include "deviceplugin/preferred.h"
 #include "grpc/grpc-client.h"
 #include "grpc/grpc-server.h"
@@ -52,14 +53,7 @@ static int pack_list(const struct dp_pool *pool, bool all_unhealthy, uint8_t **r
         }
         resp.n_devices = n;
         resp.devices = ptrs;
-        size_t len = v1beta1__list_and_watch_response__get_packed_size(&resp);
-        uint8_t *buf = malloc(len ?: 1);
-        if (!buf)
-                return -ENOMEM;
-        v1beta1__list_and_watch_response__pack(&resp, buf);
-        *ret = buf;
-        *ret_len = len;
-        return 0;
+        return dp_pack(&resp.base, ret, ret_len);
 }
 
 static void send_to_watchers(struct dp_plugin *p, const uint8_t *msg, size_t len)
@@ -111,19 +105,6 @@ static int on_list_and_watch(void *userdata, struct grpc_call *call, const uint8
 
 /* ---- unary RPCs ---- */
 
-static int pack_message(const ProtobufCMessage *m, uint8_t **ret, size_t *ret_len,
-                        struct grpc_status *st)
-{
-        size_t len = protobuf_c_message_get_packed_size(m);
-        uint8_t *buf = malloc(len ?: 1);
-        if (!buf)
-                return grpc_fail(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-        protobuf_c_message_pack(m, buf);
-        *ret = buf;
-        *ret_len = len;
-        return GRPC_STATUS_OK;
-}
-
 static int on_get_options(void *userdata, const uint8_t *req, size_t len, uint8_t **ret,
                           size_t *ret_len, struct grpc_status *st)
 {
@@ -133,7 +114,7 @@ static int on_get_options(void *userdata, const uint8_t *req, size_t len, uint8_
         v1beta1__empty__free_unpacked(e, NULL);
         V1beta1__DevicePluginOptions opts = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
         opts.get_preferred_allocation_available = true;
-        return pack_message(&opts.base, ret, ret_len, st);
+        return dp_pack_reply(&opts.base, ret, ret_len, st);
 }
 
 static int on_prestart(void *userdata, const uint8_t *req, size_t len, uint8_t **ret,
@@ -145,7 +126,7 @@ static int on_prestart(void *userdata, const uint8_t *req, size_t len, uint8_t *
                 return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT, "malformed request");
         v1beta1__pre_start_container_request__free_unpacked(r, NULL);
         V1beta1__PreStartContainerResponse resp = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
-        return pack_message(&resp.base, ret, ret_len, st);
+        return dp_pack_reply(&resp.base, ret, ret_len, st);
 }
 
 static void preferred_request_freep(V1beta1__PreferredAllocationRequest **r)
@@ -194,7 +175,7 @@ static int on_preferred(void *userdata, const uint8_t *req, size_t len, uint8_t 
         if (code == GRPC_STATUS_OK) {
                 resp.n_container_responses = n;
                 resp.container_responses = ptrs;
-                code = pack_message(&resp.base, ret, ret_len, st);
+                code = dp_pack_reply(&resp.base, ret, ret_len, st);
         }
         for (size_t i = 0; crs && i < n; i++)
                 free(crs[i].deviceids);
@@ -347,7 +328,7 @@ static int allocate(struct dp_plugin *p, const uint8_t *req, size_t len, uint8_t
                 V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
                 resp.n_container_responses = n;
                 resp.container_responses = ptrs;
-                code = pack_message(&resp.base, ret, ret_len, st);
+                code = dp_pack_reply(&resp.base, ret, ret_len, st);
         }
         if (code == GRPC_STATUS_OK)
                 for (size_t i = 0; i < n; i++)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deviceplugin/pb-pack.h"
 #include "deviceplugin/pool.h"
 #include "grpc/grpc-client.h"
 #include "podresources.pb-c.h"
@@ -125,14 +126,7 @@ int dp_usage_from_list_response(const uint8_t *data, size_t len, struct dp_usage
 static int pack_request(uint8_t **ret, size_t *ret_len)
 {
         V1__ListPodResourcesRequest req = V1__LIST_POD_RESOURCES_REQUEST__INIT;
-        size_t len = v1__list_pod_resources_request__get_packed_size(&req);
-        uint8_t *buf = malloc(len ?: 1);
-        if (!buf)
-                return -ENOMEM;
-        v1__list_pod_resources_request__pack(&req, buf);
-        *ret = buf;
-        *ret_len = len;
-        return 0;
+        return dp_pack(&req.base, ret, ret_len);
 }
 
 struct dp_podresources_call {

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "deviceplugin/pb-pack.h"
 #include "drahealth.pb-c.h"
 #include "draplugin.pb-c.h"
 #include "grpc/grpc-server.h"
@@ -61,19 +62,6 @@ void dra_claim_result_done(struct dra_claim_result *r)
         *r = (struct dra_claim_result){ 0 };
 }
 
-static int pack_message(const ProtobufCMessage *m, uint8_t **ret, size_t *ret_len,
-                        struct grpc_status *st)
-{
-        size_t len = protobuf_c_message_get_packed_size(m);
-        uint8_t *buf = malloc(len ?: 1);
-        if (!buf)
-                return grpc_fail(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-        protobuf_c_message_pack(m, buf);
-        *ret = buf;
-        *ret_len = len;
-        return GRPC_STATUS_OK;
-}
-
 /* ---- pluginregistration.Registration ---- */
 
 static int on_get_info(void *userdata, const uint8_t *req, size_t len, uint8_t **ret,
@@ -93,7 +81,7 @@ static int on_get_info(void *userdata, const uint8_t *req, size_t len, uint8_t *
         info.n_supported_versions = ELEMENTSOF(versions);
         info.supported_versions = (char **)versions;
         log_ctx_msg(LOG_DEBUG, 0, LOG_DRV(p), "GetInfo: endpoint %s", p->endpoint);
-        return pack_message(&info.base, ret, ret_len, st);
+        return dp_pack_reply(&info.base, ret, ret_len, st);
 }
 
 static int on_registration_status(void *userdata, const uint8_t *req, size_t len, uint8_t **ret,
@@ -114,7 +102,7 @@ static int on_registration_status(void *userdata, const uint8_t *req, size_t len
         pluginregistration__registration_status__free_unpacked(r, NULL);
         Pluginregistration__RegistrationStatusResponse resp =
             PLUGINREGISTRATION__REGISTRATION_STATUS_RESPONSE__INIT;
-        return pack_message(&resp.base, ret, ret_len, st);
+        return dp_pack_reply(&resp.base, ret, ret_len, st);
 }
 
 static const struct grpc_method registration_methods[] = {
@@ -229,14 +217,7 @@ static int pack_prepare_response(struct dra_prepare *req, uint8_t **ret, size_t 
                 Dra__NodePrepareResourcesResponse resp = DRA__NODE_PREPARE_RESOURCES_RESPONSE__INIT;
                 resp.n_claims = n;
                 resp.claims = entries;
-                size_t len = dra__node_prepare_resources_response__get_packed_size(&resp);
-                uint8_t *buf = malloc(len ?: 1);
-                if (buf) {
-                        dra__node_prepare_resources_response__pack(&resp, buf);
-                        *ret = buf;
-                        *ret_len = len;
-                } else
-                        r = -ENOMEM;
+                r = dp_pack(&resp.base, ret, ret_len);
         }
         for (size_t i = 0; views && i < n; i++) {
                 free(views[i].devs);
@@ -346,7 +327,7 @@ static int on_unprepare(void *userdata, const uint8_t *req, size_t len, uint8_t 
                     DRA__NODE_UNPREPARE_RESOURCES_RESPONSE__INIT;
                 resp.n_claims = n;
                 resp.claims = ptrs;
-                code = pack_message(&resp.base, ret, ret_len, st);
+                code = dp_pack_reply(&resp.base, ret, ret_len, st);
         }
         for (size_t i = 0; errors && i < n; i++)
                 free(errors[i]);
@@ -402,14 +383,7 @@ static int pack_health(const struct dra_plugin *p, uint8_t **ret, size_t *ret_le
         Drahealth__NodeWatchResourcesResponse resp = DRAHEALTH__NODE_WATCH_RESOURCES_RESPONSE__INIT;
         resp.n_devices = n;
         resp.devices = ptrs;
-        size_t len = drahealth__node_watch_resources_response__get_packed_size(&resp);
-        uint8_t *buf = malloc(len ?: 1);
-        if (!buf)
-                return -ENOMEM;
-        drahealth__node_watch_resources_response__pack(&resp, buf);
-        *ret = buf;
-        *ret_len = len;
-        return 0;
+        return dp_pack(&resp.base, ret, ret_len);
 }
 
 static void send_health(struct dra_plugin *p, struct grpc_call *only)

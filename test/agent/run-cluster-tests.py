@@ -27,82 +27,8 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from testlib import Proc, check, ev, finish, wait  # noqa: E402
 
-NODE = "worker-1"
-NS = "sriov-network-operator"
-SEED_RESOURCE = "openshift.io/sriov_highnet"
-E810_RESOURCE = "openshift.io/sriov_e810"
-
-
-class Cluster:
-    def __init__(self, src, work, kubectl):
-        self.src, self.work, self.kubectl = src, work, kubectl
-        self.env = dict(os.environ, HOME=os.path.join(work, "home"),
-                        KUBECONFIG=os.path.join(work, "kubeconfig"))
-        os.makedirs(self.env["HOME"])
-        self.agent_kubeconfig = os.path.join(work, "agent.kubeconfig")
-        self.api = subprocess.Popen(
-            [sys.executable, os.path.join(src, "test/fake-apiserver/fake_apiserver.py"),
-             "--port", "0", "--node", NODE, "--kubeconfig-out", self.agent_kubeconfig,
-             # The agent's token is its service account, held to manifests/20-rbac.yaml;
-             # kubectl (no token) is the admin.
-             "--token", "agent-token", "--anonymous", "--rbac", NS + ":sriov-agent"],
-            stdout=subprocess.PIPE, stderr=open(os.path.join(work, "api.err"), "w"), text=True)
-        line = self.api.stdout.readline()
-        self.port = int(line.split()[1])
-        with open(self.env["KUBECONFIG"], "w") as f:
-            f.write("apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
-                    "    server: http://127.0.0.1:%d\nusers:\n- name: admin\n  user: {}\n"
-                    "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: admin\n"
-                    "current-context: fake\n" % self.port)
-
-    def run(self, *args, stdin=None):
-        p = subprocess.run([self.kubectl] + list(args), env=self.env, input=stdin,
-                           capture_output=True, text=True, timeout=60)
-        return p.returncode, p.stdout + p.stderr
-
-    def ok(self, *args, stdin=None):
-        rc, out = self.run(*args, stdin=stdin)
-        check("kubectl " + " ".join(args[:3]), rc == 0, out[-400:])
-        return out
-
-    def nodestate(self):
-        rc, out = self.run("get", "sriovnetworknodestates", "-n", NS, NODE, "-o", "json")
-        return json.loads(out) if rc == 0 else None
-
-    def faults(self, **switches):
-        req = urllib.request.Request("http://127.0.0.1:%d/_fake/faults" % self.port,
-                                     data=json.dumps(switches).encode(), method="POST")
-        urllib.request.urlopen(req, timeout=5).read()
-
-    def stats(self):
-        with urllib.request.urlopen("http://127.0.0.1:%d/_fake/stats" % self.port,
-                                    timeout=5) as r:
-            return json.load(r)
-
-    def stop(self):
-        self.api.kill()
-        self.api.wait()
-
-
-def policy_yaml(name, resource, pf, num_vfs):
-    return json.dumps({"apiVersion": "sriovnetwork.openshift.io/v1",
-                       "kind": "SriovNetworkNodePolicy",
-                       "metadata": {"name": name, "namespace": NS},
-                       "spec": {"resourceName": resource, "numVfs": num_vfs, "priority": 50,
-                                "nodeSelector": {"highnet-node": "true"},
-                                "nicSelector": {"pfNames": [pf]}}})
-
-
-def sync_status(cluster, want):
-    def pred():
-        ns = cluster.nodestate()
-        return ns if ns and ns.get("status", {}).get("syncStatus") == want else None
-    return pred
-
-
-def numvfs(sysfs, pci):
-    with open(os.path.join(sysfs, "bus/pci/devices", pci, "sriov_numvfs")) as f:
-        return f.read().strip()
+from fakecluster import (  # noqa: E402,F401 (the names other drivers import from here)
+    E810_RESOURCE, NODE, NS, SEED_RESOURCE, Cluster, numvfs, policy_yaml, sync_status)
 
 
 def main():

@@ -35,7 +35,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from testlib import Proc, check, ev, finish, policy, wait  # noqa: E402
+from testlib import Proc, check, ev, finish, policy, seed_sysfs, wait  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -165,9 +165,7 @@ def main():
     work = tempfile.mkdtemp(prefix="agent-lifecycle-")
     sysfs, kdir, state = (os.path.join(work, d) for d in ("sys", "device-plugins", "state"))
     os.makedirs(kdir)
-    manifest = json.loads(subprocess.check_output(
-        [sys.executable, os.path.join(src, "test/sysfs-gen/gen-sysfs.py"), "--out", sysfs,
-         "--profile", "seed", "--manifest"]))
+    manifest = seed_sysfs(src, sysfs)
     pfs = {pf["ifname"]: pf for pf in manifest["pfs"] if pf.get("ifname")}
     cx, ice, igb = pfs["ens1f0"], pfs["ens2f0"], pfs["eno1"]
     watched = [cx["pciAddress"], ice["pciAddress"], igb["pciAddress"]]
@@ -203,14 +201,9 @@ def main():
     agent = None
     try:
         # 0. The node as it ran before the reboot: two policies applied, records written.
-        cluster.ok("apply", "-f", os.path.join(src, "crds"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/kube/namespace.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "manifests/20-rbac.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/policies",
-                                               "highnet-sriov-policy.yaml"))
+        cluster.seed(serviceaccount=False)
         cluster.ok("apply", "-f", "-", stdin=json.dumps(
             policy("e810", "sriov_e810", ["ens2f0"], 2)))
-        cluster.ok("label", "node", NODE, "highnet-node=true")
         agent = start_agent()
         ns = wait(cluster_tests.sync_status(cluster, "Succeeded"), 40)
         check("before the reboot: NodeState Succeeded", ns is not None,

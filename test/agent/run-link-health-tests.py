@@ -34,25 +34,13 @@ sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, HERE)
 from importlib import import_module  # noqa: E402
 
-from testlib import Proc, check, ev, finish, wait  # noqa: E402
+from testlib import Proc, check, ev, finish, private_netns, seed_sysfs, wait  # noqa: E402
 
 ct = import_module("run-cluster-tests")
 NODE, NS = ct.NODE, ct.NS
 SEED_RESOURCE = "openshift.io/sriov_highnet"
 NETNS_MARK = "LINK_HEALTH_NETNS"
 PEER = "cable0"
-
-
-def private_netns():
-    if os.environ.get(NETNS_MARK) == "1":
-        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-        return True
-    if os.geteuid() == 0 and shutil.which("unshare") and shutil.which("ip") and \
-            subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
-        os.environ[NETNS_MARK] = "1"
-        os.execvp("unshare", ["unshare", "-n", sys.executable, os.path.abspath(__file__)] +
-                  sys.argv[1:])
-    return False
 
 
 def now_ms():
@@ -83,7 +71,7 @@ def main():
     ap.add_argument("--fake-kubelet", required=True)
     ap.add_argument("--kubectl", default=shutil.which("kubectl") or "kubectl")
     args = ap.parse_args()
-    if not private_netns():
+    if not private_netns(NETNS_MARK):
         print("SKIP: needs root, unshare -n and veth links")
         return 77
     src = os.environ.get("SRCDIR", os.path.join(HERE, "..", ".."))
@@ -91,9 +79,7 @@ def main():
     work = tempfile.mkdtemp(prefix="agent-link-health-")
     sysfs, kdir, state = (os.path.join(work, d) for d in ("sys", "device-plugins", "state"))
     os.makedirs(kdir)
-    manifest = json.loads(subprocess.check_output(
-        [sys.executable, os.path.join(src, "test/sysfs-gen/gen-sysfs.py"), "--out", sysfs,
-         "--profile", "seed", "--manifest"]))
+    manifest = seed_sysfs(src, sysfs)
     cx = {pf["ifname"]: pf for pf in manifest["pfs"] if pf.get("ifname")}["ens1f0"]
     if subprocess.run(["ip", "link", "add", "name", "ens1f0", "type", "veth", "peer", "name",
                        PEER], capture_output=True).returncode != 0:
@@ -139,12 +125,7 @@ def main():
     up_line = "PF %s (ens1f0) is up again; its devices are Healthy" % pf
     figures = {}
     try:
-        cluster.ok("apply", "-f", os.path.join(src, "crds"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/kube/namespace.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "manifests/20-rbac.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/policies",
-                                               "highnet-sriov-policy.yaml"))
-        cluster.ok("label", "node", NODE, "highnet-node=true")
+        cluster.seed(serviceaccount=False)
         agent = start_agent()
         up = devices_until(lambda e: len(e["devices"] or []) == 8 and
                            health_of(e) == {"Healthy"}, 30)

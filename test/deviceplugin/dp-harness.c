@@ -37,6 +37,8 @@
 #include "util/log.h"
 #include "util/macro.h"
 
+#include "harness-loop.h"
+
 struct harness {
         const char *sysfs_root, *desired_path, *rdma_config_path, *prefix, *policy_dir;
         struct string_pair *labels;
@@ -275,27 +277,14 @@ int main(int argc, char **argv)
                         return 2;
                 }
         }
-        log_setup(LOG_TARGET_STDERR, LOG_DEBUG);
-        sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigprocmask(SIG_BLOCK, &mask, NULL);
-
-        r = sd_event_new(&h.event);
+        r = harness_event_new(on_sigterm, on_stdin, &h, &h.event);
         if (r < 0)
                 return 1;
-        (void)sd_event_add_signal(h.event, NULL, SIGTERM, on_sigterm, &h);
-        (void)sd_event_add_signal(h.event, NULL, SIGINT, on_sigterm, &h);
-        (void)sd_event_add_io(h.event, NULL, STDIN_FILENO, EPOLLIN, on_stdin, &h);
         r = dp_manager_new(h.event, &h.opts, &h.manager);
         if (r >= 0)
                 r = rescan(&h);
-        if (r >= 0) {
-                printf("ready\n");
-                fflush(stdout);
-                r = sd_event_loop(h.event);
-        }
+        if (r >= 0)
+                r = harness_run(h.event);
         dp_manager_free(h.manager);
         sd_event_unref(h.event);
         strv_free_n(h.vhost, h.n_vhost);

@@ -27,7 +27,6 @@ real kubectl against the fake API server and the agent in cluster mode on a gene
 Exit 1 on any failure.
 """
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -38,32 +37,13 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from testlib import Proc, check, ev, finish  # noqa: E402
-
-# The cluster helpers of the cluster-mode agent test (fake API server + kubectl).
-_spec = importlib.util.spec_from_file_location(
-    "cluster_tests", os.path.join(HERE, "..", "agent", "run-cluster-tests.py"))
-ct = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ct)
+from testlib import Proc, check, ev, finish, private_netns, seed_sysfs, wait  # noqa: E402
+import fakecluster as ct  # noqa: E402
 
 
-# Set in the copy of this script that runs in its own network namespace (case 5).
+# Set in the copy of this script that runs in its own network namespace (case 5); only
+# loopback and unix sockets are used, so cases 1-4 run the same either way.
 NETNS_MARK = "CLUSTER_REPORTS_NETNS"
-
-
-def private_netns():
-    """True in a private network namespace with lo up: re-executes this script under
-    `unshare -n` first when it can (root). Only loopback and unix sockets are used, so cases
-    1-4 run the same either way."""
-    if os.environ.get(NETNS_MARK) == "1":
-        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-        return True
-    if os.geteuid() == 0 and shutil.which("unshare") and shutil.which("ip") and \
-            subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
-        os.environ[NETNS_MARK] = "1"
-        os.execvp("unshare", ["unshare", "-n", sys.executable, os.path.abspath(__file__)] +
-                  sys.argv[1:])
-    return False
 
 
 def link_mtu(name):
@@ -73,7 +53,7 @@ def link_mtu(name):
 
 
 def main():
-    netns = private_netns()
+    netns = private_netns(NETNS_MARK)
     ap = argparse.ArgumentParser()
     ap.add_argument("--agent", required=True)
     ap.add_argument("--fake-kubelet", required=True)
@@ -84,9 +64,7 @@ def main():
     work = tempfile.mkdtemp(prefix="cluster-reports-")
     sysfs, kdir, state = (os.path.join(work, d) for d in ("sys", "device-plugins", "state"))
     os.makedirs(kdir)
-    manifest = json.loads(subprocess.check_output(
-        [sys.executable, os.path.join(src, "test/sysfs-gen/gen-sysfs.py"), "--out", sysfs,
-         "--profile", "seed", "--manifest"]))
+    manifest = seed_sysfs(src, sysfs)
     ice = next(pf for pf in manifest["pfs"] if pf.get("ifname") == "ens2f0")
     cfg = os.path.join(work, "rdma", "config.json")
     os.makedirs(os.path.dirname(cfg))
@@ -99,11 +77,7 @@ def main():
     kubelet.wait_for(ev("ready"), 10)
     agent = None
     try:
-        cluster.ok("apply", "-f", os.path.join(src, "crds"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/kube/namespace.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/policies",
-                                               "highnet-sriov-policy.yaml"))
-        cluster.ok("label", "node", ct.NODE, "highnet-node=true")
+        cluster.seed(serviceaccount=False, rbac=False)
         log = open(os.path.join(work, "agent.log"), "w")
         agent = subprocess.Popen(
             [args.agent, "run", "--node-name", ct.NODE, "--kubeconfig", cluster.env["KUBECONFIG"],
@@ -113,12 +87,12 @@ def main():
              "--vf-timeout", "1", "--resync-interval", "2"], stdout=log, stderr=log)
 
         # 1. Invalid RDMA shared config.
-        ns = ct.wait(ct.sync_status(cluster, "Failed"), 40)
+        ns = wait(ct.sync_status(cluster, "Failed"), 40)
         err = (ns or {}).get("status", {}).get("lastSyncError", "")
         check("bad RDMA config: NodeState Failed, lastSyncError names file, field and value",
               "RDMA shared config not used" in err and cfg in err and "rdmaHcaMax" in err and
               "-3" in err, json.dumps((ns or {}).get("status", {}))[:500])
-        out = ct.wait(lambda: (lambda r: r[1] if "InvalidRdmaSharedConfig" in r[1] else None)(
+        out = wait(lambda: (lambda r: r[1] if "InvalidRdmaSharedConfig" in r[1] else None)(
             cluster.run("get", "events", "-n", ct.NS)), 20)
         check("bad RDMA config: InvalidRdmaSharedConfig Event", out is not None, str(out)[-400:])
         check("bad RDMA config: the SR-IOV pool is served",
@@ -128,14 +102,14 @@ def main():
             f.write('{"configList": [{"resourceName": "hca", "rdmaHcaMax": 1, '
                     '"selectors": {"vendors": ["15b3"]}}]}')
         os.rename(cfg + ".tmp", cfg)
-        ns = ct.wait(ct.sync_status(cluster, "Succeeded"), 30)
+        ns = wait(ct.sync_status(cluster, "Succeeded"), 30)
         check("fixed RDMA config: NodeState Succeeded again", ns is not None,
               json.dumps((cluster.nodestate() or {}).get("status", {}))[:400])
 
         # 2. The kubelet cannot be asked: a disruptive change is held and reported.
         cluster.ok("apply", "-f", "-",
                    stdin=ct.policy_yaml("e810", "sriov_e810", "ens2f0", ice["numVfs"] + 2))
-        ns = ct.wait(ct.sync_status(cluster, "InProgress"), 40)
+        ns = wait(ct.sync_status(cluster, "InProgress"), 40)
         err = (ns or {}).get("status", {}).get("lastSyncError", "")
         check("kubelet not reachable: NodeState InProgress, the held change says why",
               "held back" in err and "kubelet could not be asked" in err and
@@ -151,7 +125,7 @@ def main():
         seen = pcis(cluster.nodestate())
         devices = os.path.join(sysfs, "bus", "pci", "devices")
         os.rename(devices, devices + ".away")
-        ns = ct.wait(ct.sync_status(cluster, "Failed"), 20)
+        ns = wait(ct.sync_status(cluster, "Failed"), 20)
         err = (ns or {}).get("status", {}).get("lastSyncError", "")
         check("discovery fails: NodeState Failed, lastSyncError names discovery and the error",
               err == "discovery under %s: No such file or directory" % sysfs,
@@ -159,7 +133,7 @@ def main():
         check("discovery fails: the interfaces last seen are kept",
               seen and pcis(ns) == seen, "%s, before: %s" % (pcis(ns), seen))
         os.rename(devices + ".away", devices)
-        ns = ct.wait(ct.sync_status(cluster, "InProgress"), 20)
+        ns = wait(ct.sync_status(cluster, "InProgress"), 20)
         check("discovery back: the retry reports the held change again", ns is not None,
               json.dumps((cluster.nodestate() or {}).get("status", {}))[:400])
 
@@ -175,7 +149,7 @@ def main():
         def dry_run_status():
             st = (cluster.nodestate() or {}).get("status", {})
             return st if st.get("lastSyncError", "").startswith("dry run: ") else None
-        st = ct.wait(dry_run_status, 20) or {}
+        st = wait(dry_run_status, 20) or {}
         err = st.get("lastSyncError", "")
         check("dry run: NodeState InProgress naming the planned change, not applied",
               st.get("syncStatus") == "InProgress" and "planned, not applied: " in err and
@@ -247,7 +221,7 @@ def changes_left(args, cluster, kubelet, sysfs, kdir, state, work, ice):
     def left_status():
         st = (cluster.nodestate() or {}).get("status", {})
         return st if " left after the apply rounds" in st.get("lastSyncError", "") else None
-    st = ct.wait(left_status, 20) or {}
+    st = wait(left_status, 20) or {}
     err = st.get("lastSyncError", "")
     want = "5 changes left after the apply rounds, applying again: " + ", ".join(
         ["%s (%s): set-pf-mtu -> 9000" % (ice["pciAddress"], pf)] +
@@ -260,7 +234,7 @@ def changes_left(args, cluster, kubelet, sysfs, kdir, state, work, ice):
     check("changes left: the apply did change the links (netlink)",
           all(link_mtu(n) == 9000 for n in names), str([link_mtu(n) for n in names]))
     line = "5 change(s) left after the apply rounds; reconciling again in %d s"
-    retried = ct.wait(lambda: line % 2 in log(), 15)
+    retried = wait(lambda: line % 2 in log(), 15)
     check("changes left: retried through the backoff (journal: again in 1 s, then in 2 s)",
           retried and line % 1 in log() and log().index(line % 1) < log().index(line % 2),
           log()[-1500:])
@@ -279,7 +253,7 @@ def changes_left(args, cluster, kubelet, sysfs, kdir, state, work, ice):
             f.write("9000\n")
         os.rename(path + ".new", path)
     caught_up = time.monotonic()
-    ns = ct.wait(ct.sync_status(cluster, "Succeeded"), 15)
+    ns = wait(ct.sync_status(cluster, "Succeeded"), 15)
     st = (ns or cluster.nodestate() or {}).get("status", {})
     check("changes left: the next retry converges, NodeState Succeeded, lastSyncError \"\"",
           ns is not None and st.get("lastSyncError") == "", json.dumps(st)[:600])

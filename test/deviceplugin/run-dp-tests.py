@@ -18,7 +18,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from testlib import FAILURES, Proc, check, ev  # noqa: E402
+from testlib import FAILURES, Proc, bind_vfio, check, ev  # noqa: E402
 
 
 # Latency targets (100 ms push, 1 s re-registration) are measured by bench/, not asserted
@@ -30,14 +30,6 @@ EVENT_DRIVEN_MS = 3000
 
 def vf_dir(sysfs, addr):
     return os.path.realpath(os.path.join(sysfs, "bus/pci/devices", addr))
-
-
-def bind_vfio(sysfs, addr):
-    d = vf_dir(sysfs, addr)
-    for sub in ("net", "infiniband", "infiniband_mad", "infiniband_verbs"):
-        shutil.rmtree(os.path.join(d, sub), ignore_errors=True)
-    os.remove(os.path.join(d, "driver"))
-    os.symlink("../../../../bus/pci/drivers/vfio-pci", os.path.join(d, "driver"))
 
 
 def main():

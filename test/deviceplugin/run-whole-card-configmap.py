@@ -23,7 +23,6 @@ kubelet reporting the node's resources to the API server.
 Exit 1 on any failure.
 """
 import argparse
-import importlib.util
 import json
 import os
 import re
@@ -36,12 +35,9 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from testlib import Agent, Proc, check, ev, finish, wait  # noqa: E402
+from testlib import Agent, Proc, check, ev, finish, seed_sysfs, wait  # noqa: E402
+import fakecluster as ct  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "cluster_tests", os.path.join(HERE, "..", "agent", "run-cluster-tests.py"))
-ct = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ct)
 
 HCA = "rdma/rdma_hca"
 ORIGIN = "ConfigMap kube-system/rdma-devices key config.json"
@@ -111,9 +107,7 @@ def main():
     work = tempfile.mkdtemp(prefix="whole-card-")
     sysfs, kdir, state = (os.path.join(work, d) for d in ("sys", "device-plugins", "state"))
     os.makedirs(kdir)
-    manifest = json.loads(subprocess.check_output(
-        [sys.executable, os.path.join(src, "test/sysfs-gen/gen-sysfs.py"), "--out", sysfs,
-         "--profile", "seed", "--manifest"]))
+    manifest = seed_sysfs(src, sysfs)
     cx = next(pf for pf in manifest["pfs"] if pf.get("ifname") == "ens1f0")
 
     cluster = ct.Cluster(src, work, args.kubectl)
@@ -137,13 +131,7 @@ def main():
                                 len(e["devices"] or []) == n, timeout)
 
     try:
-        cluster.ok("apply", "-f", os.path.join(src, "crds"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/kube/namespace.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "manifests/10-serviceaccount.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "manifests/20-rbac.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/policies",
-                                               "highnet-sriov-policy.yaml"))
-        cluster.ok("label", "node", ct.NODE, "highnet-node=true")
+        cluster.seed()
         forbidden_before = cluster.stats().get("forbidden", 0)
         agent = agent_run()
 

@@ -45,6 +45,8 @@ endif()
 
 add_executable(dp-harness ${DP_TEST_DIR}/dp-harness.c)
 sriov_link_layers(dp-harness ${DP_TEST_DIR}/dp-harness.c)
+# harness-loop.h: the process set-up shared with the other harness
+target_include_directories(dp-harness PRIVATE ${CMAKE_SOURCE_DIR}/test/unit)
 # Every real way of filling :authority is covered (see test/fake-kubelet/main.go, dialModes):
 # kubelets <= 1.25 send the socket path, >= 1.26 "localhost", gRPC C-core >= 1.57 the path
 # percent-encoded.

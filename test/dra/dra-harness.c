@@ -22,6 +22,8 @@
 #include "util/macro.h"
 #include "util/strv.h"
 
+#include "harness-loop.h"
+
 struct harness {
         json_t *allocations;
         sd_event *event;
@@ -137,25 +139,13 @@ int main(int argc, char **argv)
                 fprintf(stderr, "dra-harness: %s: %s\n", alloc_path, jerr.text);
                 return 2;
         }
-        log_setup(LOG_TARGET_STDERR, LOG_DEBUG);
-        sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigprocmask(SIG_BLOCK, &mask, NULL);
-        r = sd_event_new(&h.event);
+        r = harness_event_new(on_sigterm, on_stdin, &h, &h.event);
         if (r < 0)
                 return 1;
-        (void)sd_event_add_signal(h.event, NULL, SIGTERM, on_sigterm, &h);
-        (void)sd_event_add_signal(h.event, NULL, SIGINT, on_sigterm, &h);
-        (void)sd_event_add_io(h.event, NULL, STDIN_FILENO, EPOLLIN, on_stdin, &h);
         struct dra_plugin *p = NULL;
         r = dra_plugin_new(h.event, &opts, &p);
-        if (r >= 0) {
-                printf("ready\n");
-                fflush(stdout);
-                r = sd_event_loop(h.event);
-        }
+        if (r >= 0)
+                r = harness_run(h.event);
         dra_plugin_free(p);
         sd_event_unref(h.event);
         json_decref(h.allocations);

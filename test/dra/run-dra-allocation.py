@@ -14,32 +14,22 @@ ens2f0; the fake DRA kubelet then prepares the claim and the CDI spec hands out 
 Exit 1 on any failure.
 """
 import argparse
-import importlib.util
 import itertools
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from testlib import Agent, Proc, check, ev, finish, wait  # noqa: E402
+from testlib import Agent, Proc, check, ev, finish, pcie_root, seed_sysfs, wait  # noqa: E402
+import fakecluster as ct  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "cluster_tests", os.path.join(HERE, "..", "agent", "run-cluster-tests.py"))
-ct = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ct)
 
 DRIVER = "sriovnetwork.k8snetworkplumbingwg.io"
 GPU_DRIVER = "gpu.example.com"
 ROOT = "resource.kubernetes.io/pcieRoot"
-
-
-def pcie_root(sysfs, pci):
-    real = os.path.realpath(os.path.join(sysfs, "bus/pci/devices", pci))
-    return real[len(os.path.realpath(sysfs) + "/devices/"):].split("/")[0]
 
 
 def attr(device, name):
@@ -69,9 +59,7 @@ def main():
     sysfs, root, state, cdi = (os.path.join(work, d) for d in ("sys", "kubelet", "state", "cdi"))
     kdir = os.path.join(root, "device-plugins")
     os.makedirs(kdir)
-    manifest = json.loads(subprocess.check_output(
-        [sys.executable, os.path.join(src, "test/sysfs-gen/gen-sysfs.py"), "--out", sysfs,
-         "--profile", "seed", "--manifest"]))
+    manifest = seed_sysfs(src, sysfs)
     pfs = {pf.get("ifname"): pf for pf in manifest["pfs"]}
     cx_root = pcie_root(sysfs, pfs["ens1f0"]["vfs"][0]["pciAddress"])
     ice_root = pcie_root(sysfs, pfs["ens2f0"]["vfs"][0]["pciAddress"])
@@ -86,15 +74,9 @@ def main():
     dra.wait_for(ev("ready"), 10)
     agent = None
     try:
-        cluster.ok("apply", "-f", os.path.join(src, "crds"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/kube/namespace.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "manifests/10-serviceaccount.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "manifests/20-rbac.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/policies",
-                                               "highnet-sriov-policy.yaml"))
+        cluster.seed()
         cluster.ok("apply", "-f", "-", stdin=ct.policy_yaml(
             "ice", "sriov_ice", "ens2f0", len(pfs["ens2f0"]["vfs"])))
-        cluster.ok("label", "node", ct.NODE, "highnet-node=true")
         for cls, drv in (("sriov-vf", DRIVER), ("gpu", GPU_DRIVER)):
             cluster.ok("apply", "-f", "-", stdin=json.dumps({
                 "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
@@ -177,10 +159,8 @@ def main():
     finally:
         if agent:
             agent.stop()
-        kubelet.send({"cmd": "quit"})
-        kubelet.stop()
-        dra.send({"cmd": "quit"})
-        dra.stop()
+        kubelet.quit()
+        dra.quit()
         cluster.stop()
     return finish(work)
 

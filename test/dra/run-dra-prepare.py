@@ -15,22 +15,17 @@ allocation to /status), the fake DRA kubelet calling the driver.
 Exit 1 on any failure.
 """
 import argparse
-import importlib.util
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from testlib import Agent, Proc, check, ev, finish, wait  # noqa: E402
+from testlib import Agent, Proc, check, ev, finish, seed_sysfs, wait  # noqa: E402
+import fakecluster as ct  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "cluster_tests", os.path.join(HERE, "..", "agent", "run-cluster-tests.py"))
-ct = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ct)
 
 DRIVER = "sriovnetwork.k8snetworkplumbingwg.io"
 ENV = "PCIDEVICE_OPENSHIFT_IO_SRIOV_HIGHNET"
@@ -54,9 +49,7 @@ def main():
     sysfs, root, state, cdi = (os.path.join(work, d) for d in ("sys", "kubelet", "state", "cdi"))
     kdir = os.path.join(root, "device-plugins")
     os.makedirs(kdir)
-    manifest = json.loads(subprocess.check_output(
-        [sys.executable, os.path.join(src, "test/sysfs-gen/gen-sysfs.py"), "--out", sysfs,
-         "--profile", "seed", "--manifest"]))
+    manifest = seed_sysfs(src, sysfs)
     cx = next(pf for pf in manifest["pfs"] if pf.get("ifname") == "ens1f0")
     vf = cx["vfs"][0]
 
@@ -99,13 +92,7 @@ def main():
         return (ans.get("claims") or {}).get(c["uid"]) or {}
 
     try:
-        cluster.ok("apply", "-f", os.path.join(src, "crds"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/kube/namespace.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "manifests/10-serviceaccount.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "manifests/20-rbac.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/policies",
-                                               "highnet-sriov-policy.yaml"))
-        cluster.ok("label", "node", ct.NODE, "highnet-node=true")
+        cluster.seed()
         cluster.ok("apply", "-f", "-", stdin=json.dumps({
             "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
             "metadata": {"name": "sriov-vf"}, "spec": {"selectors": [{"cel": {
@@ -182,10 +169,8 @@ def main():
     finally:
         if agent:
             agent.stop()
-        kubelet.send({"cmd": "quit"})
-        kubelet.stop()
-        dra.send({"cmd": "quit"})
-        dra.stop()
+        kubelet.quit()
+        dra.quit()
         cluster.stop()
     return finish(work)
 

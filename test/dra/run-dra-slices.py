@@ -17,44 +17,26 @@ manifests/20-rbac.yaml), the device-plugin fake kubelet and the fake DRA kubelet
 Exit 1 on any failure.
 """
 import argparse
-import importlib.util
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from testlib import Agent, Proc, check, ev, finish, wait, write_json  # noqa: E402
+from testlib import (  # noqa: E402
+    Agent, Proc, bind_vfio, check, ev, finish, pcie_root, seed_sysfs, wait, write_json)
+import fakecluster as ct  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "cluster_tests", os.path.join(HERE, "..", "agent", "run-cluster-tests.py"))
-ct = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ct)
 
 DRIVER = "sriovnetwork.k8snetworkplumbingwg.io"
 RESOURCE = "openshift.io/sriov_highnet"
 
 
-def pcie_root(sysfs, pci):
-    real = os.path.realpath(os.path.join(sysfs, "bus/pci/devices", pci))
-    top = os.path.realpath(sysfs) + "/devices/"
-    return real[len(top):].split("/")[0] if real.startswith(top) else None
-
-
 def dev_name(pci):
     return pci.replace(":", "-").replace(".", "-")
-
-
-def bind_vfio(sysfs, addr):
-    d = os.path.realpath(os.path.join(sysfs, "bus/pci/devices", addr))
-    for sub in ("net", "infiniband", "infiniband_mad", "infiniband_verbs"):
-        shutil.rmtree(os.path.join(d, sub), ignore_errors=True)
-    os.remove(os.path.join(d, "driver"))
-    os.symlink("../../../../bus/pci/drivers/vfio-pci", os.path.join(d, "driver"))
 
 
 def main():
@@ -70,9 +52,7 @@ def main():
     sysfs, root, state = (os.path.join(work, d) for d in ("sys", "kubelet", "state"))
     kdir = os.path.join(root, "device-plugins")
     os.makedirs(kdir)
-    manifest = json.loads(subprocess.check_output(
-        [sys.executable, os.path.join(src, "test/sysfs-gen/gen-sysfs.py"), "--out", sysfs,
-         "--profile", "seed", "--manifest"]))
+    manifest = seed_sysfs(src, sysfs)
     cx = next(pf for pf in manifest["pfs"] if pf.get("ifname") == "ens1f0")
 
     cluster = ct.Cluster(src, work, args.kubectl)
@@ -107,13 +87,7 @@ def main():
         return {d["name"]: d for s in items for d in s["spec"].get("devices", [])}
 
     try:
-        cluster.ok("apply", "-f", os.path.join(src, "crds"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/kube/namespace.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "manifests/10-serviceaccount.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "manifests/20-rbac.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "test/fixtures/policies",
-                                               "highnet-sriov-policy.yaml"))
-        cluster.ok("label", "node", ct.NODE, "highnet-node=true")
+        cluster.seed()
         forbidden_before = cluster.stats().get("forbidden", 0)
         agent = agent_run("--dra-resources", "sriov_highnet")
 
@@ -217,10 +191,8 @@ def main():
     finally:
         if agent:
             agent.stop()
-        kubelet.send({"cmd": "quit"})
-        kubelet.stop()
-        dra.send({"cmd": "quit"})
-        dra.stop()
+        kubelet.quit()
+        dra.quit()
         cluster.stop()
     return finish(work)
 

@@ -6,7 +6,6 @@ label, more than 128 devices in a slice, an attribute with two values, a slice w
 pool; the agent's token (manifests/20-rbac.yaml) may list/create slices and get claims but not
 create claims or delete DeviceClasses. Exit 1 on any failure."""
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -18,11 +17,8 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from testlib import check, finish  # noqa: E402
+import fakecluster as ct  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "cluster_tests", os.path.join(HERE, "..", "agent", "run-cluster-tests.py"))
-ct = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ct)
 
 DRIVER = "sriovnetwork.k8snetworkplumbingwg.io"
 
@@ -49,9 +45,8 @@ def main():
     work = tempfile.mkdtemp(prefix="fake-api-dra-")
     cluster = ct.Cluster(src, work, args.kubectl)
     try:
-        cluster.ok("apply", "-f", os.path.join(src, "test/kube/namespace.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "manifests/10-serviceaccount.yaml"))
-        cluster.ok("apply", "-f", os.path.join(src, "manifests/20-rbac.yaml"))
+        cluster.apply("test/kube/namespace.yaml", "manifests/10-serviceaccount.yaml",
+                      "manifests/20-rbac.yaml")
         cls = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
                "metadata": {"name": "sriov-vf"},
                "spec": {"selectors": [{"cel": {"expression":

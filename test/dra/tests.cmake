@@ -41,6 +41,8 @@ endif()
 
 add_executable(dra-harness ${DRA_TEST_DIR}/dra-harness.c)
 sriov_link_layers(dra-harness ${DRA_TEST_DIR}/dra-harness.c)
+# harness-loop.h: the process set-up shared with the other harness
+target_include_directories(dra-harness PRIVATE ${CMAKE_SOURCE_DIR}/test/unit)
 
 # Registration, Prepare/Unprepare (twice), a kubelet restart, a removed socket and a restart
 # of the plugin, once per DRAPlugin version the kubelet may speak.

@@ -233,18 +233,30 @@ type command struct {
 
 // benchPrepare times n sequential NodePrepareResources calls for the same claims, as the
 // kubelet makes them (one call per pod sandbox), and reports median and p99 in microseconds.
+// draClient is the DRAPlugin service in the version the kubelet speaks (--api): v1 and
+// v1beta1 differ only in the service name, their messages are the same (package dra).
+type draClient interface {
+	NodePrepareResources(ctx context.Context, in *dra.NodePrepareResourcesRequest,
+		opts ...grpc.CallOption) (*dra.NodePrepareResourcesResponse, error)
+	NodeUnprepareResources(ctx context.Context, in *dra.NodeUnprepareResourcesRequest,
+		opts ...grpc.CallOption) (*dra.NodeUnprepareResourcesResponse, error)
+}
+
+func (k *kubelet) draClient(d *driver) draClient {
+	if k.api == "v1" {
+		return drav1.NewDRAPluginClient(d.conn)
+	}
+	return drav1beta1.NewDRAPluginClient(d.conn)
+}
+
 func (k *kubelet) benchPrepare(d *driver, claims []*dra.Claim, n int, ev map[string]interface{}) {
 	var lat []float64
+	client := k.draClient(d)
 	for i := 0; i < n; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		t0 := time.Now()
-		var err error
 		req := &dra.NodePrepareResourcesRequest{Claims: claims}
-		if k.api == "v1" {
-			_, err = drav1.NewDRAPluginClient(d.conn).NodePrepareResources(ctx, req)
-		} else {
-			_, err = drav1beta1.NewDRAPluginClient(d.conn).NodePrepareResources(ctx, req)
-		}
+		_, err := client.NodePrepareResources(ctx, req)
 		cancel()
 		if err != nil {
 			errFields(ev, err)
@@ -324,11 +336,6 @@ func (k *kubelet) handle(c command) {
 		return
 	}
 	if c.Cmd == "bench-prepare" {
-		var claims []*dra.Claim
-		for _, cl := range c.Claims {
-			claims = append(claims, &dra.Claim{Namespace: cl.Namespace, Name: cl.Name,
-				Uid: cl.UID})
-		}
 		if c.N < 1 {
 			c.N = 1000
 		}
@@ -341,13 +348,7 @@ func (k *kubelet) handle(c command) {
 	switch c.Cmd {
 	case "prepare":
 		req := &dra.NodePrepareResourcesRequest{Claims: claims}
-		var resp *dra.NodePrepareResourcesResponse
-		var err error
-		if k.api == "v1" {
-			resp, err = drav1.NewDRAPluginClient(d.conn).NodePrepareResources(ctx, req)
-		} else {
-			resp, err = drav1beta1.NewDRAPluginClient(d.conn).NodePrepareResources(ctx, req)
-		}
+		resp, err := k.draClient(d).NodePrepareResources(ctx, req)
 		if err != nil {
 			errFields(ev, err)
 			return
@@ -365,13 +366,7 @@ func (k *kubelet) handle(c command) {
 		ev["claims"] = out
 	case "unprepare":
 		req := &dra.NodeUnprepareResourcesRequest{Claims: claims}
-		var resp *dra.NodeUnprepareResourcesResponse
-		var err error
-		if k.api == "v1" {
-			resp, err = drav1.NewDRAPluginClient(d.conn).NodeUnprepareResources(ctx, req)
-		} else {
-			resp, err = drav1beta1.NewDRAPluginClient(d.conn).NodeUnprepareResources(ctx, req)
-		}
+		resp, err := k.draClient(d).NodeUnprepareResources(ctx, req)
 		if err != nil {
 			errFields(ev, err)
 			return

@@ -4,8 +4,9 @@ its watches are running again.
 
 A load-balancer failover or a broken route drops packets: nothing closes the connection and
 nothing answers. To measure that honestly the fake API server runs as a test host in a network
-namespace this script makes itself (`ip netns add`, a veth pair with addresses from
-198.18.0.0/15, RFC 2544's benchmarking range; both removed at the end), the agent (cluster
+namespace this script makes itself (`ip netns add`, a veth pair with a /30 of its own from
+198.18.0.0/15, RFC 2544's benchmarking range, so that runs side by side do not collide; all
+removed at the end), the agent (cluster
 mode, --dry-run, an idle non-holder of the NAD Lease) outside it. Once the agent's watches run,
 every TCP connection it has to the server is cut by iptables DROP rules on its ports inside the
 namespace (both directions): its packets vanish, as on a dead path, while new connections (new
@@ -18,6 +19,7 @@ Exit 0 when the figure is within --limit, 1 when not, 77 (skipped) without root 
 Used by ctest (integration/kube-dead-path) and bench/run section 5.
 """
 import argparse
+import ipaddress
 import json
 import os
 import re
@@ -33,7 +35,7 @@ SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 NS = "sriov-network-operator"
 NODE = "worker-1"
 LEASE = "sriov-agent-networks"
-HOST_ADDR, PEER_ADDR = "198.18.0.1", "198.18.0.2"
+TEST_NET = ipaddress.ip_network("198.18.0.0/15")  # RFC 2544: benchmarking, never routed
 WATCHES = 4  # an idle non-holder: policies, own Node, own NodeState, the Lease
 
 
@@ -43,8 +45,8 @@ def sh(*argv, check=True):
 
 def remove_stale_hosts(note=print):
     """Deletes the namespaces (and veths) of earlier runs that were killed before close():
-    their 198.18.0.1 address would collide with this run's. A run's tag is its pid, so a
-    namespace whose pid no longer lives is stale."""
+    their veths and addresses would linger. A run's tag is its pid, so a namespace whose pid
+    no longer lives is stale."""
     names = sh("ip", "netns", "list", check=False).stdout.split()
     for name in names:
         if not name.startswith("k2dp") or not name[4:].isdigit():
@@ -61,20 +63,40 @@ def remove_stale_hosts(note=print):
         sh("ip", "link", "del", "k2h" + tag, check=False)
 
 
+def free_subnet(tag):
+    """This run's host and peer addresses: the first /30 of TEST_NET, from the one the pid
+    picks on, that no interface of this host has an address in (a concurrent run's host end
+    holds the first address of its /30)."""
+    used = set()
+    for line in sh("ip", "-o", "-4", "addr", "show", check=False).stdout.splitlines():
+        m = re.search(r"\sinet\s(\S+)", line)
+        if m:
+            used.add(ipaddress.ip_interface(m.group(1)).ip)
+    nets = list(TEST_NET.subnets(new_prefix=30))
+    start = tag % len(nets)
+    for net in nets[start:] + nets[:start]:
+        host, peer = list(net.hosts())
+        if not used.intersection(net):
+            return str(host), str(peer)
+    raise RuntimeError("no free /30 left in %s" % TEST_NET)
+
+
 class TestHost:
-    """A network namespace with one veth to this host; removed by close()."""
+    """A network namespace with one veth to this host (addresses host_addr there, peer_addr
+    in the namespace); removed by close()."""
 
     def __init__(self):
         remove_stale_hosts()
         tag = "%d" % os.getpid()  # at most 7 digits: "k2h" + tag fits IFNAMSIZ
+        self.host_addr, self.peer_addr = free_subnet(int(tag))
         self.netns, self.host_if, self.peer_if = "k2dp" + tag, "k2h" + tag, "k2p" + tag
         sh("ip", "netns", "add", self.netns)
         try:
             sh("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.peer_if)
             sh("ip", "link", "set", self.peer_if, "netns", self.netns)
-            sh("ip", "addr", "add", HOST_ADDR + "/30", "dev", self.host_if)
+            sh("ip", "addr", "add", self.host_addr + "/30", "dev", self.host_if)
             sh("ip", "link", "set", self.host_if, "up")
-            self.run("ip", "addr", "add", PEER_ADDR + "/30", "dev", self.peer_if)
+            self.run("ip", "addr", "add", self.peer_addr + "/30", "dev", self.peer_if)
             self.run("ip", "link", "set", self.peer_if, "up")
             self.run("ip", "link", "set", "lo", "up")
             self.run("iptables", "-S")  # iptables must work in there
@@ -93,13 +115,14 @@ class TestHost:
         sh("ip", "link", "del", self.host_if, check=False)
 
 
-def agent_ports(pid, port):
+def agent_ports(host, pid, port):
     """Local ports of the agent's established TCP connections to the server."""
-    out = sh("ss", "-tnpH", "state", "established", "dst", "%s:%d" % (PEER_ADDR, port)).stdout
+    out = sh("ss", "-tnpH", "state", "established", "dst",
+             "%s:%d" % (host.peer_addr, port)).stdout
     ports = set()
     for line in out.splitlines():
         if "pid=%d," % pid in line:
-            m = re.search(r"\s%s:(\d+)\s" % re.escape(HOST_ADDR), " " + line + " ")
+            m = re.search(r"\s%s:(\d+)\s" % re.escape(host.host_addr), " " + line + " ")
             if m:
                 ports.add(int(m.group(1)))
     return sorted(ports)
@@ -114,7 +137,7 @@ def measure(agent_bin, kubectl, work, limit=90.0, note=print):
         kcfg = os.path.join(work, "kubeconfig")
         api = subprocess.Popen(host.argv(
             sys.executable, os.path.join(SRC, "test/fake-apiserver/fake_apiserver.py"),
-            "--bind", PEER_ADDR, "--port", "0", "--node", NODE, "--kubeconfig-out", kcfg,
+            "--bind", host.peer_addr, "--port", "0", "--node", NODE, "--kubeconfig-out", kcfg,
             "--rbac", NS + ":sriov-agent"), stdout=subprocess.PIPE, text=True,
             stderr=open(os.path.join(work, "api.err"), "w"))
         procs.append(api)
@@ -167,7 +190,7 @@ def measure(agent_bin, kubectl, work, limit=90.0, note=print):
         procs.append(agent)
 
         def watches():
-            with urllib.request.urlopen("http://%s:%d/_fake/stats" % (PEER_ADDR, port),
+            with urllib.request.urlopen("http://%s:%d/_fake/stats" % (host.peer_addr, port),
                                         timeout=5) as r:
                 return json.load(r)["watches"]
 
@@ -175,7 +198,7 @@ def measure(agent_bin, kubectl, work, limit=90.0, note=print):
         while watches() < WATCHES and time.monotonic() < end:
             time.sleep(0.2)
         time.sleep(3)  # its first writes done: idle
-        ports = agent_ports(agent.pid, port)
+        ports = agent_ports(host, agent.pid, port)
         if not ports:
             raise RuntimeError("the agent has no connection to the server")
         w0 = watches()

@@ -6,6 +6,7 @@ import queue
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -59,6 +60,11 @@ class Proc:
             self.seen.append(item)
             if pred(item):
                 return item
+
+    def quit(self):
+        """{"cmd": "quit"} (what the fake kubelets take), then stop()."""
+        self.send({"cmd": "quit"})
+        self.stop()
 
     def stop(self):
         if self.p.poll() is None:
@@ -137,6 +143,23 @@ def standalone_node(work, gen_sysfs):
     return paths, manifest
 
 
+def pcie_root(sysfs, pci):
+    """The PCIe root ("pci0000:3a") a device of a generated tree hangs under, from its real
+    path as the kernel's sysfs gives it; None outside the tree's devices/."""
+    real = os.path.realpath(os.path.join(sysfs, "bus/pci/devices", pci))
+    top = os.path.realpath(sysfs) + "/devices/"
+    return real[len(top):].split("/")[0] if real.startswith(top) else None
+
+
+def bind_vfio(sysfs, addr):
+    """A VF of a generated tree rebound to vfio-pci: its netdev and RDMA devices gone."""
+    d = os.path.realpath(os.path.join(sysfs, "bus/pci/devices", addr))
+    for sub in ("net", "infiniband", "infiniband_mad", "infiniband_verbs"):
+        shutil.rmtree(os.path.join(d, sub), ignore_errors=True)
+    os.remove(os.path.join(d, "driver"))
+    os.symlink("../../../../bus/pci/drivers/vfio-pci", os.path.join(d, "driver"))
+
+
 def read_attr(sysfs, pci, name):
     with open(os.path.join(sysfs, "bus/pci/devices", pci, name)) as f:
         return f.read().strip()
@@ -172,3 +195,26 @@ class Agent:
                 self.p.kill()
                 self.p.wait()
         return self.p.returncode
+
+
+def private_netns(mark):
+    """True in a private network namespace with lo up: re-executes the running script
+    (sys.argv) under `unshare -n` first when it can (root, unshare, ip), with the environment
+    variable mark set to 1 so that the copy inside knows it is there; False when it cannot."""
+    if os.environ.get(mark) == "1":
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        return True
+    if os.geteuid() == 0 and shutil.which("unshare") and shutil.which("ip") and \
+            subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
+        os.environ[mark] = "1"
+        os.execvp("unshare", ["unshare", "-n", sys.executable, os.path.abspath(sys.argv[0])] +
+                  sys.argv[1:])
+    return False
+
+
+def seed_sysfs(src, out, *extra):
+    """The generator's seed node (test/sysfs-gen, --profile seed and any extra arguments)
+    written to out; returns its manifest."""
+    return json.loads(subprocess.check_output(
+        [sys.executable, os.path.join(src, "test/sysfs-gen/gen-sysfs.py"), "--out", out,
+         "--profile", "seed"] + list(extra) + ["--manifest"]))

@@ -240,12 +240,11 @@ SH
 
 has_carrier() { [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]; }
 
-# The CNI scenarios' node: the PF up, the seed-like netdevice policy (VFs 0-3 of $PF as
-# sriov_highnet), the agent and the fake kubelet, the pool whole; then each VF's netdev up and
-# down once: igbvf may probe a VF while the PF is still resetting from the VF-count change ("PF
-# still in reset state"), and such a VF has no carrier until the driver resets it, which it
-# does when taken down (a real NIC's VFs come up after the PF).
-start_cni_node() {
+# cni_node_policy PFNAMES: the PF up, the directories of start_agent_with_kubelet, and the
+# seed-like netdevice policy (4 VFs, sriov_highnet, priority 90) for nicSelector pfNames
+# PFNAMES ("$PF", or "$PF#0-2" for some of its VFs) in /tmp/policies/highnet.yaml; a scenario
+# may append more policies (`---` documents) before starting the agent.
+cni_node_policy() {
     setup_link_up "$PF"
     mkdir -p /tmp/policies "$KDIR" "$(dirname "$PRSOCK")" /tmp/agent-state
     cat >/tmp/policies/highnet.yaml <<EOF2
@@ -258,9 +257,18 @@ spec:
   priority: 90
   mtu: 1500
   numVfs: 4
-  nicSelector: {vendor: "8086", pfNames: ["$PF"]}
+  nicSelector: {vendor: "8086", pfNames: ["$1"]}
   deviceType: netdevice
 EOF2
+}
+
+# The CNI scenarios' node: cni_node_policy for all of $PF's VFs (VFs 0-3 as sriov_highnet),
+# the agent and the fake kubelet, the pool whole; then each VF's netdev up and down once: igbvf
+# may probe a VF while the PF is still resetting from the VF-count change ("PF still in reset
+# state"), and such a VF has no carrier until the driver resets it, which it does when taken
+# down (a real NIC's VFs come up after the PF).
+start_cni_node() {
+    cni_node_policy "$PF"
     start_agent_with_kubelet
     wait_for "kubelet: $R_NET = VFs 0-3, healthy" 90 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
     wait_for "PF $PF has carrier (VF rates need the link speed)" 30 has_carrier "$PF"

@@ -17,20 +17,8 @@ PF=$(netdev_of "$IGB_PF")
 setup_cni_wrapper
 trap 'rc=$?; if [ $rc -ne 0 ]; then echo "    --- agent log tail"; tail -n 20 /tmp/agent.log | sed "s/^/    | /"; fi' EXIT
 
-setup_link_up "$PF"
-mkdir -p /tmp/policies "$KDIR" "$(dirname "$PRSOCK")" /tmp/agent-state
-cat >/tmp/policies/highnet.yaml <<EOF2
-apiVersion: sriovnetwork.openshift.io/v1
-kind: SriovNetworkNodePolicy
-metadata: {name: highnet-sriov-policy, namespace: sriov-network-operator}
-spec:
-  resourceName: sriov_highnet
-  nodeSelector: {highnet-node: "true"}
-  priority: 90
-  mtu: 1500
-  numVfs: 4
-  nicSelector: {vendor: "8086", pfNames: ["$PF#0-2"]}
-  deviceType: netdevice
+cni_node_policy "$PF#0-2"
+cat >>/tmp/policies/highnet.yaml <<EOF2
 ---
 apiVersion: sriovnetwork.openshift.io/v1
 kind: SriovNetworkNodePolicy
