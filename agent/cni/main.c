@@ -462,8 +462,8 @@ static int check_pool(struct plugin *p, const struct vf_location *loc, const cha
                             "node: create %s)",
                             pci, why, p->any_vf_file);
         }
-        r = cni_podres_check(p->podres_socket, CNI_PODRES_TIMEOUT_MS, p->args, pci, resource,
-                             &p->err);
+        r = cni_podres_check(p->podres_socket, CNI_PODRES_TIMEOUT_MS, p->agent_state_dir, p->args,
+                             pci, resource, &p->err);
         if (r < 0 && p->err.code == CNI_ERR_INVALID_CONFIG) {
                 char why[sizeof(p->err.msg)];
                 snprintf(why, sizeof(why), "%s", p->err.msg);

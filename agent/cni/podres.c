@@ -72,8 +72,9 @@ static int list(const char *socket_path, int timeout_ms, struct answer *a)
         return r < 0 ? r : 0;
 }
 
-int cni_podres_check(const char *socket_path, int timeout_ms, const char *args,
-                     const char *device_id, const char *pool_resource, struct cni_error *e)
+int cni_podres_check(const char *socket_path, int timeout_ms, const char *agent_dir,
+                     const char *args, const char *device_id, const char *pool_resource,
+                     struct cni_error *e)
 {
         struct cni_pod_ref pod;
         int r = cni_args_pod(args, &pod, e);
@@ -95,5 +96,16 @@ int cni_podres_check(const char *socket_path, int timeout_ms, const char *args,
         }
         r = cni_podres_verdict(a.holders, a.n_holders, &pod, device_id, pool_resource, e);
         answer_done(&a);
+        /* a VF served through DRA has no device ID in the kubelet's device-plugin answer: the
+         * claim the agent prepared it for is its allocation */
+        char claim[256];
+        if (r < 0 && cni_dra_claim_of(agent_dir, device_id, claim, sizeof(claim)) > 0) {
+                fprintf(stderr,
+                        "sriov: pod %s/%s: deviceID %s is prepared for the DRA claim %s (not a "
+                        "device-plugin device): the kubelet's device allocations do not apply\n",
+                        pod.namespace_, pod.name, device_id, claim);
+                *e = (struct cni_error){ .code = 0 };
+                return 0;
+        }
         return r;
 }

@@ -5,9 +5,11 @@
 
 #include "cni/conf.h"
 
-/* 0 when ADD may go on: the pod holds the VF, CNI_ARGS names no pod, or the kubelet gave no
+/* 0 when ADD may go on: the pod holds the VF, CNI_ARGS names no pod, the kubelet gave no
  * answer at socket_path within timeout_ms (one line on stderr says the pool check alone
- * applies). A definite answer that the pod does not hold the VF: a negative errno and e naming
- * pod, deviceID and resource (pool_resource: the VF's pool in the agent's record). */
-int cni_podres_check(const char *socket_path, int timeout_ms, const char *args,
-                     const char *device_id, const char *pool_resource, struct cni_error *e);
+ * applies), or the agent's DRA driver (records in agent_dir) prepared the VF for a claim. A
+ * definite answer that the pod does not hold the VF: a negative errno and e naming pod, deviceID
+ * and resource (pool_resource: the VF's pool in the agent's record). */
+int cni_podres_check(const char *socket_path, int timeout_ms, const char *agent_dir,
+                     const char *args, const char *device_id, const char *pool_resource,
+                     struct cni_error *e);

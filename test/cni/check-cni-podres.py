@@ -129,6 +129,17 @@ def main():
                     conf(pf["vfs"][2]["pciAddress"]), POD,
                     ["pod tenant-a/pod-1", pf["vfs"][2]["pciAddress"], "net_a",
                      cc.os.path.basename(plugin.any_vf_file)], env)
+            # a VF the agent's DRA driver prepared for a claim: the claim is its allocation (the
+            # kubelet lists no device-plugin ID for it)
+            vf3 = pf["vfs"][3]["pciAddress"]
+            os.makedirs(os.path.join(agent_dir, "dra"))
+            with open(os.path.join(agent_dir, "dra", "claim-uid-1.json"), "w") as f:
+                json.dump({"devices": [{"request": "nic", "pool": "node",
+                                        "device": vf3.replace(":", "-").replace(".", "-"),
+                                        "cdi": "x"}], "cdi": {}}, f)
+            err = passes(plugin, "a VF the agent's DRA driver prepared for a claim", conf(vf3),
+                         POD, env)
+            check("... stderr names the claim", "DRA claim claim-uid-1" in err, err)
             # the pod of another namespace with the same name does not hold it either
             refused(plugin, "the same pod name in another namespace", conf(vf0),
                     POD.replace("tenant-a", "tenant-c"), ["pod tenant-c/pod-1", vf0], env)
