@@ -12,21 +12,23 @@
 #include "util/macro.h"
 #include "util/parse.h"
 
-/* The value of key in "K=V;K=V" (pairs already checked to be K=V): 1 and (value, len), or 0. */
+/* The value of key in "K=V;K=V" (pairs already checked to be K=V), the last one as libcni's
+ * LoadArgs takes it: 1 and (value, len) when it is there and not empty, else 0. */
 static int args_get(const char *args, const char *key, const char **value, size_t *len)
 {
         const size_t klen = strlen(key);
+        int found = 0;
         for (const char *p = args; p && *p;) {
                 const char *end = strchr(p, ';');
                 const size_t n = end ? (size_t)(end - p) : strlen(p);
-                if (n > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
+                if (n >= klen + 1 && strncmp(p, key, klen) == 0 && p[klen] == '=') {
                         *value = p + klen + 1;
                         *len = n - klen - 1;
-                        return 1;
+                        found = *len > 0;
                 }
                 p = end ? end + 1 : NULL;
         }
-        return 0;
+        return found;
 }
 
 static int copy_value(const char *key, const char *v, size_t len, char *out, size_t size,

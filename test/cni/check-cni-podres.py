@@ -60,8 +60,15 @@ class FakeKubelet:
             if ev.get("event") == "ready":
                 self.ready.set()
 
-    def lists(self):
-        return sum(1 for e in self.events if e.get("event") == "podresources-list")
+    def lists(self, want=None):
+        """List calls seen so far; the events come through a pipe and a thread: waits up to
+        2 s for want, or 0.2 s when asked for the count alone."""
+        deadline = time.monotonic() + (2 if want is not None else 0.2)
+        while True:
+            n = sum(1 for e in list(self.events) if e.get("event") == "podresources-list")
+            if n == want or time.monotonic() >= deadline:
+                return n
+            time.sleep(0.02)
 
     def stop(self):
         try:
@@ -121,7 +128,7 @@ def main():
         try:
             n = kl.lists()
             passes(plugin, "the VF the kubelet allocated to the pod", conf(vf0), POD, env)
-            check("... the kubelet was asked (PodResources List)", kl.lists() == n + 1,
+            check("... the kubelet was asked (PodResources List)", kl.lists(n + 1) == n + 1,
                   str(kl.events[-3:]))
             refused(plugin, "a VF the kubelet allocated to another pod", conf(vf1), POD,
                     ["pod tenant-a/pod-1", vf1, "openshift.io/net_a", "tenant-b/pod-2"], env)
@@ -162,6 +169,13 @@ def main():
                    env)
             check("... the kubelet is not asked", kl.lists() == n)
             os.unlink(plugin.any_vf_file)
+            # an empty name names no pod; the last of duplicate keys counts (libcni's LoadArgs)
+            n = kl.lists()
+            passes(plugin, "an empty K8S_POD_NAME", conf(vf1),
+                   "IgnoreUnknown=1;K8S_POD_NAMESPACE=tenant-a;K8S_POD_NAME=", env)
+            check("... the kubelet is not asked", kl.lists() == n)
+            refused(plugin, "duplicate K8S_POD_NAME, the last another pod's", conf(vf0),
+                    POD + ";K8S_POD_NAME=pod-9", ["pod tenant-a/pod-9", vf0], env)
             # a hostile pod name cannot grow past a pod's
             rc, out, _ = plugin.run("ADD", conf(vf0), args=POD.replace(
                 "pod-1", "p" * 300), extra_env=env)
@@ -199,7 +213,7 @@ def main():
             took = time.monotonic() - t0
             check(f"... ADD ends within 5 s ({took:.1f} s)", took < 5)
             check("... the kubelet was asked, stderr says no answer came",
-                  slow.lists() == 1 and "gave no answer" in err, err)
+                  slow.lists(1) == 1 and "gave no answer" in err, err)
         finally:
             slow.stop()
         check("no records left behind", sorted(snapshot(state)) == [], str(snapshot(state)))
