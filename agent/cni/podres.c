@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cni/podres.h"
 #include "deviceplugin/podresources.h"
@@ -66,9 +67,21 @@ static int list(const char *socket_path, int timeout_ms, struct answer *a)
         int r = sd_event_new(&event);
         if (r < 0)
                 return r;
-        r = dp_podresources_list(event, socket_path, (uint64_t)timeout_ms * 1000, on_list, a, NULL);
-        while (r >= 0 && !a->done)
+        struct dp_podresources_call *call = NULL;
+        r = dp_podresources_list(event, socket_path, (uint64_t)timeout_ms * 1000, on_list, a,
+                                 &call);
+        /* the deadline ends the call; the loop has its own bound besides, a second later */
+        uint64_t now = 0, end = UINT64_MAX;
+        if (r >= 0 && (r = sd_event_now(event, CLOCK_MONOTONIC, &now)) >= 0)
+                end = now + ((uint64_t)timeout_ms + 1000) * 1000;
+        while (r >= 0 && !a->done) {
                 r = sd_event_run(event, (uint64_t)timeout_ms * 1000);
+                if (r >= 0 && !a->done && sd_event_now(event, CLOCK_MONOTONIC, &now) >= 0 &&
+                    now >= end)
+                        r = -ETIMEDOUT;
+        }
+        if (!a->done)
+                dp_podresources_call_cancel(call);
         return r < 0 ? r : 0;
 }
 
