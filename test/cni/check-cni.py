@@ -7,7 +7,8 @@ it was; a deviceID outside the sriov-agent's pools is refused unless the node al
 DEL without a record, of an upstream-written record, of an unreadable record, and a late DEL of
 an attachment whose VF another pod holds now succeed without touching that pod's VF; a DEL that
 cannot tell whether the VF is still there fails and keeps the records; ADD reads the VF after
-taking its lock; VERSION/STATUS/GC; the binary links only libnl-3 and jansson. As root, in
+taking its lock; VERSION/STATUS/GC; the binary links only libnl-3, jansson and the
+PodResources client's libraries (libsystemd, nghttp2, protobuf-c). As root, in
 private namespaces: DEL never takes a link for the VF by its name alone (a pod that renamed its
 VF and made a veth called net1 keeps both). The real-kernel half is the lab scenario
 test/vm/scenarios/07-cni.sh.
@@ -533,8 +534,10 @@ def main():
         # A sanitizer build adds its runtimes; they are not the plugin's choice.
         libs = sorted(l.split("[")[1].split("]")[0] for l in needed.splitlines()
                       if "NEEDED" in l and not l.split("[")[1].startswith(("libasan", "libubsan")))
-        check("links libnl-3, jansson and libc only", libs ==
-              ["libc.so.6", "libjansson.so.4", "libnl-3.so.200"], str(libs))
+        # libsystemd (sd-event), nghttp2 and protobuf-c: the kubelet's PodResources client
+        check("links libnl-3, jansson, the PodResources client's libraries and libc only",
+              libs == ["libc.so.6", "libjansson.so.4", "libnghttp2.so.14", "libnl-3.so.200",
+                       "libprotobuf-c.so.1", "libsystemd.so.0"], str(libs))
 
         # the cases with links in namespaces, in a namespace of their own (root only)
         if os.geteuid() != 0 or subprocess.run(["unshare", "-n", "true"]).returncode != 0:

@@ -14,3 +14,10 @@ set_tests_properties(unit/test-cni-conf unit/test-cni-state unit/test-netlink-ne
 set_tests_properties(unit/test-iface-ip PROPERTIES LABELS "unit;conformance")
 # the MAC read back and set again as upstream's SetVFEffectiveMAC (veth, private namespace)
 set_tests_properties(unit/test-link-mac PROPERTIES LABELS "unit;conformance")
+# The PodResources check (a VF must be the pod's when CNI_ARGS names the pod), against the fake
+# kubelet (grpc-go; test/deviceplugin/tests.cmake builds it, 77 = skipped without Go)
+add_test(NAME integration/cni-podresources
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/cni/check-cni-podres.py
+                 $<TARGET_FILE:sriov-cni> ${CMAKE_BINARY_DIR}/fake-kubelet)
+set_tests_properties(integration/cni-podresources PROPERTIES LABELS integration TIMEOUT 90
+                     SKIP_RETURN_CODE 77)

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "podres.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cni/podres.h"
+#include "deviceplugin/podresources.h"
+#include "util/macro.h"
+
+struct answer {
+        bool done;
+        int error;
+        char message[512];
+        struct cni_device_holder *holders;
+        size_t n_holders;
+        bool oom;
+};
+
+/* The kubelet's holders, copied (usage is only valid during the callback). */
+static void on_list(void *userdata, int error, const char *message, const struct dp_usage *usage)
+{
+        struct answer *a = userdata;
+        a->done = true;
+        a->error = error;
+        if (error < 0) {
+                snprintf(a->message, sizeof(a->message), "%s", message ? message : "");
+                return;
+        }
+        a->holders = calloc(usage->n_holders ?: 1, sizeof(*a->holders));
+        if (!a->holders) {
+                a->oom = true;
+                return;
+        }
+        for (size_t i = 0; i < usage->n_holders; i++) {
+                const struct dp_device_holder *h = &usage->holders[i];
+                struct cni_device_holder *c = &a->holders[a->n_holders++];
+                c->resource = strdup(h->resource);
+                c->id = strdup(h->id);
+                c->namespace_ = strdup(h->namespace_);
+                c->pod = strdup(h->pod);
+                if (!c->resource || !c->id || !c->namespace_ || !c->pod)
+                        a->oom = true;
+        }
+}
+
+static void answer_done(struct answer *a)
+{
+        for (size_t i = 0; i < a->n_holders; i++) {
+                free((char *)a->holders[i].resource);
+                free((char *)a->holders[i].id);
+                free((char *)a->holders[i].namespace_);
+                free((char *)a->holders[i].pod);
+        }
+        free(a->holders);
+}
+
+/* One List call on a private loop, bounded by timeout_ms (the gRPC deadline covers the
+ * connection and the answer; the socket is connected without blocking). */
+static int list(const char *socket_path, int timeout_ms, struct answer *a)
+{
+        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
+        int r = sd_event_new(&event);
+        if (r < 0)
+                return r;
+        struct dp_podresources_call *call = NULL;
+        r = dp_podresources_list(event, socket_path, (uint64_t)timeout_ms * 1000, on_list, a,
+                                 &call);
+        /* the deadline ends the call; the loop has its own bound besides, a second later */
+        uint64_t now = 0, end = UINT64_MAX;
+        if (r >= 0 && (r = sd_event_now(event, CLOCK_MONOTONIC, &now)) >= 0)
+                end = now + ((uint64_t)timeout_ms + 1000) * 1000;
+        while (r >= 0 && !a->done) {
+                r = sd_event_run(event, (uint64_t)timeout_ms * 1000);
+                if (r >= 0 && !a->done && sd_event_now(event, CLOCK_MONOTONIC, &now) >= 0 &&
+                    now >= end)
+                        r = -ETIMEDOUT;
+        }
+        if (!a->done)
+                dp_podresources_call_cancel(call);
+        return r < 0 ? r : 0;
+}
+
+int cni_podres_check(const char *socket_path, int timeout_ms, const char *agent_dir,
+                     const char *args, const char *device_id, const char *pool_resource,
+                     struct cni_error *e)
+{
+        struct cni_pod_ref pod;
+        int r = cni_args_pod(args, &pod, e);
+        if (r <= 0)
+                return r; /* no pod named: the pool check alone, as before */
+        struct answer a = { .done = false };
+        r = list(socket_path, timeout_ms, &a);
+        if (r < 0 || a.error < 0 || a.oom) {
+                fprintf(stderr,
+                        "sriov: pod %s/%s: the kubelet's PodResources gave no answer (%s): "
+                        "deviceID %s checked against the sriov-agent's pools only\n",
+                        pod.namespace_, pod.name,
+                        a.oom                       ? "out of memory"
+                        : a.error < 0 && *a.message ? a.message
+                                                    : strerror(-(r < 0 ? r : a.error)),
+                        device_id);
+                answer_done(&a);
+                return 0;
+        }
+        r = cni_podres_verdict(a.holders, a.n_holders, &pod, device_id, pool_resource, e);
+        answer_done(&a);
+        /* a VF served through DRA has no device ID in the kubelet's device-plugin answer: the
+         * claim the agent prepared it for is its allocation */
+        char claim[256];
+        if (r < 0 && cni_dra_claim_of(agent_dir, device_id, claim, sizeof(claim)) > 0) {
+                fprintf(stderr,
+                        "sriov: pod %s/%s: deviceID %s is prepared for the DRA claim %s (not a "
+                        "device-plugin device): the kubelet's device allocations do not apply\n",
+                        pod.namespace_, pod.name, device_id, claim);
+                *e = (struct cni_error){ .code = 0 };
+                return 0;
+        }
+        return r;
+}
