@@ -699,8 +699,8 @@ static int cmd_add(struct plugin *p)
          * device (moving an IPoIB VF's re-creates its netdev in the host), then the netdev */
         if (p->ib && p->ib_conf.has_guid) {
                 guid_set = true;
-                if ((r = cni_ib_set_guid(p->sysfs_root, conf->device_id, &loc,
-                                         rec.orig.host_ifname, vfio, p->ib_conf.guid, &p->err)) < 0)
+                if ((r = cni_ib_set_guid(p->sysfs_root, conf->device_id, &loc, rec.orig.host_ifname,
+                                         vfio, p->ib_conf.guid, &p->err)) < 0)
                         goto undo;
         }
         if (rec.rdma_moved) {
@@ -1020,8 +1020,8 @@ static int cmd_del(struct plugin *p)
                         rename_returned_netdev(p, &c);
                 }
                 if (c.host_guid[0] &&
-                    (r = cni_ib_restore_guid(p->sysfs_root, &c,
-                                             strcmp(loc.driver, "vfio-pci") == 0, &p->err)) < 0)
+                    (r = cni_ib_restore_guid(p->sysfs_root, &c, strcmp(loc.driver, "vfio-pci") == 0,
+                                             &p->err)) < 0)
                         return r;
         }
         if (unreadable)

@@ -52,8 +52,7 @@ int cni_rdma_plan(const char *sysfs_root, const char *pci, const char *vf_ifname
         return 0;
 }
 
-int cni_rdma_move(const struct cni_cache *rec, int pod_ns, const char *netns,
-                  struct cni_error *e)
+int cni_rdma_move(const struct cni_cache *rec, int pod_ns, const char *netns, struct cni_error *e)
 {
         int r = host_rdma_move_to_netns(NULL, rec->rdma_index, rec->rdma_name, pod_ns);
         if (r == -EOPNOTSUPP)
@@ -74,8 +73,8 @@ int cni_rdma_move(const struct cni_cache *rec, int pod_ns, const char *netns,
 int cni_rdma_release(const struct cni_cache *rec, int pod_ns, int host_ns, const char *netns,
                      struct cni_error *e)
 {
-        int r = host_rdma_return_device(NULL, NULL, pod_ns, host_ns, rec->rdma_index,
-                                        rec->rdma_name);
+        int r =
+            host_rdma_return_device(NULL, NULL, pod_ns, host_ns, rec->rdma_index, rec->rdma_name);
         if (r == -ENODEV) {
                 /* gone with its VF (destroyed, or re-created by a driver re-bind) */
                 fprintf(stderr, "sriov: VF %s: RDMA device %s is in no namespace any more\n",

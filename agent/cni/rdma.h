@@ -18,8 +18,7 @@ int cni_rdma_plan(const char *sysfs_root, const char *pci, const char *vf_ifname
 
 /* Moves the device rec names into pod_ns (netns: its path, for messages). A driver that cannot
  * move devices gets an error naming the driver and the mode. */
-int cni_rdma_move(const struct cni_cache *rec, int pod_ns, const char *netns,
-                  struct cni_error *e);
+int cni_rdma_move(const struct cni_cache *rec, int pod_ns, const char *netns, struct cni_error *e);
 
 /* Moves it back from pod_ns into host_ns (the caller's); finding it in the host already is
  * success. Back in host_ns on return. */

@@ -27,7 +27,7 @@ struct cni_ib_conf {
         bool vfio_pci_mode;
         bool ib_configured; /* args.cni["mellanox.infiniband.app"] == "configured" */
         bool has_guid;
-        uint64_t guid; /* first octet most significant, as `ip link ... node_guid` takes it */
+        uint64_t guid;      /* first octet most significant, as `ip link ... node_guid` takes it */
         char guid_from[32]; /* which field gave it, for messages */
 };
 

@@ -343,10 +343,11 @@ static int parse_cni_args(const char *args, char *mac, size_t size, struct cni_e
                 p = end + 1;
         }
         if (unknown && !ignore_unknown)
-                return cni_fail(e, CNI_ERR_INVALID_ENV, -EINVAL,
-                                "CNI_ARGS: unknown argument \"%.*s\" (the plugin reads MAC and GUID; add "
-                                "IgnoreUnknown=1 to pass others)",
-                                (int)unknown_len, unknown);
+                return cni_fail(
+                    e, CNI_ERR_INVALID_ENV, -EINVAL,
+                    "CNI_ARGS: unknown argument \"%.*s\" (the plugin reads MAC and GUID; add "
+                    "IgnoreUnknown=1 to pass others)",
+                    (int)unknown_len, unknown);
         return 0;
 }
 

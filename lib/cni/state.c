@@ -123,10 +123,10 @@ int cni_cache_write(const char *dir, const char *name, const struct cni_conf *co
         json_object_set_new(o, "runtimeConfig", json_object()); /* a struct: never omitted */
         /* upstream ib-sriov-cni's fields (sriov-cni's decoder ignores them) */
         if (rec->rdma_moved) {
-                json_t *rdma = json_pack("{s:s, s:s, s:s, s:I}", "deviceID", rec->device_id,
-                                         "SandboxRdmaDevName", rec->rdma_name,
-                                         "ContainerRdmaDevName", rec->rdma_name, "rdmaDevIndex",
-                                         (json_int_t)rec->rdma_index);
+                json_t *rdma =
+                    json_pack("{s:s, s:s, s:s, s:I}", "deviceID", rec->device_id,
+                              "SandboxRdmaDevName", rec->rdma_name, "ContainerRdmaDevName",
+                              rec->rdma_name, "rdmaDevIndex", (json_int_t)rec->rdma_index);
                 if (!rdma)
                         return -ENOMEM;
                 json_object_set_new(o, "RdmaNetState", rdma);
@@ -264,8 +264,9 @@ int cni_cache_parse(const char *path, const char *text, size_t size, struct cni_
                     (r = read_int(rdma, "rdmaDevIndex", &has_index, &v, e)) < 0)
                         return r;
                 if (has_index && (v < 0 || v > UINT32_MAX))
-                        return cni_fail(e, CNI_ERR_GENERIC, -EBADMSG,
-                                        "cached field \"RdmaNetState.rdmaDevIndex\" is out of range");
+                        return cni_fail(
+                            e, CNI_ERR_GENERIC, -EBADMSG,
+                            "cached field \"RdmaNetState.rdmaDevIndex\" is out of range");
                 c.rdma_index = has_index ? (uint32_t)v : 0;
                 c.rdma_moved = c.rdma_name[0] || c.rdma_index;
                 if (c.rdma_name[0] && !filename_is_valid(c.rdma_name))

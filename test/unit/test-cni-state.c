@@ -246,9 +246,14 @@ static void test_cache_rdma_and_guid(void **state)
         struct cni_conf conf;
         struct cni_error e = { 0 };
         assert_int_equal(cni_conf_parse(json, strlen(json), NULL, &conf, &e), 0);
-        struct cni_cache rec = { .device_id = "0000:3b:02.1", .master = "ibp59s0f0", .vfid = 1,
-                                 .type = "ib-sriov", .rdma_moved = true, .rdma_index = 4,
-                                 .rdma_name = "mlx5_3", .host_guid = "ff:ff:ff:ff:ff:ff:ff:ff" };
+        struct cni_cache rec = { .device_id = "0000:3b:02.1",
+                                 .master = "ibp59s0f0",
+                                 .vfid = 1,
+                                 .type = "ib-sriov",
+                                 .rdma_moved = true,
+                                 .rdma_index = 4,
+                                 .rdma_name = "mlx5_3",
+                                 .host_guid = "ff:ff:ff:ff:ff:ff:ff:ff" };
         assert_int_equal(cni_cache_write(dir, "c-net1", &conf, &rec), 0);
         struct cni_cache back;
         assert_int_equal(cni_cache_read(dir, "c-net1", &back, &e), 0);

@@ -129,7 +129,7 @@ static int teardown(void **state)
 #define NEED_NETNS(f)                                                                              \
         do {                                                                                       \
                 if ((f)->pod_ns < 0) {                                                             \
-                        print_message("skipped: needs root to create a network namespace\n");     \
+                        print_message("skipped: needs root to create a network namespace\n");      \
                         skip();                                                                    \
                 }                                                                                  \
         } while (0)
@@ -159,23 +159,21 @@ static void test_the_vfs_device_is_found_from_its_function_or_netdev(void **stat
 {
         struct fixture *f = *state;
         struct host_rdma_vf_device dev;
-        assert_int_equal(host_rdma_find_vf_device(f->sk, f->root, "0000:3b:02.1", "ib0",
-                                                  "mlx5_core", &dev),
-                         0);
+        assert_int_equal(
+            host_rdma_find_vf_device(f->sk, f->root, "0000:3b:02.1", "ib0", "mlx5_core", &dev), 0);
         assert_string_equal(dev.name, "mlx5_3");
         assert_int_equal(dev.index, 4);
         assert_string_equal(dev.driver, "mlx5_core");
         /* Soft-RoCE belongs to no function: found by its parent netdev, named as rxe */
-        assert_int_equal(host_rdma_find_vf_device(f->sk, f->root, "0000:01:10.0", "enp1s0v0",
-                                                  "igbvf", &dev),
-                         0);
+        assert_int_equal(
+            host_rdma_find_vf_device(f->sk, f->root, "0000:01:10.0", "enp1s0v0", "igbvf", &dev), 0);
         assert_string_equal(dev.name, "rxe0");
         assert_int_equal(dev.index, 7);
         assert_string_equal(dev.driver, "rxe");
         /* a VF without an RDMA device: nothing to move */
-        assert_int_equal(host_rdma_find_vf_device(f->sk, f->root, "0000:01:10.0", "enp1s0v1",
-                                                  "igbvf", &dev),
-                         -ENOENT);
+        assert_int_equal(
+            host_rdma_find_vf_device(f->sk, f->root, "0000:01:10.0", "enp1s0v1", "igbvf", &dev),
+            -ENOENT);
 }
 
 static void test_add_moves_it_in_and_del_moves_it_back(void **state)
@@ -183,17 +181,16 @@ static void test_add_moves_it_in_and_del_moves_it_back(void **state)
         struct fixture *f = *state;
         NEED_NETNS(f);
         struct host_rdma_vf_device dev;
-        assert_int_equal(host_rdma_find_vf_device(f->sk, f->root, "0000:3b:02.1", "ib0",
-                                                  "mlx5_core", &dev),
-                         0);
+        assert_int_equal(
+            host_rdma_find_vf_device(f->sk, f->root, "0000:3b:02.1", "ib0", "mlx5_core", &dev), 0);
         /* ADD */
         assert_int_equal(host_rdma_move_to_netns(f->sk, dev.index, dev.name, f->pod_ns), 0);
         assert_set_request(&f->d, 4, f->pod_ns);
         assert_true(f->d.devs[0].netns == nldouble_netns_ino(f->pod_ns));
         /* the node no longer sees it: a second pod cannot find it either */
-        assert_int_equal(host_rdma_find_vf_device(f->sk, f->root, "0000:3b:02.1", "ib0",
-                                                  "mlx5_core", &dev),
-                         -ENOENT);
+        assert_int_equal(
+            host_rdma_find_vf_device(f->sk, f->root, "0000:3b:02.1", "ib0", "mlx5_core", &dev),
+            -ENOENT);
         /* DEL: asked from inside the pod's namespace, into the host's; back in the host's */
         assert_int_equal(host_rdma_return_device(f->sk, f->sk, f->pod_ns, f->host_ns, 4, "mlx5_3"),
                          0);
@@ -231,9 +228,8 @@ static void test_a_driver_that_cannot_move_leaves_the_device_home(void **state)
         struct fixture *f = *state;
         NEED_NETNS(f);
         struct host_rdma_vf_device dev;
-        assert_int_equal(host_rdma_find_vf_device(f->sk, f->root, "0000:01:10.0", "enp1s0v0",
-                                                  "igbvf", &dev),
-                         0);
+        assert_int_equal(
+            host_rdma_find_vf_device(f->sk, f->root, "0000:01:10.0", "enp1s0v0", "igbvf", &dev), 0);
         assert_int_equal(host_rdma_move_to_netns(f->sk, dev.index, dev.name, f->pod_ns),
                          -EOPNOTSUPP);
         assert_set_request(&f->d, 7, f->pod_ns);
