@@ -64,15 +64,17 @@ static void report(const char *what, uint64_t *total, uint64_t *over, int n)
 {
         qsort(total, (size_t)n, sizeof(*total), cmp_u64);
         qsort(over, (size_t)n, sizeof(*over), cmp_u64);
+        const size_t mid = (size_t)n / 2, p99 = (size_t)n * 99 / 100;
+        const uint64_t total_mid = total[mid], over_mid = over[mid], over_p99 = over[p99];
         printf("rdma-move: %s: median %.3f ms in total, overhead beyond the double median %.3f "
                "ms, p99 %.3f ms\n",
-               what, (double)total[n / 2] / 1e3, (double)over[n / 2] / 1e3,
-               (double)over[n * 99 / 100] / 1e3);
+               what, (double)total_mid / 1e3, (double)over_mid / 1e3, (double)over_p99 / 1e3);
 }
 
 int main(int argc, char **argv)
 {
-        int n = argc > 1 ? atoi(argv[1]) : 2000;
+        long n_arg = argc > 1 ? strtol(argv[1], NULL, 10) : 2000;
+        int n = n_arg > 1000000 ? 1000000 : (int)n_arg;
         if (n < 10)
                 n = 10;
         log_setup(LOG_TARGET_STDERR, LOG_WARNING);

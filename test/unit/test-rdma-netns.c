@@ -8,6 +8,7 @@
  * uapi layout. Proven on the message level only: emulated hardware has no movable device. */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -106,6 +107,14 @@ static int setup(void **state)
         return 0;
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        (void)st;
+        (void)flag;
+        (void)ftw;
+        return remove(path);
+}
+
 static int teardown(void **state)
 {
         struct fixture *f = *state;
@@ -117,9 +126,7 @@ static int teardown(void **state)
                 kill(f->child, SIGKILL);
                 waitpid(f->child, NULL, 0);
         }
-        char cmd[128];
-        snprintf(cmd, sizeof(cmd), "rm -rf %s", f->root);
-        (void)!system(cmd);
+        (void)nftw(f->root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
         nl_socket_free(f->sk);
         nldouble_done(&f->d);
         free(f);

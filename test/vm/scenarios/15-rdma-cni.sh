@@ -34,7 +34,8 @@ host_state() {
         n=$(netdev_of "$vf")
         echo "vf$i ${n:-none} $([ -n "$n" ] && cat "/sys/class/net/$n/address" "/sys/class/net/$n/mtu" | tr '\n' ' ')"
     done
-    find "$STATE" "$IPAM_DIR" -type f ! -name '*.lock' 2>/dev/null | sort
+    # host-local keeps its last_reserved_ip after a DEL: not the plugin's
+    find "$STATE" "$IPAM_DIR" -type f ! -name '*.lock' ! -name 'last_reserved_ip*' 2>/dev/null | sort
     ls /sys/class/infiniband
 }
 clear_namespaces() { for ns in $($IPR netns list 2>/dev/null | cut -d' ' -f1); do $IPR netns del "$ns"; done; }
@@ -59,6 +60,7 @@ check "shared mode: the record has no RDMA device to move back" sh -c "! grep -q
 run_ok "shared mode: DEL" /tmp/cni.sh DEL /run/netns/rpod1 net1 r1 /tmp/rdma0.json
 host_state | grep -v '^rxe0$' >/tmp/after
 grep -v '^rxe0$' /tmp/before >/tmp/before.norxe
+cmp -s /tmp/before.norxe /tmp/after || { echo "    --- what changed"; diff /tmp/before.norxe /tmp/after | sed 's/^/    | /'; }
 check "shared mode: after DEL the VFs, PF-side settings and records are as before" cmp -s /tmp/before.norxe /tmp/after
 clear_namespaces
 
@@ -82,6 +84,7 @@ run_ok "exclusive mode: ADD of VF1 (no RDMA device)" /tmp/cni.sh ADD /run/netns/
 check "exclusive mode: VF1's netdev is in the pod" $IPR -n rpod2 link show net1
 run_ok "exclusive mode: DEL of VF1" /tmp/cni.sh DEL /run/netns/rpod2 net1 r3 /tmp/rdma1.json
 host_state >/tmp/after
+cmp -s /tmp/before /tmp/after || { echo "    --- what changed"; diff /tmp/before /tmp/after | sed 's/^/    | /'; }
 check "exclusive mode: after DEL of VF1 all is as before" cmp -s /tmp/before /tmp/after
 
 # back to the boot state for later scenarios
