@@ -34,8 +34,9 @@ host_state() {
         n=$(netdev_of "$vf")
         echo "vf$i ${n:-none} $([ -n "$n" ] && cat "/sys/class/net/$n/address" "/sys/class/net/$n/mtu" | tr '\n' ' ')"
     done
-    # host-local keeps its last_reserved_ip after a DEL: not the plugin's
-    find "$STATE" "$IPAM_DIR" -type f ! -name '*.lock' ! -name 'last_reserved_ip*' 2>/dev/null | sort
+    # the plugin's records (host-local keeps its lock and last_reserved_ip after a DEL)
+    find "$STATE" -type f ! -name '*.lock' 2>/dev/null | sort
+    find "$IPAM_DIR" -type f ! -name lock ! -name 'last_reserved_ip*' 2>/dev/null | sort
     ls /sys/class/infiniband
 }
 clear_namespaces() { for ns in $($IPR netns list 2>/dev/null | cut -d' ' -f1); do $IPR netns del "$ns"; done; }
