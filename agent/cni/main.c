@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cni/conf-ib.h"
 #include "cni/conf.h"
 #include "cni/ipam.h"
 #include "cni/podres.h"
@@ -35,6 +36,8 @@
 #include "host/iface-ip.h"
 #include "host/netlink-netns.h"
 #include "host/vf-lookup.h"
+#include "ib.h"
+#include "rdma.h"
 #include "util/fileio.h"
 #include "util/macro.h"
 #include "util/names.h"
@@ -58,6 +61,8 @@ struct plugin {
         char *stdin_data;
         size_t stdin_len;
         struct cni_conf conf;
+        bool ib; /* started as ib-sriov (argv[0]): InfiniBand GUIDs, rdmaIsolation */
+        struct cni_ib_conf ib_conf;
         struct cni_error err;
         int host_ns; /* the plugin's own (host) network namespace */
         struct timings t;
@@ -629,6 +634,15 @@ static int cmd_add(struct plugin *p)
                 rec.has_mtu = true;
         }
 
+        /* ib-sriov's GUID and the RDMA device to move: known, and recorded, before any change */
+        const bool vfio = dpdk && strcmp(loc.driver, "vfio-pci") == 0;
+        snprintf(rec.type, sizeof(rec.type), "%s", p->ib ? "ib-sriov" : "sriov");
+        if (p->ib && (r = cni_ib_plan(&p->ib_conf, &loc, conf->device_id, vfio, &rec, &p->err)) < 0)
+                return r;
+        if (!dpdk && (r = cni_rdma_plan(p->sysfs_root, conf->device_id, loc.vf_ifname, loc.driver,
+                                        p->ib && p->ib_conf.rdma_isolation, &rec, &p->err)) < 0)
+                return r;
+
         /* The records before the first change: an ADD killed half-way (the runtime's timeout,
          * a node shutting down) leaves a record DEL can restore from, instead of a VF moved or
          * tagged with nothing to say so. */
@@ -644,7 +658,7 @@ static int cmd_add(struct plugin *p)
         }
 
         /* from here on, every failure undoes what was done */
-        bool moved = false, ipam_added = false;
+        bool moved = false, ipam_added = false, guid_set = false, rdma_in_pod = false;
         struct cni_ipam_result ipam = { .n_ips = 0 };
         bool have_ipam = false;
         const char *pf = loc.pf_ifname;
@@ -695,6 +709,27 @@ static int cmd_add(struct plugin *p)
                 goto undo;
         }
         applied.link_state = rec.link_state;
+        /* the GUID first (its re-bind re-creates the netdev and the RDMA device), then the RDMA
+         * device (moving an IPoIB VF's re-creates its netdev in the host), then the netdev */
+        if (p->ib && p->ib_conf.has_guid) {
+                guid_set = true;
+                if ((r = cni_ib_set_guid(p->sysfs_root, conf->device_id, &loc, rec.orig.host_ifname,
+                                         vfio, p->ib_conf.guid, &p->err)) < 0)
+                        goto undo;
+        }
+        if (rec.rdma_moved) {
+                if ((r = cni_rdma_move(&rec, pod_ns, p->netns, &p->err)) < 0)
+                        goto undo;
+                rdma_in_pod = true;
+        }
+        if (!dpdk && (guid_set || rdma_in_pod) &&
+            ((r = locate_vf(p, conf->device_id, &loc)) < 0 ||
+             (r = NL(p, host_link_get(loc.vf_ifname, &vf_link))) < 0)) {
+                if (!p->err.msg[0])
+                        fail(p, CNI_ERR_GENERIC, r, "VF %s: its netdev %s is gone: %s",
+                             conf->device_id, loc.vf_ifname, strerror(-r));
+                goto undo;
+        }
 
         uint8_t result_mac[6] = { 0 };
         char mac_str[CNI_HWADDR_STR_MAX] = "";
@@ -832,6 +867,10 @@ undo:;
                 undone = release_netdev(p, pod_ns, p->ifname, &rec);
         else if (moved)
                 (void)release_netdev(p, pod_ns, p->ifname, &rec);
+        if (rdma_in_pod && cni_rdma_release(&rec, pod_ns, p->host_ns, p->netns, &p->err) < 0)
+                undone = -EIO;
+        if (guid_set && cni_ib_restore_guid(p->sysfs_root, &rec, vfio, &p->err) < 0)
+                undone = -EIO;
         /* the records go only with a complete undo: else the runtime's DEL finishes it */
         if (undone >= 0) {
                 (void)cni_pci_release(p->state_dir, conf->device_id);
@@ -979,6 +1018,10 @@ static int cmd_del(struct plugin *p)
                         return r;
                 if (netdev && pod_ns >= 0 && (r = release_netdev(p, pod_ns, p->ifname, &c)) < 0)
                         return r;
+                /* a pod namespace already gone returned the RDMA device to the host itself */
+                if (c.rdma_moved && pod_ns >= 0 &&
+                    (r = cni_rdma_release(&c, pod_ns, p->host_ns, p->netns, &p->err)) < 0)
+                        return r;
                 if (netdev && pod_ns < 0) {
                         /* the kernel returns the netdev to the host when the namespace ends,
                          * which takes a moment after its path is gone (or never comes, while
@@ -990,6 +1033,10 @@ static int cmd_del(struct plugin *p)
                                             c.device_id, p->netns ? p->netns : holder);
                         rename_returned_netdev(p, &c);
                 }
+                if (c.host_guid[0] &&
+                    (r = cni_ib_restore_guid(p->sysfs_root, &c, strcmp(loc.driver, "vfio-pci") == 0,
+                                             &p->err)) < 0)
+                        return r;
         }
         if (unreadable)
                 fprintf(stderr,
@@ -1087,7 +1134,8 @@ static bool network_name_is_valid(const char *name)
 static int run(struct plugin *p)
 {
         if (!p->command) {
-                fprintf(stderr, "CNI sriov plugin %s (sriov-agent)\n", SRIOV_AGENT_VERSION);
+                fprintf(stderr, "CNI %s plugin %s (sriov-agent)\n", p->ib ? "ib-sriov" : "sriov",
+                        SRIOV_AGENT_VERSION);
                 return 0;
         }
         int r = read_stdin(p);
@@ -1122,6 +1170,9 @@ static int run(struct plugin *p)
                         return r;
                 p->err = (struct cni_error){ .code = 0 };
         }
+        if (p->ib && (add || check) &&
+            (r = cni_ib_conf_parse(p->stdin_data, p->stdin_len, p->args, &p->ib_conf, &p->err)) < 0)
+                return r;
         if (p->conf.root && !cni_version_supported(p->conf.cni_version))
                 return fail(p, CNI_ERR_INCOMPATIBLE_VERSION, -EPROTONOSUPPORT,
                             "incompatible CNI versions: config is \"%s\", plugin supports "
@@ -1146,6 +1197,9 @@ static int run(struct plugin *p)
 
 int main(int argc, char **argv)
 {
+        (void)argc;
+        const char *base = argv[0] ? strrchr(argv[0], '/') : NULL;
+        base = base ? base + 1 : argv[0] ? argv[0] : "";
         struct plugin p = {
                 .command = env("CNI_COMMAND"),
                 .container_id = env("CNI_CONTAINERID"),
@@ -1159,6 +1213,7 @@ int main(int argc, char **argv)
                 .any_vf_file = env("SRIOV_CNI_ANY_VF_FILE") ?: CNI_ANY_VF_FILE_DEFAULT,
                 .podres_socket = env("SRIOV_CNI_PODRESOURCES_SOCKET") ?: CNI_PODRES_SOCKET_DEFAULT,
                 .host_ns = -1,
+                .ib = strcmp(base, "ib-sriov") == 0,
                 .t = { .enabled = env("SRIOV_CNI_TIMINGS") != NULL, .start = now_ms() },
         };
         int r = run(&p);

@@ -320,6 +320,8 @@ static int parse_cni_args(const char *args, char *mac, size_t size, struct cni_e
                                                 "CNI_ARGS: MAC value is too long");
                         memcpy(mac, v, vlen);
                         mac[vlen] = '\0';
+                } else if (klen == 4 && strncmp(p, "GUID", 4) == 0) {
+                        /* the InfiniBand GUID of type ib-sriov (cni/conf-ib.h) */
                 } else if (klen == 13 && strncmp(p, "IgnoreUnknown", 13) == 0) {
                         if ((vlen == 1 && *v == '1') ||
                             (vlen == 4 && strncasecmp(v, "true", 4) == 0))
@@ -341,10 +343,11 @@ static int parse_cni_args(const char *args, char *mac, size_t size, struct cni_e
                 p = end + 1;
         }
         if (unknown && !ignore_unknown)
-                return cni_fail(e, CNI_ERR_INVALID_ENV, -EINVAL,
-                                "CNI_ARGS: unknown argument \"%.*s\" (the plugin reads MAC; add "
-                                "IgnoreUnknown=1 to pass others)",
-                                (int)unknown_len, unknown);
+                return cni_fail(
+                    e, CNI_ERR_INVALID_ENV, -EINVAL,
+                    "CNI_ARGS: unknown argument \"%.*s\" (the plugin reads MAC and GUID; add "
+                    "IgnoreUnknown=1 to pass others)",
+                    (int)unknown_len, unknown);
         return 0;
 }
 

@@ -94,7 +94,7 @@ int cni_cache_write(const char *dir, const char *name, const struct cni_conf *co
         json_object_set_new(o, "cniVersion", json_string(conf->cni_version));
         if (conf->name[0]) /* `json:"name,omitempty"` */
                 json_object_set_new(o, "name", json_string(conf->name));
-        json_object_set_new(o, "type", json_string("sriov"));
+        json_object_set_new(o, "type", json_string(rec->type[0] ? rec->type : "sriov"));
         json_object_set_new(o, "ipam", TAKE_PTR(ipam));
         json_object_set_new(o, "dns", json_object()); /* a struct: never omitted */
         json_object_set_new(o, "OrigVfState", TAKE_PTR(orig));
@@ -121,6 +121,18 @@ int cni_cache_write(const char *dir, const char *name, const struct cni_conf *co
         if (conf->link_state >= 0 && (size_t)conf->link_state < ELEMENTSOF(link_states))
                 json_object_set_new(o, "link_state", json_string(link_states[conf->link_state]));
         json_object_set_new(o, "runtimeConfig", json_object()); /* a struct: never omitted */
+        /* upstream ib-sriov-cni's fields (sriov-cni's decoder ignores them) */
+        if (rec->rdma_moved) {
+                json_t *rdma =
+                    json_pack("{s:s, s:s, s:s, s:I}", "deviceID", rec->device_id,
+                              "SandboxRdmaDevName", rec->rdma_name, "ContainerRdmaDevName",
+                              rec->rdma_name, "rdmaDevIndex", (json_int_t)rec->rdma_index);
+                if (!rdma)
+                        return -ENOMEM;
+                json_object_set_new(o, "RdmaNetState", rdma);
+        }
+        if (rec->host_guid[0])
+                json_object_set_new(o, "HostIFGUID", json_string(rec->host_guid));
 
         _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT);
         if (!text)
@@ -237,6 +249,31 @@ int cni_cache_parse(const char *path, const char *text, size_t size, struct cni_
         if (json_is_object(ipam) &&
             (r = read_str(ipam, "type", c.ipam_type, sizeof(c.ipam_type), e)) < 0)
                 return r;
+
+        if ((r = read_str(o, "type", c.type, sizeof(c.type), e)) < 0 ||
+            (r = read_str(o, "HostIFGUID", c.host_guid, sizeof(c.host_guid), e)) < 0)
+                return r;
+        json_t *rdma = json_object_get(o, "RdmaNetState");
+        if (rdma && !json_is_null(rdma)) {
+                if (!json_is_object(rdma))
+                        return cni_fail(e, CNI_ERR_GENERIC, -EBADMSG,
+                                        "cached field \"RdmaNetState\" is invalid");
+                bool has_index;
+                if ((r = read_str(rdma, "ContainerRdmaDevName", c.rdma_name, sizeof(c.rdma_name),
+                                  e)) < 0 ||
+                    (r = read_int(rdma, "rdmaDevIndex", &has_index, &v, e)) < 0)
+                        return r;
+                if (has_index && (v < 0 || v > UINT32_MAX))
+                        return cni_fail(
+                            e, CNI_ERR_GENERIC, -EBADMSG,
+                            "cached field \"RdmaNetState.rdmaDevIndex\" is out of range");
+                c.rdma_index = has_index ? (uint32_t)v : 0;
+                c.rdma_moved = c.rdma_name[0] || c.rdma_index;
+                if (c.rdma_name[0] && !filename_is_valid(c.rdma_name))
+                        return cni_fail(e, CNI_ERR_GENERIC, -EBADMSG,
+                                        "cached field \"RdmaNetState.ContainerRdmaDevName\" is "
+                                        "not a device name");
+        }
 
         json_t *s = json_object_get(o, "OrigVfState");
         if (s && !json_is_null(s)) {

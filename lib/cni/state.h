@@ -49,6 +49,16 @@ struct cni_cache {
         bool has_rate;
         int link_state; /* -1 unset */
         char ipam_type[256];
+        char type[16]; /* the CNI type that wrote it: "sriov" ("" reads as that), "ib-sriov" */
+        /* The VF's RDMA device moved into the pod's namespace (exclusive RDMA mode), as
+         * upstream ib-sriov-cni's RdmaNetState: DEL moves it back */
+        bool rdma_moved;
+        uint32_t rdma_index; /* the kernel's device index; 0 in upstream's records */
+        char rdma_name[64];
+        char rdma_driver[64]; /* for messages only, not written */
+        /* InfiniBand: the VF's GUID before ADD set one, upstream's HostIFGUID
+         * ("xx:xx:xx:xx:xx:xx:xx:xx"); "" when ADD set none. DEL sets it back. */
+        char host_guid[24];
 };
 
 /* "<containerid>-<ifname>"; -EINVAL when that is not a safe file name. */

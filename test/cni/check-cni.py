@@ -473,6 +473,34 @@ def del_cases(plugin, pf, tmp):
     os.unlink(os.path.join(state, "pci", vf5))
 
 
+def ib_sriov_cases(binary, sysfs, state, agent_dir, vf, tmp):
+    """The same binary under the name ib-sriov (as installed beside sriov) answers as upstream
+    ib-sriov-cni's type: its GUID fields are read and checked before anything changes."""
+    link = os.path.join(tmp, "ib-sriov")
+    os.symlink(binary, link)
+    ib = Plugin(link, sysfs, state, agent_dir)
+    p = subprocess.run([link], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    check("started as ib-sriov it says so", p.returncode == 0 and
+          "CNI ib-sriov plugin" in p.stderr, p.stderr)
+    rc, out, _ = ib.run("VERSION")
+    check("ib-sriov VERSION", rc == 0 and "1.0.0" in out["supportedVersions"], str(out))
+    ibconf = lambda **kw: conf(vf, type="ib-sriov", **kw)  # noqa: E731
+    refused(ib, "ib-sriov: runtimeConfig.infinibandGUID with wrong characters",
+            ibconf(runtimeConfig={"infinibandGUID": "02:00:00:00:00:00:00:zz"}), 7,
+            "runtimeConfig.infinibandGUID is \"02:00:00:00:00:00:00:zz\": not a GUID")
+    refused(ib, "ib-sriov: an all-zero GUID",
+            ibconf(runtimeConfig={"infinibandGUID": "00:00:00:00:00:00:00:00"}), 7, "all-zero")
+    refused(ib, "ib-sriov: CNI_ARGS GUID= that is not a GUID", ibconf(), 4, "CNI_ARGS GUID",
+            args="GUID=02:00")
+    refused(ib, "ib-sriov: rdmaIsolation not a boolean", ibconf(rdmaIsolation="yes"), 7,
+            "\"rdmaIsolation\"")
+    # sriov reads CNI_ARGS GUID= as a known key (no IgnoreUnknown needed), and ignores it
+    plugin = Plugin(binary, sysfs, state, agent_dir)
+    rc, out, _ = plugin.run("ADD", conf(vf, vlan=4095), args="GUID=02:00:00:00:00:00:00:01")
+    check("sriov: CNI_ARGS GUID= is not an unknown argument", rc == 1 and
+          "\"vlan\" is 4095" in out.get("msg", ""), str(out))
+
+
 def main():
     if sys.argv[1] == "--netns":
         del_impostor_case(os.path.abspath(sys.argv[2]))
@@ -515,6 +543,7 @@ def main():
         refused(plugin, "config without a name", json.dumps({"cniVersion": "1.0.0",
                 "type": "sriov", "deviceID": vf}), 7, "\"name\"")
 
+        ib_sriov_cases(binary, sysfs, state, agent_dir, vf, tmp)
         pool_cases(plugin, pf, other_pf)
         pf_netdev_case(plugin, sysfs, other_pf)
         hostile_cases(plugin, vf)

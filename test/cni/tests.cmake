@@ -6,8 +6,10 @@ add_test(NAME integration/cni-plugin
                  $<TARGET_FILE:sriov-cni>)
 set_tests_properties(integration/cni-plugin PROPERTIES LABELS "integration;conformance" TIMEOUT 60)
 # their cases come from upstream sriov-cni's config and allocator tests, and (netlink-netns)
-# its SetupVF "Remove altName" case (pkg/sriov/sriov_test.go)
+# its SetupVF "Remove altName" case (pkg/sriov/sriov_test.go); test-cni-conf-ib from upstream
+# ib-sriov-cni's GUID sources and ApplyVFConfig GUID cases
 set_tests_properties(unit/test-cni-conf unit/test-cni-state unit/test-netlink-netns
+                     unit/test-cni-conf-ib
                      PROPERTIES LABELS "unit;conformance")
 # IPAM results put on the pod's interface as the reference plugins' ipam.ConfigureIface (its
 # ipam_linux_test cases), veths in a private namespace

@@ -318,7 +318,7 @@ def test(tmp):
             "usr/lib/x86_64-linux-gnu/libmicrohttpd.so.12",
             "usr/share/doc/libmicrohttpd/copyright"]
     if with_cni:
-        want.append("opt/cni/bin/sriov")
+        want += ["opt/cni/bin/sriov", "opt/cni/bin/ib-sriov"]
     for f in want:
         check(f in members, f"/{f} is in the image")
     if not with_cni:
@@ -538,11 +538,12 @@ print(i.features, i.ssl_version.decode(), ",".join(protocols))
     r = inside(init["command"], {})
     installed = os.path.join(hostcni, "sriov")
     check(r.returncode == 0 and os.access(installed, os.X_OK) and
-          os.listdir(hostcni) == ["sriov"],
-          f"install-cni puts an executable sriov into the host dir, nothing else: "
+          sorted(os.listdir(hostcni)) == ["ib-sriov", "sriov"],
+          f"install-cni puts executables sriov and ib-sriov into the host dir, nothing else: "
           f"{os.listdir(hostcni)} {r.stderr.strip()[-200:]}")
-    with open(installed, "rb") as a, open(rootfs + "/opt/cni/bin/sriov", "rb") as b:
-        check(a.read() == b.read(), "the installed plugin is the image's")
+    for f in ("sriov", "ib-sriov"):
+        with open(os.path.join(hostcni, f), "rb") as a, open(rootfs + "/opt/cni/bin/sriov", "rb") as b:
+            check(a.read() == b.read(), f"the installed {f} is the image's plugin")
 
 
 main()

@@ -840,9 +840,14 @@ def case_initcni():
         check(st.st_ino != old_ino and held.read() == "old plugin",
               "replaced by rename: the old file stays intact for whoever has it open")
         held.close()
-        check(sorted(os.listdir(host_bin)) == ["sriov"], f"no leftover: {os.listdir(host_bin)}")
+        # the same binary also under the name ib-sriov (the CNI type it then answers as)
+        check(open(os.path.join(host_bin, "ib-sriov")).read() == "#!/bin/sh\necho new\n",
+              "the node's ib-sriov is the image's sriov")
+        check(sorted(os.listdir(host_bin)) == ["ib-sriov", "sriov"],
+              f"no leftover: {os.listdir(host_bin)}")
         rc, out = install()
-        check(rc == 0 and sorted(os.listdir(host_bin)) == ["sriov"], "a second run is fine")
+        check(rc == 0 and sorted(os.listdir(host_bin)) == ["ib-sriov", "sriov"],
+              "a second run is fine")
 
 
 def case_helm():

@@ -236,6 +236,53 @@ static void test_cache_record_upstream_fields_only(void **state)
         assert_string_equal(back.ipam_type, "host-local");
 }
 
+/* The RDMA device moved into the pod and the GUID ADD replaced: what DEL puts back, in upstream
+ * ib-sriov-cni's fields (RdmaNetState, HostIFGUID); only when ADD did either. */
+static void test_cache_rdma_and_guid(void **state)
+{
+        const char *dir = *state;
+        const char *json = "{\"cniVersion\":\"1.0.0\",\"name\":\"ib\",\"deviceID\":\"0000:"
+                           "3b:02.1\"}";
+        struct cni_conf conf;
+        struct cni_error e = { 0 };
+        assert_int_equal(cni_conf_parse(json, strlen(json), NULL, &conf, &e), 0);
+        struct cni_cache rec = { .device_id = "0000:3b:02.1",
+                                 .master = "ibp59s0f0",
+                                 .vfid = 1,
+                                 .type = "ib-sriov",
+                                 .rdma_moved = true,
+                                 .rdma_index = 4,
+                                 .rdma_name = "mlx5_3",
+                                 .host_guid = "ff:ff:ff:ff:ff:ff:ff:ff" };
+        assert_int_equal(cni_cache_write(dir, "c-net1", &conf, &rec), 0);
+        struct cni_cache back;
+        assert_int_equal(cni_cache_read(dir, "c-net1", &back, &e), 0);
+        assert_true(back.rdma_moved);
+        assert_int_equal(back.rdma_index, 4);
+        assert_string_equal(back.rdma_name, "mlx5_3");
+        assert_string_equal(back.host_guid, "ff:ff:ff:ff:ff:ff:ff:ff");
+        assert_string_equal(back.type, "ib-sriov");
+        /* an sriov record of a VF without RDMA isolation carries neither */
+        struct cni_cache plain = { .device_id = "0000:3b:02.1", .master = "eth0", .vfid = 1 };
+        assert_int_equal(cni_cache_write(dir, "c-net2", &conf, &plain), 0);
+        assert_int_equal(cni_cache_read(dir, "c-net2", &back, &e), 0);
+        assert_false(back.rdma_moved);
+        assert_string_equal(back.host_guid, "");
+        /* upstream ib-sriov-cni's record: the device by name, no index */
+        const char *up = "{\"deviceID\":\"0000:3b:02.1\",\"Master\":\"ib0\",\"VFID\":1,"
+                         "\"RdmaNetState\":{\"deviceID\":\"0000:3b:02.1\",\"SandboxRdmaDevName\":"
+                         "\"mlx5_3\",\"ContainerRdmaDevName\":\"mlx5_3\"}}";
+        assert_int_equal(cni_cache_parse("up", up, strlen(up), &back, &e), 0);
+        assert_true(back.rdma_moved);
+        assert_int_equal(back.rdma_index, 0);
+        assert_string_equal(back.rdma_name, "mlx5_3");
+        const char *bad = "{\"deviceID\":\"0000:3b:02.1\",\"VFID\":1,\"RdmaNetState\":{"
+                          "\"ContainerRdmaDevName\":\"../x\"}}";
+        assert_int_equal(cni_cache_parse("bad", bad, strlen(bad), &back, &e), -EBADMSG);
+        assert_non_null(strstr(e.msg, "ContainerRdmaDevName"));
+        cni_conf_done(&conf);
+}
+
 /* The record of the attachment that held a VF last: what an ADD finding that holder's
  * namespace gone puts back before taking the VF (the late DEL leaves it alone then). */
 static void test_cache_find_latest(void **state)
@@ -315,6 +362,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_cache_reads_upstream_record, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cache_record_upstream_fields_only, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(test_cache_rdma_and_guid, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cache_find_latest, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pci_allocation, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pci_lock, setup, teardown),

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The VF's RDMA device and the pod's network namespace (the RDMA subsystem's exclusive mode):
+ * found and recorded before ADD's first change, moved in by ADD, moved back by DEL and by ADD's
+ * undo. In shared mode, or without ib_core, nothing moves (unless required: ib-sriov's
+ * rdmaIsolation, refused then as upstream refuses it). */
+#pragma once
+
+#include <stdbool.h>
+
+#include "cni/conf.h"
+#include "cni/state.h"
+
+/* Reads the kernel's mode; in exclusive mode finds the VF's RDMA device and fills rec's
+ * rdma_* fields (nothing moved yet). required: refuse when the mode is not exclusive or the VF
+ * has no RDMA device. 0 or a negative errno with e filled. */
+int cni_rdma_plan(const char *sysfs_root, const char *pci, const char *vf_ifname,
+                  const char *driver, bool required, struct cni_cache *rec, struct cni_error *e);
+
+/* Moves the device rec names into pod_ns (netns: its path, for messages). A driver that cannot
+ * move devices gets an error naming the driver and the mode. */
+int cni_rdma_move(const struct cni_cache *rec, int pod_ns, const char *netns, struct cni_error *e);
+
+/* Moves it back from pod_ns into host_ns (the caller's); finding it in the host already is
+ * success. Back in host_ns on return. */
+int cni_rdma_release(const struct cni_cache *rec, int pod_ns, int host_ns, const char *netns,
+                     struct cni_error *e);
