@@ -57,6 +57,17 @@ if(KUBECTL)
                      --agent $<TARGET_FILE:sriov-agent> --kubectl ${KUBECTL} --agents 3)
     set_tests_properties(integration/fleet-smoke PROPERTIES LABELS integration
         TIMEOUT 120 ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+    # bench/fleet at a small N: 20 real agents over HTTP/2 and TLS (nghttpx) through every
+    # scenario (cold start, rollout, API server restart with 410 and 429, Lease failover, a
+    # compressed idle window, memory), failing unless the fleet's figures are reached; so that
+    # the harness behind docs/benchmarks.md's fleet table cannot rot. 77 without nghttpx.
+    add_test(NAME integration/fleet-bench-small
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/fleet
+                     --agent $<TARGET_FILE:sriov-agent> --kubectl ${KUBECTL} --nodes 20
+                     --quick --check)
+    set_tests_properties(integration/fleet-bench-small PROPERTIES LABELS "integration;fleet"
+        TIMEOUT 300 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
+        ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
 else()
     add_test(NAME integration/agent-cluster
              COMMAND sh -c "echo 'kubectl not found on PATH: the cluster-mode test needs it' >&2; exit 1")

@@ -44,6 +44,8 @@ agent's), so an anonymous kubectl can drive the test meanwhile:
   throttle: N                the next N requests (-1: all) get 429 with Retry-After:
                              retry_after_s (default 1), as API Priority and Fairness does
   clear_requests: true       empty the request log (below)
+  watch_timeout_scale: F     watches that start from now on end after their timeoutSeconds
+                             divided by F (compressed idle windows in fleet benches)
 Lists with resourceVersion=0 are served as from the watch cache (whole, limit ignored; stat
 lists_cached), and so are lists with resourceVersion=N and no limit ("not older than N", as
 client-go relists after a 410; N beyond the newest version is 504 "Too large resource
@@ -51,8 +53,8 @@ version", as when a server restarted with a younger store); others are consisten
 (paged; stat lists_consistent); continue together with resourceVersion is 400, as on a real
 server.
 GET /_fake/requests is the request log: every API request (refused ones too) as
-[seconds since the server started, method, path and query, refused, error status or null],
-and "now" on that clock;
+[seconds since the server started, method, path and query, refused, error status or null,
+the Authorization header or null], and "now" on that clock;
 "watching" in the stats is the number of watch streams open now.
 GET /_fake/faults shows the switches and counters; GET /_fake/stats shows request counts, and
 writes (POST/PUT/PATCH/DELETE) per resource ("writes") and per client bearer token
@@ -71,6 +73,7 @@ With port 0 the chosen port is printed as "PORT <n>" on stdout.
 
 import argparse
 import base64
+import bisect
 import copy
 import json
 import re
@@ -498,6 +501,7 @@ class Store:
     def __init__(self, nodes):
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)
+        self.conds = {}       # (group, plural, name or None) -> Condition, for watches
         self.rv = 1
         self.resources = {}   # (group, version, plural) -> Resource
         self.objects = {}     # (group, plural, ns, name) -> object
@@ -508,6 +512,7 @@ class Store:
                        "truncate_events": 0, "huge_events": 0, "reject_token": False,
                        "conflicts": 0, "prune_unknown": True, "watch_errors": 0,
                        "watch_error_code": 500, "throttle": 0, "retry_after_s": 1,
+                       "watch_timeout_scale": 1.0,
                        "endless_continue": False}
         self.request_local = threading.local()  # per request: warnings for the reply
         self.refuse_until = 0.0
@@ -551,6 +556,25 @@ class Store:
             dropped = self.history.pop(0)
             self.history_floor = dropped[0]
         self.changed.notify_all()
+        # Watchers wait on their resource's condition (or, with a metadata.name selector, on
+        # that object's): a write wakes only the watches it may concern, not every stream of
+        # a fleet of agents.
+        for k in ((res.group, res.plural, None), (res.group, res.plural,
+                                                  obj["metadata"].get("name"))):
+            c = self.conds.get(k)
+            if c is not None:
+                c.notify_all()
+
+    def cond_for(self, group, plural, name):
+        c = self.conds.get((group, plural, name))
+        if c is None:
+            c = self.conds[(group, plural, name)] = threading.Condition(self.lock)
+        return c
+
+    def wake_all(self):
+        self.changed.notify_all()
+        for c in self.conds.values():
+            c.notify_all()
 
     def key(self, res, ns, name):
         return (res.group, res.plural, ns if res.namespaced else None, name)
@@ -968,7 +992,8 @@ class Handler(BaseHTTPRequestHandler):
             with self.store.lock:
                 self.store.stats["requests"] += 1
                 self.log_entry = [round(time.monotonic() - self.store.started, 3), method,
-                                  self.path, time.monotonic() < self.store.refuse_until, None]
+                                  self.path, time.monotonic() < self.store.refuse_until, None,
+                                  self.headers.get("Authorization")]
                 self.store.request_log.append(self.log_entry)
                 # Requests per client (bearer token): what one idle agent costs.
                 rc = self.store.stats.setdefault("requests_by_client", {})
@@ -1040,7 +1065,7 @@ class Handler(BaseHTTPRequestHandler):
                         st.faults[k] = v
                     else:
                         raise ApiError(400, "BadRequest", f"unknown fault \"{k}\"")
-                st.changed.notify_all()
+                st.wake_all()
                 return self.send_json(200, st.faults)
         if path == "/_fake/requests":
             with st.lock:
@@ -1371,7 +1396,11 @@ class Handler(BaseHTTPRequestHandler):
     def watch(self, res, ns, query):
         st = self.store
         rv_text = query.get("resourceVersion", "")
-        timeout = float(query.get("timeoutSeconds") or 1800)
+        # watch_timeout_scale compresses time for fleet benches: a watch asking for 450 s
+        # ends after 45 s with scale 10, so an idle hour of renewals passes in six minutes.
+        with st.lock:
+            scale = float(st.faults["watch_timeout_scale"])
+        timeout = float(query.get("timeoutSeconds") or 1800) / scale
         bookmarks = query.get("allowWatchBookmarks") in ("1", "true")
         deadline = time.monotonic() + timeout
         self.send_response(200)
@@ -1417,6 +1446,8 @@ class Handler(BaseHTTPRequestHandler):
                             pending.append(("ADDED", copy.deepcopy(o)))
                     rv = st.rv
             cursor = rv
+            wake = st.cond_for(res.group, res.plural,
+                               selector_exact_name(query.get("fieldSelector", "")))
         if not expire:
             with st.lock:
                 st.stats["watching"] += 1
@@ -1439,15 +1470,16 @@ class Handler(BaseHTTPRequestHandler):
                         # nothing (no event, no bookmark) until closed.
                         if st.close_generation != gen:
                             return
-                        st.changed.wait(0.5)
+                        wake.wait(0.5)
                     while True:
                         if st.close_generation != gen:
                             return
                         now = time.monotonic()
                         if now >= deadline:
                             break
-                        for h in st.history:
-                            if h[0] <= cursor or h[1] != res.group or h[2] != res.plural:
+                        first = bisect.bisect_right(st.history, cursor, key=lambda h: h[0])
+                        for h in st.history[first:]:
+                            if h[1] != res.group or h[2] != res.plural:
                                 continue
                             etype, obj, old = h[4], h[5], h[6]
                             new_in = self.matching(res, ns, query, obj)
@@ -1465,13 +1497,19 @@ class Handler(BaseHTTPRequestHandler):
                             break
                         if st.resources.get((res.group, res.version, res.plural)) is not res:
                             break  # the CRD went away: the real server ends such watches
-                        if bookmarks and now - last_bookmark >= BOOKMARK_INTERVAL:
+                        if bookmarks and now - last_bookmark >= self.server.bookmark_interval:
                             last_bookmark = now
                             pending.append(("BOOKMARK", {
                                 "kind": res.kind, "apiVersion": res.gv,
                                 "metadata": {"resourceVersion": str(st.rv)}}))
                             break
-                        st.changed.wait(min(0.5, max(0.01, deadline - now)))
+                        # Woken by a write this watch may see, a fault switch, or at the
+                        # latest after 2 s (a removed CRD, the next bookmark, the deadline).
+                        wait = min(2.0, deadline - now)
+                        if bookmarks:
+                            wait = min(wait, self.server.bookmark_interval -
+                                       (now - last_bookmark))
+                        wake.wait(max(0.01, wait))
                 if not pending:
                     break
             self.wfile.write(b"0\r\n\r\n")
@@ -1493,6 +1531,7 @@ class Server(ThreadingHTTPServer):
         self.store, self.token, self.verbose = store, token, verbose
         self.anonymous = anonymous
         self.rbac = rbac  # "NS:NAME" of the service account the token stands for, or None
+        self.bookmark_interval = BOOKMARK_INTERVAL
 
 
 def write_kubeconfig(path, server_url, token, ca_file):
@@ -1535,6 +1574,9 @@ def main():
                     help="requests with the bearer token act as this service account and get "
                          "exactly what the stored Roles/ClusterRoles and bindings grant it "
                          "(apply manifests/20-rbac.yaml); others are 403")
+    ap.add_argument("--bookmark-interval", type=float, default=BOOKMARK_INTERVAL,
+                    help="seconds between BOOKMARK events of an idle watch (a real server: "
+                         "about 60)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
 
@@ -1544,6 +1586,7 @@ def main():
         store.create(ns_res, None, {"metadata": {"name": ns}, "status": {"phase": "Active"}})
     srv = Server((args.bind, args.port), store, args.token, args.anonymous, args.verbose,
                  args.rbac)
+    srv.bookmark_interval = args.bookmark_interval
     scheme = "http"
     if args.tls_cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
