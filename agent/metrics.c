@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "cni/state.h"
 #include "deviceplugin/manager.h"
 #include "deviceplugin/podresources.h"
 #include "host/counters.h"
@@ -503,6 +504,27 @@ static void write_agent_work(struct metrics_writer *w, const struct agent *a)
         }
 }
 
+/* The CNI plugin's records on the node: attachments it made and VFs it holds for them. Left
+ * out when the directory cannot be read (e.g. not mounted into the agent's container). */
+static void write_cni_records(struct metrics_writer *w, const struct agent *a)
+{
+        const char *dir = a->config.cni_state_dir ?: CNI_STATE_DIR_DEFAULT;
+        size_t attachments = 0, held = 0;
+        int r = cni_state_count(dir, &attachments, &held);
+        if (r < 0) {
+                log_ctx_msg(LOG_DEBUG, r, NULL,
+                            "metrics: cannot count the CNI plugin's records in %s", dir);
+                return;
+        }
+        metrics_family(w, "sriov_agent_cni_attachment_records", METRICS_GAUGE,
+                       "Attachment records of the sriov CNI plugin on the node (one per pod "
+                       "interface it set up and has not yet released).");
+        metrics_sample_u64(w, "sriov_agent_cni_attachment_records", METRICS_NO_LABELS, attachments);
+        metrics_family(w, "sriov_agent_cni_vf_holder_records", METRICS_GAUGE,
+                       "VFs the sriov CNI plugin records as held by a pod's network namespace.");
+        metrics_sample_u64(w, "sriov_agent_cni_vf_holder_records", METRICS_NO_LABELS, held);
+}
+
 static int build(struct agent *a, const struct dp_usage *usage, bool asked_kubelet, char **ret,
                  size_t *ret_len)
 {
@@ -521,6 +543,7 @@ static int build(struct agent *a, const struct dp_usage *usage, bool asked_kubel
         if (host_sysfs_root_is_live(a->config.sysfs_root))
                 write_vf_stats(&w, &a->observed);
         write_rdma(&w, a);
+        write_cni_records(&w, a);
         return metrics_writer_finish(&w, ret, ret_len);
 }
 

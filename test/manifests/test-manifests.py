@@ -25,7 +25,7 @@ CASE:
   hostpaths every host directory the agent writes (its --state-dir, --kubelet-dir,
            --devinfo-dir, /sys) and the install-cni init container writes (/opt/cni/bin) is
            a writable hostPath mount, what it only reads (/dev, the PodResources socket's
-           directory) is read-only, and no other hostPath is mounted; no container is
+           directory, the CNI plugin's records for the metrics) is read-only, and no other hostPath is mounted; no container is
            privileged, the agent adds CAP_NET_ADMIN only, the init container none
   image    every container runs the image scripts/build-image builds by default
   helm     manifests/helm/sriov-agent through the real helm (HELM, from scripts/install-deps):
@@ -757,7 +757,10 @@ def check_hostpaths(spec):
         writes |= {f"{root}/plugins_registry", f"{root}/plugins/{DRA_DRIVER}",
                    args.get("--cdi-root") or default_of("--cdi-root")}
     socket = args.get("--pod-resources-socket") or default_of("--pod-resources-socket")
-    reads = {"/dev", os.path.dirname(socket)}
+    # The CNI plugin's records directory: counted for the metrics, never written.
+    cni_state = args.get("--cni-state-dir") or default_of("--cni-state-dir")
+    check(cni_state is not None, f"--cni-state-dir: the directory is known ({cni_state})")
+    reads = {"/dev", os.path.dirname(socket), cni_state}
     am = mounts_of(agent)
     print("agent hostPath mounts:", am)
     for path in sorted(writes):
@@ -782,8 +785,6 @@ def check_hostpaths(spec):
             for m in c["volumeMounts"]}
     check(set(host_volumes) <= used, f"every hostPath volume is mounted somewhere: "
                                      f"{sorted(set(host_volumes) - used)}")
-    check("/var/lib/cni/sriov" not in host_volumes.values(),
-          "the plugin's state dir is not mounted (the runtime runs the plugin on the host)")
 
     # Least privilege (issue 12.14).
     check(spec.get("hostNetwork") is True and not spec.get("hostPID") and

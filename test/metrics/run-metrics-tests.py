@@ -7,7 +7,9 @@ PodResources says pod ml/train-1 holds one VF.
    but the camelCase `pciAddr` label of sriov-network-metrics-exporter's families (kept so its
    dashboards work); the pod's VF on the join metrics, the pool's allocated count, the RDMA
    port counters equal to the sysfs files, the agent's own families. Other paths 404, other
-   methods 405 with Allow: GET.
+   methods 405 with Allow: GET. The CNI plugin's records in --cni-state-dir are counted (two
+   attachments, one VF holder; lock files and files being written are not records), and the
+   count follows a DEL that removes one.
 2. A real Prometheus server (Debian's) started on a loopback port with a generated config
    scrapes the agent; its HTTP API shows the target up and the pod's series.
 3. Hostile clients from another loopback address (127.0.0.2): 200 idle connections, slowloris
@@ -103,13 +105,24 @@ def main():
                          "resource": RESOURCE, "ids": [held_vf]}])
     write_json(os.path.join(pdir, "seed.json"), policy("seed", "sriov_highnet", ["ens1f0"],
                                                        len(vfs)))
+    # The CNI plugin's records as it leaves them (lib/cni/state.h): two attachments (one per
+    # pod interface), the VF one of them holds, its lock, and a record being written.
+    cni = os.path.join(work, "cni-sriov")
+    os.makedirs(os.path.join(cni, "pci", "vf_lock"))
+    for name in ("0123abcd-net1", "4567ef01-net1"):
+        write_json(os.path.join(cni, name), {"cniVersion": "1.0.0", "type": "sriov",
+                                             "DeviceID": held_vf})
+    with open(os.path.join(cni, "pci", held_vf), "w") as f:
+        f.write("/var/run/netns/cni-1")
+    open(os.path.join(cni, "pci", "vf_lock", held_vf + ".lock"), "w").close()
+    open(os.path.join(cni, ".89abcdef-net1.tmp"), "w").close()
     kubelet = Proc([args.fake_kubelet, "--dir", kdir, "--podresources", prsock,
                     "--assignments", assign], os.path.join(work, "kubelet.err"))
     kubelet.wait_for(ev("ready"), 10)
     agent = Agent(args.agent, ["--policy-dir", pdir, "--node-labels", "highnet-node=true",
                                "--sysfs-root", sysfs, "--kubelet-dir", kdir,
                                "--devinfo-dir", devinfo, "--state-dir", state,
-                               "--pod-resources-socket", prsock,
+                               "--pod-resources-socket", prsock, "--cni-state-dir", cni,
                                "--metrics-listen", "127.0.0.1:0", "--log-level", "debug"],
                   os.path.join(work, "agent.log"))
     prom = None
@@ -171,6 +184,17 @@ def main():
               find(s, "sriov_agent_node_sync_status", status="Succeeded") == [1.0] and
               find(s, "sriov_agent_device_plugin_registered", resource=RESOURCE) == [1.0] and
               find(s, "process_resident_memory_bytes") and find(s, "process_open_fds"))
+        check("the CNI plugin's records: 2 attachments, 1 VF holder",
+              find(s, "sriov_agent_cni_attachment_records") == [2.0] and
+              find(s, "sriov_agent_cni_vf_holder_records") == [1.0],
+              str([(k, v) for k, v in s.items() if "_cni_" in k[0]]))
+        os.remove(os.path.join(cni, "0123abcd-net1"))
+        os.remove(os.path.join(cni, "pci", held_vf))
+        s2 = samples(get(base + "/metrics")[2])
+        check("the count follows a DEL: 1 attachment, no holder",
+              find(s2, "sriov_agent_cni_attachment_records") == [1.0] and
+              find(s2, "sriov_agent_cni_vf_holder_records") == [0.0],
+              str([(k, v) for k, v in s2.items() if "_cni_" in k[0]]))
         status, _, _ = get(base + "/")
         check("other paths: 404", status == 404, str(status))
         status, headers, _ = get(base + "/metrics", method="POST")
