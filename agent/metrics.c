@@ -27,7 +27,6 @@
 
 #define POD_RESOURCES_TIMEOUT_USEC (1000 * 1000ULL)
 #define RDMA_MAX_COUNTERS_PER_PORT 256 /* mlx5 has ~100 hw_counters per port */
-#define CONTENT_TYPE_0_0_4         "text/plain; version=0.0.4; charset=utf-8"
 
 struct scrape {
         struct agent *agent;
@@ -525,10 +524,10 @@ static void write_cni_records(struct metrics_writer *w, const struct agent *a)
         metrics_sample_u64(w, "sriov_agent_cni_vf_holder_records", METRICS_NO_LABELS, held);
 }
 
-static int build(struct agent *a, const struct dp_usage *usage, bool asked_kubelet, char **ret,
-                 size_t *ret_len)
+static int build(struct agent *a, const struct dp_usage *usage, bool asked_kubelet,
+                 bool openmetrics, char **ret, size_t *ret_len)
 {
-        struct metrics_writer w = { 0 };
+        struct metrics_writer w = { .openmetrics = openmetrics };
         write_build_and_process(&w);
         write_agent_work(&w, a);
         write_device_plugin(&w, a, usage);
@@ -552,7 +551,9 @@ static void answer(struct agent *a, struct httpd_request *req, const struct dp_u
 {
         char *text = NULL;
         size_t len = 0;
-        int r = build(a, usage, asked_kubelet, &text, &len);
+        /* OpenMetrics when the scraper prefers it (Prometheus does), else the text format */
+        bool om = metrics_accepts_openmetrics(httpd_request_header(req, "Accept"));
+        int r = build(a, usage, asked_kubelet, om, &text, &len);
         /* a scrape's working arrays on a large node are megabytes, freed by now: give the
          * pages back rather than keep them resident until the next scrape */
         malloc_trim(0);
@@ -562,7 +563,8 @@ static void answer(struct agent *a, struct httpd_request *req, const struct dp_u
                 httpd_respond(req, 500, "text/plain; charset=utf-8", msg, msg ? strlen(msg) : 0);
                 return;
         }
-        httpd_respond(req, 200, CONTENT_TYPE_0_0_4, text, len);
+        httpd_respond(req, 200, om ? METRICS_CONTENT_TYPE_OPENMETRICS : METRICS_CONTENT_TYPE_TEXT,
+                      text, len);
 }
 
 static void on_usage(void *userdata, int error, const char *message, const struct dp_usage *usage)
