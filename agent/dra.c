@@ -177,6 +177,8 @@ static const struct dp_pool *find_device(const struct agent *a, const char *name
 static int allocate(const struct dp_pool *pool, char *const *ids, size_t n,
                     struct dp_container_allocation *ret, struct grpc_status *st)
 {
+        if (!pool) /* find_device() found every device before this is called */
+                return grpc_fail(st, GRPC_STATUS_INTERNAL, "no pool");
         return pool->kind == DP_POOL_RDMA_SHARED ? dp_allocate_cards(pool, ids, n, ret, st)
                                                  : dp_allocate_container(pool, ids, n, ret, st);
 }
