@@ -242,8 +242,10 @@ static void prepare_from_claim(struct agent *a, const struct dra_claim *c, json_
                 for (size_t j = 0; j < n; j++)
                         if (pools[j] == pools[i])
                                 group[k++] = ids[j];
-                if (allocate(pools[i], group, k, &per_pool[i], &st) != GRPC_STATUS_OK)
+                if (allocate(pools[i], group, k, &per_pool[i], &st) != GRPC_STATUS_OK) {
+                        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees group */
                         r = set_error(res, "%s", st.message);
+                }
                 pool_ptr[i] = &per_pool[i];
         }
         json_auto_t *cdi =
