@@ -81,6 +81,8 @@ static void print_usage(FILE *f)
                 "  --metrics-listen ADDR     serve Prometheus metrics on http://ADDR/metrics:\n"
                 "                            HOST:PORT, [IPV6]:PORT or :PORT for every\n"
                 "                            address (default: none, no endpoint)\n"
+                "  --cni-state-dir DIR       the sriov CNI plugin's records, counted for the\n"
+                "                            metrics (default: /var/lib/cni/sriov)\n"
                 "Dynamic Resource Allocation:\n"
                 "  --dra-resources NAME,...  resources (policy resourceName, whole-card pool\n"
                 "                            name) served through the DRA driver instead of\n"
@@ -154,6 +156,7 @@ int cmd_run(int argc, char **argv)
                 OPT_DRA_RESOURCES,
                 OPT_KUBELET_ROOT,
                 OPT_CDI_ROOT,
+                OPT_CNI_STATE_DIR,
         };
         static const struct option options[] = {
                 { "policy-dir", required_argument, NULL, OPT_POLICY_DIR },
@@ -186,6 +189,7 @@ int cmd_run(int argc, char **argv)
                 { "dra-resources", required_argument, NULL, OPT_DRA_RESOURCES },
                 { "kubelet-root", required_argument, NULL, OPT_KUBELET_ROOT },
                 { "cdi-root", required_argument, NULL, OPT_CDI_ROOT },
+                { "cni-state-dir", required_argument, NULL, OPT_CNI_STATE_DIR },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -291,6 +295,9 @@ int cmd_run(int argc, char **argv)
                         break;
                 case OPT_CDI_ROOT:
                         config.cdi_root = optarg;
+                        break;
+                case OPT_CNI_STATE_DIR:
+                        config.cni_state_dir = optarg;
                         break;
                 case OPT_READY_TIMEOUT:
                         if (parse_seconds("--ready-timeout", optarg, &config.ready_timeout_usec) <

@@ -37,6 +37,7 @@ struct agent_config {
         const char *modprobe_dir;   /* where the mode is written for the next boot */
         const char *ib_guid_pool;   /* --ib-guid-pool, NULL: DEFAULT_IB_GUID_POOL */
         const char *metrics_listen; /* NULL: no metrics endpoint */
+        const char *cni_state_dir;  /* the CNI plugin's records (metrics); NULL: the default */
         const char *const *supported_nics_files; /* --supported-nics, in order */
         size_t n_supported_nics_files;
         bool all_nics; /* --all-nics: every SR-IOV PF model may be configured */

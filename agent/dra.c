@@ -158,16 +158,29 @@ static const struct dp_pool *find_device(const struct agent *a, const char *name
 {
         for (size_t i = 0; i < a->dra_pools.n_pools; i++) {
                 const struct dp_pool *p = &a->dra_pools.pools[i];
-                for (size_t j = 0; p->kind == DP_POOL_SRIOV && j < p->n_devices; j++) {
+                bool sriov = p->kind == DP_POOL_SRIOV;
+                const struct dp_device *list = sriov ? p->devices : p->cards;
+                size_t n = sriov ? p->n_devices : p->n_cards;
+                for (size_t j = 0; j < n; j++) {
                         char dn[PCI_ADDR_MAX];
-                        dra_device_name(p->devices[j].id, dn);
+                        dra_device_name(list[j].id, dn);
                         if (strcmp(dn, name) == 0) {
-                                *ret = &p->devices[j];
+                                *ret = &list[j];
                                 return p;
                         }
                 }
         }
         return NULL;
+}
+
+/* A VF's allocation as the device plugin gives it; a whole card's as dp_allocate_cards(). */
+static int allocate(const struct dp_pool *pool, char *const *ids, size_t n,
+                    struct dp_container_allocation *ret, struct grpc_status *st)
+{
+        if (!pool) /* find_device() found every device before this is called */
+                return grpc_fail(st, GRPC_STATUS_INTERNAL, "no pool");
+        return pool->kind == DP_POOL_RDMA_SHARED ? dp_allocate_cards(pool, ids, n, ret, st)
+                                                 : dp_allocate_container(pool, ids, n, ret, st);
 }
 
 /* Turns the claim's allocation into a CDI spec, its record and the answer. */
@@ -203,14 +216,14 @@ static void prepare_from_claim(struct agent *a, const struct dra_claim *c, json_
                 pools[i] = find_device(a, al[i].device, &d);
                 if (!pools[i]) {
                         r = set_error(res,
-                                      "device %s (request %s) is not a VF this node serves "
-                                      "through DRA",
+                                      "device %s (request %s) is not a VF or card this node "
+                                      "serves through DRA",
                                       al[i].device, al[i].request);
                         break;
                 }
                 names[i] = al[i].device;
                 ids[i] = (char *)d->id;
-                if (dp_allocate_container(pools[i], &ids[i], 1, &own[i], &st) != GRPC_STATUS_OK)
+                if (allocate(pools[i], &ids[i], 1, &own[i], &st) != GRPC_STATUS_OK)
                         r = set_error(res, "device %s: %s", al[i].device, st.message);
                 own_ptr[i] = &own[i];
         }
@@ -229,8 +242,10 @@ static void prepare_from_claim(struct agent *a, const struct dra_claim *c, json_
                 for (size_t j = 0; j < n; j++)
                         if (pools[j] == pools[i])
                                 group[k++] = ids[j];
-                if (dp_allocate_container(pools[i], group, k, &per_pool[i], &st) != GRPC_STATUS_OK)
+                if (allocate(pools[i], group, k, &per_pool[i], &st) != GRPC_STATUS_OK) {
+                        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees group */
                         r = set_error(res, "%s", st.message);
+                }
                 pool_ptr[i] = &per_pool[i];
         }
         json_auto_t *cdi =
@@ -430,8 +445,8 @@ static int report_health(struct agent *a)
 {
         size_t n = 0, k = 0;
         for (size_t i = 0; i < a->dra_pools.n_pools; i++)
-                if (a->dra_pools.pools[i].kind == DP_POOL_SRIOV)
-                        n += a->dra_pools.pools[i].n_devices;
+                n += a->dra_pools.pools[i].kind == DP_POOL_SRIOV ? a->dra_pools.pools[i].n_devices
+                                                                 : a->dra_pools.pools[i].n_cards;
         _cleanup_free_ struct dra_device_health *list = calloc(n ?: 1, sizeof(*list));
         _cleanup_free_ char(*names)[PCI_ADDR_MAX] = calloc(n ?: 1, sizeof(*names));
         if (!list || !names)
@@ -439,12 +454,17 @@ static int report_health(struct agent *a)
                 return -ENOMEM;
         for (size_t i = 0; i < a->dra_pools.n_pools; i++) {
                 const struct dp_pool *p = &a->dra_pools.pools[i];
-                for (size_t j = 0; p->kind == DP_POOL_SRIOV && j < p->n_devices; j++, k++) {
-                        dra_device_name(p->devices[j].id, names[k]);
+                bool sriov = p->kind == DP_POOL_SRIOV;
+                const struct dp_device *devs = sriov ? p->devices : p->cards;
+                size_t count = sriov ? p->n_devices : p->n_cards;
+                for (size_t j = 0; j < count; j++, k++) {
+                        dra_device_name(devs[j].id, names[k]);
                         list[k] = (struct dra_device_health){
                                 .device = names[k],
-                                .healthy = p->devices[j].healthy,
-                                .message = p->devices[j].healthy ? NULL : "the PF's link is down",
+                                .healthy = devs[j].healthy,
+                                .message = devs[j].healthy ? NULL
+                                           : sriov         ? "the PF's link is down"
+                                                           : "the card's link or port is down",
                         };
                 }
         }

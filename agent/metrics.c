@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "cni/state.h"
 #include "deviceplugin/manager.h"
 #include "deviceplugin/podresources.h"
 #include "host/counters.h"
@@ -26,7 +27,6 @@
 
 #define POD_RESOURCES_TIMEOUT_USEC (1000 * 1000ULL)
 #define RDMA_MAX_COUNTERS_PER_PORT 256 /* mlx5 has ~100 hw_counters per port */
-#define CONTENT_TYPE_0_0_4         "text/plain; version=0.0.4; charset=utf-8"
 
 struct scrape {
         struct agent *agent;
@@ -503,10 +503,31 @@ static void write_agent_work(struct metrics_writer *w, const struct agent *a)
         }
 }
 
-static int build(struct agent *a, const struct dp_usage *usage, bool asked_kubelet, char **ret,
-                 size_t *ret_len)
+/* The CNI plugin's records on the node: attachments it made and VFs it holds for them. Left
+ * out when the directory cannot be read (e.g. not mounted into the agent's container). */
+static void write_cni_records(struct metrics_writer *w, const struct agent *a)
 {
-        struct metrics_writer w = { 0 };
+        const char *dir = a->config.cni_state_dir ?: CNI_STATE_DIR_DEFAULT;
+        size_t attachments = 0, held = 0;
+        int r = cni_state_count(dir, &attachments, &held);
+        if (r < 0) {
+                log_ctx_msg(LOG_DEBUG, r, NULL,
+                            "metrics: cannot count the CNI plugin's records in %s", dir);
+                return;
+        }
+        metrics_family(w, "sriov_agent_cni_attachment_records", METRICS_GAUGE,
+                       "Attachment records of the sriov CNI plugin on the node (one per pod "
+                       "interface it set up and has not yet released).");
+        metrics_sample_u64(w, "sriov_agent_cni_attachment_records", METRICS_NO_LABELS, attachments);
+        metrics_family(w, "sriov_agent_cni_vf_holder_records", METRICS_GAUGE,
+                       "VFs the sriov CNI plugin records as held by a pod's network namespace.");
+        metrics_sample_u64(w, "sriov_agent_cni_vf_holder_records", METRICS_NO_LABELS, held);
+}
+
+static int build(struct agent *a, const struct dp_usage *usage, bool asked_kubelet,
+                 bool openmetrics, char **ret, size_t *ret_len)
+{
+        struct metrics_writer w = { .openmetrics = openmetrics };
         write_build_and_process(&w);
         write_agent_work(&w, a);
         write_device_plugin(&w, a, usage);
@@ -521,6 +542,7 @@ static int build(struct agent *a, const struct dp_usage *usage, bool asked_kubel
         if (host_sysfs_root_is_live(a->config.sysfs_root))
                 write_vf_stats(&w, &a->observed);
         write_rdma(&w, a);
+        write_cni_records(&w, a);
         return metrics_writer_finish(&w, ret, ret_len);
 }
 
@@ -529,7 +551,9 @@ static void answer(struct agent *a, struct httpd_request *req, const struct dp_u
 {
         char *text = NULL;
         size_t len = 0;
-        int r = build(a, usage, asked_kubelet, &text, &len);
+        /* OpenMetrics when the scraper prefers it (Prometheus does), else the text format */
+        bool om = metrics_accepts_openmetrics(httpd_request_header(req, "Accept"));
+        int r = build(a, usage, asked_kubelet, om, &text, &len);
         /* a scrape's working arrays on a large node are megabytes, freed by now: give the
          * pages back rather than keep them resident until the next scrape */
         malloc_trim(0);
@@ -539,7 +563,8 @@ static void answer(struct agent *a, struct httpd_request *req, const struct dp_u
                 httpd_respond(req, 500, "text/plain; charset=utf-8", msg, msg ? strlen(msg) : 0);
                 return;
         }
-        httpd_respond(req, 200, CONTENT_TYPE_0_0_4, text, len);
+        httpd_respond(req, 200, om ? METRICS_CONTENT_TYPE_OPENMETRICS : METRICS_CONTENT_TYPE_TEXT,
+                      text, len);
 }
 
 static void on_usage(void *userdata, int error, const char *message, const struct dp_usage *usage)

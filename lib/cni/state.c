@@ -424,3 +424,51 @@ int cni_pci_release(const char *dir, const char *pci)
                 return r;
         return unlink(path) < 0 && errno != ENOENT ? negative_errno() : 0;
 }
+
+static int count_files(int at, const char *name, bool skip_pci, size_t *ret)
+{
+        *ret = 0;
+        int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        size_t seen = 0;
+        int r = 0;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+                if (++seen > CNI_STATE_COUNT_MAX) {
+                        r = -E2BIG;
+                        break;
+                }
+                if (e->d_name[0] == '.' || (skip_pci && strcmp(e->d_name, "pci") == 0))
+                        continue;
+                bool regular = e->d_type == DT_REG;
+                if (e->d_type == DT_UNKNOWN) {
+                        struct stat st;
+                        regular = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                                  S_ISREG(st.st_mode);
+                }
+                if (regular)
+                        (*ret)++;
+        }
+        closedir(d);
+        return r;
+}
+
+int cni_state_count(const char *dir, size_t *attachments, size_t *held)
+{
+        *attachments = *held = 0;
+        int r = count_files(AT_FDCWD, dir, true, attachments);
+        if (r < 0)
+                return r;
+        char pci[PATH_MAX];
+        int n = snprintf(pci, sizeof(pci), "%s/pci", dir);
+        if (n < 0 || (size_t)n >= sizeof(pci))
+                return -ENAMETOOLONG;
+        return count_files(AT_FDCWD, pci, false, held);
+}

@@ -85,3 +85,13 @@ int cni_pci_lock(const char *dir, const char *pci, int timeout_ms);
 int cni_pci_holder(const char *dir, const char *pci, char *buf, size_t size);
 int cni_pci_save(const char *dir, const char *pci, const char *netns);
 int cni_pci_release(const char *dir, const char *pci); /* a missing record is 0 */
+
+/* At most this many directory entries are looked at per directory by cni_state_count(). */
+#define CNI_STATE_COUNT_MAX 65536
+
+/* The records in dir, for the agent's metrics: attachment records (regular files
+ * <containerid>-<ifname>) and VFs recorded as held (regular files pci/<pci>); files being
+ * written (a leading '.') are not records. A missing dir or pci/ counts 0: nothing was
+ * attached yet. -errno when dir cannot be read (not mounted into the agent's container,
+ * permissions), -E2BIG when it has more than CNI_STATE_COUNT_MAX entries. */
+int cni_state_count(const char *dir, size_t *attachments, size_t *held);

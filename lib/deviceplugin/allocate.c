@@ -196,6 +196,42 @@ static int allocate_sriov(const struct dp_pool *pool, const struct dp_device *co
         return add_env(a, info_key, info);
 }
 
+int dp_allocate_cards(const struct dp_pool *pool, char *const *ids, size_t n_ids,
+                      struct dp_container_allocation *ret, struct grpc_status *st)
+{
+        struct dp_container_allocation a = { 0 };
+        int r = 0;
+        for (size_t i = 0; i < n_ids; i++) {
+                const struct dp_device *d = NULL;
+                for (size_t j = 0; !d && j < pool->n_cards; j++)
+                        if (strcmp(pool->cards[j].id, ids[i]) == 0)
+                                d = &pool->cards[j];
+                if (!d) {
+                        dp_container_allocation_done(&a);
+                        return grpc_fail(st, GRPC_STATUS_INVALID_ARGUMENT,
+                                         "no card %.64s in resource %s", ids[i], pool->resource);
+                }
+                if (!d->healthy) {
+                        dp_container_allocation_done(&a);
+                        return grpc_fail(st, GRPC_STATUS_FAILED_PRECONDITION,
+                                         "card %s of resource %s is down", ids[i], pool->resource);
+                }
+                for (size_t k = 0; r >= 0 && k < d->n_char_devices; k++)
+                        r = add_spec(&a, d->char_devices[k], d->char_devices[k]);
+                if (r >= 0 && d->rdma_cm)
+                        r = add_spec(&a, "/dev/infiniband/rdma_cm", "/dev/infiniband/rdma_cm");
+        }
+        for (size_t i = 0; i < a.n_specs; i++)
+                snprintf(a.specs[i].permissions, sizeof(a.specs[i].permissions), "rwm");
+        if (r < 0) {
+                dp_container_allocation_done(&a);
+                return grpc_fail(st, GRPC_STATUS_INTERNAL, "cannot build the allocation: %s",
+                                 strerror(-r));
+        }
+        *ret = a;
+        return GRPC_STATUS_OK;
+}
+
 int dp_allocate_container(const struct dp_pool *pool, char *const *ids, size_t n_ids,
                           struct dp_container_allocation *ret, struct grpc_status *st)
 {

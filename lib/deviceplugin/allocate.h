@@ -39,6 +39,12 @@ int dp_env_name(const struct dp_pool *pool, char *buf, size_t size);
 /* The _INFO JSON for the given devices (compact, keys sorted); NULL on allocation failure. */
 char *dp_info_json(const struct dp_pool *pool, const struct dp_device *const *devs, size_t n);
 
+/* Whole cards of an RDMA shared pool by PCI address (pool->cards, what DRA hands out): each
+ * card's RDMA char devices and rdma_cm, permissions "rwm" as for the shared IDs, no env. A
+ * card not in the pool is INVALID_ARGUMENT, a card that is down FAILED_PRECONDITION. */
+int dp_allocate_cards(const struct dp_pool *pool, char *const *ids, size_t n_ids,
+                      struct dp_container_allocation *ret, struct grpc_status *st);
+
 /* Returns a gRPC status code; st->message names the bad ID. */
 int dp_allocate_container(const struct dp_pool *pool, char *const *ids, size_t n_ids,
                           struct dp_container_allocation *ret, struct grpc_status *st);

@@ -22,6 +22,9 @@ void dp_pool_done(struct dp_pool *p)
         for (size_t i = 0; i < p->n_devices; i++)
                 dp_device_done(&p->devices[i]);
         free(p->devices);
+        for (size_t i = 0; i < p->n_cards; i++)
+                dp_device_done(&p->cards[i]);
+        free(p->cards);
         strv_free_n(p->shared_char_devices, p->n_shared_char_devices);
         *p = (struct dp_pool){ 0 };
 }
@@ -51,11 +54,36 @@ static int strv_copy(char *const *src, size_t n, char ***ret)
         return 0;
 }
 
+/* Copies n devices into *dst (NULL when n is 0); *n_dst counts those copied so far, so that
+ * dp_pool_done() frees a partial copy. */
+static int copy_devices(const struct dp_device *src, size_t n, struct dp_device **dst,
+                        size_t *n_dst)
+{
+        *dst = NULL;
+        *n_dst = 0;
+        if (n == 0)
+                return 0;
+        if (!(*dst = calloc(n, sizeof(**dst))))
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                (*dst)[i] = src[i];
+                (*dst)[i].char_devices = NULL;
+                (*dst)[i].n_char_devices = 0;
+                *n_dst = i + 1;
+                int r =
+                    strv_copy(src[i].char_devices, src[i].n_char_devices, &(*dst)[i].char_devices);
+                if (r < 0)
+                        return r;
+                (*dst)[i].n_char_devices = src[i].n_char_devices;
+        }
+        return 0;
+}
+
 int dp_pool_copy(const struct dp_pool *src, struct dp_pool *ret)
 {
         struct dp_pool p = *src;
-        p.devices = NULL;
-        p.n_devices = p.cap_devices = 0;
+        p.devices = p.cards = NULL;
+        p.n_devices = p.cap_devices = p.n_cards = p.cap_cards = 0;
         p.shared_char_devices = NULL;
         p.n_shared_char_devices = 0;
         char **shared = NULL;
@@ -64,26 +92,15 @@ int dp_pool_copy(const struct dp_pool *src, struct dp_pool *ret)
                 return r;
         p.shared_char_devices = shared;
         p.n_shared_char_devices = src->n_shared_char_devices;
-        if (src->n_devices > 0) {
-                p.devices = calloc(src->n_devices, sizeof(*p.devices));
-                if (!p.devices) {
-                        dp_pool_done(&p);
-                        return -ENOMEM;
-                }
+        r = copy_devices(src->devices, src->n_devices, &p.devices, &p.n_devices);
+        if (r >= 0)
+                r = copy_devices(src->cards, src->n_cards, &p.cards, &p.n_cards);
+        if (r < 0) {
+                dp_pool_done(&p);
+                return r;
         }
-        for (size_t i = 0; i < src->n_devices; i++) {
-                p.devices[i] = src->devices[i];
-                p.devices[i].char_devices = NULL;
-                p.devices[i].n_char_devices = 0;
-                p.n_devices = i + 1;
-                r = strv_copy(src->devices[i].char_devices, src->devices[i].n_char_devices,
-                              &p.devices[i].char_devices);
-                if (r < 0) {
-                        dp_pool_done(&p);
-                        return r;
-                }
-                p.devices[i].n_char_devices = src->devices[i].n_char_devices;
-        }
+        p.cap_devices = p.n_devices;
+        p.cap_cards = p.n_cards;
         *ret = p;
         return 0;
 }

@@ -52,6 +52,11 @@ struct dp_pool {
         size_t n_devices, cap_devices; /* cap_*: allocated, for util/array.h */
         char **shared_char_devices;    /* RDMA shared: every selected HCA's char devices */
         size_t n_shared_char_devices;
+        /* RDMA shared: the selected cards one by one (id = PCI address, the card's RDMA
+         * device and char devices, rdma_cm, NUMA node, health), what DRA publishes as one
+         * device each; the device plugin hands out the shared IDs above instead. */
+        struct dp_device *cards;
+        size_t n_cards, cap_cards;
 };
 
 struct dp_pool_set {

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "deviceplugin/health.h"
+#include "util/array.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -377,6 +378,8 @@ static bool str_list_matches(char *const *list, size_t n, const char *value)
 
 /* A network function as the upstream plugin sees it: PF, VF or neither. */
 struct candidate {
+        const char *pci_address;
+        int numa_node;
         uint16_t vendor, device;
         const char *driver;
         const struct netdev_info *netdevs;
@@ -429,7 +432,9 @@ static bool candidate_matches(const struct rdma_shared_selectors *sel, const str
 
 static struct candidate pf_candidate(const struct pf_info *pf)
 {
-        return (struct candidate){ .vendor = pf->vendor,
+        return (struct candidate){ .pci_address = pf->pci_address,
+                                   .numa_node = pf->numa_node,
+                                   .vendor = pf->vendor,
                                    .device = pf->device,
                                    .driver = pf->driver,
                                    .netdevs = pf->netdevs,
@@ -442,6 +447,38 @@ bool rdma_shared_pf_matches(const struct rdma_shared_selectors *sel, const struc
 {
         const struct candidate c = pf_candidate(pf);
         return candidate_matches(sel, &c);
+}
+
+/* The card on its own, for DRA: its usable RDMA devices' char devices (rdma_cm apart, as for a
+ * VF). */
+static int add_card_device(struct dp_pool *pool, const struct candidate *c, bool healthy)
+{
+        if (GROW_ARRAY(pool->cards, pool->cap_cards, pool->n_cards + 1) < 0)
+                return -ENOMEM;
+        struct dp_device *d = &pool->cards[pool->n_cards];
+        *d = (struct dp_device){ .healthy = healthy, .numa_node = c->numa_node, .iommu_group = -1 };
+        snprintf(d->id, sizeof(d->id), "%s", c->pci_address);
+        pool->n_cards++;
+        for (size_t i = 0; i < c->n_rdma; i++) {
+                if (!rdma_device_usable(&c->rdma[i]))
+                        continue;
+                if (!d->rdma_device[0])
+                        snprintf(d->rdma_device, sizeof(d->rdma_device), "%s", c->rdma[i].name);
+                for (size_t j = 0; j < c->rdma[i].n_char_devices; j++) {
+                        const char *dev = c->rdma[i].char_devices[j];
+                        char path[128];
+                        snprintf(path, sizeof(path), "%s%s",
+                                 dev[0] == '/' ? "" : "/dev/infiniband/", dev);
+                        if (strcmp(path, "/dev/infiniband/rdma_cm") == 0) {
+                                d->rdma_cm = true;
+                                continue;
+                        }
+                        if (!strv_contains(d->char_devices, d->n_char_devices, path) &&
+                            strv_push_dup(&d->char_devices, &d->n_char_devices, path) < 0)
+                                return -ENOMEM;
+                }
+        }
+        return 0;
 }
 
 static int add_card(struct dp_pool *pool, const struct candidate *c)
@@ -477,10 +514,12 @@ static int consider(struct dp_pool *pool, const struct rdma_shared_resource *res
         if (!candidate_matches(&res->selectors, c))
                 return 0;
         n->cards++;
-        if (!dp_function_down_reason(c->driver, c->netdevs, c->n_netdevs, c->rdma, c->n_rdma,
-                                     n->health))
+        bool up = !dp_function_down_reason(c->driver, c->netdevs, c->n_netdevs, c->rdma, c->n_rdma,
+                                           n->health);
+        if (up)
                 n->up++;
-        return add_card(pool, c);
+        int r = add_card_device(pool, c, up);
+        return r < 0 ? r : add_card(pool, c);
 }
 
 static int build_pool(const struct rdma_shared_resource *res, const struct inventory *inv,
@@ -499,7 +538,9 @@ static int build_pool(const struct rdma_shared_resource *res, const struct inven
                 r = consider(pool, res, &c, &cards);
                 for (size_t j = 0; r >= 0 && j < pf->n_vfs; j++) {
                         const struct vf_info *vf = &pf->vfs[j];
-                        const struct candidate v = { .vendor = vf->vendor,
+                        const struct candidate v = { .pci_address = vf->pci_address,
+                                                     .numa_node = vf->numa_node,
+                                                     .vendor = vf->vendor,
                                                      .device = vf->device,
                                                      .driver = vf->driver,
                                                      .netdevs = vf->netdevs,

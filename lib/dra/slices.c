@@ -91,6 +91,96 @@ static json_t *device_json(const struct dp_pool *pool, const struct dp_device *d
         return json_pack("{s:s,s:o}", "name", name, "attributes", attrs);
 }
 
+static const char *netdev_link_type(const struct netdev_info *n, size_t count)
+{
+        if (count == 0)
+                return "unknown";
+        return n[0].link_type == LINK_TYPE_ETH  ? "ethernet"
+               : n[0].link_type == LINK_TYPE_IB ? "infiniband"
+                                                : "unknown";
+}
+
+/* A whole card as the inventory has it: a PF, a VF or an RDMA NIC outside SR-IOV. */
+struct card_fn {
+        const char *pcie_root, *ifname, *link_type;
+        uint16_t vendor, device;
+};
+
+static bool find_card(const struct inventory *inv, const char *pci, struct card_fn *ret)
+{
+        for (int list = 0; list < 2; list++) {
+                const struct pf_info *fns = list == 0 ? inv->pfs : inv->rdma_nics;
+                size_t n = list == 0 ? inv->n_pfs : inv->n_rdma_nics;
+                for (size_t i = 0; i < n; i++) {
+                        const struct pf_info *f = &fns[i];
+                        if (strcmp(f->pci_address, pci) == 0) {
+                                *ret = (struct card_fn){
+                                        .pcie_root = f->pcie_root,
+                                        .ifname = pf_netdev_name(f),
+                                        .link_type = netdev_link_type(f->netdevs, f->n_netdevs),
+                                        .vendor = f->vendor,
+                                        .device = f->device,
+                                };
+                                return true;
+                        }
+                        for (size_t j = 0; list == 0 && j < f->n_vfs; j++) {
+                                const struct vf_info *v = &f->vfs[j];
+                                if (strcmp(v->pci_address, pci) != 0)
+                                        continue;
+                                *ret = (struct card_fn){
+                                        .pcie_root = v->pcie_root,
+                                        .ifname = v->n_netdevs ? v->netdevs[0].name : NULL,
+                                        .link_type = netdev_link_type(v->netdevs, v->n_netdevs),
+                                        .vendor = v->vendor,
+                                        .device = v->device,
+                                };
+                                return true;
+                        }
+                }
+        }
+        return false;
+}
+
+/* One whole card of a whole-card RDMA pool: the same attribute names as a VF where they mean
+ * the same (no PF, no VF index), deviceType "rdma-shared", and the card's RDMA device. */
+static json_t *card_json(const struct dp_pool *pool, const struct dp_device *d,
+                         const struct card_fn *fn)
+{
+        char name[PCI_ADDR_MAX], vendor[8], device[8];
+        dra_device_name(d->id, name);
+        snprintf(vendor, sizeof(vendor), "%04x", fn->vendor);
+        snprintf(device, sizeof(device), "%04x", fn->device);
+        json_t *attrs = json_object();
+        if (!attrs)
+                return NULL;
+        int r = 0;
+        if (fn->pcie_root[0])
+                r |= json_object_set_new(attrs, "resource.kubernetes.io/pcieRoot",
+                                         str_attr(fn->pcie_root));
+        r |= json_object_set_new(attrs, "resource.kubernetes.io/pciBusID", str_attr(d->id));
+        if (d->numa_node >= 0)
+                r |= json_object_set_new(attrs, "dra.net/numaNode",
+                                         json_pack("{s:I}", "int", (json_int_t)d->numa_node));
+        if (fn->ifname)
+                r |= json_object_set_new(attrs, ATTR_DRIVER "ifName", str_attr(fn->ifname));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "pciAddress", str_attr(d->id));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "vendor", str_attr(vendor));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "deviceID", str_attr(device));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "linkType", str_attr(fn->link_type));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "rdmaCapable", json_pack("{s:b}", "bool", 1));
+        if (d->rdma_device[0])
+                r |= json_object_set_new(attrs, ATTR_DRIVER "rdmaDevice", str_attr(d->rdma_device));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "resourceName", str_attr(pool->resource));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "deviceType", str_attr(DRA_DEVICE_TYPE_CARD));
+        r |= json_object_set_new(attrs, "k8s.cni.cncf.io/resourceName", str_attr(pool->resource));
+        r |= json_object_set_new(attrs, "k8s.cni.cncf.io/deviceID", str_attr(d->id));
+        if (r) {
+                json_decref(attrs);
+                return NULL;
+        }
+        return json_pack("{s:s,s:o}", "name", name, "attributes", attrs);
+}
+
 static int compare_names(const void *a, const void *b)
 {
         const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
@@ -103,7 +193,8 @@ int dra_slices_build(const struct dp_pool_set *pools, const struct inventory *in
 {
         size_t n = 0;
         for (size_t i = 0; i < pools->n_pools; i++)
-                n += pools->pools[i].kind == DP_POOL_SRIOV ? pools->pools[i].n_devices : 0;
+                n += pools->pools[i].kind == DP_POOL_SRIOV ? pools->pools[i].n_devices
+                                                           : pools->pools[i].n_cards;
         _cleanup_free_ json_t **devs = calloc(n ?: 1, sizeof(*devs));
         if (!devs)
                 return -ENOMEM;
@@ -111,10 +202,21 @@ int dra_slices_build(const struct dp_pool_set *pools, const struct inventory *in
         int r = 0;
         for (size_t i = 0; i < pools->n_pools && r == 0; i++) {
                 const struct dp_pool *p = &pools->pools[i];
-                if (p->kind != DP_POOL_SRIOV) {
-                        log_ctx_msg(LOG_WARNING, 0,
-                                    &(const struct log_ctx){ .resource = p->resource },
-                                    "whole-card RDMA pools are not published through DRA");
+                if (p->kind == DP_POOL_RDMA_SHARED) {
+                        /* Pods of the device plugin share every card of the pool: while one
+                         * holds an ID, no card of it is offered to a claim. */
+                        const struct dp_resource_usage *u =
+                            held ? dp_usage_find(held, p->resource) : NULL;
+                        for (size_t j = 0; (!u || u->n_ids == 0) && j < p->n_cards; j++) {
+                                struct card_fn fn;
+                                if (!find_card(inv, p->cards[j].id, &fn))
+                                        continue;
+                                if (!(devs[k] = card_json(p, &p->cards[j], &fn))) {
+                                        r = -ENOMEM;
+                                        break;
+                                }
+                                k++;
+                        }
                         continue;
                 }
                 for (size_t j = 0; j < p->n_devices; j++) {

@@ -10,7 +10,10 @@
  * sriovnetwork.k8snetworkplumbingwg.io/{PFName, pfPciAddress, pciAddress, vfID, vendor,
  * deviceID, linkType, rdmaCapable, resourceName, deviceType}, k8s.cni.cncf.io/{resourceName,
  * deviceID}. The pool generation is left out: the publisher sets it (kube/resource-slices.h).
- * Whole-card RDMA pools are not published (logged once per build). */
+ * Whole-card RDMA pools publish one device per selected card (PF, VF or RDMA NIC), named from
+ * its PCI address too, deviceType DRA_DEVICE_TYPE_CARD, with the same attributes where they
+ * mean the same (no PFName, pfPciAddress, vfID; ifName and rdmaDevice instead); rdmaHcaMax is
+ * the device plugin's and plays no part. */
 #pragma once
 
 #include <jansson.h>
@@ -20,6 +23,7 @@
 #include "model/inventory.h"
 
 #define DRA_DEVICES_PER_SLICE 128
+#define DRA_DEVICE_TYPE_CARD  "rdma-shared"
 
 /* *ret: a new JSON array of ResourceSlice objects (possibly empty). held (NULL: none): devices
  * pods still hold through the device plugin (the kubelet's PodResources), left out so that a

@@ -288,6 +288,8 @@ static int read_rdma_nic(const struct discover_scan *scan, const char *addr, str
         if (r >= 0)
                 r = host_pci_function_read_numa(fd, &nic->numa_node, &nic->error);
         if (r >= 0)
+                r = host_pci_function_read_pcie_root(scan, fd, nic->pcie_root);
+        if (r >= 0)
                 r = host_pci_function_read_net_rdma(scan, fd, false, &nic->netdevs, &nic->n_netdevs,
                                                     &nic->rdma, &nic->n_rdma, &nic->error);
         return r < 0 ? r : 1;

@@ -139,10 +139,12 @@ int host_sriov_read_vfs(const struct discover_scan *scan, int pf_fd, struct pf_i
 {
         int r = list_virtfn_links(pf_fd, pf);
         /* A VF sits below its PF's host bridge: read once per PF (discovery's system-call
-         * budget per function is tight, see test/bench/syscall-budget.py). */
+         * budget per function is tight, see test/bench/syscall-budget.py). The PF's own root
+         * places a whole card in DRA. */
         char root[PCIE_ROOT_MAX] = "";
-        if (r >= 0 && pf->n_vfs > 0)
+        if (r >= 0)
                 (void)host_pci_function_read_pcie_root(scan, pf_fd, root);
+        memcpy(pf->pcie_root, root, sizeof(root));
         for (size_t i = 0; r >= 0 && i < pf->n_vfs; i++) {
                 r = read_vf(scan, pf_fd, pf, &pf->vfs[i]);
                 memcpy(pf->vfs[i].pcie_root, root, sizeof(root));

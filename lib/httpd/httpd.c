@@ -200,6 +200,11 @@ static enum MHD_Result queue_answer(struct httpd_request *req)
         return r;
 }
 
+const char *httpd_request_header(const struct httpd_request *req, const char *name)
+{
+        return MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, name);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)

@@ -48,6 +48,8 @@ int httpd_port(const struct httpd *h);
  * request; from the handler or later from the loop. */
 void httpd_respond(struct httpd_request *req, unsigned status, const char *content_type, char *body,
                    size_t len);
+/* A request header's value (name case-insensitive), NULL when absent; valid until answered. */
+const char *httpd_request_header(const struct httpd_request *req, const char *name);
 /* For an answer that comes later: abort(data) runs if the server is freed first (the
  * request is then answered 503 by the server; do not answer it). */
 void httpd_request_on_abort(struct httpd_request *req, void (*abort)(void *data), void *data);

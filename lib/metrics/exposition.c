@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util/array.h"
 #include "util/macro.h"
@@ -127,14 +128,23 @@ void metrics_family(struct metrics_writer *w, const char *name, enum metrics_typ
                 return;
         }
         w->type = type;
+        size_t n = strlen(name);
+        if (w->openmetrics && type == METRICS_COUNTER) {
+                /* OpenMetrics names the counter family without the samples' suffix */
+                if (n <= 6 || strcmp(name + n - 6, "_total") != 0) {
+                        fail(w, -EINVAL);
+                        return;
+                }
+                n -= 6;
+        }
         append_str(w, "# HELP ");
-        append_str(w, name);
+        append(w, name, n);
         append_str(w, " ");
-        append_escaped(w, help ? help : "", false);
+        append_escaped(w, help ? help : "", w->openmetrics);
         append_str(w, "\n# TYPE ");
-        append_str(w, name);
+        append(w, name, n);
         append_str(w, " ");
-        append_str(w, type_names[type]);
+        append_str(w, w->openmetrics && type == METRICS_UNTYPED ? "unknown" : type_names[type]);
         append_str(w, "\n");
 }
 
@@ -263,6 +273,8 @@ int metrics_writer_finish(struct metrics_writer *w, char **ret, size_t *ret_len)
         int r = w->error;
         if (r == 0 && !w->buf)
                 append(w, "", 0);
+        if (w->openmetrics)
+                append_str(w, "# EOF\n");
         r = w->error;
         if (r == 0) {
                 *ret = TAKE_PTR(w->buf);
@@ -270,4 +282,46 @@ int metrics_writer_finish(struct metrics_writer *w, char **ret, size_t *ret_len)
         }
         metrics_writer_done(w);
         return r;
+}
+
+/* The q of one media range of an Accept header ("type/sub;version=x;q=0.5"), and whether it is
+ * the type and version asked for (version NULL: any subtype match is enough). */
+static double media_q(const char *range, size_t len, const char *type, const char *version)
+{
+        char buf[256];
+        if (len >= sizeof(buf))
+                return 0;
+        memcpy(buf, range, len);
+        buf[len] = 0;
+        double q = 1;
+        bool type_ok = false, version_ok = true, first = true;
+        char *save = NULL;
+        for (char *part = strtok_r(buf, ";", &save); part;
+             part = strtok_r(NULL, ";", &save), first = false) {
+                part += strspn(part, " \t");
+                size_t end = strlen(part);
+                while (end > 0 && (part[end - 1] == ' ' || part[end - 1] == '\t'))
+                        part[--end] = 0;
+                if (first)
+                        type_ok = strcasecmp(part, type) == 0;
+                else if (strncasecmp(part, "q=", 2) == 0)
+                        q = strtod(part + 2, NULL);
+                else if (version && strncasecmp(part, "version=", 8) == 0)
+                        version_ok = strcmp(part + 8, version) == 0;
+        }
+        return type_ok && version_ok && q > 0 && q <= 1 ? q : 0;
+}
+
+bool metrics_accepts_openmetrics(const char *accept)
+{
+        double om = 0, text = 0;
+        for (const char *p = accept; p && *p;) {
+                size_t len = strcspn(p, ",");
+                om = fmax(om, media_q(p, len, "application/openmetrics-text", "1.0.0"));
+                text = fmax(text, media_q(p, len, "text/plain", "0.0.4"));
+                text = fmax(text, media_q(p, len, "text/*", NULL));
+                text = fmax(text, media_q(p, len, "*/*", NULL));
+                p += len + (p[len] == ',');
+        }
+        return om > text;
 }

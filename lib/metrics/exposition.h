@@ -9,7 +9,11 @@
  * The format wants every sample of a family right after its HELP and TYPE lines, each family
  * once: the writer refuses a sample of another family than the current one, a family declared
  * twice and invalid metric or label names, with a sticky error that finish() returns (so the
- * callers can write many samples and check once). Label values and HELP texts are escaped. */
+ * callers can write many samples and check once). Label values and HELP texts are escaped.
+ *
+ * With openmetrics set before the first family, the same calls write OpenMetrics 1.0.0 text
+ * instead: a counter family (whose name must end in "_total", as its samples') is declared
+ * without the suffix, untyped is "unknown", HELP escapes '"' too, and finish() adds "# EOF". */
 #pragma once
 
 #include <stdbool.h>
@@ -37,6 +41,7 @@ struct metrics_label {
 #define METRICS_NO_LABELS NULL, 0
 
 struct metrics_writer {
+        bool openmetrics; /* set before the first family: OpenMetrics 1.0.0 */
         char *buf;
         size_t len, cap;
         int error;              /* first error: -ENOMEM, -EINVAL (bad name), -EEXIST (twice) */
@@ -66,6 +71,15 @@ void metrics_sample_histogram(struct metrics_writer *w, const char *name,
 /* Hands the text over (NUL-terminated, *ret_len without the NUL; free() it) and resets the
  * writer. On an earlier error returns it and hands nothing. */
 int metrics_writer_finish(struct metrics_writer *w, char **ret, size_t *ret_len);
+
+#define METRICS_CONTENT_TYPE_TEXT "text/plain; version=0.0.4; charset=utf-8"
+#define METRICS_CONTENT_TYPE_OPENMETRICS                                                           \
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+/* Whether an HTTP Accept header prefers OpenMetrics 1.0.0 to the text format 0.0.4: its best
+ * q for application/openmetrics-text (version 1.0.0 or none) is above that of text/plain
+ * (version 0.0.4 or none), text/\* and \*\/\*. NULL or empty: no. */
+bool metrics_accepts_openmetrics(const char *accept);
 
 /* Exposed for tests: the escaped form of a label value (\\, \", \n). */
 int metrics_escape_label_value(const char *value, char **ret);

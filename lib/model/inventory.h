@@ -75,6 +75,8 @@ struct pf_info {
         uint32_t class_code;       /* 0x020000 */
         char driver[DRIVER_MAX];
         int numa_node;
+        /* The PCIe root as vf_info has it ("pci0000:3a"); "" when unknown. */
+        char pcie_root[PCIE_ROOT_MAX];
         int iommu_group;
         int total_vfs, num_vfs;
         uint16_t vf_device;        /* sriov_vf_device */

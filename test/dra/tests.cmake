@@ -110,6 +110,17 @@ foreach(api v1 v1beta1)
     endif()
 endforeach()
 
+# A whole-card RDMA pool through DRA: one device per card, Prepare hands out its char devices.
+if(TARGET fake-dra-kubelet AND TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DRA_KUBECTL)
+    add_test(NAME integration/dra/whole-card
+             COMMAND ${Python3_EXECUTABLE} ${DRA_TEST_DIR}/run-dra-wholecard.py
+                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --fake-dra-kubelet ${DRA_FAKE_KUBELET} --kubectl ${DRA_KUBECTL})
+    set_tests_properties(integration/dra/whole-card PROPERTIES
+        LABELS "integration;dra" TIMEOUT 180
+        ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+endif()
+
 # The scheduler's matchAttribute pcieRoot rule, played by the test, over the agent's slice and
 # a stand-in GPU driver's slice; Prepare hands out the VF under the chosen GPU's root.
 if(TARGET fake-dra-kubelet AND TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DRA_KUBECTL)

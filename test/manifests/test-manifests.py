@@ -25,14 +25,14 @@ CASE:
   hostpaths every host directory the agent writes (its --state-dir, --kubelet-dir,
            --devinfo-dir, /sys) and the install-cni init container writes (/opt/cni/bin) is
            a writable hostPath mount, what it only reads (/dev, the PodResources socket's
-           directory) is read-only, and no other hostPath is mounted; no container is
+           directory, the CNI plugin's records for the metrics) is read-only, and no other hostPath is mounted; no container is
            privileged, the agent adds CAP_NET_ADMIN only, the init container none
   image    every container runs the image scripts/build-image builds by default
   helm     manifests/helm/sriov-agent through the real helm (HELM, from scripts/install-deps):
            `helm lint --strict`; `helm template` with default values gives exactly the objects
            of manifests/00-30 (parsed YAML), --include-crds adds exactly crds/; other values
-           (namespace, image, prefix, node selector, RDMA shared config, resync interval) land
-           where they must; `helm package` carries crds/ as regular files of the same content
+           (namespace, image, prefix, node selector, RDMA shared config, resync interval,
+           metrics, DRA resources with the hostpaths checks) land where they must; `helm package` carries crds/ as regular files of the same content
   initcni  the install-cni init container's script (busybox sh) installs the plugin
            atomically (rename over the old file, mode 0755, no leftover) and fails without one
   install  `cmake --install` puts the binary, the unit (ExecStart = installed binary), the
@@ -721,8 +721,14 @@ def default_of(flag):
     return m.group(1) if m else None
 
 
+DRA_DRIVER = "sriovnetwork.k8snetworkplumbingwg.io"
+
+
 def case_hostpaths():
-    spec = pod_spec()
+    check_hostpaths(pod_spec())
+
+
+def check_hostpaths(spec):
     host_volumes = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
     agent = next(c for c in spec["containers"] if c["name"] == "sriov-agent")
     init = next((c for c in spec.get("initContainers", []) if c["name"] == "install-cni"), None)
@@ -744,8 +750,17 @@ def case_hostpaths():
         path = args.get(flag) or default_of(flag)
         check(path is not None, f"{flag}: the agent's directory is known ({path})")
         writes.add(path)
+    # With DRA on: the registration socket's directory the kubelet's plugin watcher scans, the
+    # driver's own socket directory, and where CDI specs go.
+    if "--dra-resources" in args:
+        root = args.get("--kubelet-root") or default_of("--kubelet-root")
+        writes |= {f"{root}/plugins_registry", f"{root}/plugins/{DRA_DRIVER}",
+                   args.get("--cdi-root") or default_of("--cdi-root")}
     socket = args.get("--pod-resources-socket") or default_of("--pod-resources-socket")
-    reads = {"/dev", os.path.dirname(socket)}
+    # The CNI plugin's records directory: counted for the metrics, never written.
+    cni_state = args.get("--cni-state-dir") or default_of("--cni-state-dir")
+    check(cni_state is not None, f"--cni-state-dir: the directory is known ({cni_state})")
+    reads = {"/dev", os.path.dirname(socket), cni_state}
     am = mounts_of(agent)
     print("agent hostPath mounts:", am)
     for path in sorted(writes):
@@ -770,8 +785,6 @@ def case_hostpaths():
             for m in c["volumeMounts"]}
     check(set(host_volumes) <= used, f"every hostPath volume is mounted somewhere: "
                                      f"{sorted(set(host_volumes) - used)}")
-    check("/var/lib/cni/sriov" not in host_volumes.values(),
-          "the plugin's state dir is not mounted (the runtime runs the plugin on the host)")
 
     # Least privilege (issue 12.14).
     check(spec.get("hostNetwork") is True and not spec.get("hostPID") and
@@ -1007,6 +1020,24 @@ def case_helm():
                   sm["spec"]["endpoints"][0]["path"] == "/metrics" and
                   sm["metadata"]["labels"].get("release") == "prom",
                   f"the ServiceMonitor selects that Service and port: {sm['spec']}")
+
+        # DRA: off by default (no flag, no kubelet plugin directories); dra.resources turns it
+        # on for exactly those resources and mounts what the driver writes, nothing more.
+        agent = agent_of(template())
+        check(not any(a.startswith(("--dra-resources", "--cdi-root", "--kubelet-root"))
+                      for a in agent["args"]) and
+              not any(m["mountPath"].startswith(("/var/lib/kubelet/plugins", "/var/run/cdi"))
+                      for m in agent["volumeMounts"]),
+              f"default: DRA off, no plugin directories mounted ({agent['args']})")
+        objs = template("--set", "dra.resources={sriov_gpudirect,rdma_hca}")
+        agent = agent_of(objs)
+        check("--dra-resources=sriov_gpudirect,rdma_hca" in agent["args"],
+              f"dra.resources: the flag lists them ({agent['args']})")
+        print("hostPath mounts with dra.resources set:")
+        check_hostpaths(next(o for o in objs if o["kind"] == "DaemonSet")["spec"]["template"][
+            "spec"])
+        rc, out, err = run_helm("lint", "--strict", chart, "--set", "dra.resources={a}")
+        check(rc == 0, f"helm lint --strict with dra.resources: {(out + err).strip()[-300:]}")
 
         # --set with a single value, as docs/install.md shows it.
         objs = template("--set", "image=registry.example/sriov-agent:1.2")

@@ -7,9 +7,16 @@ PodResources says pod ml/train-1 holds one VF.
    but the camelCase `pciAddr` label of sriov-network-metrics-exporter's families (kept so its
    dashboards work); the pod's VF on the join metrics, the pool's allocated count, the RDMA
    port counters equal to the sysfs files, the agent's own families. Other paths 404, other
-   methods 405 with Allow: GET.
+   methods 405 with Allow: GET. The CNI plugin's records in --cni-state-dir are counted (two
+   attachments, one VF holder; lock files and files being written are not records), and the
+   count follows a DEL that removes one.
+   OpenMetrics when the Accept header prefers it (Prometheus' own header): its content type,
+   counter families declared without _total, "unknown" for untyped, "# EOF" last, the same
+   samples as the text format; a header preferring the text format gets the text format.
 2. A real Prometheus server (Debian's) started on a loopback port with a generated config
-   scrapes the agent; its HTTP API shows the target up and the pod's series.
+   scrapes the agent (it asks for OpenMetrics first, so its parser checks that output;
+   promtool check metrics reads only the text format); its HTTP API shows the target up with
+   no scrape error, as many samples as an OpenMetrics scrape has, and the pod's series.
 3. Hostile clients from another loopback address (127.0.0.2): 200 idle connections, slowloris
    (a header byte every second), a 64 KiB header. Meanwhile the device plugin answers an
    Allocate at once and a scrape from 127.0.0.1 succeeds; the agent's RSS stays bounded; the
@@ -46,8 +53,8 @@ def free_port():
     return port
 
 
-def get(url, method="GET", timeout=5):
-    req = urllib.request.Request(url, method=method)
+def get(url, method="GET", timeout=5, headers=None):
+    req = urllib.request.Request(url, method=method, headers=headers or {})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, dict(r.headers), r.read().decode()
@@ -103,13 +110,24 @@ def main():
                          "resource": RESOURCE, "ids": [held_vf]}])
     write_json(os.path.join(pdir, "seed.json"), policy("seed", "sriov_highnet", ["ens1f0"],
                                                        len(vfs)))
+    # The CNI plugin's records as it leaves them (lib/cni/state.h): two attachments (one per
+    # pod interface), the VF one of them holds, its lock, and a record being written.
+    cni = os.path.join(work, "cni-sriov")
+    os.makedirs(os.path.join(cni, "pci", "vf_lock"))
+    for name in ("0123abcd-net1", "4567ef01-net1"):
+        write_json(os.path.join(cni, name), {"cniVersion": "1.0.0", "type": "sriov",
+                                             "DeviceID": held_vf})
+    with open(os.path.join(cni, "pci", held_vf), "w") as f:
+        f.write("/var/run/netns/cni-1")
+    open(os.path.join(cni, "pci", "vf_lock", held_vf + ".lock"), "w").close()
+    open(os.path.join(cni, ".89abcdef-net1.tmp"), "w").close()
     kubelet = Proc([args.fake_kubelet, "--dir", kdir, "--podresources", prsock,
                     "--assignments", assign], os.path.join(work, "kubelet.err"))
     kubelet.wait_for(ev("ready"), 10)
     agent = Agent(args.agent, ["--policy-dir", pdir, "--node-labels", "highnet-node=true",
                                "--sysfs-root", sysfs, "--kubelet-dir", kdir,
                                "--devinfo-dir", devinfo, "--state-dir", state,
-                               "--pod-resources-socket", prsock,
+                               "--pod-resources-socket", prsock, "--cni-state-dir", cni,
                                "--metrics-listen", "127.0.0.1:0", "--log-level", "debug"],
                   os.path.join(work, "agent.log"))
     prom = None
@@ -171,6 +189,42 @@ def main():
               find(s, "sriov_agent_node_sync_status", status="Succeeded") == [1.0] and
               find(s, "sriov_agent_device_plugin_registered", resource=RESOURCE) == [1.0] and
               find(s, "process_resident_memory_bytes") and find(s, "process_open_fds"))
+        check("the CNI plugin's records: 2 attachments, 1 VF holder",
+              find(s, "sriov_agent_cni_attachment_records") == [2.0] and
+              find(s, "sriov_agent_cni_vf_holder_records") == [1.0],
+              str([(k, v) for k, v in s.items() if "_cni_" in k[0]]))
+        os.remove(os.path.join(cni, "0123abcd-net1"))
+        os.remove(os.path.join(cni, "pci", held_vf))
+        s2 = samples(get(base + "/metrics")[2])
+        check("the count follows a DEL: 1 attachment, no holder",
+              find(s2, "sriov_agent_cni_attachment_records") == [1.0] and
+              find(s2, "sriov_agent_cni_vf_holder_records") == [0.0],
+              str([(k, v) for k, v in s2.items() if "_cni_" in k[0]]))
+        # OpenMetrics on Accept negotiation, with the header Prometheus 2.x sends.
+        om_accept = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+                     "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+        status, headers, om = get(base + "/metrics", headers={"Accept": om_accept})
+        with open(os.path.join(work, "metrics.om.txt"), "w") as f:
+            f.write(om)
+        check("Accept preferring OpenMetrics: application/openmetrics-text; version=1.0.0",
+              status == 200 and headers.get("Content-Type", "").startswith(
+                  "application/openmetrics-text; version=1.0.0"), "%s %s" % (status, headers))
+        check("OpenMetrics: ends with # EOF, counters declared without _total, untyped unknown",
+              om.endswith("\n# EOF\n") and
+              "# TYPE sriov_agent_reconciles counter\n" in om and
+              "# TYPE sriov_agent_reconciles_total" not in om and
+              "# TYPE sriov_rdma_port_stat unknown\n" in om and " untyped\n" not in om,
+              om[-300:])
+        om_samples = samples(om)
+        text_now = samples(get(base + "/metrics")[2])
+        check("OpenMetrics: the same series as the text format",
+              set(om_samples) == set(text_now),
+              str(sorted(set(om_samples) ^ set(text_now))[:5]))
+        status, headers, _ = get(base + "/metrics", headers={
+            "Accept": "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;q=0.5"})
+        check("Accept preferring the text format: text format",
+              headers.get("Content-Type", "").startswith("text/plain; version=0.0.4"),
+              str(headers))
         status, _, _ = get(base + "/")
         check("other paths: 404", status == 404, str(status))
         status, headers, _ = get(base + "/metrics", method="POST")
@@ -198,14 +252,21 @@ def main():
             except (OSError, ValueError, KeyError):
                 return []
 
-        def target_up():
+        def target():
             try:
                 _, _, body = get(api + "targets")
                 t = json.loads(body)["data"]["activeTargets"]
-                return t and t[0]["health"] == "up"
-            except (OSError, ValueError, KeyError):
-                return False
-        check("Prometheus: target up", wait(target_up, 30, 0.5), "see prometheus.log")
+                return t[0] if t and t[0]["health"] == "up" else None
+            except (OSError, ValueError, KeyError, IndexError):
+                return None
+        up = wait(target, 30, 0.5)
+        check("Prometheus: target up, no scrape error", up and not up.get("lastError"),
+              json.dumps(up)[:400] if up else "see prometheus.log")
+        scraped = wait(lambda: query("scrape_samples_scraped"), 10, 0.5)
+        n_om = sum(1 for l in om.splitlines() if l and not l.startswith("#"))
+        check("Prometheus: it took every sample of the OpenMetrics output (%d)" % n_om,
+              scraped and int(float(scraped[0]["value"][1])) == n_om,
+              json.dumps(scraped)[:300])
         series = wait(lambda: query('sriov_kubepoddevice{pod="train-1",namespace="ml"}'), 15, 0.5)
         check("Prometheus: the pod's series", len(series) == 1 and
               series[0]["metric"].get("pciAddr") == held_vf, json.dumps(series)[:400])

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 
@@ -73,6 +75,51 @@ static void test_attributes_of_a_vf(void **state)
         inventory_done(&inv);
 }
 
+/* A whole-card pool: one device per card, whatever rdmaHcaMax; none while a device-plugin pod
+ * still holds one of the pool's shared IDs (every such pod uses every card). */
+static void test_whole_card_pool(void **state)
+{
+        struct inventory inv = { 0 };
+        struct pf_info *pf = fx_add_pf(&inv, 0x3d, "ens1f1", "mlx5_core", 0, 0);
+        snprintf(pf->pcie_root, PCIE_ROOT_MAX, "pci0000:3c");
+        struct dp_pool_set pools = { .pools = calloc(1, sizeof(struct dp_pool)), .n_pools = 1 };
+        struct dp_pool *p = &pools.pools[0];
+        assert_int_equal(dp_pool_set_names(p, "rdma", "rdma_hca"), 0);
+        p->kind = DP_POOL_RDMA_SHARED;
+        p->devices = calloc(4, sizeof(*p->devices)); /* rdmaHcaMax 4: IDs "0".."3" */
+        p->n_devices = 4;
+        for (int i = 0; i < 4; i++)
+                snprintf(p->devices[i].id, sizeof(p->devices[i].id), "%d", i);
+        p->cards = calloc(1, sizeof(*p->cards));
+        p->n_cards = 1;
+        p->cards[0] = (struct dp_device){ .healthy = true, .numa_node = 0, .iommu_group = -1 };
+        snprintf(p->cards[0].id, sizeof(p->cards[0].id), "%s", pf->pci_address);
+        snprintf(p->cards[0].rdma_device, sizeof(p->cards[0].rdma_device), "mlx5_9");
+
+        json_t *slices = NULL;
+        assert_int_equal(dra_slices_build(&pools, &inv, "worker-1", DRIVER, NULL, &slices), 0);
+        json_t *devs =
+            json_object_get(json_object_get(json_array_get(slices, 0), "spec"), "devices");
+        assert_int_equal(json_array_size(devs), 1);
+        json_t *dev = json_array_get(devs, 0);
+        assert_string_equal(json_string_value(json_object_get(dev, "name")), "0000-3d-00-0");
+        assert_string_equal(attr_string(dev, "resource.kubernetes.io/pcieRoot"), "pci0000:3c");
+        assert_string_equal(attr_string(dev, DRIVER "/deviceType"), "rdma-shared");
+        assert_string_equal(attr_string(dev, DRIVER "/rdmaDevice"), "mlx5_9");
+        assert_string_equal(attr_string(dev, DRIVER "/ifName"), "ens1f1");
+        assert_null(json_object_get(json_object_get(dev, "attributes"), DRIVER "/vfID"));
+        json_decref(slices);
+
+        struct dp_usage held = { 0 };
+        assert_int_equal(dp_usage_add(&held, "rdma/rdma_hca", "2"), 0);
+        assert_int_equal(dra_slices_build(&pools, &inv, "worker-1", DRIVER, &held, &slices), 0);
+        assert_int_equal(json_array_size(slices), 0);
+        json_decref(slices);
+        dp_usage_done(&held);
+        dp_pool_set_done(&pools);
+        inventory_done(&inv);
+}
+
 /* 136 devices: two slices of at most 128, both saying the pool has two; names are stable
  * across builds (same input, same output). */
 static void test_128_per_slice(void **state)
@@ -122,6 +169,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_attributes_of_a_vf),
                 cmocka_unit_test(test_128_per_slice),
+                cmocka_unit_test(test_whole_card_pool),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -136,6 +136,58 @@ static void test_histogram_buckets_are_cumulative(void **state)
         assert_int_equal(metrics_writer_finish(&w, &bad, &len), -EINVAL);
 }
 
+/* OpenMetrics 1.0.0: counter families declared without _total (samples keep it), untyped is
+ * unknown, HELP escapes quotes too, # EOF last; a counter not named *_total is refused. */
+static void test_openmetrics(void **state)
+{
+        struct metrics_writer w = { .openmetrics = true };
+        metrics_family(&w, "sriov_agent_reconciles_total", METRICS_COUNTER,
+                       "Reconciles \"ended\".");
+        metrics_sample_u64(&w, "sriov_agent_reconciles_total", METRICS_LABELS({ "result", "ok" }),
+                           3);
+        metrics_family(&w, "sriov_vf_rx_bytes", METRICS_UNTYPED, "Bytes.");
+        metrics_sample_u64(&w, "sriov_vf_rx_bytes", METRICS_LABELS({ "vf", "0" }), 7);
+        _cleanup_free_ char *text = finish(&w);
+        assert_string_equal(text, "# HELP sriov_agent_reconciles Reconciles \\\"ended\\\".\n"
+                                  "# TYPE sriov_agent_reconciles counter\n"
+                                  "sriov_agent_reconciles_total{result=\"ok\"} 3\n"
+                                  "# HELP sriov_vf_rx_bytes Bytes.\n"
+                                  "# TYPE sriov_vf_rx_bytes unknown\n"
+                                  "sriov_vf_rx_bytes{vf=\"0\"} 7\n"
+                                  "# EOF\n");
+        struct metrics_writer bad = { .openmetrics = true };
+        metrics_family(&bad, "sriov_things", METRICS_COUNTER, "no _total");
+        char *t = NULL;
+        size_t len = 0;
+        assert_int_equal(metrics_writer_finish(&bad, &t, &len), -EINVAL);
+        struct metrics_writer empty = { .openmetrics = true };
+        _cleanup_free_ char *eof = finish(&empty);
+        assert_string_equal(eof, "# EOF\n");
+}
+
+/* Accept negotiation as scrapers send it. */
+static void test_accept_negotiation(void **state)
+{
+        /* Prometheus 2.x and 3.x */
+        assert_true(metrics_accepts_openmetrics(
+            "application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+            "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"));
+        assert_true(metrics_accepts_openmetrics(
+            "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,"
+            "application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;"
+            "escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"));
+        assert_true(metrics_accepts_openmetrics("Application/OpenMetrics-Text"));
+        /* curl, browsers, a header preferring text, an OpenMetrics version we do not write */
+        assert_false(metrics_accepts_openmetrics(NULL));
+        assert_false(metrics_accepts_openmetrics(""));
+        assert_false(metrics_accepts_openmetrics("*/*"));
+        assert_false(metrics_accepts_openmetrics("text/html,application/xhtml+xml,*/*;q=0.8"));
+        assert_false(metrics_accepts_openmetrics(
+            "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;q=0.5"));
+        assert_false(metrics_accepts_openmetrics("application/openmetrics-text;version=0.0.1"));
+        assert_false(metrics_accepts_openmetrics("application/openmetrics-text;q=0"));
+}
+
 static void test_special_values(void **state)
 {
         struct metrics_writer w = { 0 };
@@ -161,6 +213,8 @@ int main(void)
                 cmocka_unit_test(test_invalid_names_are_refused),
                 cmocka_unit_test(test_histogram_buckets_are_cumulative),
                 cmocka_unit_test(test_special_values),
+                cmocka_unit_test(test_openmetrics),
+                cmocka_unit_test(test_accept_negotiation),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
