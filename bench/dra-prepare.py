@@ -20,7 +20,7 @@ API server set up with kubectl, the fake DRA kubelet (grpc-go) as the caller:
     (polled every 5 ms over loopback). A generated tree has no netlink, so the agent is told
     with SIGHUP when the netdev appears (on a node a link event does this): median and max of
     4; and with no trigger, by the periodic check every second: max of 2.
-bench/run runs this as its section 10 (measure() gives the rows).
+bench/run runs this as its section 13 (measure() gives the rows).
 """
 import argparse
 import importlib.util
