@@ -1,0 +1,242 @@
+# vm-profile: lifecycle
+# vm-needs: fake-kubelet
+# A real reboot of a node whose agent runs as the installed systemd unit, in cluster mode, with
+# a stand-in kubelet.service (the fake kubelet) ordered after it only by the agent's own unit
+# (Before=kubelet.service) and the API server unreachable during the boot:
+#  boot 1: the policies come from the fake API server (on the host, applied by test/vm/lib/
+#          link-relay.py); the agent makes 4 VFs (MTU 4000, VFs 2-3 on vfio-pci); a second igb
+#          PF gets 2 VFs by hand. The agent stops, both policies are deleted on the API server
+#          while the guest reboots (the relay acts on the console line printed just before).
+#  boot 2: (files kept on the lifecycle boot's disk, see guest/init) the unit starts at boot;
+#          when the stand-in kubelet starts, the VFs, drivers and MTUs are as recorded; the pools
+#          register within 100 ms of the kubelet socket; the API server is made reachable and
+#          the deleted policies are undone (the PF reset: 0 VFs, MTU 1500, record gone), the
+#          PF the agent never configured keeps its VFs and MTU.
+
+PF=$IGB_PF
+U=sriov-agent
+cmdline_value() {
+    for word in $(cat /proc/cmdline); do
+        case $word in "$1"=*) echo "${word#*=}" ;; esac
+    done
+}
+API=$(cmdline_value sriovvm.api)
+NODE=$(cmdline_value sriovvm.node)
+TOKEN=$(cmdline_value sriovvm.token)
+KDIR=/var/lib/kubelet/device-plugins
+LAB=/var/lib/sriovvm
+NS=sriov-network-operator
+POLICIES=/apis/sriovnetwork.openshift.io/v1/namespaces/$NS/sriovnetworknodepolicies
+
+# PF2: the second igb PF, that no policy selects
+PF2=
+for d in /sys/bus/pci/devices/*; do
+    if [ "$(cat "$d/vendor")" = 0x8086 ] && [ "$(cat "$d/device")" = 0x10c9 ] &&
+        [ -e "$d/sriov_totalvfs" ] && [ "$(basename "$d")" != "$PF" ]; then
+        PF2=$(basename "$d")
+        break
+    fi
+done
+check "a second igb PF for the PF the agent never configures" test -n "$PF2"
+PFNET=$(netdev_of "$PF")
+PF2NET=$(netdev_of "$PF2")
+CTL=
+for n in /sys/class/net/*; do
+    [ "$(basename "$(readlink "$n/device/driver" 2>/dev/null)")" = virtio_net ] && CTL=$(basename "$n")
+done
+check "virtio-net control NIC present" test -n "$CTL"
+check "the persistent disk is there" test -b /dev/nvme0n1
+
+# api_get PATH: the fake API server answers PATH with 200 (anonymous GET over busybox nc:
+# busybox's wget segfaults in this guest)
+api_get() {
+    printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$1" "$API" |
+        nc -w 5 "${API%:*}" "${API#*:}" >/tmp/api.out 2>/dev/null
+    head -1 /tmp/api.out | grep -q ' 200 '
+}
+# the control NIC up: the API server reachable from here on
+api_reachable() {
+    $IPR addr add "${API%.*}.15/24" dev "$CTL" || fail "setup: address on $CTL"
+    setup_link_up "$CTL"
+}
+# journal_ms REGEX: CLOCK_MONOTONIC ms of the unit's first journal line matching REGEX
+journal_ms() {
+    journalctl -b -u $U -o short-monotonic --no-pager | grep -E -- "$1" | head -1 |
+        sed 's/^\[ *\([0-9.]*\)\].*/\1/' | awk '{ printf "%d\n", $1 * 1000 }'
+}
+mtu_of() { cat "/sys/class/net/$1/mtu"; }
+
+if [ ! -e $LAB/rebooted ]; then
+    # ================================================================ boot 1
+    api_reachable
+    echo "@@vm host-api-apply crds/sriovnetwork.openshift.io_sriovnetworknodepolicies.yaml crds/sriovnetwork.openshift.io_sriovnetworknodestates.yaml crds/sriovnetwork.openshift.io_sriovnetworks.yaml crds/sriovnetwork.openshift.io_sriovibnetworks.yaml"
+    wait_for "the CRDs are on the API server" 30 api_get \
+        /apis/apiextensions.k8s.io/v1/customresourcedefinitions/sriovnetworknodepolicies.sriovnetwork.openshift.io
+    echo "@@vm host-api-post /api/v1/namespaces {\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$NS\"}}"
+    echo "@@vm host-api-post $POLICIES {\"apiVersion\":\"sriovnetwork.openshift.io/v1\",\"kind\":\"SriovNetworkNodePolicy\",\"metadata\":{\"name\":\"boot-netdev\",\"namespace\":\"$NS\"},\"spec\":{\"resourceName\":\"boot_netdev\",\"nodeSelector\":{\"kubernetes.io/hostname\":\"$NODE\"},\"priority\":90,\"mtu\":4000,\"numVfs\":4,\"nicSelector\":{\"vendor\":\"8086\",\"pfNames\":[\"$PFNET#0-1\"]},\"deviceType\":\"netdevice\"}}"
+    echo "@@vm host-api-post $POLICIES {\"apiVersion\":\"sriovnetwork.openshift.io/v1\",\"kind\":\"SriovNetworkNodePolicy\",\"metadata\":{\"name\":\"boot-vfio\",\"namespace\":\"$NS\"},\"spec\":{\"resourceName\":\"boot_vfio\",\"nodeSelector\":{\"kubernetes.io/hostname\":\"$NODE\"},\"priority\":10,\"mtu\":4000,\"numVfs\":4,\"nicSelector\":{\"vendor\":\"8086\",\"pfNames\":[\"$PFNET#2-3\"]},\"deviceType\":\"vfio-pci\"}}"
+    wait_for "policy boot-netdev is on the API server" 30 api_get "$POLICIES/boot-netdev"
+    wait_for "policy boot-vfio is on the API server" 30 api_get "$POLICIES/boot-vfio"
+
+    mkdir -p /etc/sriov-agent /etc/default
+    cat >/etc/sriov-agent/kubeconfig <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: lab, cluster: {server: "http://$API"}}]
+users: [{name: sriov-agent, user: {token: "$TOKEN"}}]
+contexts: [{name: lab, context: {cluster: lab, user: sriov-agent}}]
+current-context: lab
+EOF
+    # (the lab's API server is plain http on a non-loopback address: the bearer token goes
+    # there only with SRIOV_AGENT_INSECURE_HTTP_TOKEN=1, as in the e2e scenario)
+    cat >/etc/default/sriov-agent <<EOF
+SRIOV_AGENT_ARGS="--kubeconfig=/etc/sriov-agent/kubeconfig --node-name=$NODE --log-level=debug"
+SRIOV_AGENT_INSECURE_HTTP_TOKEN=1
+EOF
+    STEP_TIMEOUT=200 run_ok "systemctl start $U (cluster mode)" sh -c \
+        "systemctl start $U || { rc=\$?; systemctl status --no-pager $U; journalctl -u $U --no-pager | tail -n 40; exit \$rc; }"
+    wait_for "the policies applied: 4 VFs" 120 sh -c "[ \$(cat /sys/bus/pci/devices/$PF/sriov_numvfs) = 4 ]"
+    VF2=$(vf_pci "$PF" 2)
+    VF3=$(vf_pci "$PF" 3)
+    wait_for "VFs 2-3 on vfio-pci" 60 sh -c \
+        "[ \"\$(basename \"\$(readlink /sys/bus/pci/devices/$VF2/driver)\")\" = vfio-pci ] && [ \"\$(basename \"\$(readlink /sys/bus/pci/devices/$VF3/driver)\")\" = vfio-pci ]"
+    wait_for "the PF's record is written" 60 test -s "/var/lib/sriov-agent/$PF.json"
+    expect_eq "PF MTU 4000" "$(mtu_of "$PFNET")" 4000
+    expect_eq "VF 0 MTU 4000" "$(mtu_of "$(netdev_of "$(vf_pci "$PF" 0)")")" 4000
+    # the PF no policy selects: VFs and an MTU made by hand, no record
+    run_ok "2 VFs on the second PF by hand" sh -c "echo 2 >/sys/bus/pci/devices/$PF2/sriov_numvfs"
+    run_ok "MTU 1400 on the second PF by hand" $IPR link set dev "$PF2NET" mtu 1400
+    check "no record of the second PF" test ! -e "/var/lib/sriov-agent/$PF2.json"
+    STEP_TIMEOUT=60 run_ok "systemctl stop $U" systemctl stop $U
+
+    # the units of the next boot: the agent as installed (enabled for the lab's target, which
+    # this boot profile starts instead of multi-user.target), and a stand-in kubelet that no
+    # ordering of its own puts after the agent: only the agent's Before=kubelet.service does.
+    # Its ExecStartPre notes what it finds; the fake kubelet then serves kubelet.sock.
+    mkdir -p $LAB /etc/systemd/system/sriovvm.target.wants
+    cat >$LAB/kubelet-pre.sh <<EOF
+d=/sys/bus/pci/devices/$PF
+{
+    echo "uptime \$(cut -d' ' -f1 /proc/uptime)"
+    echo "numvfs \$(cat \$d/sriov_numvfs)"
+    echo "pfmtu \$(cat /sys/class/net/$PFNET/mtu)"
+    for i in 0 1 2 3; do
+        m=-
+        for n in \$d/virtfn\$i/net/*; do [ -e "\$n/mtu" ] && m=\$(cat "\$n/mtu"); done
+        echo "vf\$i \$(basename "\$(readlink \$d/virtfn\$i/driver)") \$m"
+    done
+} >/run/kubelet-saw 2>&1
+EOF
+    cat >/etc/systemd/system/kubelet.service <<EOF
+[Unit]
+Description=stand-in kubelet (the fake kubelet serving kubelet.sock)
+[Service]
+Type=simple
+ExecStartPre=/bin/sh $LAB/kubelet-pre.sh
+ExecStartPre=/bin/mkdir -p $KDIR /var/lib/kubelet/pod-resources
+ExecStart=/bin/sh -c 'tail -f /dev/null | /usr/bin/fake-kubelet --dir $KDIR --podresources /var/lib/kubelet/pod-resources/kubelet.sock --assignments $LAB/assignments.json >/run/kubelet.out 2>/run/kubelet.err'
+EOF
+    # PodResources: no pod holds a VF (without the socket the agent counts every VF as in
+    # use and holds the reset back, as it should)
+    echo '[]' >$LAB/assignments.json
+    ln -sf /usr/lib/systemd/system/$U.service /etc/systemd/system/sriovvm.target.wants/$U.service
+    ln -sf /etc/systemd/system/kubelet.service /etc/systemd/system/sriovvm.target.wants/kubelet.service
+    check "the installed unit is where the symlink points" test -f /usr/lib/systemd/system/$U.service
+    echo "$PF $PF2" >$LAB/rebooted
+    run_ok "the files of the next boot onto the disk" tar -c -f /dev/nvme0n1 -C / \
+        var/lib/sriov-agent var/lib/sriovvm etc/sriov-agent etc/default/sriov-agent \
+        etc/systemd/system/kubelet.service etc/systemd/system/sriovvm.target.wants
+    sync
+    # deleted on the API server while the guest is down
+    echo "@@vm host-api-delete $POLICIES/boot-netdev"
+    echo "@@vm host-api-delete $POLICIES/boot-vfio"
+    ok "reboot"
+    reboot -f
+    sleep 60
+    fail "reboot" "reboot -f returned"
+fi
+
+# ==================================================================== boot 2
+check "this is the second boot (uptime under 60 s, the first boot's files restored)" \
+    test "$(cut -d. -f1 /proc/uptime)" -lt 60 -a -e /etc/systemd/system/kubelet.service
+expect_eq "the API server is unreachable: the control NIC has no address" \
+    "$($IPR -4 addr show dev "$CTL" | grep -c inet)" 0
+wait_for "the stand-in kubelet has started" 120 sh -c \
+    "systemctl is-active -q kubelet.service && test -s /run/kubelet-saw"
+run_ok "what the stand-in kubelet found when it started" cat /run/kubelet-saw
+out_has "4 VFs" '^numvfs 4$'
+out_has "the PF's MTU as recorded" '^pfmtu 4000$'
+out_has "VF 0 on igbvf, MTU 4000" '^vf0 igbvf 4000$'
+out_has "VF 1 on igbvf, MTU 4000" '^vf1 igbvf 4000$'
+out_has "VF 2 on vfio-pci" '^vf2 vfio-pci -$'
+out_has "VF 3 on vfio-pci" '^vf3 vfio-pci -$'
+KUBELET_AT=$(sed -n 's/^uptime //p' /run/kubelet-saw)
+
+# the pools register within 100 ms of kubelet.sock (the fake kubelet's clock: "ready" right
+# after its listen(), "register" when the Register call arrives)
+wait_for "both pools registered" 20 sh -c \
+    "grep -q '\"resource\":\"openshift.io/boot_netdev\"' /run/kubelet.out && grep -q '\"resource\":\"openshift.io/boot_vfio\"' /run/kubelet.out"
+run_ok "the stand-in kubelet's events" sh -c "jq -s . /run/kubelet.out"
+jq_checks "kubelet.sock served" 'any(.[]; .event == "ready")' \
+    "boot_netdev registered" 'any(.[]; .event == "register" and .resource == "openshift.io/boot_netdev")' \
+    "boot_vfio registered" 'any(.[]; .event == "register" and .resource == "openshift.io/boot_vfio")'
+REG_MS=$(jq -r '(map(select(.event == "ready"))[0].t) as $r | [map(select(.event == "register")) | group_by(.resource)[] | (map(.t) | min) - $r] | max' "$OUT")
+READY_T=$(jq -r 'map(select(.event == "ready"))[0].t' "$OUT")
+echo "@@vm figure kubelet-socket-to-register $REG_MS ms (the later of 2 pools, fake kubelet's clock)"
+# The agent's side on the same wall clock (the journal's realtime stamps): when it saw the new
+# socket and started its Register calls, relative to the fake kubelet's listen().
+run_ok "journal: the agent's registration lines" sh -c "journalctl -b -u $U -o json | jq -s -c --argjson r $READY_T '[.[] | select(.MESSAGE | test(\"kubelet|socket|regist\")) | {ms: (((.__REALTIME_TIMESTAMP | tonumber) / 1000 | floor) - \$r), m: .MESSAGE[0:110]}] | .[]'"
+sed 's/^/@@vm note /' "$OUT"
+# the agent's last Register call before the first answer (it sees the socket at bind(), before
+# the fake kubelet's listen() and its "ready": then negative; a connect refused in between is
+# retried after 10 ms)
+SEEN_MS=$(jq -s -r '([.[] | select(.m | test("registered with the kubelet"))][0].ms) as $done | [.[] | select(.ms <= $done and (.m | test("registering again|serving anew")))] | last.ms // 99999' "$OUT")
+echo "@@vm figure kubelet-socket-to-agent-register-call $SEEN_MS ms"
+check "the agent makes its Register calls within 100 ms of kubelet.sock ($SEEN_MS ms)" test "$SEEN_MS" -le 100
+# (end to end, the Go fake kubelet's own handling under TCG is in it: its dial back to the
+# plugin, the next step, takes 300 ms here)
+check "both pools registered within 1 s of kubelet.sock under TCG ($REG_MS ms)" test "$REG_MS" -le 1000
+wait_for "the pools list their VFs" 20 sh -c \
+    "jq -s -e '[.[] | select(.event == \"devices\")] | map(.resource) | (index(\"openshift.io/boot_netdev\") != null and index(\"openshift.io/boot_vfio\") != null)' /run/kubelet.out >/dev/null"
+
+# how long the boot took to get the recorded state back, and the agent's share
+run_ok "journal: the boot apply" journalctl -b -u $U --no-pager -o cat
+out_has "applied from the records before the API server answered" \
+    'boot: recorded state of 1 PF\(s\) applied in [0-9]+ ms'
+APPLIED_MS=$(journal_ms 'boot: recorded state of 1 PF\(s\) applied in')
+AGENT_START_MS=$(($(systemctl show -p ExecMainStartTimestampMonotonic --value $U) / 1000))
+APPLY_MS=$(sed -n 's/.*boot: recorded state of 1 PF(s) applied in \([0-9]*\) ms.*/\1/p' "$OUT" | head -1)
+echo "@@vm figure boot-to-recorded-state-applied $(awk -v a="$APPLIED_MS" 'BEGIN { printf "%.1f", a / 1000 }') s (kernel start to the agent's line; the agent started at $(awk -v a="$AGENT_START_MS" 'BEGIN { printf "%.1f", a / 1000 }') s, its share $(awk -v a="$APPLIED_MS" -v b="$AGENT_START_MS" 'BEGIN { printf "%.1f", (a - b) / 1000 }') s, the apply itself $APPLY_MS ms)"
+echo "@@vm figure kubelet-started-at $KUBELET_AT s (guest uptime)"
+run_ok "systemctl status (API unreachable)" systemctl status --no-pager --lines=0 $U
+out_has "status: waiting for the API server" 'recorded state restored, waiting for the API server'
+
+# the PF no record names: VFs and an MTU by hand again (the reboot took them)
+run_ok "2 VFs on the second PF by hand" sh -c "echo 2 >/sys/bus/pci/devices/$PF2/sriov_numvfs"
+run_ok "MTU 1400 on the second PF by hand" $IPR link set dev "$PF2NET" mtu 1400
+
+# the API server becomes reachable: the deleted policies are undone
+api_reachable
+T_API=$(cut -d' ' -f1 /proc/uptime)
+tries=450
+until [ "$(numvfs_of "$PF")" = 0 ]; do
+    tries=$((tries - 1))
+    if [ "$tries" -le 0 ]; then
+        journalctl -b -u $U --no-pager -o short-monotonic | tail -n 60 >"$OUT"
+        fail "the PF the records name is reset: 0 VFs" "still $(numvfs_of "$PF") VFs after 90 s"
+    fi
+    sleep 0.2
+done
+ok "the PF the records name is reset: 0 VFs"
+T_RESET=$(cut -d' ' -f1 /proc/uptime)
+echo "@@vm figure api-reachable-to-reset $(awk -v a="$T_API" -v b="$T_RESET" 'BEGIN { printf "%.1f", b - a }') s"
+wait_for "its MTU back to 1500" 30 sh -c "[ \$(cat /sys/class/net/$PFNET/mtu) = 1500 ]"
+wait_for "its record removed" 30 test ! -e "/var/lib/sriov-agent/$PF.json"
+expect_eq "the second PF keeps its 2 VFs" "$(numvfs_of "$PF2")" 2
+expect_eq "the second PF keeps its MTU" "$(mtu_of "$PF2NET")" 1400
+run_ok "journal: the agent's lines about the second PF" \
+    sh -c "journalctl -b -u $U PF=$PF2 -o json | jq -s ."
+jq_checks "nothing done to the second PF (no ACTION= line)" 'all(.[]; has("ACTION") | not)'
+run_ok "journal: the reset of the first PF" sh -c "journalctl -b -u $U PF=$PF -o json | jq -s ."
+jq_checks "the first PF's reset has ACTION= lines" 'any(.[]; has("ACTION"))' 
+run_ok "systemctl stop $U kubelet.service" systemctl stop $U kubelet.service
