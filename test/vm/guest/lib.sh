@@ -292,7 +292,8 @@ vfs_are() { [ "$(count_virtfn "$IGB_PF")" = "$1" ]; }
 pf_vf_line() { $IPR link show dev "$PF" | grep -E "^ +vf $1 " | tr -s ' '; }
 
 # The fake kubelet (commands on fd 7) and `sriov-agent run` (standalone, /tmp/policies, log in
-# /tmp/agent.log, pid in AGENT_PID); waits for the agent's 4 VFs and sets VF0..VF3.
+# /tmp/agent.log, pid in AGENT_PID, more flags in AGENT_EXTRA_ARGS); waits for the agent's 4 VFs
+# and sets VF0..VF3.
 start_agent_with_kubelet() {
     echo '[]' >/tmp/assignments.json
     mkfifo /tmp/kubelet.in
@@ -302,7 +303,7 @@ start_agent_with_kubelet() {
     wait_for "fake kubelet listens" 30 test -S "$KDIR/kubelet.sock"
     "$AGENT" run --policy-dir /tmp/policies --node-labels highnet-node=true --node-name lab-node \
         --state-dir /tmp/agent-state --kubelet-dir "$KDIR" --pod-resources-socket "$PRSOCK" \
-        --devinfo-dir /run/devinfo --resync-interval 3 >/tmp/agent.log 2>&1 &
+        --devinfo-dir /run/devinfo --resync-interval 3 $AGENT_EXTRA_ARGS >/tmp/agent.log 2>&1 &
     AGENT_PID=$!
     wait_for "the agent made 4 VFs" 120 vfs_are 4
     VF0=$(vf_pci "$IGB_PF" 0)

@@ -9,7 +9,10 @@
 # the host with its original name, MAC, MTU and PF-side settings, and no record is left.
 # Prints the rate of ADD/DEL pairs. The count is small here (CI); for the figure of at least
 # 1,000 pairs: test/vm/run --timeout 3600 --add FILE:/vm/extra/churn-pairs 12 (FILE holds the
-# number).
+# number). With a file /vm/extra/churn-rdma-exclusive the agent runs with --rdma-mode exclusive
+# (the RDMA subsystem's exclusive network namespace mode, set before any pod namespace exists),
+# so every ADD and DEL goes through the plugin's RDMA steps (igb VFs have no RDMA device: found
+# to have none, nothing moves); the guest is put back in shared mode at the end.
 
 STATE=/var/lib/cni/sriov
 IPAM_DIR=/run/cni-ipam
@@ -28,7 +31,14 @@ trap 'rc=$?; if [ $rc -ne 0 ]; then echo "    --- agent log tail"; tail -n 20 /t
 
 mkdir -p "$C/claims"
 : >"$C/violations"
+RDMA_EXCLUSIVE=
+[ -e /vm/extra/churn-rdma-exclusive ] && RDMA_EXCLUSIVE=1
+[ -n "$RDMA_EXCLUSIVE" ] && AGENT_EXTRA_ARGS="--rdma-mode exclusive"
 start_cni_node
+if [ -n "$RDMA_EXCLUSIVE" ]; then
+    wait_for "the agent set the RDMA netns mode to exclusive (ib_core says N)" 60 \
+        sh -c 'test "$(cat /sys/module/ib_core/parameters/netns_mode)" = N'
+fi
 
 # the VFs as they were: names, MACs, MTUs, the PF's view
 originals() {
@@ -149,7 +159,7 @@ kill "$AGENT_PID" 2>/dev/null
 wait "$AGENT_PID" 2>/dev/null
 "$AGENT" run --policy-dir /tmp/policies --node-labels highnet-node=true --node-name lab-node \
     --state-dir /tmp/agent-state --kubelet-dir "$KDIR" --pod-resources-socket "$PRSOCK" \
-    --devinfo-dir /run/devinfo --resync-interval 3 >>/tmp/agent.log 2>&1 &
+    --devinfo-dir /run/devinfo --resync-interval 3 $AGENT_EXTRA_ARGS >>/tmp/agent.log 2>&1 &
 AGENT_PID=$!
 for p in $pids; do wait "$p"; done
 end=$(cut -d' ' -f1 /proc/uptime)
@@ -157,7 +167,7 @@ end=$(cut -d' ' -f1 /proc/uptime)
 n() { [ -e "$C/count-$1" ] && wc -l <"$C/count-$1" || echo 0; }
 pairs=$(n pairs)
 rate=$(awk -v p="$pairs" -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", p / (e - s) }')
-echo "@@vm figure cni-churn $pairs ADD/DEL pairs in $(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.0f", e - s }') s ($rate pairs/s) with $WORKERS workers on 4 VFs; $(n killed) ADDs killed, $(n late) late DELs, $(n refused) ADDs refused (VF held); violations: $(wc -l <"$C/violations")"
+echo "@@vm figure cni-churn${RDMA_EXCLUSIVE:+ (exclusive RDMA mode)} $pairs ADD/DEL pairs in $(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.0f", e - s }') s ($rate pairs/s) with $WORKERS workers on 4 VFs; $(n killed) ADDs killed, $(n late) late DELs, $(n refused) ADDs refused (VF held); violations: $(wc -l <"$C/violations")"
 echo "    slow calls (over 5 s): $([ -e $C/slow ] && wc -l <$C/slow || echo 0)"
 head -n 5 "$C/slow" 2>/dev/null | cut -c1-250 | sed 's/^/    | /'
 echo "    refusals (first 3):"
@@ -175,4 +185,8 @@ wait_for "kubelet: $R_NET = VFs 0-3, healthy, after the churn" 30 pool_is "$R_NE
 
 kill "$AGENT_PID" 2>/dev/null
 wait "$AGENT_PID" 2>/dev/null
+if [ -n "$RDMA_EXCLUSIVE" ]; then
+    expect_eq "still in exclusive RDMA mode after the churn" "$(cat /sys/module/ib_core/parameters/netns_mode)" N
+    run_ok "the guest back in shared RDMA mode" "$AGENT" debug rdma-mode shared
+fi
 exec 7>&-
