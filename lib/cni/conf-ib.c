@@ -9,17 +9,7 @@
 #include <jansson.h>
 
 #include "util/macro.h"
-
-static int hexval(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
+#include "util/parse.h"
 
 int cni_guid_parse(const char *s, uint64_t *ret)
 {
@@ -28,7 +18,7 @@ int cni_guid_parse(const char *s, uint64_t *ret)
                 return -EINVAL;
         for (int i = 0; i < 8; i++) {
                 const char *p = s + i * 3;
-                int hi = hexval(p[0]), lo = hexval(p[1]);
+                int hi = hex_digit_value(p[0]), lo = hex_digit_value(p[1]);
                 if (hi < 0 || lo < 0 || (i < 7 && p[2] != ':'))
                         return -EINVAL;
                 v = v << 8 | (uint64_t)(hi << 4 | lo);

@@ -50,38 +50,37 @@ static json_t *str_attr(const char *s)
         return json_pack("{s:s}", "string", s);
 }
 
-static json_t *device_json(const struct dp_pool *pool, const struct dp_device *d,
-                           const struct pf_info *pf, const struct vf_info *vf)
+/* The attributes a VF and a whole card share: where it sits (PCIe root, bus ID, NUMA node) and
+ * what it is (vendor and device ID). Returns the OR of jansson's results (non-zero: failed). */
+static int set_pci_attrs(json_t *attrs, const char *pci, const char *pcie_root, int numa_node,
+                         uint16_t vendor_id, uint16_t device_id)
 {
-        char name[PCI_ADDR_MAX], vendor[8], device[8];
-        dra_device_name(d->id, name);
-        snprintf(vendor, sizeof(vendor), "%04x", vf->vendor);
-        snprintf(device, sizeof(device), "%04x", vf->device);
-        json_t *attrs = json_object();
-        if (!attrs)
-                return NULL;
+        char vendor[8], device[8];
+        snprintf(vendor, sizeof(vendor), "%04x", vendor_id);
+        snprintf(device, sizeof(device), "%04x", device_id);
         int r = 0;
-        if (vf->pcie_root[0])
+        if (pcie_root[0])
                 r |= json_object_set_new(attrs, "resource.kubernetes.io/pcieRoot",
-                                         str_attr(vf->pcie_root));
-        r |= json_object_set_new(attrs, "resource.kubernetes.io/pciBusID", str_attr(d->id));
-        if (vf->numa_node >= 0)
+                                         str_attr(pcie_root));
+        r |= json_object_set_new(attrs, "resource.kubernetes.io/pciBusID", str_attr(pci));
+        if (numa_node >= 0)
                 r |= json_object_set_new(attrs, "dra.net/numaNode",
-                                         json_pack("{s:I}", "int", (json_int_t)vf->numa_node));
-        if (pf_netdev_name(pf))
-                r |= json_object_set_new(attrs, ATTR_DRIVER "PFName", str_attr(pf_netdev_name(pf)));
-        r |= json_object_set_new(attrs, ATTR_DRIVER "pfPciAddress", str_attr(pf->pci_address));
-        r |= json_object_set_new(attrs, ATTR_DRIVER "pciAddress", str_attr(d->id));
-        r |= json_object_set_new(attrs, ATTR_DRIVER "vfID",
-                                 json_pack("{s:I}", "int", (json_int_t)vf->vf_index));
+                                         json_pack("{s:I}", "int", (json_int_t)numa_node));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "pciAddress", str_attr(pci));
         r |= json_object_set_new(attrs, ATTR_DRIVER "vendor", str_attr(vendor));
         r |= json_object_set_new(attrs, ATTR_DRIVER "deviceID", str_attr(device));
-        r |= json_object_set_new(attrs, ATTR_DRIVER "linkType", str_attr(link_type_name(pf)));
-        r |= json_object_set_new(attrs, ATTR_DRIVER "rdmaCapable",
-                                 json_pack("{s:b}", "bool", pool->is_rdma && d->rdma_device[0]));
+        return r;
+}
+
+/* The pool's names (ours and the ones Multus' DRA support reads), then the device entry; takes
+ * `attrs` in every case. */
+static json_t *device_entry(json_t *attrs, int r, const struct dp_pool *pool,
+                            const struct dp_device *d, const char *device_type)
+{
+        char name[PCI_ADDR_MAX];
+        dra_device_name(d->id, name);
         r |= json_object_set_new(attrs, ATTR_DRIVER "resourceName", str_attr(pool->resource));
-        r |= json_object_set_new(attrs, ATTR_DRIVER "deviceType",
-                                 str_attr(device_type_to_string(pool->device_type)));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "deviceType", str_attr(device_type));
         r |= json_object_set_new(attrs, "k8s.cni.cncf.io/resourceName", str_attr(pool->resource));
         r |= json_object_set_new(attrs, "k8s.cni.cncf.io/deviceID", str_attr(d->id));
         if (r) {
@@ -89,6 +88,24 @@ static json_t *device_json(const struct dp_pool *pool, const struct dp_device *d
                 return NULL;
         }
         return json_pack("{s:s,s:o}", "name", name, "attributes", attrs);
+}
+
+static json_t *device_json(const struct dp_pool *pool, const struct dp_device *d,
+                           const struct pf_info *pf, const struct vf_info *vf)
+{
+        json_t *attrs = json_object();
+        if (!attrs)
+                return NULL;
+        int r = set_pci_attrs(attrs, d->id, vf->pcie_root, vf->numa_node, vf->vendor, vf->device);
+        if (pf_netdev_name(pf))
+                r |= json_object_set_new(attrs, ATTR_DRIVER "PFName", str_attr(pf_netdev_name(pf)));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "pfPciAddress", str_attr(pf->pci_address));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "vfID",
+                                 json_pack("{s:I}", "int", (json_int_t)vf->vf_index));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "linkType", str_attr(link_type_name(pf)));
+        r |= json_object_set_new(attrs, ATTR_DRIVER "rdmaCapable",
+                                 json_pack("{s:b}", "bool", pool->is_rdma && d->rdma_device[0]));
+        return device_entry(attrs, r, pool, d, device_type_to_string(pool->device_type));
 }
 
 static const char *netdev_link_type(const struct netdev_info *n, size_t count)
@@ -146,39 +163,17 @@ static bool find_card(const struct inventory *inv, const char *pci, struct card_
 static json_t *card_json(const struct dp_pool *pool, const struct dp_device *d,
                          const struct card_fn *fn)
 {
-        char name[PCI_ADDR_MAX], vendor[8], device[8];
-        dra_device_name(d->id, name);
-        snprintf(vendor, sizeof(vendor), "%04x", fn->vendor);
-        snprintf(device, sizeof(device), "%04x", fn->device);
         json_t *attrs = json_object();
         if (!attrs)
                 return NULL;
-        int r = 0;
-        if (fn->pcie_root[0])
-                r |= json_object_set_new(attrs, "resource.kubernetes.io/pcieRoot",
-                                         str_attr(fn->pcie_root));
-        r |= json_object_set_new(attrs, "resource.kubernetes.io/pciBusID", str_attr(d->id));
-        if (d->numa_node >= 0)
-                r |= json_object_set_new(attrs, "dra.net/numaNode",
-                                         json_pack("{s:I}", "int", (json_int_t)d->numa_node));
+        int r = set_pci_attrs(attrs, d->id, fn->pcie_root, d->numa_node, fn->vendor, fn->device);
         if (fn->ifname)
                 r |= json_object_set_new(attrs, ATTR_DRIVER "ifName", str_attr(fn->ifname));
-        r |= json_object_set_new(attrs, ATTR_DRIVER "pciAddress", str_attr(d->id));
-        r |= json_object_set_new(attrs, ATTR_DRIVER "vendor", str_attr(vendor));
-        r |= json_object_set_new(attrs, ATTR_DRIVER "deviceID", str_attr(device));
         r |= json_object_set_new(attrs, ATTR_DRIVER "linkType", str_attr(fn->link_type));
         r |= json_object_set_new(attrs, ATTR_DRIVER "rdmaCapable", json_pack("{s:b}", "bool", 1));
         if (d->rdma_device[0])
                 r |= json_object_set_new(attrs, ATTR_DRIVER "rdmaDevice", str_attr(d->rdma_device));
-        r |= json_object_set_new(attrs, ATTR_DRIVER "resourceName", str_attr(pool->resource));
-        r |= json_object_set_new(attrs, ATTR_DRIVER "deviceType", str_attr(DRA_DEVICE_TYPE_CARD));
-        r |= json_object_set_new(attrs, "k8s.cni.cncf.io/resourceName", str_attr(pool->resource));
-        r |= json_object_set_new(attrs, "k8s.cni.cncf.io/deviceID", str_attr(d->id));
-        if (r) {
-                json_decref(attrs);
-                return NULL;
-        }
-        return json_pack("{s:s,s:o}", "name", name, "attributes", attrs);
+        return device_entry(attrs, r, pool, d, DRA_DEVICE_TYPE_CARD);
 }
 
 static int compare_names(const void *a, const void *b)
