@@ -312,15 +312,22 @@ static double media_q(const char *range, size_t len, const char *type, const cha
         return type_ok && version_ok && q > 0 && q <= 1 ? q : 0;
 }
 
+/* max of two q values (never NaN: media_q() returns 0 or a q in (0, 1]); not fmax(), which
+ * alone made the agent load libm (0.9 MiB of the image). */
+static double max_q(double a, double b)
+{
+        return a > b ? a : b;
+}
+
 bool metrics_accepts_openmetrics(const char *accept)
 {
         double om = 0, text = 0;
         for (const char *p = accept; p && *p;) {
                 size_t len = strcspn(p, ",");
-                om = fmax(om, media_q(p, len, "application/openmetrics-text", "1.0.0"));
-                text = fmax(text, media_q(p, len, "text/plain", "0.0.4"));
-                text = fmax(text, media_q(p, len, "text/*", NULL));
-                text = fmax(text, media_q(p, len, "*/*", NULL));
+                om = max_q(om, media_q(p, len, "application/openmetrics-text", "1.0.0"));
+                text = max_q(text, media_q(p, len, "text/plain", "0.0.4"));
+                text = max_q(text, media_q(p, len, "text/*", NULL));
+                text = max_q(text, media_q(p, len, "*/*", NULL));
                 p += len + (p[len] == ',');
         }
         return om > text;

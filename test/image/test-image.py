@@ -20,7 +20,10 @@ Builds the image from BUILDDIR (a temp archive), then checks:
     and stops with status 0 on SIGTERM (skipped, and said, where podman does not run);
   - the CNI plugin (only when BUILDDIR/sriov was built; otherwise said and skipped):
     `CNI_COMMAND=VERSION /opt/cni/bin/sriov` answers inside the image, and the DaemonSet's
-    install-cni init container command installs it into a host dir;
+    install-cni init container command installs it into a host dir with its bundle
+    .sriov-agent/ (the image's loader and every library it needs, as files); there its
+    interpreter and RPATH are the bundle, and sriov and ib-sriov answer VERSION in a chroot
+    holding nothing but that dir as /opt/cni/bin (no host library, loader or ld.so.cache);
   - the uncompressed size is at most 15 MB (issue 19's target; bench/run prints it beside
     upstream's images);
   - libcurl.so.4 is the HTTP/HTTPS-only build of scripts/image-deps: it needs only OpenSSL,
@@ -538,12 +541,57 @@ print(i.features, i.ssl_version.decode(), ",".join(protocols))
     r = inside(init["command"], {})
     installed = os.path.join(hostcni, "sriov")
     check(r.returncode == 0 and os.access(installed, os.X_OK) and
-          sorted(os.listdir(hostcni)) == ["ib-sriov", "sriov"],
-          f"install-cni puts executables sriov and ib-sriov into the host dir, nothing else: "
-          f"{os.listdir(hostcni)} {r.stderr.strip()[-200:]}")
+          sorted(os.listdir(hostcni)) == [".sriov-agent", "ib-sriov", "sriov"],
+          f"install-cni puts executables sriov and ib-sriov and their bundle .sriov-agent/ "
+          f"into the host dir, nothing else: {os.listdir(hostcni)} {r.stderr.strip()[-200:]}")
     for f in ("sriov", "ib-sriov"):
         with open(os.path.join(hostcni, f), "rb") as a, open(rootfs + "/opt/cni/bin/sriov", "rb") as b:
             check(a.read() == b.read(), f"the installed {f} is the image's plugin")
+    # The node may have none of the plugin's libraries and an older glibc: the installed
+    # plugin must bring all it loads. Its loader and RPATH are the bundle; the bundle holds the
+    # image's own files (copies, no links into the image); and it runs in a root that holds
+    # nothing but that /opt/cni/bin, with LD_LIBRARY_PATH pointing at nothing.
+    bundle = os.path.join(hostcni, ".sriov-agent")
+    prog = run(["readelf", "-l", installed]).stdout
+    check("[Requesting program interpreter: /opt/cni/bin/.sriov-agent/ld-linux-x86-64.so.2]"
+          in prog, "the installed plugin's loader is the bundle's")
+    dyn = run(["readelf", "-d", installed]).stdout
+    check(re.findall(r"\((?:RPATH|RUNPATH)\).*\[(.*)\]", dyn) == ["/opt/cni/bin/.sriov-agent"]
+          and "(RPATH)" in dyn, "the installed plugin's DT_RPATH is the bundle, nothing else")
+    files = sorted(os.listdir(bundle)) if os.path.isdir(bundle) else []
+    missing = []
+    for e in [installed] + [os.path.join(bundle, f) for f in files]:
+        missing += [f"{os.path.basename(e)}: {n}" for n in re.findall(
+            r"\(NEEDED\).*\[(.+)\]", run(["readelf", "-d", e]).stdout) if n not in files]
+    check(files and not missing and not any(os.path.islink(os.path.join(bundle, f))
+                                            for f in files),
+          f"the bundle ({len(files)} files) holds every library the plugin and they need: "
+          f"missing {missing}")
+    for f in files:
+        with open(os.path.join(bundle, f), "rb") as a:
+            img = rootfs + "/opt/cni/bin/.sriov-agent/" + f
+            # a relative link to the image's file (absolute would name the build host's)
+            link = os.readlink(img) if os.path.islink(img) else ""
+            check(link.startswith("../../../../usr/lib/") and
+                  not os.path.islink(os.path.join(os.path.dirname(img), link)),
+                  f"the image's .sriov-agent/{f} links to a file of its own: {link}")
+            with open(os.path.join(os.path.dirname(img), link), "rb") as b:
+                check(a.read() == b.read(), f"bundle {f} is the image's")
+    if os.geteuid() != 0:
+        print("skipped: the installed plugin on a bare node (chroot needs root)")
+        return
+    bare = os.path.join(tmp, "bare-node")
+    shutil.copytree(hostcni, os.path.join(bare, "opt", "cni", "bin"), symlinks=True)
+    for argv0 in ("sriov", "ib-sriov"):
+        r = run([shutil.which("chroot") or "/usr/sbin/chroot", bare, "/opt/cni/bin/" + argv0],
+                env={"CNI_COMMAND": "VERSION", "LD_LIBRARY_PATH": "/usr/lib:/lib"})
+        try:
+            versions = json.loads(r.stdout).get("supportedVersions", [])
+        except ValueError:
+            versions = []
+        check(r.returncode == 0 and "1.0.0" in versions,
+              f"CNI_COMMAND=VERSION installed {argv0} on a node with nothing but /opt/cni/bin: "
+              f"{r.stdout.strip()[:200]} {r.stderr.strip()[-300:]}")
 
 
 main()

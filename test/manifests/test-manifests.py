@@ -34,7 +34,10 @@ CASE:
            (namespace, image, prefix, node selector, RDMA shared config, resync interval,
            metrics, DRA resources with the hostpaths checks) land where they must; `helm package` carries crds/ as regular files of the same content
   initcni  the install-cni init container's script (busybox sh) installs the plugin
-           atomically (rename over the old file, mode 0755, no leftover) and fails without one
+           atomically (rename over the old file, mode 0755, no leftover) with its bundle of
+           loader and libraries (a new directory renamed into place) and fails without one;
+           the installed sriov and ib-sriov answer CNI_COMMAND=VERSION in a chroot holding
+           nothing but that /opt/cni/bin (needs root; chroot)
   install  `cmake --install` puts the binary, the unit (ExecStart = installed binary), the
            manifests and the CRDs under the prefix; `systemd-analyze verify` accepts the unit;
            the man page sriov-agent(8) renders and names every flag of every command's --help
@@ -778,6 +781,9 @@ def check_hostpaths(spec):
     check(im == {"/host/opt/cni/bin": ("/opt/cni/bin", False)},
           f"install-cni mounts only the node's /opt/cni/bin, read-write: {im}")
     script = init["command"][-1]
+    # shell variables set to a path (h=/host/opt/cni/bin) count where they are used
+    for var, val in re.findall(r"^\s*(\w+)=(/\S+)$", script, re.M):
+        script = re.sub(rf"^\s*{var}=.*$", "", script, flags=re.M).replace("$" + var, val)
     targets = set(re.findall(r"(/host/\S+)", script))
     check(targets and all(t.startswith("/host/opt/cni/bin/") for t in targets),
           f"install-cni writes only under that mount: {sorted(targets)}")
@@ -812,6 +818,71 @@ def case_image():
         check(c["image"] == name, f"{c['name']} runs {c['image']} = the built image {name}")
 
 
+def bundle_like_image(image_bin, plugin):
+    """An image's /opt/cni/bin as scripts/build-image makes it: sriov (the copy linked against
+    the bundle dir), ib-sriov a link to it, .sriov-agent/ links to the loader and to every
+    library the plugin loads (here this machine's, which the image's are copies of)."""
+    shutil.copy(plugin, os.path.join(image_bin, "sriov"))
+    os.symlink("sriov", os.path.join(image_bin, "ib-sriov"))
+    bundle = os.path.join(image_bin, ".sriov-agent")
+    os.makedirs(bundle)
+    loader = "/lib64/ld-linux-x86-64.so.2"
+    os.symlink(loader, os.path.join(bundle, os.path.basename(loader)))
+    listed = subprocess.run([loader, "--list", plugin], capture_output=True, text=True,
+                            check=True).stdout
+    for lib in re.findall(r"=> (/\S+)", listed):
+        if os.path.basename(lib) != os.path.basename(loader):
+            os.symlink(lib, os.path.join(bundle, os.path.basename(lib)))
+
+
+def run_on_bare_node(host_bin, argv0):
+    """CNI_COMMAND=VERSION of host_bin/argv0 in a root holding nothing but host_bin as its
+    /opt/cni/bin: no /lib, /usr, /etc (no host library, loader or ld.so.cache), and
+    LD_LIBRARY_PATH pointing nowhere. (rc, stdout, stderr)"""
+    with tempfile.TemporaryDirectory(prefix="sriov-bare-node-") as root:
+        shutil.copytree(host_bin, os.path.join(root, "opt", "cni", "bin"), symlinks=True)
+        r = subprocess.run([shutil.which("chroot") or "/usr/sbin/chroot", root, "/opt/cni/bin/" + argv0], capture_output=True,
+                           text=True, timeout=30,
+                           env={"CNI_COMMAND": "VERSION", "LD_LIBRARY_PATH": "/usr/lib:/lib"})
+        return r.returncode, r.stdout, r.stderr
+
+
+def check_bundled_plugin(host_bin, what):
+    """The installed plugin names the bundle's loader and finds its libraries there only; every
+    library any of them needs is in the bundle; it answers VERSION on a node without them."""
+    bundle = os.path.join(host_bin, ".sriov-agent")
+    plugin = os.path.join(host_bin, "sriov")
+    prog = subprocess.run(["readelf", "-l", plugin], capture_output=True, text=True).stdout
+    interp = re.findall(r"Requesting program interpreter: (.*)\]", prog)
+    check(interp == ["/opt/cni/bin/.sriov-agent/ld-linux-x86-64.so.2"],
+          f"{what}: the plugin's loader is the bundle's: {interp}")
+    dyn = subprocess.run(["readelf", "-d", plugin], capture_output=True, text=True).stdout
+    rpath = re.findall(r"\((?:RPATH|RUNPATH)\).*\[(.*)\]", dyn)
+    check(rpath == ["/opt/cni/bin/.sriov-agent"] and "(RPATH)" in dyn,
+          f"{what}: its DT_RPATH (which the libraries' own lookups use too) is the bundle: {rpath}")
+    files = sorted(os.listdir(bundle)) if os.path.isdir(bundle) else []
+    check(all(os.path.isfile(os.path.join(bundle, f)) and
+              not os.path.islink(os.path.join(bundle, f)) for f in files) and
+          "libc.so.6" in files and "ld-linux-x86-64.so.2" in files,
+          f"{what}: the bundle holds files (not links into the image): {files}")
+    missing = []
+    for elf in [plugin] + [os.path.join(bundle, f) for f in files]:
+        d = subprocess.run(["readelf", "-d", elf], capture_output=True, text=True).stdout
+        missing += [f"{os.path.basename(elf)}: {n}" for n in
+                    re.findall(r"\(NEEDED\).*\[(.+)\]", d) if n not in files]
+    check(not missing, f"{what}: every library the plugin and the bundle need is in the bundle "
+          f"({len(files)} files): missing {missing}")
+    for argv0 in ("sriov", "ib-sriov"):
+        rc, out, err = run_on_bare_node(host_bin, argv0)
+        try:
+            versions = json.loads(out).get("supportedVersions", [])
+        except ValueError:
+            versions = []
+        check(rc == 0 and "1.0.0" in versions,
+              f"{what}: CNI_COMMAND=VERSION {argv0} on a node with nothing but /opt/cni/bin: "
+              f"rc {rc} {out.strip()[:200]} {err.strip()[-300:]}")
+
+
 def case_initcni():
     init = next(c for c in pod_spec()["initContainers"] if c["name"] == "install-cni")
     command = init["command"]
@@ -819,6 +890,10 @@ def case_initcni():
     busybox = shutil.which("busybox")
     check(busybox is not None, "busybox (the image's shell) is installed (scripts/install-deps)")
     if not busybox:
+        return
+    plugin = os.path.join(BUILD, "sriov-bundled")
+    check(os.access(plugin, os.X_OK), f"{plugin} (the image's plugin) is built")
+    if not os.access(plugin, os.X_OK):
         return
     with tempfile.TemporaryDirectory(prefix="sriov-initcni-") as tmp:
         image_bin, host_bin = os.path.join(tmp, "image"), os.path.join(tmp, "host")
@@ -837,30 +912,41 @@ def case_initcni():
         rc, out = install()
         check(rc != 0 and os.listdir(host_bin) == [],
               f"no plugin in the image: fails, writes nothing ({rc}: {out.strip()})")
-        with open(os.path.join(image_bin, "sriov"), "w") as f:
-            f.write("#!/bin/sh\necho new\n")
-        os.chmod(os.path.join(image_bin, "sriov"), 0o700)
+        bundle_like_image(image_bin, plugin)
+        with open(plugin, "rb") as f:
+            new = f.read()
         old = os.path.join(host_bin, "sriov")
         with open(old, "w") as f:
             f.write("old plugin")
+        os.makedirs(os.path.join(host_bin, ".sriov-agent"))
+        with open(os.path.join(host_bin, ".sriov-agent", "libold.so"), "w") as f:
+            f.write("old library")
         held = open(old)  # a runtime executing the old plugin at this moment
         old_ino = os.fstat(held.fileno()).st_ino
         rc, out = install()
         st = os.stat(old)
         check(rc == 0, f"install-cni exits 0 ({out.strip()})")
-        check(open(old).read() == "#!/bin/sh\necho new\n" and (st.st_mode & 0o777) == 0o755,
+        check(open(old, "rb").read() == new and (st.st_mode & 0o777) == 0o755,
               f"the node's sriov is the image's, mode 0755 ({oct(st.st_mode & 0o777)})")
         check(st.st_ino != old_ino and held.read() == "old plugin",
               "replaced by rename: the old file stays intact for whoever has it open")
         held.close()
         # the same binary also under the name ib-sriov (the CNI type it then answers as)
-        check(open(os.path.join(host_bin, "ib-sriov")).read() == "#!/bin/sh\necho new\n",
+        check(open(os.path.join(host_bin, "ib-sriov"), "rb").read() == new,
               "the node's ib-sriov is the image's sriov")
-        check(sorted(os.listdir(host_bin)) == ["ib-sriov", "sriov"],
-              f"no leftover: {os.listdir(host_bin)}")
+        want = [".sriov-agent", "ib-sriov", "sriov"]
+        check(sorted(os.listdir(host_bin)) == want, f"no leftover: {os.listdir(host_bin)}")
+        check(not os.path.exists(os.path.join(host_bin, ".sriov-agent", "libold.so")),
+              "the old bundle is replaced as a whole")
+        check_bundled_plugin(host_bin, "first install")
         rc, out = install()
-        check(rc == 0 and sorted(os.listdir(host_bin)) == ["ib-sriov", "sriov"],
-              "a second run is fine")
+        check(rc == 0 and sorted(os.listdir(host_bin)) == want, "a second run is fine")
+        check_bundled_plugin(host_bin, "second install")
+        # the plugin `cmake --install` puts on a host is the ordinary one: it would not run there
+        shutil.copy(os.path.join(BUILD, "sriov"), os.path.join(host_bin, "sriov"))
+        rc, _, err = run_on_bare_node(host_bin, "sriov")
+        check(rc != 0, f"(control) the host build's sriov does not run on such a node: rc {rc} "
+              f"{err.strip()[-120:]}")
 
 
 def case_helm():
