@@ -5,17 +5,20 @@
  * sockets are the double's (host_netlink_open wrapped at link time, see tests.cmake) and the
  * PF's name resolves to the double's ifindex (if_nametoindex wrapped). GUID requests are checked
  * byte for byte against the uapi layout (struct ifla_vf_guid in IFLA_VF_INFO in
- * IFLA_VFINFO_LIST). The driver re-bind and the rename of the re-created netdev are covered up
- * to the re-bind being attempted (it fails on a tree without the VF): driving a re-probe needs
- * the fake kernel of test-driver-bind.c and the rename a real netdev. */
+ * IFLA_VFINFO_LIST). The driver re-bind runs against a fake kernel thread that does to the tree
+ * what unbind and drivers_probe do (the netdev re-created under the same or another name); the
+ * rename back goes to the test's answers for the VF's netdev (RTM_GETLINK by name,
+ * RTM_SETLINK with IFLA_IFNAME), so it is proven on the message level only. */
 /* glibc's net/if.h before any linux/ header (linux/libc-compat.h then defers to it) */
 #include <net/if.h>
 
 #include <errno.h>
 #include <ftw.h>
 #include <linux/if_arp.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,7 +53,16 @@ struct fixture {
         size_t setlink_len[MAX_SETLINKS];
         unsigned n_setlinks;
         char root[64]; /* a generated sysfs tree */
+        /* the VF's IPoIB netdev as rtnetlink knows it (ifindex VF_IFINDEX), and the fake
+         * kernel re-binding its driver in the tree */
+        char vf_netdev[IFNAMSIZ];
+        char reprobe_name[IFNAMSIZ]; /* the name the driver gives the re-created netdev */
+        pthread_t kernel;
+        atomic_bool stop;
+        char kernel_log[128];
 };
+
+#define VF_IFINDEX 12
 
 static struct fixture *fx;
 
@@ -84,9 +96,51 @@ static void answer_getlink(struct nldouble *d, const struct nlmsghdr *req)
                 nldouble_ack(d, req, 0);
 }
 
+/* RTM_GETLINK by name (IFLA_IFNAME): the VF's netdev, else ENODEV; true when answered. */
+static bool answer_getlink_by_name(struct nldouble *d, struct nlmsghdr *req)
+{
+        struct nlattr *tb[IFLA_MAX + 1];
+        if (nlmsg_parse(req, sizeof(struct ifinfomsg), tb, IFLA_MAX, NULL) < 0 || !tb[IFLA_IFNAME])
+                return false;
+        char name[IFNAMSIZ];
+        nla_strlcpy(name, tb[IFLA_IFNAME], sizeof(name));
+        if (!fx->vf_netdev[0] || strcmp(name, fx->vf_netdev) != 0) {
+                nldouble_ack(d, req, -ENODEV);
+                return true;
+        }
+        struct nl_msg *m = nlmsg_alloc_size(4096);
+        struct nlmsghdr *h =
+            nlmsg_put(m, req->nlmsg_pid, req->nlmsg_seq, RTM_NEWLINK, sizeof(struct ifinfomsg), 0);
+        *(struct ifinfomsg *)nlmsg_data(h) =
+            (struct ifinfomsg){ .ifi_type = ARPHRD_INFINIBAND, .ifi_index = VF_IFINDEX };
+        const uint8_t addr[20] = { 0x00, 0x00, 0x10, 0x49, 0xfe, 0x80 };
+        nla_put_string(m, IFLA_IFNAME, fx->vf_netdev);
+        nla_put_u32(m, IFLA_MTU, 2044);
+        nla_put(m, IFLA_ADDRESS, sizeof(addr), addr);
+        nldouble_queue(d, m);
+        if (req->nlmsg_flags & NLM_F_ACK)
+                nldouble_ack(d, req, 0);
+        return true;
+}
+
+/* RTM_SETLINK of the VF's netdev: a rename (IFLA_IFNAME) is all this test expects. */
+static void answer_vf_setlink(struct nldouble *d, struct nlmsghdr *req)
+{
+        struct nlattr *tb[IFLA_MAX + 1];
+        if (nlmsg_parse(req, sizeof(struct ifinfomsg), tb, IFLA_MAX, NULL) < 0 ||
+            !tb[IFLA_IFNAME]) {
+                nldouble_ack(d, req, -EINVAL);
+                return;
+        }
+        nla_strlcpy(fx->vf_netdev, tb[IFLA_IFNAME], sizeof(fx->vf_netdev));
+        nldouble_ack(d, req, 0);
+}
+
 static int send_fn(struct nl_sock *sk, struct nl_msg *msg)
 {
         struct nlmsghdr *req = nlmsg_hdr(msg);
+        if (req->nlmsg_type == RTM_GETLINK && answer_getlink_by_name(&fx->d, req))
+                return (int)req->nlmsg_len;
         if (req->nlmsg_type == RTM_GETLINK) {
                 fx->n_getlinks++;
                 answer_getlink(&fx->d, req);
@@ -97,6 +151,11 @@ static int send_fn(struct nl_sock *sk, struct nl_msg *msg)
                     req->nlmsg_len < NLDOUBLE_MAX_REQUEST ? req->nlmsg_len : NLDOUBLE_MAX_REQUEST;
                 memcpy(fx->setlink[fx->n_setlinks], req, len);
                 fx->setlink_len[fx->n_setlinks++] = len;
+        }
+        if (req->nlmsg_type == RTM_SETLINK &&
+            ((const struct ifinfomsg *)nlmsg_data(req))->ifi_index == VF_IFINDEX) {
+                answer_vf_setlink(&fx->d, req);
+                return (int)req->nlmsg_len;
         }
         return nldouble_send(sk, msg);
 }
@@ -146,6 +205,72 @@ static void symlinkf(const char *target, const char *root, const char *rel)
         assert_int_equal(symlink(target, path), 0);
 }
 
+static void put_file(const char *root, const char *rel, const char *text)
+{
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", root, rel);
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        fputs(text, fp);
+        fclose(fp);
+}
+
+/* Takes a write to a sysfs file of the tree: true when something was written (emptied). */
+static bool take_write(const char *rel)
+{
+        char path[512];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", fx->root, rel);
+        if (stat(path, &st) < 0 || st.st_size == 0)
+                return false;
+        return truncate(path, 0) == 0;
+}
+
+/* What the kernel does with the VF on unbind and drivers_probe: unbind removes its driver
+ * link and its netdev; the probe re-creates the netdev (named as the driver names it) and
+ * the driver link. Polls the tree every millisecond; records what it did. */
+static void *fake_kernel_run(void *arg)
+{
+        char path[512];
+        while (!atomic_load(&fx->stop)) {
+                if (take_write("bus/pci/drivers/mlx5_core/unbind")) {
+                        snprintf(path, sizeof(path), "%s/bus/pci/devices/" VF_PCI "/net/%s",
+                                 fx->root, fx->vf_netdev);
+                        (void)rmdir(path);
+                        snprintf(path, sizeof(path), "%s/bus/pci/devices/" VF_PCI "/driver",
+                                 fx->root);
+                        (void)unlink(path);
+                        fx->vf_netdev[0] = '\0';
+                        strcat(fx->kernel_log, "unbind;");
+                }
+                if (take_write("bus/pci/drivers_probe")) {
+                        snprintf(fx->vf_netdev, sizeof(fx->vf_netdev), "%s", fx->reprobe_name);
+                        snprintf(path, sizeof(path), "%s/bus/pci/devices/" VF_PCI "/net/%s",
+                                 fx->root, fx->vf_netdev);
+                        (void)mkdir(path, 0755);
+                        snprintf(path, sizeof(path), "%s/bus/pci/devices/" VF_PCI "/driver",
+                                 fx->root);
+                        (void)symlink("../../drivers/mlx5_core", path);
+                        strcat(fx->kernel_log, "probe;");
+                }
+                nanosleep(&(struct timespec){ .tv_nsec = 1000 * 1000 }, NULL);
+        }
+        return NULL;
+}
+
+static void fake_kernel_start(const char *reprobe_name)
+{
+        snprintf(fx->reprobe_name, sizeof(fx->reprobe_name), "%s", reprobe_name);
+        atomic_store(&fx->stop, false);
+        assert_int_equal(pthread_create(&fx->kernel, NULL, fake_kernel_run, NULL), 0);
+}
+
+static void fake_kernel_stop(void)
+{
+        atomic_store(&fx->stop, true);
+        assert_int_equal(pthread_join(fx->kernel, NULL), 0);
+}
+
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
         return remove(path);
@@ -168,6 +293,14 @@ static int setup(void **state)
         symlinkf("../" VF_PCI, fx->root, "bus/pci/devices/" PF_PCI "/virtfn1");
         symlinkf("../" PF_PCI, fx->root, "bus/pci/devices/" VF0_PCI "/physfn");
         symlinkf("../" PF_PCI, fx->root, "bus/pci/devices/" VF_PCI "/physfn");
+        /* VF 1 on mlx5_core with its IPoIB netdev ib1 */
+        snprintf(fx->vf_netdev, sizeof(fx->vf_netdev), "ib1");
+        mkdirs(fx->root, "bus/pci/devices/" VF_PCI "/net/ib1");
+        mkdirs(fx->root, "bus/pci/drivers/mlx5_core");
+        symlinkf("../../drivers/mlx5_core", fx->root, "bus/pci/devices/" VF_PCI "/driver");
+        put_file(fx->root, "bus/pci/devices/" VF_PCI "/driver_override", "(null)\n");
+        put_file(fx->root, "bus/pci/drivers/mlx5_core/unbind", "");
+        put_file(fx->root, "bus/pci/drivers_probe", "");
         *state = fx;
         return 0;
 }
@@ -385,6 +518,62 @@ static void test_set_guid_rebinds_when_not_vfio(void **state)
         assert_true(fx->d.vf_guid[1].port == GUID);
 }
 
+/* Not vfio, the re-bind done: the driver re-creates the netdev under its old name, nothing
+ * renamed; loc read again. */
+static void test_set_guid_rebind_same_name(void **state)
+{
+        fake_kernel_start("ib1");
+        struct vf_location loc = vf1();
+        struct cni_error e = { 0 };
+        int r = cni_ib_set_guid(fx->root, VF_PCI, &loc, "ib1", false, GUID, &e);
+        fake_kernel_stop();
+        if (r < 0)
+                fail_msg("%s", e.msg);
+        assert_string_equal(fx->kernel_log, "unbind;probe;");
+        assert_int_equal(fx->n_setlinks, 2); /* the two GUIDs, no rename */
+        assert_guid_request(1, IFLA_VF_IB_PORT_GUID, 1, GUID);
+        assert_string_equal(loc.vf_ifname, "ib1");
+        assert_string_equal(loc.driver, "mlx5_core");
+        assert_int_equal(loc.vf_index, 1);
+}
+
+/* The driver re-creates it as ib7 (the kernel's next free name): renamed back to ib1. */
+static void test_set_guid_rebind_renames_back(void **state)
+{
+        fake_kernel_start("ib7");
+        struct vf_location loc = vf1();
+        struct cni_error e = { 0 };
+        int r = cni_ib_set_guid(fx->root, VF_PCI, &loc, "ib1", false, GUID, &e);
+        fake_kernel_stop();
+        if (r < 0)
+                fail_msg("%s", e.msg);
+        assert_string_equal(fx->kernel_log, "unbind;probe;");
+        assert_int_equal(fx->n_setlinks, 3);
+        const struct nlmsghdr *h = (const void *)fx->setlink[2];
+        struct nlattr *tb[IFLA_MAX + 1];
+        assert_int_equal(
+            nlmsg_parse((struct nlmsghdr *)h, sizeof(struct ifinfomsg), tb, IFLA_MAX, NULL), 0);
+        assert_int_equal(((const struct ifinfomsg *)nlmsg_data(h))->ifi_index, VF_IFINDEX);
+        assert_non_null(tb[IFLA_IFNAME]);
+        assert_string_equal(nla_data(tb[IFLA_IFNAME]), "ib1");
+        assert_string_equal(fx->vf_netdev, "ib1");
+        assert_string_equal(loc.vf_ifname, "ib1");
+}
+
+/* No netdev to name back (host_ifname ""): done after the re-bind. */
+static void test_set_guid_rebind_without_netdev(void **state)
+{
+        fake_kernel_start("ib7");
+        struct vf_location loc = vf1();
+        struct cni_error e = { 0 };
+        int r = cni_ib_set_guid(fx->root, VF_PCI, &loc, "", false, GUID, &e);
+        fake_kernel_stop();
+        if (r < 0)
+                fail_msg("%s", e.msg);
+        assert_string_equal(fx->kernel_log, "unbind;probe;");
+        assert_int_equal(fx->n_setlinks, 2);
+}
+
 /* A PF that takes no VF GUIDs (EOPNOTSUPP): the error names PF, VF, device and GUID. */
 static void test_set_guid_refused_by_pf(void **state)
 {
@@ -467,6 +656,9 @@ int main(void)
                 T(test_plan_vfio_without_guid),
                 T(test_set_guid_vfio),
                 T(test_set_guid_rebinds_when_not_vfio),
+                T(test_set_guid_rebind_same_name),
+                T(test_set_guid_rebind_renames_back),
+                T(test_set_guid_rebind_without_netdev),
                 T(test_set_guid_refused_by_pf),
                 T(test_restore_guid),
                 T(test_restore_zero_guid_becomes_all_ones),
