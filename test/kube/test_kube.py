@@ -504,10 +504,14 @@ def case_faults(env):
     change("500 errors")
     w.wait_stderr("500 InternalError")
 
-    env.fault(refuse_ms=2500, close_watches=True)
+    # Longer than the agent's reconnect window (a retry lands anywhere in 4 s or more, jittered),
+    # so that at least one retry meets the hang-up; kubectl waits for its end, the agent need not.
+    refuse_s = 8.0
+    refused_at = time.monotonic()
+    env.fault(refuse_ms=int(refuse_s * 1000), close_watches=True)
     w.wait_stderr("Empty reply from server")
-    time.sleep(2.6)  # kubectl is not expected to survive the outage; the agent is
-    change("the server hanging up for 2.5 s")
+    time.sleep(max(0.0, refused_at + refuse_s + 0.1 - time.monotonic()))
+    change("the server hanging up for 8 s")
 
     env.fault(slow_ms=1500)
     env.fault(close_watches=True)
