@@ -843,10 +843,7 @@ def run_on_bare_node(host_bin, argv0):
         shutil.copytree(host_bin, os.path.join(root, "opt", "cni", "bin"), symlinks=True)
         r = subprocess.run([shutil.which("chroot") or "/usr/sbin/chroot", root, "/opt/cni/bin/" + argv0], capture_output=True,
                            text=True, timeout=30,
-                           env={"CNI_COMMAND": "VERSION", "LD_LIBRARY_PATH": "/usr/lib:/lib",
-                                # a sanitizer build's leak check needs /proc, which a bare
-                                # node's chroot here has not
-                                "ASAN_OPTIONS": "detect_leaks=0"})
+                           env={"CNI_COMMAND": "VERSION", "LD_LIBRARY_PATH": "/usr/lib:/lib"})
         return r.returncode, r.stdout, r.stderr
 
 
@@ -875,6 +872,11 @@ def check_bundled_plugin(host_bin, what):
                     re.findall(r"\(NEEDED\).*\[(.+)\]", d) if n not in files]
     check(not missing, f"{what}: every library the plugin and the bundle need is in the bundle "
           f"({len(files)} files): missing {missing}")
+    if any(f.startswith("libasan") for f in files):
+        # ASan's runtime needs /proc, which this bare root has not (a node has it); the gcc
+        # build of the same suite runs the plugin there
+        print(f"skip: {what}: the plugin on a bare node (a sanitizer build)")
+        return
     for argv0 in ("sriov", "ib-sriov"):
         rc, out, err = run_on_bare_node(host_bin, argv0)
         try:
