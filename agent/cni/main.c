@@ -937,8 +937,12 @@ static int cmd_del(struct plugin *p)
                 return r;
         struct cni_cache c;
         r = cni_cache_read(p->state_dir, name, &c, &p->err);
-        if (r == -ENOENT)
-                return 0; /* never added, or already deleted */
+        if (r == -ENOENT) {
+                /* never added, or already deleted; an ADD killed while writing the record left
+                 * its temporary file */
+                (void)cni_cache_remove(p->state_dir, name);
+                return 0;
+        }
         /* A record that cannot be parsed must not keep the pod Terminating with its VF: what
          * can be restored is found from the configuration's deviceID and the pod's link. */
         bool unreadable = false;
@@ -988,6 +992,9 @@ static int cmd_del(struct plugin *p)
                 if ((r = cni_cache_remove(p->state_dir, name)) < 0)
                         return fail(p, CNI_ERR_GENERIC, r, "cannot remove %s/%s: %s", p->state_dir,
                                     name, strerror(-r));
+                /* under the VF's lock: what an ADD killed while allocating it left */
+                if (!holder[0])
+                        (void)cni_pci_release(p->state_dir, c.device_id);
                 return 0;
         }
 

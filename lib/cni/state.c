@@ -350,9 +350,9 @@ int cni_cache_remove(const char *dir, const char *name)
 {
         char path[PATH_MAX];
         int r = path_printf(path, sizeof(path), "%s/%s", dir, name);
-        if (r < 0)
-                return r;
-        return unlink(path) < 0 && errno != ENOENT ? negative_errno() : 0;
+        /* with the leftovers of an ADD killed while writing it (the runtime never runs two calls
+         * of one attachment at once, so no live writer's) */
+        return r < 0 ? r : unlink_file_and_temps(path);
 }
 
 static int pci_path(const char *dir, const char *pci, char *buf, size_t size)
@@ -420,9 +420,8 @@ int cni_pci_release(const char *dir, const char *pci)
 {
         char path[PATH_MAX];
         int r = pci_path(dir, pci, path, sizeof(path));
-        if (r < 0)
-                return r;
-        return unlink(path) < 0 && errno != ENOENT ? negative_errno() : 0;
+        /* the caller holds the VF's lock, which every writer of the file holds */
+        return r < 0 ? r : unlink_file_and_temps(path);
 }
 
 static int count_files(int at, const char *name, bool skip_pci, size_t *ret)

@@ -2,10 +2,13 @@
 #include "util/fileio.h"
 #include "util/parse.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,35 +176,78 @@ static int write_all_fd(int fd, const void *data, size_t size)
         return 0;
 }
 
-int write_file_atomic(const char *path, const void *data, size_t size, unsigned mode)
+/* The directory of path opened (O_NOFOLLOW; -ELOOP when it is a symlink) and, in *base, the
+ * last component of path. */
+static int open_parent_dir(const char *path, const char **base)
 {
-        char dir[PATH_MAX], tmp[NAME_MAX + 1];
-        const char *base;
-        int r;
-
-        r = path_printf(dir, sizeof(dir), "%s", path);
+        char dir[PATH_MAX];
+        int r = path_printf(dir, sizeof(dir), "%s", path);
         if (r < 0)
                 return r;
         char *slash = strrchr(dir, '/');
         if (!slash) {
-                base = path;
+                *base = path;
                 snprintf(dir, sizeof(dir), ".");
         } else {
-                base = path + (slash - dir) + 1;
+                *base = path + (slash - dir) + 1;
                 if (slash == dir)
                         slash[1] = '\0'; /* "/name" */
                 else
                         *slash = '\0';
         }
-        if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+        if (!**base || strcmp(*base, ".") == 0 || strcmp(*base, "..") == 0)
                 return -EINVAL;
-
         /* O_NOFOLLOW: the directory itself must not be a symlink someone planted (ELOOP);
          * everything below is relative to this fd, so it cannot be swapped under us. */
-        _cleanup_close_ int dfd =
-            open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
         if (dfd < 0)
                 return errno == ENOTDIR ? -ELOOP : negative_errno();
+        return dfd;
+}
+
+/* name is ".<base>.<16 hex digits>.tmp", a temp_name() of base */
+static bool is_temp_name_of(const char *name, const char *base)
+{
+        size_t b = strnlen(base, 200) /* as temp_name() cuts it */, n = strlen(name);
+        if (n != 1 + b + 1 + 16 + 4 || name[0] != '.' || strncmp(name + 1, base, b) != 0 ||
+            name[1 + b] != '.' || strcmp(name + n - 4, ".tmp") != 0)
+                return false;
+        for (size_t i = 2 + b; i < n - 4; i++)
+                if (!isxdigit((unsigned char)name[i]))
+                        return false;
+        return true;
+}
+
+int unlink_file_and_temps(const char *path)
+{
+        const char *base;
+        _cleanup_close_ int dfd = open_parent_dir(path, &base);
+        if (dfd < 0)
+                return dfd == -ENOENT ? 0 : dfd;
+        int r = unlinkat(dfd, base, 0) < 0 && errno != ENOENT ? negative_errno() : 0;
+
+        _cleanup_close_ int scan = dup(dfd);
+        DIR *d = scan >= 0 ? fdopendir(scan) : NULL;
+        if (!d)
+                return r < 0 ? r : negative_errno();
+        scan = -1; /* owned by d now */
+        for (struct dirent *e; (e = readdir(d));)
+                if (is_temp_name_of(e->d_name, base) && unlinkat(dfd, e->d_name, 0) < 0 &&
+                    errno != ENOENT && r == 0)
+                        r = negative_errno();
+        closedir(d);
+        return r;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t size, unsigned mode)
+{
+        char tmp[NAME_MAX + 1];
+        const char *base;
+        int r;
+
+        _cleanup_close_ int dfd = open_parent_dir(path, &base);
+        if (dfd < 0)
+                return dfd;
 
         _cleanup_close_ int fd = -1;
         for (int attempt = 0; fd < 0; attempt++) {

@@ -37,6 +37,10 @@ int read_link_basename_at(int dir_fd, const char *name, char *buf, size_t size);
  * nor as path (rename replaces the link itself). -ELOOP when the directory (path's last
  * directory component) is a symlink. */
 int write_file_atomic(const char *path, const void *data, size_t size, unsigned mode);
+/* Unlinks path (a missing one is 0) and the temporary files of write_file_atomic() calls on path
+ * that were killed before their rename. The caller must hold whatever serializes the writers of
+ * path: a live writer's temporary file would go too. */
+int unlink_file_and_temps(const char *path);
 
 /* Creates dir and its missing parents (mode 0755); an existing directory is fine. */
 int mkdir_p(const char *dir);

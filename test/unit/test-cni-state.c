@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,6 +355,71 @@ static void test_pci_lock(void **state)
         close(fd);
 }
 
+/* An ADD killed between creating a record's temporary file and renaming it (the runtime's
+ * SIGKILL on a timeout) leaves ".<name>.<16 hex>.tmp"; removing the record, or releasing the VF,
+ * takes those along, and nothing else: not another attachment's record or temporary file. Found
+ * by the lab's churn scenario, whose killed ADDs left one behind. */
+static void touch(const char *dir, const char *name)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        assert_true(fd >= 0);
+        close(fd);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        return access(path, F_OK) == 0;
+}
+
+static void test_killed_writer_leftovers_removed(void **state)
+{
+        const char *dir = *state;
+        const char *json = "{\"cniVersion\":\"1.0.0\",\"name\":\"churn\",\"type\":\"sriov\","
+                           "\"deviceID\":\"0000:01:10.2\"}";
+        struct cni_conf conf;
+        struct cni_error e = { 0 };
+        assert_int_equal(cni_conf_parse(json, strlen(json), NULL, &conf, &e), 0);
+        struct cni_cache rec = { .device_id = "0000:01:10.2",
+                                 .vfid = 1,
+                                 .spoofchk = -1,
+                                 .trust = -1,
+                                 .link_state = -1 };
+        assert_int_equal(cni_cache_write(dir, "c3-2-net1", &conf, &rec), 0);
+        cni_conf_done(&conf);
+        touch(dir, ".c3-2-net1.02037a154e181f48.tmp");
+        touch(dir, ".c3-2-net1.ffffffffffffffff.tmp");
+        touch(dir, ".c3-2-net10.0000000000000000.tmp"); /* another attachment's (ifname net10) */
+        touch(dir, ".c3-2-net1.notahexnumber00.tmp");   /* not a name write_file_atomic makes */
+        touch(dir, "c3-2-net1.0000000000000000.tmp");
+        assert_int_equal(cni_cache_remove(dir, "c3-2-net1"), 0);
+        assert_false(exists(dir, "c3-2-net1"));
+        assert_false(exists(dir, ".c3-2-net1.02037a154e181f48.tmp"));
+        assert_false(exists(dir, ".c3-2-net1.ffffffffffffffff.tmp"));
+        assert_true(exists(dir, ".c3-2-net10.0000000000000000.tmp"));
+        assert_true(exists(dir, ".c3-2-net1.notahexnumber00.tmp"));
+        assert_true(exists(dir, "c3-2-net1.0000000000000000.tmp"));
+
+        /* the record itself already gone (killed before its rename): the leftover still goes */
+        touch(dir, ".c4-0-net1.0123456789abcdef.tmp");
+        assert_int_equal(cni_cache_remove(dir, "c4-0-net1"), 0);
+        assert_false(exists(dir, ".c4-0-net1.0123456789abcdef.tmp"));
+
+        /* the allocation file of a VF, under pci/ */
+        char pci_dir[256];
+        snprintf(pci_dir, sizeof(pci_dir), "%.200s/pci", dir);
+        assert_int_equal(cni_pci_save(dir, "0000:01:10.2", "/var/run/netns/p3-2"), 0);
+        touch(pci_dir, ".0000:01:10.2.00000000deadbeef.tmp");
+        touch(pci_dir, ".0000:01:10.4.00000000deadbeef.tmp"); /* another VF's, whose lock we lack */
+        assert_int_equal(cni_pci_release(dir, "0000:01:10.2"), 0);
+        assert_false(exists(pci_dir, "0000:01:10.2"));
+        assert_false(exists(pci_dir, ".0000:01:10.2.00000000deadbeef.tmp"));
+        assert_true(exists(pci_dir, ".0000:01:10.4.00000000deadbeef.tmp"));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -366,6 +432,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_cache_find_latest, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pci_allocation, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pci_lock, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_killed_writer_leftovers_removed, setup,
+                                                teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
