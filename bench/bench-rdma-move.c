@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../test/unit/netlink-double.h"
+#include "../test/unit/netns-child.h"
 #include "host/rdma-netlink.h"
 #include "host/rdma-netns.h"
 #include "util/log.h"
@@ -35,29 +36,6 @@ static int cmp_u64(const void *a, const void *b)
 {
         uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
         return (x > y) - (x < y);
-}
-
-static int other_netns(pid_t *child)
-{
-        int ready[2];
-        if (pipe(ready) < 0)
-                return -1;
-        pid_t pid = fork();
-        if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                char c = unshare(CLONE_NEWNET) == 0 ? 'y' : 'n';
-                (void)!write(ready[1], &c, 1);
-                pause();
-                _exit(0);
-        }
-        char c = 'n';
-        (void)!read(ready[0], &c, 1);
-        close(ready[0]);
-        close(ready[1]);
-        *child = pid;
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-        return c == 'y' ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 }
 
 static void report(const char *what, uint64_t *total, uint64_t *over, int n)
@@ -103,7 +81,7 @@ int main(int argc, char **argv)
         struct nl_sock *sk = nldouble_socket();
         pid_t child = 0;
         int host_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-        int pod_ns = other_netns(&child);
+        int pod_ns = netns_child_open(&child);
         const bool real_ns = pod_ns >= 0;
         if (!real_ns)
                 pod_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -136,10 +114,7 @@ int main(int argc, char **argv)
         } else {
                 fprintf(stderr, "bench-rdma-move: a request failed\n");
         }
-        if (child > 0) {
-                kill(child, SIGKILL);
-                waitpid(child, NULL, 0);
-        }
+        netns_child_end(child, -1);
         nl_socket_free(sk);
         nldouble_done(&d);
         for (int i = (int)(sizeof(dirs) / sizeof(dirs[0])) - 1; i >= 0; i--) {

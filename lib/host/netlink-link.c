@@ -443,13 +443,13 @@ static int query_vfs(const char *pf_ifname, int ifindex, bool with_stats, struct
         return 0;
 }
 
-int host_netlink_get_vf_list(const char *pf_ifname, struct netlink_vf_info **ret, size_t *n)
+static int get_vfs(const char *pf_ifname, bool with_stats, struct netlink_vf_info **ret, size_t *n)
 {
         struct vf_list l;
         int ifindex, r = resolve_ifindex(pf_ifname, &ifindex);
         if (r < 0)
                 return r;
-        r = query_vfs(pf_ifname, ifindex, false, &l);
+        r = query_vfs(pf_ifname, ifindex, with_stats, &l);
         if (r < 0)
                 return r;
         *ret = l.vfs;
@@ -457,18 +457,14 @@ int host_netlink_get_vf_list(const char *pf_ifname, struct netlink_vf_info **ret
         return 0;
 }
 
+int host_netlink_get_vf_list(const char *pf_ifname, struct netlink_vf_info **ret, size_t *n)
+{
+        return get_vfs(pf_ifname, false, ret, n);
+}
+
 int host_netlink_get_vf_stats(const char *pf_ifname, struct netlink_vf_info **ret, size_t *n)
 {
-        struct vf_list l;
-        int ifindex, r = resolve_ifindex(pf_ifname, &ifindex);
-        if (r < 0)
-                return r;
-        r = query_vfs(pf_ifname, ifindex, true, &l);
-        if (r < 0)
-                return r;
-        *ret = l.vfs;
-        *n = l.n;
-        return 0;
+        return get_vfs(pf_ifname, true, ret, n);
 }
 
 int host_netlink_get_num_vfs(const char *pf_ifname, int *ret)

@@ -36,6 +36,7 @@
 #include "host/vf-lookup.h"
 #include "ib.h"
 #include "netlink-double.h"
+#include "util/fileio.h"
 
 #define PF_NAME "ibp59s0f0"
 #define PF_PCI  "0000:3b:00.0"
@@ -190,12 +191,7 @@ static void mkdirs(const char *root, const char *rel)
 {
         char path[512];
         snprintf(path, sizeof(path), "%s/%s", root, rel);
-        for (char *s = path + strlen(root) + 1; (s = strchr(s, '/')); s++) {
-                *s = '\0';
-                (void)mkdir(path, 0755);
-                *s = '/';
-        }
-        assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+        assert_int_equal(mkdir_p(path), 0);
 }
 
 static void symlinkf(const char *target, const char *root, const char *rel)

@@ -28,6 +28,7 @@
 #include "host/netlink-link.h"
 #include "host/rdma-netlink.h"
 #include "netlink-double.h"
+#include "netns-child.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -134,40 +135,6 @@ static void test_device_list_reads_the_dump(void **state)
         assert_int_equal(host_rdma_device_index(f->sk, "", &index), -EINVAL);
 }
 
-/* A second network namespace: a child that unshares one and waits; its nsfs file opened. */
-static int other_netns(pid_t *child)
-{
-        int ready[2];
-        if (pipe(ready) < 0)
-                return -1;
-        pid_t pid = fork();
-        if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL); /* also when an assertion ends the test */
-                char c = unshare(CLONE_NEWNET) == 0 ? 'y' : 'n';
-                (void)!write(ready[1], &c, 1);
-                pause();
-                _exit(0);
-        }
-        char c = 'n';
-        (void)!read(ready[0], &c, 1);
-        close(ready[0]);
-        close(ready[1]);
-        *child = pid;
-        if (c != 'y')
-                return -1;
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-        return open(path, O_RDONLY | O_CLOEXEC);
-}
-
-static void end_child(pid_t pid, int fd)
-{
-        if (fd >= 0)
-                close(fd);
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-}
-
 static uint64_t now_usec(void)
 {
         struct timespec t;
@@ -179,9 +146,9 @@ static void test_move_into_a_namespace_and_back(void **state)
 {
         struct fixture *f = *state;
         pid_t child = 0;
-        int pod_ns = other_netns(&child);
+        int pod_ns = netns_child_open(&child);
         if (pod_ns < 0) {
-                end_child(child, -1);
+                netns_child_end(child, -1);
                 print_message("skipped: needs root to create a network namespace\n");
                 skip();
         }
@@ -224,7 +191,7 @@ static void test_move_into_a_namespace_and_back(void **state)
         if (!RUNNING_ON_VALGRIND) /* scripts/memcheck runs this too, ~50 times slower */
                 assert_true(spent - f->d.busy_usec < 5000);
         close(init_ns);
-        end_child(child, pod_ns);
+        netns_child_end(child, pod_ns);
 }
 
 static void test_move_refused_by_driver_or_mode(void **state)

@@ -28,6 +28,8 @@
 #include "host/rdma-netlink.h"
 #include "host/rdma-netns.h"
 #include "netlink-double.h"
+#include "netns-child.h"
+#include "util/fileio.h"
 #include "util/log.h"
 
 struct fixture {
@@ -42,12 +44,7 @@ static void mkdirs(const char *root, const char *rel)
 {
         char path[512];
         snprintf(path, sizeof(path), "%s/%s", root, rel);
-        for (char *s = path + strlen(root) + 1; (s = strchr(s, '/')); s++) {
-                *s = '\0';
-                (void)mkdir(path, 0755);
-                *s = '/';
-        }
-        assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+        assert_int_equal(mkdir_p(path), 0);
 }
 
 static void write_text(const char *root, const char *rel, const char *text)
@@ -58,32 +55,6 @@ static void write_text(const char *root, const char *rel, const char *text)
         assert_non_null(fp);
         fputs(text, fp);
         fclose(fp);
-}
-
-/* A second network namespace: a child that unshares one and waits; its nsfs file opened. */
-static int other_netns(pid_t *child)
-{
-        int ready[2];
-        if (pipe(ready) < 0)
-                return -1;
-        pid_t pid = fork();
-        if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                char c = unshare(CLONE_NEWNET) == 0 ? 'y' : 'n';
-                (void)!write(ready[1], &c, 1);
-                pause();
-                _exit(0);
-        }
-        char c = 'n';
-        (void)!read(ready[0], &c, 1);
-        close(ready[0]);
-        close(ready[1]);
-        *child = pid;
-        if (c != 'y')
-                return -1;
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-        return open(path, O_RDONLY | O_CLOEXEC);
 }
 
 static int setup(void **state)
@@ -102,7 +73,7 @@ static int setup(void **state)
         nldouble_add_dev(&f->d, 4, "mlx5_3", 0x0c42a10300b8c0deULL, "ib", true);
         nldouble_add_dev(&f->d, 7, "rxe0", 0x5054fffe123456ULL, "roce", false);
         f->host_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-        f->pod_ns = other_netns(&f->child);
+        f->pod_ns = netns_child_open(&f->child);
         *state = f;
         return 0;
 }
@@ -122,10 +93,7 @@ static int teardown(void **state)
         if (f->pod_ns >= 0)
                 close(f->pod_ns);
         close(f->host_ns);
-        if (f->child > 0) {
-                kill(f->child, SIGKILL);
-                waitpid(f->child, NULL, 0);
-        }
+        netns_child_end(f->child, -1);
         (void)nftw(f->root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
         nl_socket_free(f->sk);
         nldouble_done(&f->d);
