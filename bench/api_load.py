@@ -21,11 +21,10 @@ HOLDER_WATCHES = 8          # + SriovNetworks, SriovIBNetworks, NADs, Namespaces
 
 
 def _cluster_module():
-    spec = importlib.util.spec_from_file_location(
-        "run_cluster_tests", os.path.join(SRC, "test/agent/run-cluster-tests.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """test/lib/fakecluster.py: the fake API server driven by real kubectl."""
+    sys.path.insert(0, os.path.join(SRC, "test", "lib"))
+    import fakecluster
+    return fakecluster
 
 
 def _wait(pred, timeout, step=0.2):

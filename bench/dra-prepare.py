@@ -23,7 +23,6 @@ API server set up with kubectl, the fake DRA kubelet (grpc-go) as the caller:
 bench/run runs this as its section 13 (measure() gives the rows).
 """
 import argparse
-import importlib.util
 import json
 import os
 import re
@@ -40,11 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(SRC, "test", "lib"))
 from testlib import Agent, Proc, ev, wait  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location(
-    "cluster_tests", os.path.join(SRC, "test", "agent", "run-cluster-tests.py"))
-ct = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ct)
+import fakecluster as ct  # noqa: E402
 
 DRIVER = "sriovnetwork.k8snetworkplumbingwg.io"
 

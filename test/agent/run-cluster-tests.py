@@ -27,7 +27,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from testlib import Proc, check, ev, finish, wait  # noqa: E402
 
-from fakecluster import (  # noqa: E402,F401 (the names other drivers import from here)
+from fakecluster import (  # noqa: E402
     E810_RESOURCE, NODE, NS, SEED_RESOURCE, Cluster, numvfs, policy_yaml, sync_status)
 
 

@@ -34,18 +34,12 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from testlib import Proc, check, ev, finish, policy, seed_sysfs, wait  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from importlib import import_module  # noqa: E402
-
-cluster_tests = import_module("run-cluster-tests")
-Cluster = cluster_tests.Cluster
-NODE, NS = cluster_tests.NODE, cluster_tests.NS
-SEED_RESOURCE = "openshift.io/sriov_highnet"
-E810_RESOURCE = "openshift.io/sriov_e810"
+import fakecluster as cluster_tests  # noqa: E402
+from fakecluster import E810_RESOURCE, NODE, NS, SEED_RESOURCE, Cluster  # noqa: E402
 
 
 class FakeKernel(threading.Thread):

@@ -31,14 +31,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-sys.path.insert(0, HERE)
-from importlib import import_module  # noqa: E402
-
 from testlib import Proc, check, ev, finish, private_netns, seed_sysfs, wait  # noqa: E402
+import fakecluster as ct  # noqa: E402
 
-ct = import_module("run-cluster-tests")
-NODE, NS = ct.NODE, ct.NS
-SEED_RESOURCE = "openshift.io/sriov_highnet"
+NODE, NS, SEED_RESOURCE = ct.NODE, ct.NS, ct.SEED_RESOURCE
 NETNS_MARK = "LINK_HEALTH_NETNS"
 PEER = "cable0"
 

@@ -18,7 +18,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from testlib import FAILURES, Proc, check, finish  # noqa: E402
+from testlib import Proc, check, finish  # noqa: E402
 
 DRIVER = "sriovnetwork.k8snetworkplumbingwg.io"
 

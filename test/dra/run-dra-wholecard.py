@@ -14,7 +14,6 @@ DRA kubelet calls the driver, the device-plugin fake kubelet watches what is reg
 Exit 1 on any failure.
 """
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -25,11 +24,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from testlib import Agent, Proc, check, ev, finish, wait  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location(
-    "cluster_tests", os.path.join(HERE, "..", "agent", "run-cluster-tests.py"))
-ct = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ct)
+import fakecluster as ct  # noqa: E402
 
 DRIVER = "sriovnetwork.k8snetworkplumbingwg.io"
 A = DRIVER + "/"

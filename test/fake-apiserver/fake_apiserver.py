@@ -1174,9 +1174,9 @@ class Handler(BaseHTTPRequestHandler):
                              "application/strategic-merge-patch+json") or \
                     (ctype == "application/strategic-merge-patch+json" and not res.builtin):
                 raise ApiError(415, "UnsupportedMediaType",
-                               f"the body of the request was in an unknown format - accepted "
-                               f"media types include: application/json-patch+json, "
-                               f"application/merge-patch+json, application/apply-patch+yaml")
+                               "the body of the request was in an unknown format - accepted "
+                               "media types include: application/json-patch+json, "
+                               "application/merge-patch+json, application/apply-patch+yaml")
             patch = self.read_body()
             with self.store.lock:
                 self.store.stats["patches"] += 1
