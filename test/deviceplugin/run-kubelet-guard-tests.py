@@ -10,11 +10,19 @@ fake kubelet.
    gone) and a policy change would re-create that PF's VFs: the change is held back, with a
    warning naming why the kubelet could not be asked; sriov_numvfs is untouched.
 3. The same with --allow-disruption: the change is applied (0 written first), with the warning.
+4. A VF the sriov CNI plugin gave to a pod that the kubelet does not list (a NAD naming its
+   deviceID, where the node allows that): its allocation record names a holder and its netdev
+   is gone from the host's namespace, so a change that would re-create its PF's VFs is held
+   back although PodResources lists nothing. The record alone (the netdev back in the host: a
+   pod gone before its DEL) holds nothing: the change is applied. (Found by the lab: a PF
+   renamed while a pod held one of its VFs made the policy match no PF, and the agent reset it
+   under the pod.)
 Exit 1 on any failure.
 """
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -111,6 +119,44 @@ def main():
         ok = agent.wait_log("writing 0 to sriov_numvfs", 10)
         check("--allow-disruption: applied although the kubelet could not be asked",
               ok and "--allow-disruption: applying anyway" in agent.text(), agent.text()[-800:])
+        agent.stop()
+
+        # 4. A VF in a pod through the CNI plugin only; the kubelet lists no pod.
+        write_json(assign, [])
+        kubelet = Proc([args.fake_kubelet, "--dir", kdir, "--podresources", prsock,
+                        "--assignments", assign], os.path.join(work, "kubelet2.err"))
+        kubelet.wait_for(ev("ready"), 10)
+        cni_dir = os.path.join(work, "cni")
+        os.makedirs(os.path.join(cni_dir, "pci"))
+        with open(os.path.join(cni_dir, "pci", cx_vf), "w") as f:
+            f.write("/var/run/netns/tenant-pod")
+        vf_net = os.path.join(sysfs, "bus/pci/devices", cx_vf, "net")
+        saved_net = os.path.join(work, "saved-net")
+        shutil.copytree(vf_net, saved_net, symlinks=True)
+        shutil.rmtree(vf_net)  # the netdev is in the pod's namespace
+        agent = Agent(args.agent, agent_args + ["--cni-state-dir", cni_dir],
+                      os.path.join(work, "agent3.log"))
+        check("CNI-held: pools registered again",
+              kubelet.wait_for(ev("register", SEED_RESOURCE), 10) is not None)
+        mark = len(agent.text())
+        numvfs = read_attr(sysfs, cx["pciAddress"], "sriov_numvfs")
+        write_json(os.path.join(pdir, "seed.json"),
+                   policy("seed", "sriov_highnet", ["ens1f0"], len(cx["vfs"]) + 2))
+        ok = agent.wait_log("held back", 10, mark)
+        text = agent.text()[mark:]
+        reset_cx = "PF=%s writing 0 to sriov_numvfs" % cx["pciAddress"]
+        check("CNI-held: the change is held back although the kubelet lists no pod",
+              ok and cx_vf in text and reset_cx not in text, text[-800:])
+        check("CNI-held: sriov_numvfs untouched",
+              read_attr(sysfs, cx["pciAddress"], "sriov_numvfs") == numvfs,
+              read_attr(sysfs, cx["pciAddress"], "sriov_numvfs"))
+        # the pod's namespace is gone: the kernel returned the netdev, the record is stale
+        shutil.copytree(saved_net, vf_net, symlinks=True)
+        mark = len(agent.text())
+        os.kill(agent.p.pid, signal.SIGHUP)
+        ok = agent.wait_log(reset_cx, 10, mark)
+        check("CNI-held: a stale record (netdev back in the host) holds nothing", ok,
+              agent.text()[mark:][-800:])
     finally:
         agent.stop(signal.SIGKILL)
         kubelet.stop()
