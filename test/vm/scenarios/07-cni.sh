@@ -326,6 +326,12 @@ check "pod F still has net1" $IPR -n podF link show dev net1
 # the record (restoring through the recorded name failed every DEL: no such device)
 $IPR link set dev "$PF" down && $IPR link set dev "$PF" name pfren0 && $IPR link set dev pfren0 up ||
     fail "setup: rename PF $PF to pfren0"
+# the policy (pfNames) now matches no PF, so the agent would reset the PF it configured; the
+# kubelet lists no pod, but the CNI plugin's record says pod F has VF 3: held back (it used to
+# destroy the VFs under the pod when a resync came before the DEL)
+wait_for "the agent holds the PF's reset back: VF 3 is pod F's (the CNI plugin's record)" 20 \
+    grep -q "held back until the VFs are free: .*in use: .*$VF3" /tmp/agent.log
+check "the PF keeps its 4 VFs while pod F has one" vfs_are 4
 run_ok "DEL pod F while its PF is called pfren0" /tmp/cni.sh DEL /run/netns/podF net1 ctr-f /tmp/f.json
 $IPR link set dev pfren0 down && $IPR link set dev pfren0 name "$PF" && $IPR link set dev "$PF" up ||
     fail "setup: rename PF back to $PF"
