@@ -226,11 +226,14 @@ int unlink_file_and_temps(const char *path)
                 return dfd == -ENOENT ? 0 : dfd;
         int r = unlinkat(dfd, base, 0) < 0 && errno != ENOENT ? negative_errno() : 0;
 
-        _cleanup_close_ int scan = dup(dfd);
-        DIR *d = scan >= 0 ? fdopendir(scan) : NULL;
-        if (!d)
-                return r < 0 ? r : negative_errno();
-        scan = -1; /* owned by d now */
+        int scan = dup(dfd);
+        DIR *d = scan >= 0 ? fdopendir(scan) : NULL; /* d owns scan from here */
+        if (!d) {
+                int e = negative_errno();
+                if (scan >= 0)
+                        close(scan);
+                return r < 0 ? r : e;
+        }
         for (struct dirent *e; (e = readdir(d));)
                 if (is_temp_name_of(e->d_name, base) && unlinkat(dfd, e->d_name, 0) < 0 &&
                     errno != ENOENT && r == 0)
