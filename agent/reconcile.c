@@ -62,7 +62,6 @@ struct reconcile {
         struct apply_report applied;  /* of the latest apply */
         struct vf_usage in_use;       /* devices pods hold (asked once per reconcile) */
         bool asked_kubelet;
-        bool checked_cni;                    /* the CNI plugin's holders added to in_use */
         struct dp_podresources_call *asking; /* PodResources List in flight */
         size_t n_failed;
         size_t n_left;         /* changes due after the apply rounds (node_status_decide) */
@@ -301,13 +300,39 @@ static void on_in_use(void *userdata, int error, const char *message, const stru
         reconcile_guard_and_apply(a);
 }
 
+/* VFs the sriov CNI plugin has given to a pod that are still there count as in use whatever
+ * the kubelet says: PodResources lists only what the kubelet allocated, not a VF a NAD named
+ * by its deviceID (where the node allows it), nor one of a pod the kubelet has forgotten. A
+ * VF is there when the plugin's allocation record names a holder and its netdev is not in
+ * this namespace (a pod's has it), or it has none (a DPDK VF, which never moves). A stale
+ * record alone (a pod gone before its DEL, whose VF the kernel returned) holds nothing. */
+static int add_cni_held(struct agent *a, struct vf_usage *in_use, const struct inventory *inv)
+{
+        const char *dir = a->config.cni_state_dir ?: CNI_STATE_DIR_DEFAULT;
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < inv->n_pfs; i++)
+                for (size_t j = 0; r >= 0 && j < inv->pfs[i].n_vfs; j++) {
+                        const struct vf_info *vf = &inv->pfs[i].vfs[j];
+                        char holder[256];
+                        if (vf->n_netdevs > 0 ||
+                            cni_pci_holder(dir, vf->pci_address, holder, sizeof(holder)) < 0)
+                                continue;
+                        log_debug("VF %s: held by %s (the sriov CNI plugin's record in %s): in "
+                                  "use",
+                                  vf->pci_address, holder, dir);
+                        r = vf_usage_add(in_use, vf->pci_address);
+                }
+        return r;
+}
+
 /* Asks the kubelet's PodResources service which device IDs pods hold, on the loop: Allocate
  * calls from the kubelet are served meanwhile. Continues with reconcile_guard_and_apply(). */
 static int ask_kubelet(struct agent *a)
 {
         struct reconcile *rc = a->running;
         if (no_kubelet_here(a)) {
-                log_debug("--pod-resources-socket none: no kubelet on this host, no VF in use");
+                log_debug("--pod-resources-socket none: no kubelet on this host, only the VFs "
+                          "the CNI plugin gave to pods are in use");
                 rc->asked_kubelet = true;
                 reconcile_guard_and_apply(a);
                 return 0;
@@ -532,6 +557,11 @@ static void reconcile_round(struct agent *a)
         }
 
         if (!rc->asked_kubelet) {
+                /* once per reconcile, as the kubelet is asked */
+                if ((r = add_cni_held(a, &rc->in_use, &rc->inv)) < 0) {
+                        reconcile_stop(a, r, "VFs in use (the sriov CNI plugin's records)");
+                        return;
+                }
                 r = ask_kubelet(a); /* continues in reconcile_guard_and_apply() */
                 if (r < 0)
                         reconcile_stop(a, r, "asking the kubelet which VFs pods hold");
@@ -540,44 +570,12 @@ static void reconcile_round(struct agent *a)
         reconcile_guard_and_apply(a);
 }
 
-/* VFs the sriov CNI plugin has given to a pod that are still there count as in use whatever
- * the kubelet says: PodResources lists only what the kubelet allocated, not a VF a NAD named
- * by its deviceID (where the node allows it), nor one of a pod the kubelet has forgotten. A
- * VF is there when the plugin's allocation record names a holder and its netdev is not in
- * this namespace (a pod's has it), or it has none (a DPDK VF, which never moves). A stale
- * record alone (a pod gone before its DEL, whose VF the kernel returned) holds nothing. */
-static int add_cni_held(struct agent *a, struct vf_usage *in_use, const struct inventory *inv)
-{
-        const char *dir = a->config.cni_state_dir ?: CNI_STATE_DIR_DEFAULT;
-        int r = 0;
-        for (size_t i = 0; r >= 0 && i < inv->n_pfs; i++)
-                for (size_t j = 0; r >= 0 && j < inv->pfs[i].n_vfs; j++) {
-                        const struct vf_info *vf = &inv->pfs[i].vfs[j];
-                        char holder[256];
-                        if (vf->n_netdevs > 0 ||
-                            cni_pci_holder(dir, vf->pci_address, holder, sizeof(holder)) < 0)
-                                continue;
-                        log_debug("VF %s: held by %s (the sriov CNI plugin's record in %s): in "
-                                  "use",
-                                  vf->pci_address, holder, dir);
-                        r = vf_usage_add(in_use, vf->pci_address);
-                }
-        return r;
-}
-
 /* The kubelet's answer about VFs in use is known: the guard, then apply what it lets through. */
 static void reconcile_guard_and_apply(struct agent *a)
 {
         struct reconcile *rc = a->running;
         int r;
 
-        if (!rc->checked_cni) {
-                rc->checked_cni = true;
-                if ((r = add_cni_held(a, &rc->in_use, &rc->inv)) < 0) {
-                        reconcile_stop(a, r, "VFs in use (the sriov CNI plugin's records)");
-                        return;
-                }
-        }
         guarded_plan_done(&rc->guarded);
         r = vf_usage_guard(&rc->plan, &rc->inv, &rc->previous, &rc->in_use,
                            a->config.allow_disruption, &rc->guarded);

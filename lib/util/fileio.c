@@ -144,7 +144,9 @@ int read_link_basename(const char *path, char *buf, size_t size)
 }
 
 /* ".<base>.<16 hex>.tmp": a dot-file (no reader of the directory takes it for a record or a
- * device-info file) whose name nobody can guess in advance to plant a symlink there. */
+ * device-info file) whose name nobody can guess in advance to plant a symlink there. base is
+ * cut to TEMP_BASE_MAX bytes so that the name fits NAME_MAX. */
+#define TEMP_BASE_MAX 200
 static int temp_name(const char *base, char *buf, size_t size)
 {
         uint64_t rnd;
@@ -156,7 +158,8 @@ static int temp_name(const char *base, char *buf, size_t size)
                 rnd = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
                       ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)&ts;
         }
-        return path_printf(buf, size, ".%.200s.%016llx.tmp", base, (unsigned long long)rnd);
+        return path_printf(buf, size, ".%.*s.%016llx.tmp", TEMP_BASE_MAX, base,
+                           (unsigned long long)rnd);
 }
 
 static int write_all_fd(int fd, const void *data, size_t size)
@@ -208,7 +211,7 @@ static int open_parent_dir(const char *path, const char **base)
 /* name is ".<base>.<16 hex digits>.tmp", a temp_name() of base */
 static bool is_temp_name_of(const char *name, const char *base)
 {
-        size_t b = strnlen(base, 200) /* as temp_name() cuts it */, n = strlen(name);
+        size_t b = strnlen(base, TEMP_BASE_MAX), n = strlen(name);
         if (n != 1 + b + 1 + 16 + 4 || name[0] != '.' || strncmp(name + 1, base, b) != 0 ||
             name[1 + b] != '.' || strcmp(name + n - 4, ".tmp") != 0)
                 return false;

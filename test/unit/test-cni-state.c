@@ -42,6 +42,13 @@ static int teardown(void **state)
         return 0;
 }
 
+/* The configuration json, parsed as the plugin's stdin (cni_conf_done() it). */
+static void parse_conf(const char *json, struct cni_conf *conf)
+{
+        struct cni_error e = { 0 };
+        assert_int_equal(cni_conf_parse(json, strlen(json), NULL, conf, &e), 0);
+}
+
 static void test_cache_name(void **state)
 {
         char buf[64];
@@ -61,8 +68,8 @@ static void test_cache_round_trip(void **state)
                            "\"max_tx_rate\":100,\"ipam\":{\"type\":\"host-local\"},"
                            "\"runtimeConfig\":{\"mac\":\"02:00:00:00:00:01\"}}";
         struct cni_conf conf;
+        parse_conf(json, &conf);
         struct cni_error e = { 0 };
-        assert_int_equal(cni_conf_parse(json, strlen(json), NULL, &conf, &e), 0);
         struct cni_cache rec = {
                 .device_id = "0000:01:10.0",
                 .master = "eth0",
@@ -196,8 +203,8 @@ static void test_cache_record_upstream_fields_only(void **state)
         json_decref(in);
         assert_non_null(json);
         struct cni_conf conf;
+        parse_conf(json, &conf);
         struct cni_error e = { 0 };
-        assert_int_equal(cni_conf_parse(json, strlen(json), NULL, &conf, &e), 0);
         free(json);
         struct cni_cache rec = { .device_id = "0000:01:10.0", .master = "eth0", .vfid = 0 };
         assert_int_equal(cni_cache_write(dir, "big-net1", &conf, &rec), 0);
@@ -245,8 +252,8 @@ static void test_cache_rdma_and_guid(void **state)
         const char *json = "{\"cniVersion\":\"1.0.0\",\"name\":\"ib\",\"deviceID\":\"0000:"
                            "3b:02.1\"}";
         struct cni_conf conf;
+        parse_conf(json, &conf);
         struct cni_error e = { 0 };
-        assert_int_equal(cni_conf_parse(json, strlen(json), NULL, &conf, &e), 0);
         struct cni_cache rec = { .device_id = "0000:3b:02.1",
                                  .master = "ibp59s0f0",
                                  .vfid = 1,
@@ -381,8 +388,7 @@ static void test_killed_writer_leftovers_removed(void **state)
         const char *json = "{\"cniVersion\":\"1.0.0\",\"name\":\"churn\",\"type\":\"sriov\","
                            "\"deviceID\":\"0000:01:10.2\"}";
         struct cni_conf conf;
-        struct cni_error e = { 0 };
-        assert_int_equal(cni_conf_parse(json, strlen(json), NULL, &conf, &e), 0);
+        parse_conf(json, &conf);
         struct cni_cache rec = { .device_id = "0000:01:10.2",
                                  .vfid = 1,
                                  .spoofchk = -1,
