@@ -8,6 +8,19 @@ add_test(NAME integration/agent-standalone
 set_tests_properties(integration/agent-standalone PROPERTIES LABELS integration TIMEOUT 300
     ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
 
+# SIGTERM with --stop-mode auto: the agent asks systemd and logind on the system bus whether the
+# node is shutting down. A private dbus-daemon and a test double of logind/systemd's manager
+# (test/agent/fake-logind.c, sd-bus) stand in for them; shutdown, restart, no bus, hung bus.
+add_executable(fake-logind ${CMAKE_SOURCE_DIR}/test/agent/fake-logind.c)
+target_link_libraries(fake-logind PRIVATE PkgConfig::SYSTEMD)
+add_test(NAME integration/agent-stop-mode
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-stop-mode-tests.py
+                 --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
+                 --fake-logind $<TARGET_FILE:fake-logind>
+                 --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
+set_tests_properties(integration/agent-stop-mode PROPERTIES LABELS integration TIMEOUT 120
+    ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+
 # Cluster mode: real kubectl against the fake API server drives the same daemon.
 find_program(KUBECTL kubectl)
 if(KUBECTL)

@@ -669,6 +669,14 @@ def case_install():
         check(re.search(r"^Before=.*\bkubelet\.service\b", text, re.M) and
               re.search(r"^Type=notify$", text, re.M),
               "the unit is Type=notify and ordered Before=kubelet.service")
+        # --stop-mode auto asks systemd and logind over D-Bus at SIGTERM: at shutdown the unit
+        # must stop before D-Bus and logind do (reverse start order), but it must not need them.
+        after = " ".join(re.findall(r"^After=(.*)$", text, re.M)).split()
+        check("dbus.service" in after and "systemd-logind.service" in after and
+              not re.search(r"^(Wants|Requires|Requisite|BindsTo)=.*\b(dbus|systemd-logind)\.",
+                            text, re.M),
+              f"the unit is ordered After=dbus.service systemd-logind.service, without "
+              f"depending on them (After= {after})")
         start_timeout = re.search(r"^TimeoutStartSec=(\d+)min$", text, re.M)
         check(start_timeout and int(start_timeout.group(1)) * 60 > int(default_of(
             "--ready-timeout") or 10 ** 9),
