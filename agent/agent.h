@@ -79,9 +79,9 @@ struct agent {
         uint64_t policy_dir_fingerprint;
         bool polling_notice_posted; /* the NodeState's Event saying so */
 
-        int rdma_mode_now;         /* the kernel's RDMA netns mode, -1 unknown (no ib_core) */
-        char *rdma_reboot_needed;  /* --rdma-mode written for the next boot: what to report */
-        bool rdma_reboot_posted;   /* its Event was posted */
+        int rdma_mode_now;        /* the kernel's RDMA netns mode, -1 unknown (no ib_core) */
+        char *rdma_reboot_needed; /* --rdma-mode written for the next boot: what to report */
+        bool rdma_reboot_posted;  /* its Event was posted */
 
         int state_lock_fd;         /* --state-dir, flock()ed: one agent per state dir; -1 = none */
         struct reconcile *running; /* never two at once: a request meanwhile waits for it */
@@ -106,6 +106,12 @@ struct agent {
         struct prepare_job *dra_jobs; /* NodePrepareResources calls reading claims */
         struct dp_usage dra_held;     /* DRA resources' VFs pods hold through the device plugin */
         struct dp_podresources_call *dra_held_call;
+        /* No slice is published before the kubelet has said which VFs pods hold (agent/dra.c):
+         * known once it answered (or there is no kubelet to ask); gave_up once it had not
+         * answered within DRA_HELD_WAIT_USEC of the first ask. The timer asks again meanwhile. */
+        bool dra_held_known, dra_held_gave_up;
+        uint64_t dra_held_deadline; /* CLOCK_MONOTONIC µs */
+        sd_event_source *dra_held_timer;
 };
 
 /* daemon.c */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -52,7 +53,15 @@ struct claim_read {
         struct prepare_job *job;
         size_t index;
         struct kube_request *request;
+        uint64_t started_usec; /* CLOCK_MONOTONIC, for the debug log's timings */
 };
+
+static uint64_t monotonic_usec(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
+}
 
 struct prepare_job {
         struct agent *agent;
@@ -328,9 +337,18 @@ static void claim_read_done(struct kube_request *request, int error, long status
         struct dra_claim_result *res = dra_prepare_result(job->req, rd->index);
         json_auto_t *claim =
             error == 0 && status == 200 ? json_loadb(body, body_len, 0, NULL) : NULL;
-        if (claim)
+        if (claim) {
+                uint64_t read = monotonic_usec();
                 prepare_from_claim(job->agent, c, claim, res);
-        else if (status == 404)
+                /* The preparation's own time apart from the claim's read (bench/dra-prepare.py
+                 * reads both). */
+                if (!res->error)
+                        log_debug("DRA: claim %s/%s read in %llu us, then prepared (CDI spec and "
+                                  "record written) in %llu us",
+                                  c->namespace_, c->name,
+                                  (unsigned long long)(read - rd->started_usec),
+                                  (unsigned long long)(monotonic_usec() - read));
+        } else if (status == 404)
                 set_error(res, "ResourceClaim %s/%s not found", c->namespace_, c->name);
         else
                 set_error(res, "cannot read ResourceClaim %s/%s: %s", c->namespace_, c->name,
@@ -384,7 +402,8 @@ static void prepare(void *userdata, struct dra_prepare *req)
                         set_error(res, "out of memory");
                         continue;
                 }
-                reads[i] = (struct claim_read){ .job = job, .index = i };
+                reads[i] =
+                    (struct claim_read){ .job = job, .index = i, .started_usec = monotonic_usec() };
                 const struct kube_request_opts opts = {
                         .path = path,
                         .on_done = claim_read_done,
@@ -514,6 +533,26 @@ static bool same_usage(const struct dp_usage *x, const struct dp_usage *y)
         return true;
 }
 
+/* How long ResourceSlices wait for the kubelet's first PodResources answer, and how often it
+ * is asked meanwhile. Until the kubelet has said which VFs pods hold through the device
+ * plugin, a slice could offer one of them (after an agent start, or a resource just moved to
+ * DRA with pods running), and the scheduler could give it to a claim: nothing is published
+ * (slices a previous run left stay as they are). A kubelet serves PodResources within seconds
+ * of its start; one that has not answered for a minute is missing (no kubelet here yet, the
+ * socket not mounted into the agent's container) rather than slow, and waiting for ever
+ * would keep DRA off on that node for good. So after DRA_HELD_WAIT_USEC the slices are
+ * published with what is known (a warning says so), and the kubelet's first answer still takes
+ * the VFs it names out at once. --pod-resources-socket none (no kubelet on this host) has
+ * nothing to wait for. */
+#define DRA_HELD_WAIT_USEC  (60 * 1000000ULL)
+#define DRA_HELD_RETRY_USEC (2 * 1000000ULL)
+
+static bool no_kubelet_to_ask(const struct agent *a)
+{
+        const char *sock = a->config.pod_resources_socket;
+        return !sock || !*sock || strcmp(sock, "none") == 0;
+}
+
 /* What pods hold through the device plugin. A resource moved to DRA while pods use it keeps
  * those VFs out of the slices until the pods end: the kubelet still has them assigned. A
  * kubelet that cannot be asked changes nothing (the last answer stands). */
@@ -522,8 +561,14 @@ static void on_held(void *userdata, int error, const char *message, const struct
         struct agent *a = userdata;
         a->dra_held_call = NULL;
         if (error < 0) {
-                log_debug("DRA: cannot ask the kubelet which VFs pods hold: %s",
-                          message ?: strerror(-error));
+                if (a->dra_held_known || a->dra_held_gave_up)
+                        log_debug("DRA: cannot ask the kubelet which VFs pods hold: %s",
+                                  message ?: strerror(-error));
+                else
+                        log_warning("DRA: cannot ask the kubelet which VFs pods hold (%s): %s; "
+                                    "ResourceSlices wait for its answer, at most %llu s",
+                                    a->config.pod_resources_socket, message ?: strerror(-error),
+                                    DRA_HELD_WAIT_USEC / 1000000ULL);
                 return;
         }
         struct dp_usage copy = { 0 };
@@ -535,25 +580,87 @@ static void on_held(void *userdata, int error, const char *message, const struct
                                               : usage->resources[i].resource) &&
                             dp_usage_add(&copy, usage->resources[i].resource,
                                          usage->resources[i].ids[j]) < 0) {
-                                dp_usage_done(&copy);
+                                dp_usage_done(&copy); /* asked again by the timer */
                                 return;
                         }
-        if (same_usage(&copy, &a->dra_held)) {
+        bool first = !a->dra_held_known;
+        a->dra_held_known = true;
+        a->dra_held_timer = sd_event_source_disable_unref(a->dra_held_timer);
+        if (first) {
+                size_t n = 0;
+                for (size_t i = 0; i < copy.n_resources; i++)
+                        n += copy.resources[i].n_ids;
+                log_info("DRA: the kubelet says device-plugin pods hold %zu device(s) of DRA "
+                         "resources; publishing ResourceSlices without them",
+                         n);
+        }
+        if (!first && same_usage(&copy, &a->dra_held)) {
                 dp_usage_done(&copy);
                 return;
         }
         dp_usage_done(&a->dra_held);
         a->dra_held = copy;
-        (void)agent_schedule_reconcile(a, "VFs of a DRA resource held or freed by device-plugin "
-                                          "pods");
+        (void)agent_schedule_reconcile(a, first ? "the kubelet said which VFs pods hold (DRA)"
+                                                : "VFs of a DRA resource held or freed by "
+                                                  "device-plugin pods");
+}
+
+static void ask_held(struct agent *a);
+
+/* Until the kubelet's first answer: asks again every DRA_HELD_RETRY_USEC, and publishes
+ * without it once DRA_HELD_WAIT_USEC have passed (then reconciles ask on their own). */
+static int on_held_retry(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct agent *a = userdata;
+        if (a->dra_held_known)
+                return 0;
+        if (usec >= a->dra_held_deadline) {
+                a->dra_held_gave_up = true;
+                a->dra_held_timer = sd_event_source_disable_unref(a->dra_held_timer);
+                log_warning("DRA: the kubelet has not said which VFs pods hold within %llu s "
+                            "(%s); publishing ResourceSlices without that: a VF a "
+                            "device-plugin pod still holds may be offered until it answers",
+                            DRA_HELD_WAIT_USEC / 1000000ULL, a->config.pod_resources_socket);
+                (void)agent_schedule_reconcile(a, "no answer from the kubelet's PodResources "
+                                                  "(DRA)");
+                return 0;
+        }
+        ask_held(a);
+        if (sd_event_source_set_time_relative(s, DRA_HELD_RETRY_USEC) < 0 ||
+            sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) < 0)
+                log_warning("DRA: cannot re-arm the PodResources retry timer; reconciles ask "
+                            "instead");
+        return 0;
 }
 
 static void ask_held(struct agent *a)
 {
-        const char *sock = a->config.pod_resources_socket;
-        if (a->dra_held_call || !sock || !*sock || strcmp(sock, "none") == 0)
+        if (no_kubelet_to_ask(a)) {
+                a->dra_held_known = true;
                 return;
-        if (dp_podresources_list(a->event, sock, 2 * 1000000ULL, on_held, a, &a->dra_held_call) < 0)
+        }
+        if (!a->dra_held_known && !a->dra_held_gave_up && !a->dra_held_timer) {
+                uint64_t now = 0;
+                (void)sd_event_now(a->event, CLOCK_MONOTONIC, &now);
+                a->dra_held_deadline = now + DRA_HELD_WAIT_USEC;
+                int r = sd_event_add_time_relative(a->event, &a->dra_held_timer, CLOCK_MONOTONIC,
+                                                   DRA_HELD_RETRY_USEC, 0, on_held_retry, a);
+                if (r < 0) {
+                        /* Without a timer nothing would ever end the wait. */
+                        log_warning("DRA: cannot arm the PodResources timer: %s; publishing "
+                                    "without waiting for the kubelet",
+                                    strerror(-r));
+                        a->dra_held_gave_up = true;
+                } else {
+                        log_info("DRA: ResourceSlices wait for the kubelet to say which VFs "
+                                 "device-plugin pods hold (%s)",
+                                 a->config.pod_resources_socket);
+                }
+        }
+        if (a->dra_held_call)
+                return;
+        if (dp_podresources_list(a->event, a->config.pod_resources_socket, 2 * 1000000ULL, on_held,
+                                 a, &a->dra_held_call) < 0)
                 a->dra_held_call = NULL;
 }
 
@@ -563,6 +670,8 @@ int agent_dra_publish(struct agent *a, const struct inventory *inv)
                 return 0;
         json_t *slices = NULL;
         ask_held(a); /* for the next publication, if pods' VFs changed */
+        if (!a->dra_held_known && !a->dra_held_gave_up)
+                return 0; /* on_held() or on_held_retry() reconciles again */
         int r = dra_slices_build(&a->dra_pools, inv, a->config.node_name, DRA_DRIVER_NAME_DEFAULT,
                                  &a->dra_held, &slices);
         if (r < 0)
@@ -591,6 +700,7 @@ void agent_dra_stop(struct agent *a)
         a->slices = kube_slices_free(a->slices);
         dp_podresources_call_cancel(a->dra_held_call);
         a->dra_held_call = NULL;
+        a->dra_held_timer = sd_event_source_disable_unref(a->dra_held_timer);
         dp_usage_done(&a->dra_held);
         a->dra = dra_plugin_free(a->dra);
         dp_pool_set_done(&a->dra_pools);

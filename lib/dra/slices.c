@@ -100,6 +100,14 @@ static json_t *device_json(const struct dp_pool *pool, const struct dp_device *d
         if (pf_netdev_name(pf))
                 r |= json_object_set_new(attrs, ATTR_DRIVER "PFName", str_attr(pf_netdev_name(pf)));
         r |= json_object_set_new(attrs, ATTR_DRIVER "pfPciAddress", str_attr(pf->pci_address));
+        char pf_device[8];
+        snprintf(pf_device, sizeof(pf_device), "%04x", pf->device);
+        r |= json_object_set_new(attrs, ATTR_DRIVER "pfDeviceID", str_attr(pf_device));
+        /* As dra-driver-sriov (and the device plugin before it) says it: a PF whose eswitch
+         * mode devlink does not tell (no devlink, or a node read without the kernel) is in
+         * legacy SR-IOV mode, the only one such a PF has. */
+        r |= json_object_set_new(attrs, ATTR_DRIVER "EswitchMode",
+                                 str_attr(pf->eswitch_mode[0] ? pf->eswitch_mode : "legacy"));
         r |= json_object_set_new(attrs, ATTR_DRIVER "vfID",
                                  json_pack("{s:I}", "int", (json_int_t)vf->vf_index));
         r |= json_object_set_new(attrs, ATTR_DRIVER "linkType", str_attr(link_type_name(pf)));

@@ -7,12 +7,13 @@
  * changes while the VF exists); devices sorted by name, at most DRA_DEVICES_PER_SLICE per
  * slice; slice i is named "<node>-sriov-agent-<i>". Attributes, names as upstream where it has
  * one: resource.kubernetes.io/pcieRoot and pciBusID, dra.net/numaNode,
- * sriovnetwork.k8snetworkplumbingwg.io/{PFName, pfPciAddress, pciAddress, vfID, vendor,
- * deviceID, linkType, rdmaCapable, resourceName, deviceType}, k8s.cni.cncf.io/{resourceName,
- * deviceID}. The pool generation is left out: the publisher sets it (kube/resource-slices.h).
+ * sriovnetwork.k8snetworkplumbingwg.io/{PFName, pfPciAddress, pfDeviceID, EswitchMode,
+ * pciAddress, vfID, vendor, deviceID, linkType, rdmaCapable, resourceName, deviceType},
+ * k8s.cni.cncf.io/{resourceName, deviceID}. The pool generation is left out: the publisher sets it (kube/resource-slices.h).
  * Whole-card RDMA pools publish one device per selected card (PF, VF or RDMA NIC), named from
  * its PCI address too, deviceType DRA_DEVICE_TYPE_CARD, with the same attributes where they
- * mean the same (no PFName, pfPciAddress, vfID; ifName and rdmaDevice instead); rdmaHcaMax is
+ * mean the same (no PFName, pfPciAddress, pfDeviceID, EswitchMode, vfID; ifName and
+ * rdmaDevice instead); rdmaHcaMax is
  * the device plugin's and plays no part. */
 #pragma once
 

@@ -5,7 +5,8 @@ with both kubelet doubles (the device-plugin fake kubelet and the fake DRA kubel
 1. --dra-resources highnet_dra: the kubelet's device manager gets openshift.io/ice_dp and never
    openshift.io/highnet_dra; the DRA kubelet registers the driver.
 2. DRAResourceHealth (v1alpha1 and v1 streams, as kubelets 1.34/1.35 open them): every VF of
-   the DRA resource HEALTHY; the PF's link down: UNHEALTHY with a reason, on both streams.
+   the DRA resource HEALTHY; the PF's link down: UNHEALTHY with a reason, on both streams;
+   the link up again: HEALTHY again on both.
 3. The agent restarted without --dra-resources (the resource moves back): the device plugin
    serves both resources, and the DRA driver is gone from plugins_registry.
 Exit 1 on any failure.
@@ -114,6 +115,22 @@ def main():
             check("%s: PF link down -> every VF UNHEALTHY with the reason" % version,
                   len(devs) == n and all(d["health"] == "UNHEALTHY" and "link" in d["message"]
                                          for d in devs), json.dumps(h)[:400])
+
+        # ... and HEALTHY again once the link is back, on both streams.
+        with open(os.path.join(pf_dir, "net", "ens1f0", "operstate"), "w") as f:
+            f.write("up\n")
+        up = {}
+
+        def healthy_again(e):
+            devs = e.get("devices") or [] if ev("health")(e) else []
+            if len(devs) == n and all(d["health"] == "HEALTHY" for d in devs):
+                up[e["version"]] = e
+            return len(up) == 2
+
+        dra.wait_for(healthy_again, 10)
+        for version in ("v1alpha1", "v1"):
+            check("%s: PF link up again -> every VF HEALTHY" % version, version in up,
+                  json.dumps(down.get(version))[:300])
 
         stop(agent)
         check("DRA driver deregistered when the agent stops",

@@ -12,8 +12,12 @@ manifests/20-rbac.yaml), the device-plugin fake kubelet and the fake DRA kubelet
    PodResources says so, as after moving the resource to DRA with pods running): that VF
    leaves the slice until the pod ends, then comes back.
 3. A VF rebound to vfio-pci leaves the pool: 7 devices, pool generation + 1.
-4. A restarted agent finds the slices current and writes nothing.
+4. A restarted agent, while a device-plugin pod holds a VF, finds the slices current and
+   writes nothing: it publishes only once the kubelet said which VFs pods hold, so no slice
+   written at any moment (every write seen through a watch) offers the held VF.
 5. Restarted without --dra-resources it removes them.
+6. The resource moved to DRA again while that pod holds the VF: the first slice already
+   leaves it out (every write watched).
 Exit 1 on any failure.
 """
 import argparse
@@ -22,7 +26,9 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
@@ -37,6 +43,41 @@ RESOURCE = "openshift.io/sriov_highnet"
 
 def dev_name(pci):
     return pci.replace(":", "-").replace(".", "-")
+
+
+class SliceWrites:
+    """Every ResourceSlice write from now on, as a watch at the fake API server sees it (the
+    final state alone would hide a slice that offered a VF for a moment)."""
+
+    def __init__(self, port):
+        url = "http://127.0.0.1:%d/apis/resource.k8s.io/v1/resourceslices" % port
+        with urllib.request.urlopen(url, timeout=10) as r:
+            rv = json.load(r)["metadata"]["resourceVersion"]
+        self.events = self.reading = []
+        self.stream = urllib.request.urlopen(url + "?watch=1&resourceVersion=" + rv, timeout=300)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        try:
+            for line in self.stream:
+                if line.strip():
+                    e = json.loads(line)
+                    if self.reading is not None:
+                        self.reading.append((e["type"], e["object"]))
+        except (OSError, ValueError):
+            pass
+
+    def offering(self, name):
+        """The writes whose slice offers device `name`."""
+        return [(t, o["metadata"]["name"], o["metadata"]["resourceVersion"])
+                for t, o in list(self.events) if t in ("ADDED", "MODIFIED") and
+                any(d.get("name") == name for d in o.get("spec", {}).get("devices", []))]
+
+    def stop(self):
+        # What was seen until now is kept; the stream is left to the daemon thread (closing
+        # it here would block on the reader's buffer lock).
+        self.events = list(self.events)
+        self.reading = None
 
 
 def main():
@@ -168,13 +209,27 @@ def main():
               json.dumps(items[0]["spec"]["pool"] if items else None))
         rv = items[0]["metadata"]["resourceVersion"] if items else None
 
-        # 4. Agent restart: nothing written.
+        # 4. Agent restart while a device-plugin pod holds a VF: nothing written, and above
+        # all no slice offering that VF, not even for a moment before the kubelet answered.
+        write_json(assign, [{"pod": "old-train", "namespace": "ml", "container": "c",
+                             "resource": RESOURCE, "ids": [held]}])
+        items = wait(lambda: [s for s in ours() if dev_name(held) not in devices([s])], 15) or []
+        check("(the running agent left the held VF out)", len(items) == 1,
+              json.dumps(items)[:300])
+        rv = items[0]["metadata"]["resourceVersion"] if items else None
         agent.stop()
+        writes = SliceWrites(cluster.port)
         since = len(agent.text())
         agent = agent_run("--dra-resources", "sriov_highnet")
         check("restarted agent serves the DRA driver again",
               agent.wait_log("registered with the kubelet", 20, since), agent.text()[-400:])
+        check("...and publishes once the kubelet said which VFs pods hold",
+              agent.wait_log("the kubelet says device-plugin pods hold 1 device", 20, since),
+              agent.text()[since:][-600:])
         time.sleep(2.5)
+        writes.stop()
+        check("no slice written after the restart ever offered the held VF",
+              writes.offering(dev_name(held)) == [], json.dumps(writes.offering(dev_name(held))))
         now = ours()
         check("restarted agent leaves current slices alone",
               len(now) == 1 and now[0]["metadata"]["resourceVersion"] == rv,
@@ -188,6 +243,22 @@ def main():
         agent = agent_run()
         check("without --dra-resources the slices are removed",
               wait(lambda: slices() is not None and ours() == [], 20), json.dumps(ours())[:300])
+
+        # 6. The resource moved to DRA while the pod still holds its VF: the first slice
+        # published already leaves it out.
+        agent.stop()
+        writes = SliceWrites(cluster.port)
+        since = len(agent.text())
+        agent = agent_run("--dra-resources", "sriov_highnet")
+        items = wait(lambda: ours() or None, 30) or []
+        time.sleep(1.5)
+        writes.stop()
+        check("moved to DRA: slices published without the held VF",
+              len(items) == 1 and dev_name(held) not in devices(items) and
+              len(devices(items)) == len(cx["vfs"]) - 2, json.dumps(items)[:400])
+        check("...and no slice written meanwhile ever offered it",
+              writes.offering(dev_name(held)) == [] and writes.events != [],
+              json.dumps(writes.offering(dev_name(held))) + " of %d" % len(writes.events))
     finally:
         if agent:
             agent.stop()

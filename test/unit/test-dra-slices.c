@@ -34,6 +34,9 @@ static void test_attributes_of_a_vf(void **state)
         struct pf_info *pf = fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 2, 1);
         snprintf(pf->vfs[0].pcie_root, PCIE_ROOT_MAX, "pci0000:3a");
         snprintf(pf->vfs[1].pcie_root, PCIE_ROOT_MAX, "pci0000:3a");
+        pf->vfs[1].vendor = 0x15b3;
+        pf->vfs[1].device = 0x101c; /* a ConnectX-6 VF of PF 101b */
+        snprintf(pf->eswitch_mode, sizeof(pf->eswitch_mode), "switchdev");
         struct desired_state d = { 0 };
         fx_add_group(&d, "0000:3b:00.0", "gpu_nic", DEVICE_TYPE_NETDEVICE, 0, 1);
         struct dp_pool_set pools = { 0 };
@@ -61,6 +64,11 @@ static void test_attributes_of_a_vf(void **state)
         assert_string_equal(attr_string(dev, "resource.kubernetes.io/pciBusID"), "0000:3b:01.1");
         assert_int_equal(attr_int(dev, "dra.net/numaNode"), 1);
         assert_string_equal(attr_string(dev, DRIVER "/PFName"), "ens1f0");
+        /* dra-driver-sriov's names: the VF's and the PF's device IDs, the PF's eswitch mode. */
+        assert_string_equal(attr_string(dev, DRIVER "/vendor"), "15b3");
+        assert_string_equal(attr_string(dev, DRIVER "/deviceID"), "101c");
+        assert_string_equal(attr_string(dev, DRIVER "/pfDeviceID"), "101b");
+        assert_string_equal(attr_string(dev, DRIVER "/EswitchMode"), "switchdev");
         assert_int_equal(attr_int(dev, DRIVER "/vfID"), 1);
         assert_string_equal(attr_string(dev, DRIVER "/linkType"), "ethernet");
         assert_string_equal(attr_string(dev, DRIVER "/deviceType"), "netdevice");
@@ -69,6 +77,14 @@ static void test_attributes_of_a_vf(void **state)
         assert_string_equal(attr_string(dev, "k8s.cni.cncf.io/deviceID"), "0000:3b:01.1");
         assert_false(json_is_true(json_object_get(
             json_object_get(json_object_get(dev, "attributes"), DRIVER "/rdmaCapable"), "bool")));
+        json_decref(slices);
+
+        /* A PF whose eswitch mode devlink does not tell is in legacy mode, as upstream says. */
+        pf->eswitch_mode[0] = 0;
+        assert_int_equal(dra_slices_build(&pools, &inv, "worker-1", DRIVER, NULL, &slices), 0);
+        dev = json_array_get(
+            json_object_get(json_object_get(json_array_get(slices, 0), "spec"), "devices"), 1);
+        assert_string_equal(attr_string(dev, DRIVER "/EswitchMode"), "legacy");
         json_decref(slices);
         dp_pool_set_done(&pools);
         desired_state_done(&d);
