@@ -19,9 +19,7 @@
 #include "util/macro.h"
 #include "util/names.h"
 
-/* A 256-VF reply without stats is ~40 KiB; leave room for drivers that report more. */
-#define VF_LIST_RCVBUF (1024 * 1024)
-#define EXTACK_MAX     256
+#define EXTACK_MAX 256
 
 static const char *const vf_attr_names[_VF_ATTR_MAX] = {
         [VF_ATTR_MAC] = "mac",
@@ -420,15 +418,23 @@ static int on_link_reply(struct nl_msg *msg, void *userdata)
         return 0;
 }
 
-static int query_vfs(const char *pf_ifname, int ifindex, bool with_stats, struct vf_list *ret)
+/* sk: the caller's rtnetlink socket, or NULL for a fresh one; ifindex 0: the PF asked by name
+ * (IFLA_IFNAME, as rtnl_getlink() allows), without a lookup of its index first. */
+static int query_vfs(struct nl_sock *sk, const char *pf_ifname, int ifindex, bool with_stats,
+                     struct vf_list *ret)
 {
-        _cleanup_(host_nl_socket_freep) struct nl_sock *sk = NULL;
-        int r = host_netlink_open(NETLINK_ROUTE, VF_LIST_RCVBUF, &sk);
-        if (r < 0)
-                return log_error_errno(r, "%s: cannot open an rtnetlink socket", pf_ifname);
+        _cleanup_(host_nl_socket_freep) struct nl_sock *owned = NULL;
+        int r;
+        if (!sk) {
+                r = host_netlink_open(NETLINK_ROUTE, HOST_NETLINK_VF_LIST_RCVBUF, &owned);
+                if (r < 0)
+                        return log_error_errno(r, "%s: cannot open an rtnetlink socket", pf_ifname);
+                sk = owned;
+        }
         _cleanup_(host_nlmsg_freep) struct nl_msg *m = link_request(RTM_GETLINK, 0, ifindex, 0, 0);
-        if (!m || nla_put_u32(m, IFLA_EXT_MASK,
-                              RTEXT_FILTER_VF | (with_stats ? 0 : RTEXT_FILTER_SKIP_STATS)) < 0)
+        if (!m || (ifindex <= 0 && nla_put_string(m, IFLA_IFNAME, pf_ifname) < 0) ||
+            nla_put_u32(m, IFLA_EXT_MASK,
+                        RTEXT_FILTER_VF | (with_stats ? 0 : RTEXT_FILTER_SKIP_STATS)) < 0)
                 return -ENOMEM;
 
         struct vf_list l = { .pf = pf_ifname, .num_vfs = -1 };
@@ -443,13 +449,13 @@ static int query_vfs(const char *pf_ifname, int ifindex, bool with_stats, struct
         return 0;
 }
 
-static int get_vfs(const char *pf_ifname, bool with_stats, struct netlink_vf_info **ret, size_t *n)
+int host_netlink_get_vf_list(const char *pf_ifname, struct netlink_vf_info **ret, size_t *n)
 {
         struct vf_list l;
         int ifindex, r = resolve_ifindex(pf_ifname, &ifindex);
         if (r < 0)
                 return r;
-        r = query_vfs(pf_ifname, ifindex, with_stats, &l);
+        r = query_vfs(NULL, pf_ifname, ifindex, false, &l);
         if (r < 0)
                 return r;
         *ret = l.vfs;
@@ -457,14 +463,19 @@ static int get_vfs(const char *pf_ifname, bool with_stats, struct netlink_vf_inf
         return 0;
 }
 
-int host_netlink_get_vf_list(const char *pf_ifname, struct netlink_vf_info **ret, size_t *n)
+int host_netlink_get_vf_stats(struct nl_sock *sk, const char *pf_ifname,
+                              struct netlink_vf_info **ret, size_t *n)
 {
-        return get_vfs(pf_ifname, false, ret, n);
-}
-
-int host_netlink_get_vf_stats(const char *pf_ifname, struct netlink_vf_info **ret, size_t *n)
-{
-        return get_vfs(pf_ifname, true, ret, n);
+        struct vf_list l;
+        if (!pf_ifname || !ifname_is_valid(pf_ifname))
+                return log_error_errno(-EINVAL, "invalid interface name '%s'",
+                                       PRINTABLE(pf_ifname));
+        int r = query_vfs(sk, pf_ifname, 0, true, &l);
+        if (r < 0)
+                return r;
+        *ret = l.vfs;
+        *n = l.n;
+        return 0;
 }
 
 int host_netlink_get_num_vfs(const char *pf_ifname, int *ret)
@@ -473,7 +484,7 @@ int host_netlink_get_num_vfs(const char *pf_ifname, int *ret)
         int ifindex, r = resolve_ifindex(pf_ifname, &ifindex);
         if (r < 0)
                 return r;
-        r = query_vfs(pf_ifname, ifindex, false, &l);
+        r = query_vfs(NULL, pf_ifname, ifindex, false, &l);
         if (r < 0)
                 return r;
         free(l.vfs);
@@ -497,7 +508,7 @@ int host_netlink_set_vf(const char *pf_ifname, int vf_index, const struct vf_set
          * attribute they lack, which would read as success): check it here when the kernel
          * reports the PF's VF count (PCI devices do). */
         struct vf_list l;
-        r = query_vfs(pf_ifname, ifindex, false, &l);
+        r = query_vfs(NULL, pf_ifname, ifindex, false, &l);
         if (r < 0)
                 return r;
         free(l.vfs);

@@ -95,9 +95,17 @@ struct netlink_vf_info {
             tx_dropped;
 };
 
-/* The same with each VF's counters (IFLA_VF_STATS): the kernel gathers them from the driver,
- * so this costs more than the list alone; the metrics endpoint asks at scrape time only. */
-int host_netlink_get_vf_stats(const char *pf_ifname, struct netlink_vf_info **ret, size_t *n);
+/* The receive buffer a socket needs for a PF's VF list: a 256-VF reply without stats is
+ * ~40 KiB; room for drivers that report more, and for the stats. */
+#define HOST_NETLINK_VF_LIST_RCVBUF (1024 * 1024)
+
+/* The PF's VFs as host_netlink_get_vf_list() with their counters (IFLA_VF_STATS): the kernel
+ * gathers them from the driver, so this costs more than the list alone; the metrics endpoint asks
+ * at scrape time only. The PF is asked by name (no lookup of its index first). sk: an rtnetlink
+ * socket to ask on, one for many PFs (host_netlink_open(NETLINK_ROUTE,
+ * HOST_NETLINK_VF_LIST_RCVBUF)), or NULL for a fresh one. */
+int host_netlink_get_vf_stats(struct nl_sock *sk, const char *pf_ifname,
+                              struct netlink_vf_info **ret, size_t *n);
 
 /* The PF's VF count as rtnetlink reports it (IFLA_NUM_VF); -ENODATA for a device that has
  * no bus parent to ask (virtual devices). */

@@ -6,7 +6,10 @@ PodResources says pod ml/train-1 holds one VF.
 1. GET /metrics: 200 in text format 0.0.4, parsed by `promtool check metrics` with no finding
    but the camelCase `pciAddr` label of sriov-network-metrics-exporter's families (kept so its
    dashboards work); the pod's VF on the join metrics, the pool's allocated count, the RDMA
-   port counters equal to the sysfs files, the agent's own families. Other paths 404, other
+   port counters equal to the sysfs files, the agent's own families: an Allocate counted
+   (allocate_total, its latency histogram), a reconcile after SIGHUP counted (reconciles_total,
+   the duration histogram, the last result), sriov_pf_link_up 1 for the up PF and 0 once its
+   operstate (the generated tree's file) says down. Other paths 404, other
    methods 405 with Allow: GET. The CNI plugin's records in --cni-state-dir are counted (two
    attachments, one VF holder; lock files and files being written are not records), and the
    count follows a DEL that removes one.
@@ -27,6 +30,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -189,6 +193,60 @@ def main():
               find(s, "sriov_agent_node_sync_status", status="Succeeded") == [1.0] and
               find(s, "sriov_agent_device_plugin_registered", resource=RESOURCE) == [1.0] and
               find(s, "process_resident_memory_bytes") and find(s, "process_open_fds"))
+        # the agent's work: one Allocate, one more reconcile, the PF's link going down
+        def total(s, name, **labels):
+            return sum(find(s, name, **labels))
+        before = samples(get(base + "/metrics")[2])
+        kubelet.send({"cmd": "allocate", "resource": RESOURCE, "containers": [[vfs[2]]]})
+        resp = kubelet.wait_for(ev("allocate", RESOURCE), 10) or {}
+        check("an Allocate answered", resp.get("code") == "OK", str(resp))
+        after = samples(get(base + "/metrics")[2])
+
+        def lat(s, suffix, **labels):
+            return total(s, "sriov_agent_allocate_duration_seconds" + suffix, resource=RESOURCE,
+                         **labels)
+        check("after an Allocate: allocate_total{result=ok} +1, refused unchanged",
+              total(after, "sriov_agent_allocate_total", resource=RESOURCE, result="ok") ==
+              total(before, "sriov_agent_allocate_total", resource=RESOURCE, result="ok") + 1
+              and total(after, "sriov_agent_allocate_total", resource=RESOURCE,
+                        result="refused") ==
+              total(before, "sriov_agent_allocate_total", resource=RESOURCE, result="refused"),
+              str([(k, v) for k, v in after.items() if k[0] == "sriov_agent_allocate_total"]))
+        check("after an Allocate: its latency histogram counted it (count, +Inf bucket, sum)",
+              lat(after, "_count") == lat(before, "_count") + 1 and
+              lat(after, "_bucket", le="+Inf") == lat(after, "_count") and
+              0 < lat(after, "_sum") - lat(before, "_sum") < 1.0,
+              str([(k, v) for k, v in after.items() if "allocate_duration" in k[0]]))
+        n_reconciles = total(after, "sriov_agent_reconciles_total")
+        agent.p.send_signal(signal.SIGHUP)  # re-reads the policies: one more reconcile
+
+        def after_reconcile():
+            t = samples(get(base + "/metrics")[2])
+            return t if total(t, "sriov_agent_reconciles_total") > n_reconciles else None
+        again = wait(after_reconcile, 10, 0.2) or {}
+
+        def rec(s, suffix, **labels):
+            return total(s, "sriov_agent_reconcile_duration_seconds" + suffix, **labels)
+        check("after a reconcile (SIGHUP): reconciles_total +1 and the duration histogram "
+              "counted it", total(again, "sriov_agent_reconciles_total") == n_reconciles + 1 and
+              rec(again, "_count") == rec(after, "_count") + 1 == n_reconciles + 1 and
+              rec(again, "_bucket", le="+Inf") == rec(again, "_count") and
+              rec(again, "_sum") > rec(after, "_sum") and
+              find(again, "sriov_agent_last_reconcile_result", result="ok") == [1.0] and
+              find(again, "sriov_agent_last_reconcile_timestamp_seconds")[0] > time.time() - 30,
+              str([(k, v) for k, v in again.items() if "reconcile" in k[0]]))
+        operstate = os.path.join(sysfs, "class/net/ens1f0/operstate")
+        check("sriov_pf_link_up: 1 for the up PF ens1f0",
+              find(again, "sriov_pf_link_up", pf="ens1f0", pci_address=cx["pciAddress"]) ==
+              [1.0], str([(k, v) for k, v in again.items() if k[0] == "sriov_pf_link_up"]))
+        with open(operstate, "w") as f:  # the link goes down (read at scrape time)
+            f.write("down\n")
+        down = samples(get(base + "/metrics")[2])
+        with open(operstate, "w") as f:
+            f.write("up\n")
+        check("sriov_pf_link_up: 0 once its operstate is down",
+              find(down, "sriov_pf_link_up", pf="ens1f0") == [0.0],
+              str([(k, v) for k, v in down.items() if k[0] == "sriov_pf_link_up"]))
         check("the CNI plugin's records: 2 attachments, 1 VF holder",
               find(s, "sriov_agent_cni_attachment_records") == [2.0] and
               find(s, "sriov_agent_cni_vf_holder_records") == [1.0],

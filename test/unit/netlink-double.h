@@ -14,7 +14,11 @@
  * - rtnetlink's RTM_SETLINK with IFLA_VFINFO_LIST (do_setvfinfo, handle_infiniband_guid):
  *   IFLA_VF_IB_NODE_GUID / IFLA_VF_IB_PORT_GUID with struct ifla_vf_guid, EOPNOTSUPP on a
  *   non-InfiniBand PF, EINVAL past the PF's VFs (as mlx5's ndo_set_vf_guid), ENODEV for an
- *   unknown ifindex; and an RTM_NEWLINK carrying the VFs' GUIDs as rtnl_fill_vfinfo writes it.
+ *   unknown ifindex; and an RTM_NEWLINK carrying the VFs' GUIDs as rtnl_fill_vfinfo writes it;
+ * - rtnetlink's RTM_GETLINK of the PF (rtnl_getlink: by ifindex, or by IFLA_IFNAME when the
+ *   index is 0; ENODEV otherwise): IFLA_NUM_VF and IFLA_VFINFO_LIST only with RTEXT_FILTER_VF
+ *   in IFLA_EXT_MASK, each VF's IFLA_VF_STATS (struct nldouble_vf_stats, zeros as the kernel
+ *   reports for a driver without ndo_get_vf_stats) unless RTEXT_FILTER_SKIP_STATS.
  *
  * Acknowledgements are as the kernel sends them to a socket with NETLINK_CAP_ACK (as
  * host_netlink_open() asks): NLMSG_ERROR with NLM_F_CAPPED and only the request's header;
@@ -61,6 +65,12 @@ struct nldouble_guid {
         uint64_t node, port;
 };
 
+/* what a driver's ndo_get_vf_stats fills in (struct ifla_vf_stats) */
+struct nldouble_vf_stats {
+        uint64_t rx_packets, tx_packets, rx_bytes, tx_bytes, broadcast, multicast, rx_dropped,
+            tx_dropped;
+};
+
 struct nldouble {
         /* nldev */
         uint8_t netns_mode;      /* 1 shared (the kernel's default), 0 exclusive */
@@ -70,9 +80,11 @@ struct nldouble {
         size_t n_devs;
         /* rtnetlink: one PF */
         int pf_ifindex;
+        char pf_name[16];
         unsigned short pf_type; /* ARPHRD_INFINIBAND or ARPHRD_ETHER */
         int pf_num_vfs;
         struct nldouble_guid vf_guid[NLDOUBLE_MAX_VFS];
+        struct nldouble_vf_stats vf_stats[NLDOUBLE_MAX_VFS];
         /* what it was asked */
         unsigned char request[NLDOUBLE_MAX_REQUEST];
         size_t request_len;
@@ -94,7 +106,10 @@ static inline ino_t nldouble_netns_ino(int fd)
 
 static inline void nldouble_init(struct nldouble *d)
 {
-        *d = (struct nldouble){ .netns_mode = 1, .pf_ifindex = 7, .pf_type = ARPHRD_INFINIBAND };
+        *d = (struct nldouble){ .netns_mode = 1,
+                                .pf_ifindex = 7,
+                                .pf_name = "ibp59s0f0",
+                                .pf_type = ARPHRD_INFINIBAND };
         int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
         d->init_netns = nldouble_netns_ino(fd);
         if (fd >= 0)
@@ -250,8 +265,10 @@ static inline int nldouble_nldev(struct nldouble *d, struct nlmsghdr *req)
         }
 }
 
-/* rtnl_fill_vfinfo() for one VF of an InfiniBand PF, without stats (RTEXT_FILTER_SKIP_STATS). */
-static inline void nldouble_fill_vf(struct nl_msg *m, const struct nldouble *d, uint32_t vf)
+/* rtnl_fill_vfinfo() for one VF: GUIDs on an InfiniBand PF (ndo_get_vf_guid), stats unless
+ * RTEXT_FILTER_SKIP_STATS (x86-64 puts no IFLA_VF_STATS_PAD before the u64s). */
+static inline void nldouble_fill_vf(struct nl_msg *m, const struct nldouble *d, uint32_t vf,
+                                    uint32_t ext_mask)
 {
         struct nlattr *info = nla_nest_start(m, IFLA_VF_INFO);
         struct ifla_vf_mac mac = { .vf = vf };
@@ -278,26 +295,70 @@ static inline void nldouble_fill_vf(struct nl_msg *m, const struct nldouble *d, 
         nla_put(m, IFLA_VF_LINK_STATE, sizeof(ls), &ls);
         nla_put(m, IFLA_VF_RSS_QUERY_EN, sizeof(rq), &rq);
         nla_put(m, IFLA_VF_TRUST, sizeof(tr), &tr);
-        nla_put(m, IFLA_VF_IB_NODE_GUID, sizeof(ng), &ng);
-        nla_put(m, IFLA_VF_IB_PORT_GUID, sizeof(pg), &pg);
+        if (d->pf_type == ARPHRD_INFINIBAND) {
+                nla_put(m, IFLA_VF_IB_NODE_GUID, sizeof(ng), &ng);
+                nla_put(m, IFLA_VF_IB_PORT_GUID, sizeof(pg), &pg);
+        }
+        if (!(ext_mask & RTEXT_FILTER_SKIP_STATS)) {
+                const struct nldouble_vf_stats *st = &d->vf_stats[vf];
+                struct nlattr *stats = nla_nest_start(m, IFLA_VF_STATS);
+                nla_put_u64(m, IFLA_VF_STATS_RX_PACKETS, st->rx_packets);
+                nla_put_u64(m, IFLA_VF_STATS_TX_PACKETS, st->tx_packets);
+                nla_put_u64(m, IFLA_VF_STATS_RX_BYTES, st->rx_bytes);
+                nla_put_u64(m, IFLA_VF_STATS_TX_BYTES, st->tx_bytes);
+                nla_put_u64(m, IFLA_VF_STATS_BROADCAST, st->broadcast);
+                nla_put_u64(m, IFLA_VF_STATS_MULTICAST, st->multicast);
+                nla_put_u64(m, IFLA_VF_STATS_RX_DROPPED, st->rx_dropped);
+                nla_put_u64(m, IFLA_VF_STATS_TX_DROPPED, st->tx_dropped);
+                nla_nest_end(m, stats);
+        }
         nla_nest_end(m, info);
 }
 
-/* The RTM_NEWLINK the kernel answers an RTM_GETLINK of the PF with (the parts the VF list
- * parser reads); caller frees. */
-static inline struct nl_msg *nldouble_newlink(const struct nldouble *d)
+/* The RTM_NEWLINK the kernel answers an RTM_GETLINK of the PF with, for IFLA_EXT_MASK
+ * ext_mask (the parts the VF list parser reads); caller frees. */
+static inline struct nl_msg *nldouble_newlink_mask(const struct nldouble *d, uint32_t ext_mask)
 {
         struct nl_msg *m = nlmsg_alloc_size(16384);
         struct nlmsghdr *h = nlmsg_put(m, 0, 1, RTM_NEWLINK, sizeof(struct ifinfomsg), 0);
         struct ifinfomsg *ifi = nlmsg_data(h);
         *ifi = (struct ifinfomsg){ .ifi_type = d->pf_type, .ifi_index = d->pf_ifindex };
-        nla_put_string(m, IFLA_IFNAME, "ibp59s0f0");
+        nla_put_string(m, IFLA_IFNAME, d->pf_name);
+        if (!(ext_mask & RTEXT_FILTER_VF))
+                return m; /* rtnl_vf_ports_fill/rtnl_fill_vf: nothing of the VFs */
         nla_put_u32(m, IFLA_NUM_VF, (uint32_t)d->pf_num_vfs);
         struct nlattr *list = nla_nest_start(m, IFLA_VFINFO_LIST);
         for (int vf = 0; vf < d->pf_num_vfs; vf++)
-                nldouble_fill_vf(m, d, (uint32_t)vf);
+                nldouble_fill_vf(m, d, (uint32_t)vf, ext_mask);
         nla_nest_end(m, list);
         return m;
+}
+
+/* The same without stats, as the VF list (not the metrics) asks for it. */
+static inline struct nl_msg *nldouble_newlink(const struct nldouble *d)
+{
+        return nldouble_newlink_mask(d, RTEXT_FILTER_VF | RTEXT_FILTER_SKIP_STATS);
+}
+
+/* rtnl_getlink(): the PF by ifindex, or by IFLA_IFNAME when the index is 0. */
+static inline int nldouble_getlink(struct nldouble *d, struct nlmsghdr *req)
+{
+        struct nlattr *tb[IFLA_MAX + 1];
+        if (nlmsg_parse(req, sizeof(struct ifinfomsg), tb, IFLA_MAX, NULL) < 0)
+                return -EINVAL;
+        const struct ifinfomsg *ifi = nlmsg_data(req);
+        char name[16] = "";
+        if (tb[IFLA_IFNAME])
+                nla_strlcpy(name, tb[IFLA_IFNAME], sizeof(name));
+        if (ifi->ifi_index > 0 ? ifi->ifi_index != d->pf_ifindex
+                               : !tb[IFLA_IFNAME] || strcmp(name, d->pf_name) != 0)
+                return ifi->ifi_index > 0 || tb[IFLA_IFNAME] ? -ENODEV : -EINVAL;
+        uint32_t ext_mask = tb[IFLA_EXT_MASK] ? nla_get_u32(tb[IFLA_EXT_MASK]) : 0;
+        struct nl_msg *m = nldouble_newlink_mask(d, ext_mask);
+        nlmsg_hdr(m)->nlmsg_pid = req->nlmsg_pid;
+        nlmsg_hdr(m)->nlmsg_seq = req->nlmsg_seq;
+        nldouble_queue(d, m);
+        return 0;
 }
 
 static inline int nldouble_setlink(struct nldouble *d, struct nlmsghdr *req)
@@ -356,6 +417,8 @@ static inline int nldouble_send(struct nl_sock *sk, struct nl_msg *msg)
                 r = nldouble_nldev(d, req);
         else if (req->nlmsg_type == RTM_SETLINK)
                 r = nldouble_setlink(d, req);
+        else if (req->nlmsg_type == RTM_GETLINK)
+                r = nldouble_getlink(d, req);
         else
                 r = -EOPNOTSUPP;
         if (r <= 0 && (r < 0 || (req->nlmsg_flags & NLM_F_ACK)))

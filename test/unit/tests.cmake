@@ -9,3 +9,10 @@ if(TARGET test-cni-ib)
     target_link_options(test-cni-ib PRIVATE -Wl,--wrap=host_netlink_open
                         -Wl,--wrap=if_nametoindex)
 endif()
+
+# test-metrics-vf: the VF counters and pod join of the metrics endpoint (agent/metrics-vf.c)
+# from the netlink double's RTM_GETLINK replies, on the double's socket handed in.
+if(TARGET test-metrics-vf)
+    target_sources(test-metrics-vf PRIVATE ${CMAKE_SOURCE_DIR}/agent/metrics-vf.c)
+    target_include_directories(test-metrics-vf PRIVATE ${CMAKE_SOURCE_DIR}/agent)
+endif()

@@ -3,7 +3,9 @@
 # The `sriov` CNI plugin (build/sriov, installed as /opt/cni/bin/sriov) on the real kernel:
 # the agent makes the VFs from a seed-like policy (standalone mode, the fake kubelet takes the
 # pools); two "pods" (network namespaces) get a VF each with host-local IPAM and ping each
-# other through igb's internal switch; CHECK; DEL restores the VF (name, MAC, MTU, namespace,
+# other through igb's internal switch; the agent's metrics endpoint reports pod A's VF (its
+# sriov_vf_* counters equal to what `ip -s link show PF` prints, the join metric naming the
+# pod); CHECK; DEL restores the VF (name, MAC, MTU, namespace,
 # the PF's view of it) and the records; bad input changes nothing; the agent's pool keeps all
 # VFs while their netdevs are in pods. Then ADD/DEL timings. (DPDK mode, which needs vfio-pci
 # and so the IOMMU boot, is 11-cni-dpdk.) The no-iommu boot: with the emulated IOMMU igb's VFs
@@ -60,6 +62,8 @@ said() { say "\$ $1"; cat "$OUT" >>"$T"; }
 trap 'rc=$?; if [ $rc -ne 0 ]; then echo "    --- agent log tail"; tail -n 25 /tmp/agent.log | sed "s/^/    | /"; echo "    --- fake kubelet (last events)"; tail -n 4 "$KL_OUT" | cut -c1-300 | sed "s/^/    | /"; fi' EXIT
 
 # --- the agent makes the VFs; the fake kubelet takes the pools -----------------------------
+METRICS_ADDR=127.0.0.1:9809
+AGENT_EXTRA_ARGS="${AGENT_EXTRA_ARGS:-} --metrics-listen $METRICS_ADDR"
 start_cni_node
 HOST0=$(netdev_of "$VF0")
 HOST1=$(netdev_of "$VF1")
@@ -129,6 +133,43 @@ fi
 run_ok "pod A pings pod B over the VFs" $IPR netns exec podA ping -c 3 -W 5 10.56.0.3
 out_has "pod A: 3 replies" '3 packets received'
 said "ip netns exec podA ping -c 3 10.56.0.3     # pod B, over igb's internal switch"
+
+# --- metrics: pod A's VF on the agent's endpoint, as the kernel reports it ----------------
+# The kubelet's PodResources names pod A as VF 0's holder (as after its Allocate). igb keeps
+# no per-VF counters (no ndo_get_vf_stats): the kernel reports zeros for every VF in
+# IFLA_VF_STATS, so sriov_vf_* must equal those zeros; the VF netdev's own counters in the
+# pod (the igbvf driver's) are the ones that move with the ping.
+printf '[{"pod":"a","namespace":"lab","container":"ctr-a","resource":"%s","ids":["%s"]}]\n' \
+    "$R_NET" "$VF0" >/tmp/assignments.json
+run_ok "metrics: GET /metrics" wget -q -O - "http://$METRICS_ADDR/metrics"
+cp "$OUT" /tmp/metrics.txt
+run_ok "the kernel's view of the PF's VFs (ip -s -j link show $PF)" $IPR -s -j link show dev "$PF"
+cp "$OUT" /tmp/pf-stats.json
+echo '[]' >/tmp/assignments.json
+# VF 0's eight counters, "rx_bytes=N ...", from the scrape and from iproute2's JSON (one awk and
+# one jq: a step per counter costs seconds under TCG); tx.tx_bytes in older iproute2, tx.bytes
+# later
+VF_COUNTERS="rx_bytes rx_packets rx_multicast rx_broadcast rx_dropped tx_bytes tx_packets tx_dropped"
+vf0_samples() {
+    awk -v sel="{pf=\"$PF\",vf=\"0\",pciAddr=\"$VF0\"," -v names="$VF_COUNTERS" '
+        /^sriov_vf_/ && index($0, sel) { split($1, n, "{"); v[substr(n[1], 10)] = $NF }
+        END { c = split(names, k, " "); for (i = 1; i <= c; i++) printf "%s%s=%s", (i > 1 ? " " : ""), k[i], v[k[i]] }' \
+        /tmp/metrics.txt
+}
+vf0_kernel() {
+    jq -r '.[0].vfinfo_list[] | select(.vf == 0) | .stats |
+        "rx_bytes=\(.rx.bytes) rx_packets=\(.rx.packets) rx_multicast=\(.rx.multicast) rx_broadcast=\(.rx.broadcast) rx_dropped=\(.rx.dropped) tx_bytes=\(.tx.bytes // .tx.tx_bytes) tx_packets=\(.tx.packets // .tx.tx_packets) tx_dropped=\(.tx.dropped)"' \
+        /tmp/pf-stats.json
+}
+expect_eq "metrics: VF 0's eight sriov_vf_* equal ip -s link show $PF's (igb: all 0)" \
+    "$(vf0_samples)" "$(vf0_kernel)"
+check "metrics: sriov_kubepoddevice names pod A (lab/a, ctr-a) on VF 0" grep -qxF \
+    "sriov_kubepoddevice{pciAddr=\"$VF0\",dev_type=\"$R_NET\",pod=\"a\",namespace=\"lab\",container=\"ctr-a\"} 1" \
+    /tmp/metrics.txt
+run_ok "pod A: net1's own counters" $IPR -n podA -s -j link show dev net1
+jq_ok "pod A: net1 (the VF's netdev) counted the pings both ways" \
+    '.[0].stats64.rx.packets >= 3 and .[0].stats64.tx.packets >= 3'
+echo "    VF 0: net1 in pod A counted $(jq -r '.[0].stats64 | "\(.rx.packets) packets received, \(.tx.packets) sent"' "$OUT"); the PF's IFLA_VF_STATS: $(vf0_kernel)"
 run_ok "CHECK pod A" /tmp/cni.sh CHECK "$NSA" net1 ctr-a /tmp/a.json
 run_ok "CHECK pod B" /tmp/cni.sh CHECK "$NSB" net1 ctr-b /tmp/b.json
 $IPR -n podB link set net1 down
