@@ -14,7 +14,6 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -26,6 +25,7 @@
 #include "httpd/httpd.h"
 #include "kube/cluster.h"
 #include "policy/node-labels.h"
+#include "util/clock.h"
 #include "util/debounce.h"
 #include "util/fileio.h"
 #include "util/log.h"
@@ -64,16 +64,6 @@ static void agent_schedule_retry(struct agent *a, const struct reconcile_outcome
         sd_event_source_set_enabled(a->retry, SD_EVENT_ONESHOT);
 }
 
-/* The clock itself, not sd_event_now(): that is the time the loop woke up, the same at the
- * start and the end of a reconcile that finishes in the iteration it started in (a standalone
- * node's, with nothing to apply), which measured 0 s. */
-static uint64_t monotonic_usec(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000ULL;
-}
-
 static void count_reconcile(struct agent *a, const struct reconcile_outcome *o)
 {
         enum agent_reconcile_result result = o->stopped        ? AGENT_RECONCILE_STOPPED
@@ -83,9 +73,12 @@ static void count_reconcile(struct agent *a, const struct reconcile_outcome *o)
         uint64_t now;
         a->stats.reconciles[result]++;
         a->stats.last_result = (int)result;
+        /* The clock itself: a reconcile that ends in the loop iteration it started in (a
+         * standalone node's, with nothing to apply) would measure 0 s with sd_event_now(). */
         if (a->stats.started_usec)
                 metrics_histogram_observe(&a->stats.reconcile_seconds,
-                                          (double)(monotonic_usec() - a->stats.started_usec) / 1e6);
+                                          (double)(clock_monotonic_usec() - a->stats.started_usec) /
+                                              1e6);
         a->stats.started_usec = 0;
         if (sd_event_now(a->event, CLOCK_REALTIME, &now) >= 0)
                 a->stats.last_end_seconds = (double)now / 1e6;
@@ -109,7 +102,7 @@ static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata)
                 a->debounce_last = usec ? usec : 1;
         a->converged = false; /* until this reconcile says otherwise */
         if (!a->running)
-                a->stats.started_usec = monotonic_usec();
+                a->stats.started_usec = clock_monotonic_usec();
         /* Until the API server has answered once, a retry or link event re-applies the records
          * (a VF count still probing at boot is finished without the API). */
         if (a->cluster && !a->config.dry_run && !a->api_reconciled &&

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -19,6 +18,7 @@
 #include "dra/slices.h"
 #include "kube/cluster.h"
 #include "kube/resource-slices.h"
+#include "util/clock.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/names.h"
@@ -55,13 +55,6 @@ struct claim_read {
         struct kube_request *request;
         uint64_t started_usec; /* CLOCK_MONOTONIC, for the debug log's timings */
 };
-
-static uint64_t monotonic_usec(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
-}
 
 struct prepare_job {
         struct agent *agent;
@@ -338,7 +331,7 @@ static void claim_read_done(struct kube_request *request, int error, long status
         json_auto_t *claim =
             error == 0 && status == 200 ? json_loadb(body, body_len, 0, NULL) : NULL;
         if (claim) {
-                uint64_t read = monotonic_usec();
+                uint64_t read = clock_monotonic_usec();
                 prepare_from_claim(job->agent, c, claim, res);
                 /* The preparation's own time apart from the claim's read (bench/dra-prepare.py
                  * reads both). */
@@ -347,7 +340,7 @@ static void claim_read_done(struct kube_request *request, int error, long status
                                   "record written) in %llu us",
                                   c->namespace_, c->name,
                                   (unsigned long long)(read - rd->started_usec),
-                                  (unsigned long long)(monotonic_usec() - read));
+                                  (unsigned long long)(clock_monotonic_usec() - read));
         } else if (status == 404)
                 set_error(res, "ResourceClaim %s/%s not found", c->namespace_, c->name);
         else
@@ -402,8 +395,9 @@ static void prepare(void *userdata, struct dra_prepare *req)
                         set_error(res, "out of memory");
                         continue;
                 }
-                reads[i] =
-                    (struct claim_read){ .job = job, .index = i, .started_usec = monotonic_usec() };
+                reads[i] = (struct claim_read){ .job = job,
+                                                .index = i,
+                                                .started_usec = clock_monotonic_usec() };
                 const struct kube_request_opts opts = {
                         .path = path,
                         .on_done = claim_read_done,
