@@ -540,6 +540,8 @@ static bool same_usage(const struct dp_usage *x, const struct dp_usage *y)
  * nothing to wait for. */
 #define DRA_HELD_WAIT_USEC  (60 * 1000000ULL)
 #define DRA_HELD_RETRY_USEC (2 * 1000000ULL)
+/* A second ask may come a little late; coalesced with other wake-ups. */
+#define DRA_HELD_RETRY_ACCURACY_USEC (200 * 1000ULL)
 
 static bool no_kubelet_to_ask(const struct agent *a)
 {
@@ -638,7 +640,8 @@ static void ask_held(struct agent *a)
                 (void)sd_event_now(a->event, CLOCK_MONOTONIC, &now);
                 a->dra_held_deadline = now + DRA_HELD_WAIT_USEC;
                 int r = sd_event_add_time_relative(a->event, &a->dra_held_timer, CLOCK_MONOTONIC,
-                                                   DRA_HELD_RETRY_USEC, 0, on_held_retry, a);
+                                                   DRA_HELD_RETRY_USEC,
+                                                   DRA_HELD_RETRY_ACCURACY_USEC, on_held_retry, a);
                 if (r < 0) {
                         /* Without a timer nothing would ever end the wait. */
                         log_warning("DRA: cannot arm the PodResources timer: %s; publishing "
