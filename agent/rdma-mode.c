@@ -42,12 +42,7 @@ void rdma_mode_start(struct agent *a)
         if (!res.reboot_needed)
                 return;
         char text[768];
-        snprintf(text, sizeof(text),
-                 "RDMA network namespace mode %s needs a reboot: the kernel keeps %s while other "
-                 "network namespaces exist; %s is written for the next boot (the agent never "
-                 "reboots the node)",
-                 host_rdma_netns_mode_to_string(wanted),
-                 host_rdma_netns_mode_to_string(res.current), res.modprobe_path);
+        host_rdma_reboot_message(wanted, &res, text, sizeof(text));
         free(a->rdma_reboot_needed);
         a->rdma_reboot_needed = strdup(text);
         log_warning("%s", text);

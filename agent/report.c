@@ -157,17 +157,19 @@ void report_node_state(struct agent *a, const struct desired_state *desired,
         struct kube_object_ref ref;
         if (!obj || kube_object_ref_from_json(obj, &ref) < 0)
                 return; /* not created yet: the next reconcile posts them */
-        if (node_events_decide(guarded, a->rdma_shared_error, a->rdma_shared_error_posted,
-                               &events) < 0)
+        const struct node_event_facts facts = {
+                .rdma_shared_error = a->rdma_shared_error,
+                .rdma_error_posted = a->rdma_shared_error_posted,
+                .rdma_reboot_needed = a->rdma_reboot_needed,
+                .rdma_reboot_posted = a->rdma_reboot_posted,
+        };
+        if (node_events_decide(guarded, &facts, &events) < 0)
                 return (void)log_error_errno(-ENOMEM, "cannot post the NodeState's Events");
-        if (a->rdma_reboot_needed && !a->rdma_reboot_posted) {
-                kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning", "RebootNeeded",
-                                 a->rdma_reboot_needed);
-                a->rdma_reboot_posted = true;
-        }
         for (size_t i = 0; i < events.n_events; i++) {
                 kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning",
                                  events.events[i].reason, events.events[i].message);
+                if (strcmp(events.events[i].reason, "RebootNeeded") == 0)
+                        a->rdma_reboot_posted = true;
                 if (strcmp(events.events[i].reason, "InvalidRdmaSharedConfig") == 0) {
                         free(a->rdma_shared_error_posted);
                         a->rdma_shared_error_posted = strdup(a->rdma_shared_error);

@@ -717,6 +717,22 @@ static int cmd_add(struct plugin *p)
                                          vfio, p->ib_conf.guid, &p->err)) < 0)
                         goto undo;
         }
+        /* the re-bind (not on vfio-pci, which has no RDMA device to move) re-registered the RDMA
+         * device under a new index: the one planned is gone. Found again from the VF's PCI
+         * function, and recorded before it moves, as DEL moves back what the record names. */
+        if (rec.rdma_moved && guid_set && !vfio) {
+                r = cni_rdma_find_again(p->sysfs_root, loc.vf_ifname, loc.driver, &rec, &p->err);
+                if (r < 0)
+                        goto undo;
+                if (r > 0 && (r = cni_cache_write(p->state_dir, name, conf, &rec)) < 0) {
+                        fail(p, CNI_ERR_GENERIC, r,
+                             "VF %s: cannot save its RDMA device %s (index %u) in the attachment "
+                             "record %s/%s: %s",
+                             conf->device_id, rec.rdma_name, rec.rdma_index, p->state_dir, name,
+                             strerror(-r));
+                        goto undo;
+                }
+        }
         if (rec.rdma_moved) {
                 if ((r = cni_rdma_move(&rec, pod_ns, p->netns, &p->err)) < 0)
                         goto undo;
@@ -867,6 +883,7 @@ undo:;
                 undone = release_netdev(p, pod_ns, p->ifname, &rec);
         else if (moved)
                 (void)release_netdev(p, pod_ns, p->ifname, &rec);
+        /* as DEL: the RDMA device back by its index before the GUID's re-bind renews it */
         if (rdma_in_pod && cni_rdma_release(&rec, pod_ns, p->host_ns, p->netns, &p->err) < 0)
                 undone = -EIO;
         if (guid_set && cni_ib_restore_guid(p->sysfs_root, &rec, vfio, &p->err) < 0)
@@ -1025,7 +1042,9 @@ static int cmd_del(struct plugin *p)
                         return r;
                 if (netdev && pod_ns >= 0 && (r = release_netdev(p, pod_ns, p->ifname, &c)) < 0)
                         return r;
-                /* a pod namespace already gone returned the RDMA device to the host itself */
+                /* a pod namespace already gone returned the RDMA device to the host itself.
+                 * Moved back before the GUID is restored below: that re-bind re-registers the
+                 * device under a new index, and the record names the one in the pod. */
                 if (c.rdma_moved && pod_ns >= 0 &&
                     (r = cni_rdma_release(&c, pod_ns, p->host_ns, p->netns, &p->err)) < 0)
                         return r;

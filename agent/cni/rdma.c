@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "host/netlink-request.h"
 #include "host/rdma-netlink.h"
@@ -50,6 +51,34 @@ int cni_rdma_plan(const char *sysfs_root, const char *pci, const char *vf_ifname
         /* the driver only names the failure below: not recorded */
         snprintf(rec->rdma_driver, sizeof(rec->rdma_driver), "%s", dev.driver);
         return 0;
+}
+
+int cni_rdma_find_again(const char *sysfs_root, const char *vf_ifname, const char *driver,
+                        struct cni_cache *rec, struct cni_error *e)
+{
+        struct host_rdma_vf_device dev;
+        int r;
+        /* the netdev the re-bind waited for may come before the RDMA device (mlx5 registers it
+         * from its auxiliary device): up to 2 s */
+        for (int i = 0;; i++) {
+                r = host_rdma_find_vf_device(NULL, sysfs_root, rec->device_id, vf_ifname, driver,
+                                             &dev);
+                if (r != -ENOENT || i >= 40)
+                        break;
+                nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
+        }
+        if (r < 0)
+                return cni_fail(e, CNI_ERR_GENERIC, r,
+                                "VF %s: its RDMA device (%s, index %u before re-binding its "
+                                "driver) is not back in the host's namespace after the "
+                                "re-bind: %s",
+                                rec->device_id, rec->rdma_name, rec->rdma_index,
+                                r == -ENOENT ? "none found" : strerror(-r));
+        const bool changed = dev.index != rec->rdma_index || strcmp(dev.name, rec->rdma_name) != 0;
+        rec->rdma_index = dev.index;
+        snprintf(rec->rdma_name, sizeof(rec->rdma_name), "%s", dev.name);
+        snprintf(rec->rdma_driver, sizeof(rec->rdma_driver), "%s", dev.driver);
+        return changed;
 }
 
 int cni_rdma_move(const struct cni_cache *rec, int pod_ns, const char *netns, struct cni_error *e)

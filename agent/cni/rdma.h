@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The VF's RDMA device and the pod's network namespace (the RDMA subsystem's exclusive mode):
- * found and recorded before ADD's first change, moved in by ADD, moved back by DEL and by ADD's
+ * found and recorded before ADD's first change (found again and recorded anew after an
+ * ib-sriov GUID's re-bind), moved in by ADD, moved back by DEL and by ADD's
  * undo. In shared mode, or without ib_core, nothing moves (unless required: ib-sriov's
  * rdmaIsolation, refused then as upstream refuses it). */
 #pragma once
@@ -15,6 +16,14 @@
  * has no RDMA device. 0 or a negative errno with e filled. */
 int cni_rdma_plan(const char *sysfs_root, const char *pci, const char *vf_ifname,
                   const char *driver, bool required, struct cni_cache *rec, struct cni_error *e);
+
+/* After the VF's driver was re-bound (ib-sriov's GUID step): finds its RDMA device again from
+ * its PCI function, as the re-bind unregistered it and the driver registered a new one, with a
+ * new index and usually a new name; waits a moment for the driver to register it. Updates rec's
+ * rdma_* fields. 1 when they changed (the caller saves the record: DEL moves back what it
+ * names), 0 when not, or a negative errno with e filled. */
+int cni_rdma_find_again(const char *sysfs_root, const char *vf_ifname, const char *driver,
+                        struct cni_cache *rec, struct cni_error *e);
 
 /* Moves the device rec names into pod_ns (netns: its path, for messages). A driver that cannot
  * move devices gets an error naming the driver and the mode. */

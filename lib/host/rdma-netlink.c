@@ -342,3 +342,14 @@ int host_rdma_bring_about_mode(struct nl_sock *sk, int wanted, const char *modpr
         ret->changed = true;
         return 0;
 }
+
+void host_rdma_reboot_message(int wanted, const struct host_rdma_mode_result *res, char *buf,
+                              size_t size)
+{
+        snprintf(buf, size,
+                 "RDMA network namespace mode %s needs a reboot: the kernel keeps %s while other "
+                 "network namespaces exist; %s is written for the next boot (the agent never "
+                 "reboots the node)",
+                 host_rdma_netns_mode_to_string(wanted) ?: "?",
+                 host_rdma_netns_mode_to_string(res->current) ?: "?", res->modprobe_path);
+}

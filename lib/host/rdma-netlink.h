@@ -90,3 +90,8 @@ struct host_rdma_mode_result {
  * wanted < 0: only read. 0, or a negative errno (no RDMA netlink: -EPROTONOSUPPORT). */
 int host_rdma_bring_about_mode(struct nl_sock *sk, int wanted, const char *modprobe_dir,
                                struct host_rdma_mode_result *ret);
+
+/* What the node is told when res->reboot_needed (NodeState message, RebootNeeded Event, log):
+ * the mode wanted, the one the kernel keeps, and the file written for the next boot. */
+void host_rdma_reboot_message(int wanted, const struct host_rdma_mode_result *res, char *buf,
+                              size_t size);

@@ -75,6 +75,10 @@ __attribute__((format(printf, 4, 5))) static int fail(char *error, size_t size, 
         return -EINVAL;
 }
 
+/* Zero and all-ones are the values a VF nobody gave a GUID shows, and it cannot join the fabric
+ * with them: refused in the file rather than handed out (the whole file, as any other error). */
+#define INVALID_WHY "not a valid GUID (all zeros or all ones)"
+
 static int parse_entry(json_t *item, size_t index, struct ib_guid_pool_entry *e, char *error,
                        size_t error_size)
 {
@@ -107,8 +111,12 @@ static int parse_entry(json_t *item, size_t index, struct ib_guid_pool_entry *e,
                                     "address",
                                     pci_s);
                 snprintf(e->pci_address, sizeof(e->pci_address), "%s", pci_s);
-        } else if (ib_guid_parse(pf_s, &e->pf_guid) < 0)
+        } else if (ib_guid_parse(pf_s, &e->pf_guid) < 0) {
                 return fail(error, error_size, index, "pfGuid \"%s\" is not a GUID", pf_s);
+        } else if (!ib_guid_is_valid(e->pf_guid)) {
+                /* no PF has it: the entry would name whichever PF reports no GUID */
+                return fail(error, error_size, index, "pfGuid \"%s\" is " INVALID_WHY, pf_s);
+        }
 
         size_t n = json_array_size(guids);
         const char *start = json_string_value(json_object_get(range, "start"));
@@ -130,6 +138,9 @@ static int parse_entry(json_t *item, size_t index, struct ib_guid_pool_entry *e,
                         if (ib_guid_parse(g, &e->guids[i]) < 0)
                                 return fail(error, error_size, index, "guids: \"%s\" is not a GUID",
                                             g ? g : "(not text)");
+                        if (!ib_guid_is_valid(e->guids[i]))
+                                return fail(error, error_size, index,
+                                            "guids[%zu]: \"%s\" is " INVALID_WHY, i, g);
                         e->n_guids++;
                 }
                 return 0;
@@ -142,6 +153,12 @@ static int parse_entry(json_t *item, size_t index, struct ib_guid_pool_entry *e,
                             start);
         if (ib_guid_parse(end, &e->range_end) < 0)
                 return fail(error, error_size, index, "guidsRange.end \"%s\" is not a GUID", end);
+        /* the GUIDs between are then valid too */
+        if (!ib_guid_is_valid(e->range_start))
+                return fail(error, error_size, index, "guidsRange.start \"%s\" is " INVALID_WHY,
+                            start);
+        if (!ib_guid_is_valid(e->range_end))
+                return fail(error, error_size, index, "guidsRange.end \"%s\" is " INVALID_WHY, end);
         if (e->range_end < e->range_start)
                 return fail(error, error_size, index, "guidsRange ends before it starts");
         e->has_range = true;

@@ -149,16 +149,18 @@ static int add_event(struct node_events *e, const char *reason, const char *mess
         return 0;
 }
 
-int node_events_decide(const struct guarded_plan *guarded, const char *rdma_shared_error,
-                       const char *rdma_error_posted, struct node_events *ret)
+int node_events_decide(const struct guarded_plan *guarded, const struct node_event_facts *f,
+                       struct node_events *ret)
 {
         struct node_events e = { 0 };
         int r = 0;
 
         *ret = (struct node_events){ 0 };
-        if (rdma_shared_error &&
-            (!rdma_error_posted || strcmp(rdma_error_posted, rdma_shared_error) != 0))
-                r = add_event(&e, "InvalidRdmaSharedConfig", rdma_shared_error);
+        if (f->rdma_reboot_needed && !f->rdma_reboot_posted)
+                r = add_event(&e, "RebootNeeded", f->rdma_reboot_needed);
+        if (r >= 0 && f->rdma_shared_error &&
+            (!f->rdma_error_posted || strcmp(f->rdma_error_posted, f->rdma_shared_error) != 0))
+                r = add_event(&e, "InvalidRdmaSharedConfig", f->rdma_shared_error);
         /* Every reconcile: the API server counts repeats of the same Event, which says how long
          * the change has been waiting. */
         for (size_t i = 0; r >= 0 && !guarded->passed_through && i < guarded->n_held; i++)

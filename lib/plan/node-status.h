@@ -58,7 +58,7 @@ struct node_status_facts {
         /* --rdma-mode could not be set now (other network namespaces exist) and is written for
          * the next boot: InProgress with this text until the node is rebooted */
         const char *rdma_reboot_needed;
-        bool dry_run;        /* --dry-run: the plan's actions are not applied */
+        bool dry_run; /* --dry-run: the plan's actions are not applied */
 };
 
 /* How many actions of PFs an InProgress message lists before "and N more". */
@@ -68,7 +68,7 @@ void node_status_decide(const struct node_status_facts *facts, struct node_statu
 
 /* A Warning Event to post on the NodeState (strings borrowed from the inputs). */
 struct node_event {
-        const char *reason; /* "DisruptionHeld", "InvalidRdmaSharedConfig" */
+        const char *reason; /* "DisruptionHeld", "InvalidRdmaSharedConfig", "RebootNeeded" */
         const char *message;
 };
 
@@ -79,12 +79,22 @@ struct node_events {
 
 void node_events_done(struct node_events *e);
 
-/* The Events after a reconcile: "InvalidRdmaSharedConfig" with rdma_shared_error when it is
- * not the one last posted (rdma_error_posted, NULL: none; an unchanged error is posted once),
- * then "DisruptionHeld" with each held PF's reason on every reconcile that holds it (none
- * with --allow-disruption). 0 or -ENOMEM. */
-int node_events_decide(const struct guarded_plan *guarded, const char *rdma_shared_error,
-                       const char *rdma_error_posted, struct node_events *ret);
+/* What node_events_decide() weighs besides the plan: the whole-card RDMA config's error and
+ * the --rdma-mode reboot notice, each with what was posted already. */
+struct node_event_facts {
+        const char *rdma_shared_error;
+        const char *rdma_error_posted; /* NULL: none posted */
+        const char *rdma_reboot_needed;
+        bool rdma_reboot_posted;
+};
+
+/* The Events after a reconcile: "RebootNeeded" with rdma_reboot_needed (the kernel refused the
+ * RDMA mode with EBUSY; once per agent run, as the notice does not change while it runs), then
+ * "InvalidRdmaSharedConfig" with rdma_shared_error when it is not the one last posted (an
+ * unchanged error is posted once), then "DisruptionHeld" with each held PF's reason on every
+ * reconcile that holds it (none with --allow-disruption). 0 or -ENOMEM. */
+int node_events_decide(const struct guarded_plan *guarded, const struct node_event_facts *facts,
+                       struct node_events *ret);
 
 /* "Succeeded", "InProgress", "Failed": the syncStatus values. */
 const char *node_sync_status_to_string(enum node_sync_status s);

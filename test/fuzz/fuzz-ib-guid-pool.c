@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The static InfiniBand GUID pool file (upstream's format; an administrator's file on the node):
  * every input is parsed or refused with a reason, and what is accepted gives only GUIDs that
- * came from the file or, for PFs it does not name, valid derived ones. */
+ * came from the file or, for PFs it does not name, derived ones; all of them valid (neither zero
+ * nor all-ones). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 int r = ib_guid_for_vf(&pool, &pf, vf, &g, error, sizeof(error));
                 if (r < 0 && (r != -ENOENT || !error[0]))
                         abort();
+                if (r == 0 && !ib_guid_is_valid(g))
+                        abort(); /* a file with a zero or all-ones GUID is refused */
         }
         for (size_t i = 0; i < pool.n_entries; i++)
                 if (pool.entries[i].has_range &&

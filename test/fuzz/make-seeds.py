@@ -209,3 +209,10 @@ w('ib-guid-pool/upstream-example.json', json.dumps([
     {"pfGuid": "0c:42:a1:03:00:b8:c0:de",
      "guidsRange": {"start": "02:00:00:00:00:aa:00:02", "end": "02:00:00:00:00:aa:00:0a"}}],
     indent=1))
+# refused: a GUID a VF must never get, in each of the places one is handed out from
+w('ib-guid-pool/invalid-guids.json', json.dumps([
+    {"pciAddress": "0000:3b:00.0",
+     "guids": ["02:00:00:00:00:00:00:01", "ff:ff:ff:ff:ff:ff:ff:ff"]},
+    {"pciAddress": "0000:3b:00.1",
+     "guidsRange": {"start": "00:00:00:00:00:00:00:00", "end": "02:00:00:00:00:aa:00:0a"}}],
+    indent=1))

@@ -8,7 +8,11 @@
  * IFLA_VFINFO_LIST). The driver re-bind runs against a fake kernel thread that does to the tree
  * what unbind and drivers_probe do (the netdev re-created under the same or another name); the
  * rename back goes to the test's answers for the VF's netdev (RTM_GETLINK by name,
- * RTM_SETLINK with IFLA_IFNAME), so it is proven on the message level only. */
+ * RTM_SETLINK with IFLA_IFNAME), so it is proven on the message level only. With the RDMA
+ * subsystem in exclusive mode the same double answers as nldev (RDMA netlink sockets are its
+ * too) and the fake kernel's re-bind re-registers the VF's RDMA device under a new index, as
+ * ib_unregister_device / ib_register_device do: ADD's GUID step followed by the RDMA move
+ * (agent/cni/rdma.c), in cmd_add's order. */
 /* glibc's net/if.h before any linux/ header (linux/libc-compat.h then defers to it) */
 #include <net/if.h>
 
@@ -36,6 +40,8 @@
 #include "host/vf-lookup.h"
 #include "ib.h"
 #include "netlink-double.h"
+#include "netns-child.h"
+#include "rdma.h"
 #include "util/fileio.h"
 
 #define PF_NAME "ibp59s0f0"
@@ -61,7 +67,17 @@ struct fixture {
         pthread_t kernel;
         atomic_bool stop;
         char kernel_log[128];
+        /* the VF's RDMA device (exclusive mode tests): under its auxiliary device in the tree
+         * and in the double's nldev; a re-bind registers it anew as RDMA_REBOUND_* */
+        bool rdma;
+        char rdma_name[32];
 };
+
+#define RDMA_AUX           "bus/pci/devices/" VF_PCI "/mlx5_core.rdma.1"
+#define RDMA_INDEX         4
+#define RDMA_NAME          "mlx5_3"
+#define RDMA_REBOUND_INDEX 9
+#define RDMA_REBOUND_NAME  "mlx5_5"
 
 #define VF_IFINDEX 12
 
@@ -165,7 +181,7 @@ static int send_fn(struct nl_sock *sk, struct nl_msg *msg)
 int __wrap_host_netlink_open(int protocol, size_t rcvbuf, struct nl_sock **ret);
 int __wrap_host_netlink_open(int protocol, size_t rcvbuf, struct nl_sock **ret)
 {
-        if (protocol != NETLINK_ROUTE || !fx)
+        if ((protocol != NETLINK_ROUTE && protocol != NETLINK_RDMA) || !fx)
                 return -EPROTONOSUPPORT;
         struct nl_sock *sk = nl_socket_alloc();
         if (!sk)
@@ -222,6 +238,29 @@ static bool take_write(const char *rel)
         return truncate(path, 0) == 0;
 }
 
+/* The VF's RDMA device registered (ib_register_device): infiniband/<name> under its auxiliary
+ * device, and in nldev's list in the initial namespace. */
+static void rdma_register(uint32_t index, const char *name)
+{
+        char rel[256];
+        snprintf(rel, sizeof(rel), RDMA_AUX "/infiniband/%s", name);
+        mkdirs(fx->root, rel);
+        nldouble_add_dev(&fx->d, index, name, GUID, "ib", true);
+        snprintf(fx->rdma_name, sizeof(fx->rdma_name), "%s", name);
+}
+
+/* ...and unregistered: both gone, wherever the device was. */
+static void rdma_unregister(void)
+{
+        char path[512];
+        snprintf(path, sizeof(path), "%s/" RDMA_AUX "/infiniband/%s", fx->root, fx->rdma_name);
+        (void)rmdir(path);
+        for (size_t i = 0; i < fx->d.n_devs; i++)
+                if (strcmp(fx->d.devs[i].name, fx->rdma_name) == 0)
+                        fx->d.devs[i] = fx->d.devs[--fx->d.n_devs];
+        fx->rdma_name[0] = '\0';
+}
+
 /* What the kernel does with the VF on unbind and drivers_probe: unbind removes its driver
  * link and its netdev; the probe re-creates the netdev (named as the driver names it) and
  * the driver link. Polls the tree every millisecond; records what it did. */
@@ -237,9 +276,13 @@ static void *fake_kernel_run(void *arg)
                                  fx->root);
                         (void)unlink(path);
                         fx->vf_netdev[0] = '\0';
+                        if (fx->rdma) /* ib_unregister_device: gone from sysfs and nldev */
+                                rdma_unregister();
                         strcat(fx->kernel_log, "unbind;");
                 }
                 if (take_write("bus/pci/drivers_probe")) {
+                        if (fx->rdma) /* registered anew before IPoIB's netdev exists */
+                                rdma_register(RDMA_REBOUND_INDEX, RDMA_REBOUND_NAME);
                         snprintf(fx->vf_netdev, sizeof(fx->vf_netdev), "%s", fx->reprobe_name);
                         snprintf(path, sizeof(path), "%s/bus/pci/devices/" VF_PCI "/net/%s",
                                  fx->root, fx->vf_netdev);
@@ -639,6 +682,97 @@ static void test_restore_vf_gone(void **state)
         assert_int_equal(fx->n_setlinks, 0);
 }
 
+/* The DEV_INDEX of the last nldev request, which must be RDMA_NLDEV_CMD_SET. */
+static uint32_t last_set_index(void)
+{
+        struct nlmsghdr *h = (struct nlmsghdr *)fx->d.request;
+        assert_int_equal(h->nlmsg_type, RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_SET));
+        struct nlattr *tb[RDMA_NLDEV_ATTR_MAX];
+        assert_int_equal(nlmsg_parse(h, 0, tb, RDMA_NLDEV_ATTR_MAX - 1, NULL), 0);
+        assert_non_null(tb[RDMA_NLDEV_ATTR_DEV_INDEX]);
+        return nla_get_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX]);
+}
+
+static const struct nldouble_dev *rdma_dev(uint32_t index)
+{
+        for (size_t i = 0; i < fx->d.n_devs; i++)
+                if (fx->d.devs[i].index == index)
+                        return &fx->d.devs[i];
+        return NULL;
+}
+
+/* ib-sriov ADD with a GUID in exclusive RDMA mode, in cmd_add's order: the VF's RDMA device
+ * planned (mlx5_3, index 4), the GUID set and the VF re-bound, which re-registers the device
+ * (mlx5_5, index 9; index 4 is no more), the device found again from the VF's PCI function,
+ * moved. The move asks for index 9 and the record (what DEL reads) names mlx5_5 / 9. Then DEL:
+ * moved back by the record's index, before the GUID's restore re-binds the VF again. */
+static void test_add_guid_then_rdma_move_uses_the_rebound_device(void **state)
+{
+        pid_t child = -1;
+        int pod_ns = netns_child_open(&child);
+        if (pod_ns < 0) {
+                netns_child_end(child, pod_ns);
+                print_message("skipped: needs root to create a network namespace\n");
+                skip();
+        }
+        int host_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        fx->d.netns_mode = 0; /* exclusive */
+        fx->rdma = true;
+        rdma_register(RDMA_INDEX, RDMA_NAME);
+
+        struct cni_cache rec = { 0 };
+        snprintf(rec.device_id, sizeof(rec.device_id), "%s", VF_PCI);
+        struct cni_error e = { 0 };
+        struct vf_location loc = vf1();
+        snprintf(loc.vf_ifname, sizeof(loc.vf_ifname), "ib1");
+        snprintf(loc.driver, sizeof(loc.driver), "mlx5_core");
+        assert_int_equal(cni_rdma_plan(fx->root, VF_PCI, "ib1", "mlx5_core", true, &rec, &e), 0);
+        assert_true(rec.rdma_moved);
+        assert_int_equal(rec.rdma_index, RDMA_INDEX);
+        assert_string_equal(rec.rdma_name, RDMA_NAME);
+
+        fake_kernel_start("ib1");
+        int r = cni_ib_set_guid(fx->root, VF_PCI, &loc, "ib1", false, GUID, &e);
+        fake_kernel_stop();
+        if (r < 0)
+                fail_msg("%s", e.msg);
+        assert_string_equal(fx->kernel_log, "unbind;probe;");
+        assert_null(rdma_dev(RDMA_INDEX));
+
+        r = cni_rdma_find_again(fx->root, loc.vf_ifname, loc.driver, &rec, &e);
+        if (r < 0)
+                fail_msg("%s", e.msg);
+        assert_int_equal(r, 1); /* changed: cmd_add saves the record before the move */
+        assert_int_equal(rec.rdma_index, RDMA_REBOUND_INDEX);
+        assert_string_equal(rec.rdma_name, RDMA_REBOUND_NAME);
+        assert_string_equal(rec.rdma_driver, "mlx5_core");
+
+        r = cni_rdma_move(&rec, pod_ns, "/proc/pod/ns/net", &e);
+        if (r < 0)
+                fail_msg("%s", e.msg);
+        assert_int_equal(last_set_index(), RDMA_REBOUND_INDEX);
+        assert_true(rdma_dev(RDMA_REBOUND_INDEX)->netns == nldouble_netns_ino(pod_ns));
+
+        /* DEL: back to the host by the recorded index, then the GUID put back (re-bind) */
+        r = cni_rdma_release(&rec, pod_ns, host_ns, "/proc/pod/ns/net", &e);
+        if (r < 0)
+                fail_msg("%s", e.msg);
+        assert_int_equal(last_set_index(), RDMA_REBOUND_INDEX);
+        assert_true(rdma_dev(RDMA_REBOUND_INDEX)->netns == fx->d.init_netns);
+        snprintf(rec.host_guid, sizeof(rec.host_guid), "0c:42:a1:03:00:b8:c0:df");
+        snprintf(rec.orig.host_ifname, sizeof(rec.orig.host_ifname), "ib1");
+        fx->kernel_log[0] = '\0';
+        fake_kernel_start("ib1");
+        r = cni_ib_restore_guid(fx->root, &rec, false, &e);
+        fake_kernel_stop();
+        if (r < 0)
+                fail_msg("%s", e.msg);
+        assert_string_equal(fx->kernel_log, "unbind;probe;");
+        assert_true(fx->d.vf_guid[1].port == 0x0c42a10300b8c0dfULL);
+        close(host_ns);
+        netns_child_end(child, pod_ns);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -660,6 +794,7 @@ int main(void)
                 T(test_restore_zero_guid_becomes_all_ones),
                 T(test_restore_garbled_or_no_guid),
                 T(test_restore_vf_gone),
+                T(test_add_guid_then_rdma_move_uses_the_rebound_device),
 #undef T
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

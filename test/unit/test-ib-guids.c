@@ -33,6 +33,9 @@ static void expect_error(const char *text, const char *needle)
                          -EINVAL);
         if (!strstr(error, needle))
                 fail_msg("error '%s' does not say '%s'", error, needle);
+        /* refused as a whole: nothing of the file to use or to free */
+        assert_int_equal(pool.n_entries, 0);
+        assert_null(pool.entries);
 }
 
 /* A PF with one RDMA device (rdma: the caller's, it outlives the PF) */
@@ -128,6 +131,47 @@ static void test_pool_errors(void **state)
                      "not a PCI address");
 }
 
+/* A GUID the pool would hand out that is zero or all-ones (what a VF nobody gave a GUID shows)
+ * is refused, naming the entry, the field and the value; so is a pfGuid that no PF can have.
+ * The whole file is refused (nothing of it is used): no entry is returned. */
+static void test_pool_refuses_zero_and_all_ones(void **state)
+{
+        const char *zero = "00:00:00:00:00:00:00:00", *ones = "ff:ff:ff:ff:ff:ff:ff:ff";
+        const char *good = "02:00:00:00:00:00:00:01";
+        char text[512], needle[128];
+        for (int k = 0; k < 2; k++) {
+                const char *bad = k ? ones : zero;
+                /* the second entry's second GUID: the first entry is fine */
+                snprintf(text, sizeof(text),
+                         "[{\"pciAddress\":\"0000:3b:00.0\",\"guids\":[\"%s\"]},"
+                         "{\"pciAddress\":\"0000:3b:00.1\",\"guids\":[\"%s\",\"%s\"]}]",
+                         good, good, bad);
+                snprintf(needle, sizeof(needle),
+                         "IB GUID pool entry 1: guids[1]: \"%s\" is not a valid GUID", bad);
+                expect_error(text, needle);
+                snprintf(text, sizeof(text),
+                         "[{\"pciAddress\":\"0000:3b:00.0\",\"guidsRange\":{\"start\":\"%s\","
+                         "\"end\":\"%s\"}}]",
+                         k ? good : zero, k ? ones : good);
+                snprintf(needle, sizeof(needle),
+                         "IB GUID pool entry 0: guidsRange.%s \"%s\" is not a valid GUID",
+                         k ? "end" : "start", bad);
+                expect_error(text, needle);
+                snprintf(text, sizeof(text), "[{\"pfGuid\":\"%s\",\"guids\":[\"%s\"]}]", bad, good);
+                snprintf(needle, sizeof(needle),
+                         "IB GUID pool entry 0: pfGuid \"%s\" is not a valid GUID", bad);
+                expect_error(text, needle);
+        }
+        /* sysfs' grouped spelling of all-ones too */
+        expect_error("[{\"pciAddress\":\"0000:3b:00.0\",\"guids\":[\"ffff:ffff:ffff:ffff\"]}]",
+                     "guids[0]: \"ffff:ffff:ffff:ffff\" is not a valid GUID");
+        /* the range's ends are the only values to check: all between are valid then */
+        struct ib_guid_pool pool =
+            parse_ok("[{\"pciAddress\":\"0000:3b:00.0\",\"guidsRange\":{\"start\":"
+                     "\"00:00:00:00:00:00:00:01\",\"end\":\"ff:ff:ff:ff:ff:ff:ff:fe\"}}]");
+        ib_guid_pool_done(&pool);
+}
+
 /* Without a pool: the same VF gets the same valid GUID every time, VFs and PFs differ */
 static void test_derived_guids_are_stable_and_valid(void **state)
 {
@@ -156,6 +200,7 @@ int main(void)
                 cmocka_unit_test(test_guid_text),
                 cmocka_unit_test(test_pool_lookup),
                 cmocka_unit_test(test_pool_errors),
+                cmocka_unit_test(test_pool_refuses_zero_and_all_ones),
                 cmocka_unit_test(test_derived_guids_are_stable_and_valid),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

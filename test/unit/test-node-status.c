@@ -324,6 +324,15 @@ static void test_message_cut(void **state)
         apply_report_done(&rep);
 }
 
+/* The Events of a node without a --rdma-mode reboot notice. */
+static int shared_config_events(const struct guarded_plan *g, const char *error, const char *posted,
+                                struct node_events *e)
+{
+        const struct node_event_facts f = { .rdma_shared_error = error,
+                                            .rdma_error_posted = posted };
+        return node_events_decide(g, &f, e);
+}
+
 /* DisruptionHeld names the held PF, on every reconcile that holds it; none with
  * --allow-disruption. */
 static void test_disruption_held_events(void **state)
@@ -333,7 +342,7 @@ static void test_disruption_held_events(void **state)
 
         node_setup(&n, false);
         for (int reconcile = 0; reconcile < 2; reconcile++) {
-                assert_int_equal(node_events_decide(&n.g, NULL, NULL, &e), 0);
+                assert_int_equal(shared_config_events(&n.g, NULL, NULL, &e), 0);
                 assert_int_equal(e.n_events, 1);
                 assert_string_equal(e.events[0].reason, "DisruptionHeld");
                 assert_string_equal(e.events[0].message, n.g.held[0].reason);
@@ -343,7 +352,7 @@ static void test_disruption_held_events(void **state)
         node_done(&n);
 
         node_setup(&n, true);
-        assert_int_equal(node_events_decide(&n.g, NULL, NULL, &e), 0);
+        assert_int_equal(shared_config_events(&n.g, NULL, NULL, &e), 0);
         assert_int_equal(e.n_events, 0);
         node_events_done(&e);
         node_done(&n);
@@ -355,19 +364,19 @@ static void test_rdma_event_once_per_error(void **state)
 {
         struct node_events e = { 0 };
 
-        assert_int_equal(node_events_decide(&nothing_held, RDMA, NULL, &e), 0);
+        assert_int_equal(shared_config_events(&nothing_held, RDMA, NULL, &e), 0);
         assert_int_equal(e.n_events, 1);
         assert_string_equal(e.events[0].reason, "InvalidRdmaSharedConfig");
         assert_string_equal(e.events[0].message, RDMA);
         node_events_done(&e);
-        assert_int_equal(node_events_decide(&nothing_held, RDMA, RDMA, &e), 0);
+        assert_int_equal(shared_config_events(&nothing_held, RDMA, RDMA, &e), 0);
         assert_int_equal(e.n_events, 0);
         node_events_done(&e);
-        assert_int_equal(node_events_decide(&nothing_held, RDMA, "an older error", &e), 0);
+        assert_int_equal(shared_config_events(&nothing_held, RDMA, "an older error", &e), 0);
         assert_int_equal(e.n_events, 1);
         assert_string_equal(e.events[0].message, RDMA);
         node_events_done(&e);
-        assert_int_equal(node_events_decide(&nothing_held, NULL, RDMA, &e), 0);
+        assert_int_equal(shared_config_events(&nothing_held, NULL, RDMA, &e), 0);
         assert_int_equal(e.n_events, 0);
         node_events_done(&e);
 }

@@ -29,6 +29,7 @@
 #include "host/rdma-netlink.h"
 #include "netlink-double.h"
 #include "netns-child.h"
+#include "plan/node-status.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -326,6 +327,49 @@ static void test_bring_about_sets_or_writes_the_option_for_next_boot(void **stat
         rmdir(dir);
 }
 
+/* --rdma-mode exclusive while a pod's namespace exists: the kernel answers the mode change
+ * with EBUSY, and the NodeState gets one RebootNeeded Warning saying the mode wanted, the one
+ * kept and the file written; not again on the next reconciles (posted once per agent run),
+ * and none when the kernel took the change. */
+static void test_ebusy_posts_reboot_needed_event_once(void **state)
+{
+        struct fixture *f = *state;
+        char dir[] = "/tmp/test-rdma-modprobe-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        struct host_rdma_mode_result res;
+        const struct guarded_plan nothing_held = { 0 };
+        struct node_events e = { 0 };
+        char text[768];
+
+        f->d.other_netns_exists = true;
+        assert_int_equal(host_rdma_bring_about_mode(f->sk, HOST_RDMA_NETNS_EXCLUSIVE, dir, &res),
+                         0);
+        assert_true(res.reboot_needed);
+        host_rdma_reboot_message(HOST_RDMA_NETNS_EXCLUSIVE, &res, text, sizeof(text));
+        struct node_event_facts facts = { .rdma_reboot_needed = text };
+        assert_int_equal(node_events_decide(&nothing_held, &facts, &e), 0);
+        assert_int_equal(e.n_events, 1);
+        assert_string_equal(e.events[0].reason, "RebootNeeded");
+        const char *m = e.events[0].message;
+        assert_non_null(strstr(m, "RDMA network namespace mode exclusive needs a reboot"));
+        assert_non_null(strstr(m, "the kernel keeps shared"));
+        assert_non_null(strstr(m, res.modprobe_path));
+        assert_non_null(strstr(m, "never reboots"));
+        node_events_done(&e);
+        facts.rdma_reboot_posted = true; /* the agent posted it */
+        assert_int_equal(node_events_decide(&nothing_held, &facts, &e), 0);
+        assert_int_equal(e.n_events, 0);
+        node_events_done(&e);
+        unlink(res.modprobe_path);
+
+        /* no namespace: the kernel takes it, nothing to post */
+        f->d.other_netns_exists = false;
+        assert_int_equal(host_rdma_bring_about_mode(f->sk, HOST_RDMA_NETNS_EXCLUSIVE, dir, &res),
+                         0);
+        assert_false(res.reboot_needed);
+        rmdir(dir);
+}
+
 int main(void)
 {
         log_setup(LOG_TARGET_STDERR, LOG_DEBUG);
@@ -343,6 +387,8 @@ int main(void)
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_vf_guids_set_as_ip_link_does, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_vf_guids_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_ebusy_posts_reboot_needed_event_once, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(
                     test_bring_about_sets_or_writes_the_option_for_next_boot, setup, teardown),
         };
