@@ -258,6 +258,27 @@ static int update_pools(struct agent *a, const struct desired_state *advertised,
 }
 
 static void reconcile_end(struct agent *a);
+
+/* The apply about to start can take seconds (VF creation, driver probes) before the pools are
+ * built again: meanwhile the kubelet must not keep a VF that is gone, or one whose PF is down or
+ * unbound, as Healthy. The devices served now are marked from what this reconcile discovered;
+ * which devices are served changes only when it ends. */
+static void mark_served_health(struct agent *a, const struct inventory *inv)
+{
+        struct dp_pool_set served = { 0 };
+
+        if (dp_manager_get_pools(a->plugins, &served) >= 0 &&
+            dp_pools_mark_gone(
+                &served, inv,
+                &(const struct dp_health_options){ .ignore_link = a->config.no_link_health }) > 0) {
+                log_debug("marking the devices that are gone or down Unhealthy while changes are "
+                          "applied");
+                int r = dp_manager_set_pools(a->plugins, &served);
+                if (r < 0)
+                        log_warning_errno(r, "cannot mark gone devices Unhealthy");
+        }
+        dp_pool_set_done(&served);
+}
 __attribute__((format(printf, 3, 4))) static void reconcile_stop(struct agent *a, int error,
                                                                  const char *fmt, ...);
 
@@ -600,6 +621,7 @@ static void reconcile_guard_and_apply(struct agent *a)
                                a->config.state_dir);
                 return;
         }
+        mark_served_health(a, &rc->inv);
         r = apply_plan_async(a->event, &opts, &rc->guarded.plan, &rc->inv, on_applied, a,
                              &rc->child);
         if (r < 0) {

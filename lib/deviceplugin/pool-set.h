@@ -15,3 +15,11 @@ int dp_pools_build(const struct desired_state *desired, const struct inventory *
                    const char *prefix, const struct rdma_shared_config *rdma,
                    const struct dp_pool_set *previous, const struct dp_health_options *health,
                    struct dp_pool_set *ret);
+
+/* While a reconcile applies changes (seconds: VF creation, driver probes), the pools served keep
+ * their devices; this marks those of the SR-IOV pools Unhealthy whose VF is not in inv any more
+ * or whose PF is gone or down (health NULL = link health on). Nothing is added or removed, and no
+ * device becomes Healthy: that is for the pools built when the reconcile ends. Returns how many
+ * devices it marked. */
+size_t dp_pools_mark_gone(struct dp_pool_set *set, const struct inventory *inv,
+                          const struct dp_health_options *health);

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "deviceplugin/health.h"
+#include "deviceplugin/pool-set.h"
 #include "deviceplugin/pool.h"
 #include "util/array.h"
 #include "util/log.h"
@@ -304,4 +305,35 @@ int dp_pools_from_desired_health(const struct desired_state *desired, const stru
                               sizeof(struct dp_device), compare_devices);
         *ret = set;
         return 0;
+}
+
+static bool vf_present(const struct pf_info *pf, const char *pci)
+{
+        for (size_t i = 0; i < pf->n_vfs; i++)
+                if (strcasecmp(pf->vfs[i].pci_address, pci) == 0)
+                        return true;
+        return false;
+}
+
+size_t dp_pools_mark_gone(struct dp_pool_set *set, const struct inventory *inv,
+                          const struct dp_health_options *health)
+{
+        size_t marked = 0;
+
+        for (size_t p = 0; p < set->n_pools; p++) {
+                struct dp_pool *pool = &set->pools[p];
+                if (pool->kind != DP_POOL_SRIOV)
+                        continue;
+                for (size_t i = 0; i < pool->n_devices; i++) {
+                        struct dp_device *d = &pool->devices[i];
+                        if (!d->healthy)
+                                continue;
+                        const struct pf_info *pf = inventory_find_pf(inv, d->pf);
+                        if (!pf || !pf_healthy(pf, health) || !vf_present(pf, d->id)) {
+                                d->healthy = false;
+                                marked++;
+                        }
+                }
+        }
+        return marked;
 }

@@ -193,6 +193,27 @@ static int rdma_unchanged(int root_fd, const struct inventory *last)
         return same && d.error >= 0 && seen == n;
 }
 
+/* Port 1's state of each RDMA device of a PF or whole-card NIC: an InfiniBand port that leaves
+ * ACTIVE makes the function's devices Unhealthy (deviceplugin/health.h). Without an IPoIB netdev
+ * (ib_ipoib not loaded) nothing else announces it, so the periodic check must see it on every
+ * tick, not only at its full check. VFs' own ports do not decide their health: not read. */
+static bool ports_unchanged(int root_fd, const struct pf_info *fns, size_t n_fns)
+{
+        for (size_t i = 0; i < n_fns; i++)
+                for (size_t k = 0; k < fns[i].n_rdma; k++) {
+                        const struct rdma_device *d = &fns[i].rdma[k];
+                        char rel[RDMA_NAME_MAX + 48], buf[sizeof(d->port_state)];
+                        if (path_printf(rel, sizeof(rel), "class/infiniband/%s/ports/1/state",
+                                        d->name) < 0)
+                                return false;
+                        if (host_sysfs_read_line_at(root_fd, rel, buf, sizeof(buf)) < 0)
+                                buf[0] = '\0'; /* as discovery records a port it cannot read */
+                        if (strcmp(buf, d->port_state) != 0)
+                                return false;
+                }
+        return true;
+}
+
 int host_quick_check(const char *sysfs_root, const struct inventory *last)
 {
         _cleanup_close_ int root_fd =
@@ -205,5 +226,8 @@ int host_quick_check(const char *sysfs_root, const struct inventory *last)
         int r = 1;
         for (size_t i = 0; r > 0 && i < last->n_pfs; i++)
                 r = pf_unchanged(devices_fd, &last->pfs[i]);
+        if (r > 0 && (!ports_unchanged(root_fd, last->pfs, last->n_pfs) ||
+                      !ports_unchanged(root_fd, last->rdma_nics, last->n_rdma_nics)))
+                r = 0;
         return r > 0 ? rdma_unchanged(root_fd, last) : r;
 }

@@ -21,6 +21,16 @@ add_test(NAME integration/agent-stop-mode
 set_tests_properties(integration/agent-stop-mode PROPERTIES LABELS integration TIMEOUT 120
     ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
 
+# Device health from sysfs alone on a generated InfiniBand PF (no uevents or netlink events
+# there: the periodic check, on every tick): its port leaving ACTIVE, a VF's PCI function
+# removed, the PF's driver unbound, each one and its recovery in ListAndWatch.
+add_test(NAME integration/agent-device-health
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-device-health-tests.py
+                 --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
+                 --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
+set_tests_properties(integration/agent-device-health PROPERTIES LABELS integration TIMEOUT 120
+    ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+
 # Cluster mode: real kubectl against the fake API server drives the same daemon.
 find_program(KUBECTL kubectl)
 if(KUBECTL)

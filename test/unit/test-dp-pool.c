@@ -468,10 +468,47 @@ static void test_whole_card_pool_follows_its_cards(void **state)
         inventory_done(&inv);
 }
 
+/* While changes are applied, the pools served keep their devices: a VF gone from the node (the
+ * kernel removed its PCI function) and every VF of a PF whose driver was unbound are marked
+ * Unhealthy at once; nothing is added, removed or made Healthy. */
+static void test_mark_gone_while_applying(void **state)
+{
+        struct inventory inv = { 0 };
+        fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 2, 0);
+        fx_add_pf(&inv, 0x5e, "ens2f0", "vfio-pci", 2, 1);
+        struct desired_state d = { 0 };
+        fx_add_group(&d, "0000:3b:00.0", "sriov_net", DEVICE_TYPE_NETDEVICE, 0, 1);
+        fx_add_group(&d, "0000:5e:00.0", "sriov_dpdk", DEVICE_TYPE_VFIO_PCI, 0, 1);
+        struct dp_pool_set s = { 0 };
+        assert_int_equal(dp_pools_from_desired(&d, &inv, NULL, &s), 0);
+        assert_int_equal(dp_pools_mark_gone(&s, &inv, NULL), 0); /* nothing gone */
+
+        inv.pfs[0].n_vfs = 1;     /* VF 1 of ens1f0 removed */
+        inv.pfs[1].driver[0] = 0; /* ens2f0's driver unbound */
+        assert_int_equal(dp_pools_mark_gone(&s, &inv, NULL), 3);
+        const struct dp_pool *net = find(&s, "openshift.io/sriov_net");
+        assert_int_equal(net->n_devices, 2);
+        assert_true(net->devices[0].healthy);
+        assert_false(net->devices[1].healthy);
+        const struct dp_pool *dpdk = find(&s, "openshift.io/sriov_dpdk");
+        assert_int_equal(dpdk->n_devices, 2);
+        assert_false(dpdk->devices[0].healthy);
+        assert_false(dpdk->devices[1].healthy);
+
+        inv.pfs[0].n_vfs = 2;
+        strcpy(inv.pfs[1].driver, "mlx5_core");
+        assert_int_equal(dp_pools_mark_gone(&s, &inv, NULL), 0); /* never made Healthy here */
+        assert_false(net->devices[1].healthy);
+        dp_pool_set_done(&s);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ready_vfs_by_device_type),
+                cmocka_unit_test(test_mark_gone_while_applying),
                 cmocka_unit_test(test_rdma_topology_health),
                 cmocka_unit_test(test_groups_on_two_pfs_share_a_pool),
                 cmocka_unit_test(test_split_between_device_plugin_and_dra),

@@ -240,6 +240,27 @@ static void test_pf_operstate(void **state)
         assert_int_equal(quick(t), 1);
 }
 
+/* An InfiniBand port leaving ACTIVE decides its PF's VFs' health; without an IPoIB netdev (or on
+ * a generated tree) no link event says so, only the periodic check's look at the port. */
+static void test_pf_port_state(void **state)
+{
+        struct tree *t = *state;
+        const struct pf_info *pf = NULL;
+        char path[512], old[32];
+
+        for (size_t i = 0; i < t->inv.n_pfs && !pf; i++)
+                if (t->inv.pfs[i].n_rdma > 0 && t->inv.pfs[i].rdma[0].port_state[0])
+                        pf = &t->inv.pfs[i];
+        assert_non_null(pf);
+        snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports/1/state", t->root,
+                 pf->rdma[0].name);
+        snprintf(old, sizeof(old), "%s\n", pf->rdma[0].port_state);
+        write_file(path, "1: DOWN\n");
+        assert_int_equal(quick(t), 0);
+        write_file(path, old);
+        assert_int_equal(quick(t), 1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -251,6 +272,7 @@ int main(void)
                 cmocka_unit_test(test_vf_netdev_appears),
                 cmocka_unit_test(test_rxe_on_a_vf),
                 cmocka_unit_test(test_pf_operstate),
+                cmocka_unit_test(test_pf_port_state),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -239,4 +239,181 @@ run_ok "journal: the agent's lines about the second PF" \
 jq_checks "nothing done to the second PF (no ACTION= line)" 'all(.[]; has("ACTION") | not)'
 run_ok "journal: the reset of the first PF" sh -c "journalctl -b -u $U PF=$PF -o json | jq -s ."
 jq_checks "the first PF's reset has ACTION= lines" 'any(.[]; has("ACTION"))' 
+
+# ================================================ link and device health, cluster mode
+# Two VFs again (few, to keep the VF creation short under TCG): VF 0 netdevice, VF 1 vfio-pci.
+# What the stand-in kubelet's ListAndWatch lists (its clock, wall ms) is compared with the
+# guest's wall clock taken right after the change (busybox adjtimex: date has no %N, a jq start
+# costs 1-2 s here), so the figures leave out up to ~20 ms of carrier polling.
+export PF
+HEALTH_NETDEV=openshift.io/health_netdev
+HEALTH_VFIO=openshift.io/health_vfio
+NODESTATE=/apis/sriovnetwork.openshift.io/v1/namespaces/$NS/sriovnetworknodestates/$NODE
+wall_ms() {
+    busybox adjtimex | awk '/tv_sec/ { s = $2 } /tv_usec/ { u = $2 }
+        END { printf "%d%03d\n", s, int(u / 1000) }' # (awk's %d is 32-bit here)
+}
+lines_of() { wc -l <"$1"; }
+# list_t MARK RESOURCE ERE [NOT_ERE]: the fake kubelet's time of the first ListAndWatch list of
+# RESOURCE after line MARK of its output that matches ERE (and not NOT_ERE); "" when none yet
+list_t() {
+    awk -v m="$1" -v r="\"resource\":\"$2\"" -v p="$3" -v n="${4:-^$}" '
+        NR > m && index($0, r) && /"event":"devices"/ && $0 ~ p && $0 !~ n {
+            sub(/.*"t":/, ""); sub(/[^0-9].*/, ""); print; exit }' /run/kubelet.out
+}
+ALL_UNHEALTHY='"health":"Unhealthy"'
+ALL_HEALTHY='"health":"Healthy"'
+# wait_list DESC MARK RESOURCE ERE NOT_ERE SECONDS: sets LIST_T
+wait_list() {
+    tries=$(($6 * 20))
+    until LIST_T=$(list_t "$2" "$3" "$4" "$5") && [ -n "$LIST_T" ]; do
+        tries=$((tries - 1))
+        if [ "$tries" -le 0 ]; then
+            tail -n 4 /run/kubelet.out >"$OUT"
+            journalctl -b -u $U -o short-monotonic --no-pager | tail -n 40 >"$ERR"
+            fail "$1" "no such ListAndWatch list of $3 within $6 s (kubelet's last lines, journal)"
+        fi
+        sleep 0.05
+    done
+    ok "$1"
+}
+# the later of two lists (both pools)
+later() { [ "$1" -gt "$2" ] && echo "$1" || echo "$2"; }
+carrier_is() { [ "$(cat "/sys/class/net/$PFNET/carrier" 2>/dev/null)" = "$1" ]; }
+wait_carrier() {
+    tries=500
+    until carrier_is "$1"; do
+        tries=$((tries - 1))
+        [ "$tries" -gt 0 ] || fail "$2" "carrier of $PFNET still not $1 after 10 s"
+        sleep 0.02
+    done
+    ok "$2"
+}
+link_state_is() {
+    api_get "$NODESTATE" && sed '1,/^\r*$/d' /tmp/api.out | jq -e --arg pf "$PF" --arg s "$1" \
+        '.metadata.annotations["sriovnetwork.openshift.io/status-extra"] | fromjson | .[$pf].linkState == $s' >/dev/null
+}
+pf_lines() { journalctl -b -u $U -o cat --no-pager | grep -c "PF $PF ($PFNET)"; }
+# the QEMU netdev (the cable) of the PF under test: n0, or n2 for the igb test/vm/run gives
+# the MAC 52:54:00:5e:00:02 (which igb the kernel lists first is the firmware's choice)
+CABLE=n0
+[ "$(cat "/sys/class/net/$PFNET/address")" != 52:54:00:5e:00:02 ] || CABLE=n2
+echo "@@vm note the PF under test: $PF ($PFNET, MAC $(cat "/sys/class/net/$PFNET/address")), cable $CABLE; the second PF: $PF2 ($PF2NET, MAC $(cat "/sys/class/net/$PF2NET/address"))"
+
+echo "@@vm host-api-post $POLICIES {\"apiVersion\":\"sriovnetwork.openshift.io/v1\",\"kind\":\"SriovNetworkNodePolicy\",\"metadata\":{\"name\":\"health-netdev\",\"namespace\":\"$NS\"},\"spec\":{\"resourceName\":\"health_netdev\",\"nodeSelector\":{\"kubernetes.io/hostname\":\"$NODE\"},\"priority\":90,\"numVfs\":2,\"nicSelector\":{\"vendor\":\"8086\",\"pfNames\":[\"$PFNET#0-0\"]},\"deviceType\":\"netdevice\"}}"
+echo "@@vm host-api-post $POLICIES {\"apiVersion\":\"sriovnetwork.openshift.io/v1\",\"kind\":\"SriovNetworkNodePolicy\",\"metadata\":{\"name\":\"health-vfio\",\"namespace\":\"$NS\"},\"spec\":{\"resourceName\":\"health_vfio\",\"nodeSelector\":{\"kubernetes.io/hostname\":\"$NODE\"},\"priority\":10,\"numVfs\":2,\"nicSelector\":{\"vendor\":\"8086\",\"pfNames\":[\"$PFNET#1-1\"]},\"deviceType\":\"vfio-pci\"}}"
+MARK=$(lines_of /run/kubelet.out)
+wait_list "health policies: VF 0 served Healthy" "$MARK" $HEALTH_NETDEV "$ALL_HEALTHY" "$ALL_UNHEALTHY" 120
+wait_list "health policies: VF 1 (vfio-pci) served Healthy" "$MARK" $HEALTH_VFIO "$ALL_HEALTHY" "$ALL_UNHEALTHY" 60
+HVF0=$(vf_pci "$PF" 0)
+HVF1=$(vf_pci "$PF" 1)
+expect_eq "VF 1 on vfio-pci" "$(driver_of "$HVF1")" vfio-pci
+wait_carrier 1 "the PF has carrier before the pull"
+wait_for "NodeState: the PF's linkState is up" 30 link_state_is up
+
+# carrier loss from outside the guest (QEMU's set_link: a cable pull), then back
+MARK=$(lines_of /run/kubelet.out)
+DOWN_BEFORE=$(journalctl -b -u $U -o cat --no-pager | grep -c "PF $PF ($PFNET): link down")
+echo "@@vm host-set-link $CABLE off"
+wait_carrier 0 "the emulated cable is pulled (carrier 0)"
+T0=$(wall_ms)
+wait_list "carrier loss: VF 0 Unhealthy in ListAndWatch" "$MARK" $HEALTH_NETDEV "$ALL_UNHEALTHY" "$ALL_HEALTHY" 10
+T1=$LIST_T
+wait_list "carrier loss: VF 1 Unhealthy in ListAndWatch" "$MARK" $HEALTH_VFIO "$ALL_UNHEALTHY" "$ALL_HEALTHY" 10
+MS=$(($(later "$T1" "$LIST_T") - T0))
+echo "@@vm figure lw-carrier-loss-to-unhealthy $MS ms (carrier 0 seen -> both pools' lists)"
+check "carrier loss -> Unhealthy in ListAndWatch within 1 s ($MS ms)" test "$MS" -lt 1000
+wait_for "NodeState: the PF's linkState is down" 20 link_state_is down
+MARK=$(lines_of /run/kubelet.out)
+echo "@@vm host-set-link $CABLE on"
+wait_carrier 1 "the cable is back (carrier 1)"
+T0=$(wall_ms)
+wait_list "recovery: VF 0 Healthy in ListAndWatch" "$MARK" $HEALTH_NETDEV "$ALL_HEALTHY" "$ALL_UNHEALTHY" 10
+T1=$LIST_T
+wait_list "recovery: VF 1 Healthy in ListAndWatch" "$MARK" $HEALTH_VFIO "$ALL_HEALTHY" "$ALL_UNHEALTHY" 10
+MS=$(($(later "$T1" "$LIST_T") - T0))
+echo "@@vm figure lw-recovery-to-healthy $MS ms (carrier 1 seen -> both pools' lists)"
+check "recovery -> Healthy in ListAndWatch within 1 s ($MS ms)" test "$MS" -lt 1000
+wait_for "NodeState: the PF's linkState is up again" 20 link_state_is up
+expect_eq "journal: one 'link down' line for the pull" \
+    "$(($(journalctl -b -u $U -o cat --no-pager | grep -c "PF $PF ($PFNET): link down") - DOWN_BEFORE))" 1
+wait_for "the Events on the API server" 10 api_get /api/v1/namespaces/$NS/events
+sed '1,/^\r*$/d' /tmp/api.out >"$OUT"
+jq_checks "a Warning PFDown Event names the PF and the cause" \
+    'any(.items[]; .reason == "PFDown" and .type == "Warning" and (.message | contains($ENV.PF)) and (.message | contains("link down")))' \
+    "a Normal PFUp Event names the PF" \
+    'any(.items[]; .reason == "PFUp" and .type == "Normal" and (.message | contains($ENV.PF)))'
+
+# the VFs' PCI functions removed by the kernel behind the agent's back (sriov_numvfs 0: a VF
+# has no `remove` attribute, the kernel hides it for VFs; no pod holds them). VF 1, on vfio-pci,
+# has no netdev, so only the kernel's `remove` uevent says it went: it stays listed, Unhealthy
+# (docs/node-lifecycle.md), within 1 s (the periodic check is 30 s away); then the agent makes
+# the VFs again from the policies and both pools are Healthy
+MARK=$(lines_of /run/kubelet.out)
+run_ok "the VFs removed behind the agent's back (sriov_numvfs 0)" sh -c \
+    "echo 0 >/sys/bus/pci/devices/$PF/sriov_numvfs"
+T0=$(wall_ms)
+check "VF 1 is gone from the bus" test ! -e "/sys/bus/pci/devices/$HVF1"
+wait_list "VF 1 listed Unhealthy" "$MARK" $HEALTH_VFIO "\"health\":\"Unhealthy\",\"id\":\"$HVF1\"" "" 10
+MS=$((LIST_T - T0))
+echo "@@vm figure vf-removed-to-unhealthy $MS ms (the removal done -> ListAndWatch)"
+check "VF removed -> Unhealthy within 1 s ($MS ms)" test "$MS" -lt 1000
+run_ok "journal: the kernel's remove uevent of VF 1 was taken" sh -c \
+    "journalctl -b -u $U -o cat --no-pager | grep 'PCI function $HVF1: remove'"
+MARK=$(lines_of /run/kubelet.out) # (the Unhealthy list is before it: VF 1 came back after it)
+wait_list "the VFs made again: VF 0 Healthy" "$MARK" $HEALTH_NETDEV "$ALL_HEALTHY" "$ALL_UNHEALTHY" 90
+wait_list "the VFs made again: VF 1 (vfio-pci) Healthy" "$MARK" $HEALTH_VFIO "$ALL_HEALTHY" "$ALL_UNHEALTHY" 60
+expect_eq "2 VFs again" "$(numvfs_of "$PF")" 2
+
+# the PF's driver unbound (the VFs go with it), then bound again: Unhealthy at once; then the
+# agent makes the VFs again from the policies and serves them Healthy
+MARK=$(lines_of /run/kubelet.out)
+STEP_TIMEOUT=60 run_ok "the PF's driver unbound" sh -c "echo $PF >/sys/bus/pci/drivers/igb/unbind"
+T0=$(wall_ms)
+wait_list "PF unbound: VF 0 Unhealthy in ListAndWatch" "$MARK" $HEALTH_NETDEV "$ALL_UNHEALTHY" "$ALL_HEALTHY" 10
+MS=$((LIST_T - T0))
+echo "@@vm figure pf-unbound-to-unhealthy $MS ms (the unbind write returned -> ListAndWatch)"
+check "PF unbound -> Unhealthy within 1 s of the unbind ($MS ms)" test "$MS" -lt 1000
+# (the VFs' re-creation just before reset the PF's link a few times: within the 10 s damping
+# window the journal may hold the line back, saying so, until the PF settles)
+wait_for "journal: driver unbound, naming the PF (or held back by the damping window)" 10 sh -c \
+    "journalctl -b -u $U -o cat --no-pager | grep -Eq 'PF $PF \\(.*\\): driver unbound|PF $PF changed [0-9]+ times within 10 s; further changes are reported when it settles'"
+MARK=$(lines_of /run/kubelet.out)
+STEP_TIMEOUT=60 run_ok "the PF's driver bound again" sh -c "echo $PF >/sys/bus/pci/drivers/igb/bind"
+T0=$(wall_ms)
+PFNET=$(netdev_of "$PF")
+wait_list "PF bound: VF 0 Healthy again" "$MARK" $HEALTH_NETDEV "$ALL_HEALTHY" "$ALL_UNHEALTHY" 90
+T1=$LIST_T
+wait_list "PF bound: VF 1 (vfio-pci) Healthy again" "$MARK" $HEALTH_VFIO "$ALL_HEALTHY" "$ALL_UNHEALTHY" 60
+echo "@@vm figure pf-rebound-to-healthy $(($(later "$T1" "$LIST_T") - T0)) ms (bind returned -> both pools Healthy: VFs re-created)"
+expect_eq "2 VFs again" "$(numvfs_of "$PF")" 2
+expect_eq "VF 1 on vfio-pci again" "$(driver_of "$(vf_pci "$PF" 1)")" vfio-pci
+
+# flapping: 12 changes ~100 ms apart from the host, ending up: few ListAndWatch lists and
+# journal lines, and the final state reported
+wait_carrier 1 "the PF has carrier before the flap"
+MARK=$(lines_of /run/kubelet.out)
+JMARK=$(pf_lines)
+echo "@@vm host-flap $CABLE 12 50"
+sleep 3
+wait_carrier 1 "the flap is over (carrier 1)"
+sleep 1
+# the lists of VF 0's pool since the flap began: how many, over how long, the last one
+awk -v m="$MARK" -v r="\"resource\":\"$HEALTH_NETDEV\"" '
+    NR > m && index($0, r) && /"event":"devices"/ {
+        n++; last = $0; t = $0; sub(/.*"t":/, "", t); sub(/[^0-9].*/, "", t)
+        if (n == 1) first = t
+        end = t }
+    END { printf "%d %d\n%s\n", n, end - first, last }' /run/kubelet.out >"$OUT"
+LISTS=$(sed -n '1s/ .*//p' "$OUT")
+SPAN=$(sed -n '1s/.* //p' "$OUT")
+echo "@@vm figure flap-listandwatch-lists $LISTS for 12 changes over $SPAN ms"
+check "flapping: at most one ListAndWatch list per 200 ms and fewer than the 12 changes ($LISTS in $SPAN ms)" \
+    test "$LISTS" -le $((SPAN / 200 + 2)) -a "$LISTS" -lt 12
+out_has "flapping: the final state (Healthy) is the kubelet's" '^\{"devices":\[\{"health":"Healthy"'
+FLAP_LINES=$(($(pf_lines) - JMARK))
+echo "@@vm figure flap-journal-lines $FLAP_LINES for 12 changes"
+check "flapping: at most 3 journal lines about the PF ($FLAP_LINES)" test "$FLAP_LINES" -le 3
+wait_for "flapping: the NodeState ends with linkState up" 20 link_state_is up
+
 run_ok "systemctl stop $U kubelet.service" systemctl stop $U kubelet.service
