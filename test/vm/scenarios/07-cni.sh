@@ -389,6 +389,12 @@ echo "@@vm transcript-end"
 expect_eq "kubelet: $R_NET kept VFs 0-3 healthy while VFs 0-1 were in pods" "$POOL_IN_PODS" \
     "$(printf '%s\n' $VF0 $VF1 $VF2 $VF3 | sort | tr '\n' ' ')/4 healthy"
 
+# pods A and C end too: a scenario leaves no namespace behind (12-cni-churn, later in this boot,
+# switches the RDMA netns mode, which the kernel refuses while any other namespace exists)
+$IPR netns del podA
+$IPR netns del podC
+check "no pod namespace left" test -z "$($IPR netns list)"
+
 kill "$AGENT_PID" 2>/dev/null
 wait "$AGENT_PID" 2>/dev/null
 exec 7>&-

@@ -208,6 +208,9 @@ churn cni-churn "$PAIRS"
 if [ ! -r $PARAM ]; then
     echo "    no ib_core in this kernel ($PARAM): the churn in exclusive RDMA mode is skipped"
 else
+    # Any named namespace left here (an earlier scenario's pod) makes the kernel refuse: say which.
+    check "no network namespace left by an earlier scenario (the kernel refuses the mode change)" \
+        test -z "$($IPR netns list)"
     wait_for "exclusive RDMA mode set (no pod namespace left; freed asynchronously)" 15 \
         "$AGENT" debug rdma-mode exclusive
     expect_eq "ib_core says exclusive (N)" "$(cat $PARAM)" N
