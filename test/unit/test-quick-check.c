@@ -251,7 +251,10 @@ static void test_pf_port_state(void **state)
         for (size_t i = 0; i < t->inv.n_pfs && !pf; i++)
                 if (t->inv.pfs[i].n_rdma > 0 && t->inv.pfs[i].rdma[0].port_state[0])
                         pf = &t->inv.pfs[i];
-        assert_non_null(pf);
+        if (!pf) { /* fail() does not return; clang's analyzer does not know */
+                fail_msg("the generated tree has no PF with an RDMA port state");
+                return;
+        }
         snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports/1/state", t->root,
                  pf->rdma[0].name);
         snprintf(old, sizeof(old), "%s\n", pf->rdma[0].port_state);
