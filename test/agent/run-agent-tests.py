@@ -309,11 +309,13 @@ def main():
         mark = len(kubelet.seen)
         t0 = time.monotonic()
         agent.p.send_signal(signal.SIGTERM)
+        # "At once": while the apply still waits (--vf-timeout 60), not after it; the 10 s
+        # deadline leaves room for a slow machine and is no speed target.
         unhealthy = last_devices(kubelet, SEED_RESOURCE,
-                                 lambda d: d and all(x["health"] == "Unhealthy" for x in d), 3)
+                                 lambda d: d and all(x["health"] == "Unhealthy" for x in d), 10)
+        print("  SIGTERM to Unhealthy: %.1f s" % (time.monotonic() - t0))
         check("SIGTERM during an apply reports Unhealthy at once",
-              unhealthy is not None and time.monotonic() - t0 < 3 and
-              any(e is unhealthy for e in kubelet.seen[mark:]),
+              unhealthy is not None and any(e is unhealthy for e in kubelet.seen[mark:]),
               "%.1f s" % (time.monotonic() - t0))
         check("meanwhile eno1 is still between 0 and N",
               read_attr(sysfs, igb["pciAddress"], "sriov_numvfs") == "0",

@@ -7,8 +7,9 @@ A generated tree has no kernel behind it: no uevent monitor runs (it only runs a
 (--resync-interval 1), which is also how a real node sees an InfiniBand port leave ACTIVE when
 no IPoIB netdev carries it (ib_ipoib not loaded): docs/node-lifecycle.md "Health of devices"
 gives that latency as the resync interval. Each change must therefore reach ListAndWatch within
-one interval plus the timer's 1 s accuracy and a reconcile (asserted: 3.5 s), on every tick, not
-only at the periodic check's full rediscovery every 10th tick.
+one interval plus the timer's 1 s accuracy and a reconcile (about 3.5 s, printed), on every
+tick, not only at the periodic check's full rediscovery every 10th tick (asserted: within 7 s, below
+those 10 ticks with room for a slow machine; no speed target).
 
 What a user would check in the kubelet's ListAndWatch list:
 1. The PF's port 1 (class/infiniband/mlx5_0/ports/1/state) ACTIVE -> DOWN: all 4 VFs Unhealthy,
@@ -35,8 +36,10 @@ from testlib import Agent, Proc, check, ev, finish, write_json  # noqa: E402
 
 RESOURCE = "openshift.io/sriov_ib"
 RESYNC_S = 1
-# one resync interval, its timer's 1 s accuracy, the 200 ms debounce and a reconcile
-BOUND_MS = 3500
+# Expected: one resync interval, its timer's 1 s accuracy, the 200 ms debounce and a reconcile
+# (~3.5 s). Bounded only to tell "every tick" from "every 10th tick" (10 s): twice the expected
+# figure, so that a slow machine (ASan, valgrind, a loaded CI node) does not fail it.
+BOUND_MS = 7000
 
 
 def now_ms():

@@ -290,11 +290,14 @@ def main():
         t0 = time.monotonic()
         agent = start_agent({"NOTIFY_SOCKET": notify2.path},
                             ["--ready-timeout", "1", "--vf-timeout", "30"])
-        ready = wait(notify2.ready, 10, 0.05)
+        ready = wait(notify2.ready, 20, 0.05)
         check("ready timeout: READY=1 although the VFs are not there", ready is not None and
               ready[1]["vfs"][cx["pciAddress"]] == 0, str(ready))
         if ready:
-            check("ready timeout: after about 1 s", 0.8 < ready[0] - t0 < 3,
+            # not before the 1 s --ready-timeout; later only by the machine's slowness (the
+            # upper bound only tells it from the 30 s --vf-timeout)
+            print("ready timeout: READY=1 %.2f s after the start" % (ready[0] - t0))
+            check("ready timeout: after about 1 s", 0.8 < ready[0] - t0 < 20,
                   "%.2f s" % (ready[0] - t0))
         check("ready timeout: the journal says why",
               "not ready after 1 s (--ready-timeout)" in agent_log_text()[mark:],

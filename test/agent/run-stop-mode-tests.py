@@ -118,7 +118,9 @@ def main():
         lists = [e["devices"] or [] for e in kubelet.seen[mark:]
                  if ev("devices", SEED_RESOURCE)(e)]
         unhealthy = any(d and all(x["health"] == "Unhealthy" for x in d) for d in lists)
-        check("%s: SIGTERM exits 0 within 2 s" % name, rc == 0 and took < 2,
+        # Not stuck on the bus (D-Bus's default call timeout is 25 s; the agent allows 0.3 s):
+        # a bound well below the former, not a speed target, so a slow machine passes.
+        check("%s: SIGTERM exits 0 within 9 s" % name, rc == 0 and took < 9,
               "exit %s after %.2f s" % (rc, took))
         if expect_unhealthy:
             check("%s: every device reported Unhealthy before the stream ends" % name,

@@ -200,7 +200,9 @@ def main():
         t0 = time.monotonic()
         err = passes(plugin, "a socket that never answers", conf(vf1), POD, env)
         took = time.monotonic() - t0
-        check(f"... ADD ends within 5 s ({took:.1f} s)", took < 5)
+        # bounded (the plugin gives the kubelet 2 s), not waiting for ever; the bound leaves
+        # room for a slow machine and stays below the late kubelet's 30 s below
+        check(f"... ADD ends within 20 s ({took:.1f} s)", took < 20)
         check("... stderr says no answer came in time", "in time" in err, err)
         hung.close()
         os.unlink(sock)
@@ -211,7 +213,7 @@ def main():
             t0 = time.monotonic()
             err = passes(plugin, "a kubelet answering after 30 s", conf(vf1), POD, env)
             took = time.monotonic() - t0
-            check(f"... ADD ends within 5 s ({took:.1f} s)", took < 5)
+            check(f"... ADD ends within 20 s, not after the answer ({took:.1f} s)", took < 20)
             check("... the kubelet was asked, stderr says no answer came",
                   slow.lists(1) == 1 and "gave no answer" in err, err)
         finally:

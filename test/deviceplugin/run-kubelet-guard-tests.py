@@ -86,9 +86,15 @@ def main():
         kubelet.send({"cmd": "allocate", "resource": SEED_RESOURCE, "containers": [[cx_vf]]})
         resp = kubelet.wait_for(ev("allocate", SEED_RESOURCE), 10) or {}
         took = time.monotonic() - t0
+        # Ordering, not speed: the reconcile logs "held back" once it has the kubelet's answer,
+        # so the Allocate came back while that answer was still pending. (The figure is only
+        # printed; Allocate latency is measured by bench/bench-allocate.c.)
+        answered_first = "held back" not in agent.text()[mark:]
         print("  Allocate while PodResources is pending: %.0f ms" % (took * 1000))
-        check("Allocate answered while the PodResources answer is pending (< 0.5 s)",
-              resp.get("code") == "OK" and took < 0.5, "%s after %.2f s" % (resp.get("code"), took))
+        check("Allocate answered while the PodResources answer is pending",
+              resp.get("code") == "OK" and answered_first,
+              "%s after %.2f s, reconcile %s" % (resp.get("code"), took,
+                                                  "waiting" if answered_first else "done"))
         check("the pod's VF holds the change back",
               agent.wait_log("held back", 5, mark) and held_vf in agent.text()[mark:],
               agent.text()[mark:][-600:])

@@ -13,7 +13,7 @@ elseif(BUILDAH_FOR_IMAGE)
                      ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR})
     # TIMEOUT: the first run in a build dir also builds libcurl and busybox from Debian's
     # sources (scripts/image-deps, ~50 s of CPU; later runs reuse BUILD/image-deps)
-    set_tests_properties(image/build PROPERTIES LABELS integration TIMEOUT 900
+    set_tests_properties(image/build PROPERTIES LABELS integration TIMEOUT 300
                          RESOURCE_LOCK sriov-image)
 else()
     message(STATUS "buildah not found: test image/build not registered (scripts/install-deps)")

@@ -381,13 +381,18 @@ def main():
         kubelet.send({"cmd": "allocate", "resource": RESOURCE, "containers": [[vfs[1]]]})
         resp = kubelet.wait_for(ev("allocate", RESOURCE), 10) or {}
         took = time.monotonic() - t0
-        check("Allocate answered while hostile clients hold connections (< 0.5 s)",
-              resp.get("code") == "OK" and took < 0.5, "%s after %.2f s" % (resp, took))
+        # Not blocked behind them: a server that waited them out would answer only after their
+        # 10 s inactivity timeout. The bounds sit well below that, with room for a slow machine
+        # (ASan, valgrind); they are no speed targets (bench/bench-allocate.c measures Allocate).
+        print("  Allocate with hostile clients connected: %.0f ms" % (took * 1000))
+        check("Allocate answered while hostile clients hold connections (< 5 s)",
+              resp.get("code") == "OK" and took < 5, "%s after %.2f s" % (resp, took))
         t0 = time.monotonic()
-        status, _, text = get(base + "/metrics")
+        status, _, text = get(base + "/metrics", timeout=9)
         took = time.monotonic() - t0
-        check("a scrape from another address is answered meanwhile (< 1 s)",
-              status == 200 and took < 1.0, "%s after %.2f s" % (status, took))
+        print("  scrape with hostile clients connected: %.0f ms" % (took * 1000))
+        check("a scrape from another address is answered meanwhile (< 5 s)",
+              status == 200 and took < 5, "%s after %.2f s" % (status, took))
         huge = socket.socket()
         huge.bind(("127.0.0.3", 0))
         huge.settimeout(5)

@@ -70,7 +70,9 @@ static void test_hung_plugin_is_killed(void **state)
         int r = cni_ipam_exec("hangs", "ADD", dir, "{}", 2, 300, &out, &out_len, &e);
         alarm(0);
         assert_int_equal(r, -ETIMEDOUT);
-        assert_true(now_s() - t0 < 5);
+        /* killed at its 0.3 s timeout, not waited for (30 s): the bound leaves room for a
+         * slow fork and exec under valgrind */
+        assert_true(now_s() - t0 < 15);
         assert_non_null(strstr(e.msg, "IPAM plugin hangs ADD did not finish"));
         assert_null(out);
 }

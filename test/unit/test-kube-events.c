@@ -185,6 +185,7 @@ static void test_flood_bounded(void **state)
         struct kube_events *ev;
         const struct kube_events_opts o = { .host = "n1" };
         assert_int_equal(kube_events_new(f->agent, &o, &ev), 0);
+        const uint64_t start = now_usec(); /* the bucket is full from here on */
         long creates = stat_value(f, "creates");
         char name[32];
         for (int round = 0; round < 3; round++) {
@@ -202,9 +203,11 @@ static void test_flood_bounded(void **state)
                 run_until(f, NULL, 0, 500 * 1000);
         }
         long posted = stat_value(f, "creates") - creates;
-        /* 50 at once, then about one per second over the ~2 s of this test. */
-        if (posted < 50 || posted > 56)
-                fail_msg("%ld Events posted for 3 rounds of 300 reports", posted);
+        /* 50 at once, then about one per second over the time this test took (~2 s natively,
+         * longer on a slow machine: the bound follows the time measured, not a fixed one). */
+        const double secs = (double)(now_usec() - start) / 1e6;
+        if (posted < 50 || (double)posted > 50 + secs + 4)
+                fail_msg("%ld Events posted for 3 rounds of 300 reports in %.1f s", posted, secs);
         assert_true(kube_events_suppressed(ev) > 0);
         kube_events_free(ev);
 }

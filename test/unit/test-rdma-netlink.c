@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <valgrind/valgrind.h>
 
 #include "host/netlink-link.h"
 #include "host/rdma-netlink.h"
@@ -157,11 +156,11 @@ static void test_move_into_a_namespace_and_back(void **state)
         f->d.netns_mode = 0;
         nldouble_add_dev(&f->d, 4, "mlx5_3", 0x0c42a10300b8c0deULL, "ib", true);
 
-        uint64_t t0 = now_usec();
+        const uint64_t busy0 = f->d.busy_usec, t0 = now_usec();
         uint32_t index = 0;
         assert_int_equal(host_rdma_device_index(f->sk, "mlx5_3", &index), 0);
         assert_int_equal(host_rdma_move_to_netns(f->sk, index, "mlx5_3", pod_ns), 0);
-        uint64_t spent = now_usec() - t0;
+        const uint64_t spent = now_usec() - t0, busy = f->d.busy_usec - busy0;
 
         /* the request: DEV_INDEX u32 then NET_NS_FD u32, nothing else */
         const struct nlmsghdr *h = (const struct nlmsghdr *)f->d.request;
@@ -186,11 +185,14 @@ static void test_move_into_a_namespace_and_back(void **state)
         assert_int_equal(r, 0);
         assert_int_equal(host_rdma_device_index(f->sk, "mlx5_3", &index), 0);
 
-        /* the figure: what the move adds beyond the kernel's own time (here the double's) */
-        print_message("RDMA move: %" PRIu64 " us in total, %" PRIu64 " us in the double\n", spent,
-                      f->d.busy_usec);
-        if (!RUNNING_ON_VALGRIND) /* scripts/memcheck runs this too, ~50 times slower */
-                assert_true(spent - f->d.busy_usec < 5000);
+        /* the figure only: what the lookup and move add beyond the kernel's own time (here the
+         * double's). No bound on it: a speed target belongs in bench/bench-rdma-move.c, which
+         * measures it over many rounds; one wall-clock sample here would flake on a slow or
+         * busy machine. Signed, as the double's time is summed from truncated pieces and can
+         * round above the total. */
+        print_message("RDMA move: %" PRIu64 " us in total, %" PRIu64 " us in the double, "
+                      "%" PRId64 " us beyond it\n",
+                      spent, busy, (int64_t)spent - (int64_t)busy);
         close(init_ns);
         netns_child_end(child, pod_ns);
 }
