@@ -20,10 +20,10 @@
 #include <systemd/sd-event.h>
 
 #include "deviceplugin.pb-c.h"
-#include "grpc/grpc-client.h"
-#include "grpc/grpc-server.h"
 #include "deviceplugin/manager.h"
 #include "dp-fixture.h"
+#include "grpc/grpc-client.h"
+#include "grpc/grpc-server.h"
 
 struct kubelet {
         char dir[64], sock[128], devinfo[128];
