@@ -112,6 +112,13 @@ struct agent {
         bool dra_held_known, dra_held_gave_up;
         uint64_t dra_held_deadline; /* CLOCK_MONOTONIC µs */
         sd_event_source *dra_held_timer;
+        void (*dra_drained)(void *userdata); /* agent_dra_drain()'s done, until it ran */
+
+        /* SIGTERM/SIGINT: the kubelet's connections are drained before anything else stops
+         * (daemon.c on_terminate); no reconcile starts any more. */
+        bool stopping;
+        unsigned n_draining; /* device plugin and DRA driver not drained yet */
+        uint64_t stop_usec;  /* CLOCK_MONOTONIC of the signal */
 };
 
 /* daemon.c */
@@ -128,6 +135,9 @@ int agent_rdma_shared_update(struct agent *a, const char *origin, const char *te
                              const char *read_error);
 
 /* dra.c */
+/* SIGTERM: the DRA driver answers what the kubelet already sent and stops (dra_plugin_drain);
+ * done(a) runs once it has, possibly at once. */
+void agent_dra_drain(struct agent *a, uint64_t grace_usec, void (*done)(void *userdata));
 /* "a,b,c" appended to *ret (duplicates once); -EINVAL (logged) for a name that is not a valid
  * resourceName. */
 int agent_dra_parse_resources(const char *list, char ***ret, size_t *n);

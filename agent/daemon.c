@@ -98,6 +98,9 @@ static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct agent *a = userdata;
 
+        if (a->stopping)
+                return 0; /* SIGTERM: the pools stay as the kubelet was last told */
+
         if (sd_event_now(a->event, CLOCK_MONOTONIC, &a->debounce_last) < 0 || !a->debounce_last)
                 a->debounce_last = usec ? usec : 1;
         a->converged = false; /* until this reconcile says otherwise */
@@ -521,29 +524,75 @@ static bool stopping_for_shutdown(const struct agent *a)
         return r > 0;
 }
 
-static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
-{
-        struct agent *a = userdata;
+/* How long a stopping agent keeps serving the kubelet's connections after it ended the
+ * streams. The kubelet closes a device plugin's connection as soon as its ListAndWatch stream
+ * ends (and a DRA connection once the GOAWAY's calls are answered), so this bounds only a
+ * kubelet that does not: every millisecond of it delays the next process's registration. */
+#define DRAIN_GRACE_USEC (500 * 1000ULL)
 
-        log_info("%s: stopping (VFs are kept)", strsignal((int)si->ssi_signo));
-        sd_notify(false, "STOPPING=1");
-        /* Before anything that can wait (an apply process finishing a VF-count change): on a
-         * shutdown the kubelet must stop placing pods now, not when the kernel is done; on a
-         * restart the sockets must close now so that the new process is not kept waiting. */
-        if (stopping_for_shutdown(a))
-                dp_manager_shutdown(a->plugins);
-        else
-                dp_manager_close(a->plugins);
+static uint64_t ms_since(const struct agent *a, uint64_t since)
+{
+        uint64_t now = 0;
+        (void)sd_event_now(a->event, CLOCK_MONOTONIC, &now);
+        return now > since ? (now - since) / 1000 : 0;
+}
+
+/* The kubelet's connections are closed: the rest of the stop. */
+static void stop_after_drain(struct agent *a)
+{
+        log_info("stop: the kubelet's connections closed %llu ms after the signal",
+                 (unsigned long long)ms_since(a, a->stop_usec));
+        dp_manager_close(a->plugins);
         reconcile_abort(a);
+        /* Nothing touches a PF or a record any more: the next process may start serving now,
+         * without waiting for the Lease release below (an API server round trip). */
+        if (a->state_lock_fd >= 0) {
+                close(a->state_lock_fd);
+                a->state_lock_fd = -1;
+        }
         /* The NAD renderer's Lease is handed back so another node takes over within seconds
          * instead of after its 30 s expiry; bounded, so a dead API server cannot hold us. */
         if (a->cluster && kube_cluster_release(a->cluster, released, a) == 0) {
                 /* A bound on shutdown, not a deadline: 100 ms of slack is fine. */
                 if (sd_event_add_time_relative(a->event, NULL, CLOCK_MONOTONIC, 3 * 1000000ULL,
                                                100 * 1000, on_release_timeout, a) >= 0)
-                        return 0;
+                        return;
         }
-        return sd_event_exit(sd_event_source_get_event(s), 0);
+        sd_event_exit(a->event, 0);
+}
+
+static void drained(void *userdata)
+{
+        struct agent *a = userdata;
+        if (--a->n_draining == 0)
+                stop_after_drain(a);
+}
+
+static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+        struct agent *a = userdata;
+
+        if (a->stopping) {
+                log_info("%s again: not waiting for the kubelet's connections any more",
+                         strsignal((int)si->ssi_signo));
+                return sd_event_exit(a->event, 0);
+        }
+        a->stopping = true;
+        (void)sd_event_now(a->event, CLOCK_MONOTONIC, &a->stop_usec);
+        log_info("%s: stopping (VFs are kept)", strsignal((int)si->ssi_signo));
+        sd_notify(false, "STOPPING=1");
+        (void)sd_event_source_set_enabled(a->debounce, SD_EVENT_OFF);
+        /* Before anything that can wait (an apply process finishing a VF-count change): on a
+         * shutdown the kubelet must stop placing pods now, not when the kernel is done; on a
+         * restart the streams must end now so that the new process is not kept waiting.
+         * Whatever the kubelet sent until now (while the bus was asked, too) is answered before
+         * its streams end: it closes the connection then, and a call still on it would fail. */
+        bool shutdown = stopping_for_shutdown(a);
+        a->n_draining = 3; /* device plugin, DRA driver, and this function */
+        dp_manager_stop(a->plugins, shutdown, DRAIN_GRACE_USEC, drained, a);
+        agent_dra_drain(a, DRAIN_GRACE_USEC, drained);
+        drained(a);
+        return 0;
 }
 
 /* One agent per state dir: two would reset each other's PFs and fight over sriov_numvfs. The
@@ -582,8 +631,10 @@ static int lock_state_dir(const struct agent_config *c, int *ret_fd)
                                                "sriov-agent is running with it on this node",
                                                c->state_dir);
                 }
-                usleep(100 * 1000);
-                waited += 100 * 1000;
+                /* Every 10 ms: on a restart this wait is part of the kubelet's time without
+                 * an endpoint, and a flock() attempt costs nothing. */
+                usleep(10 * 1000);
+                waited += 10 * 1000;
         }
         *ret_fd = fd;
         return 0;
@@ -656,10 +707,13 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                 goto fail;
 
         /* Explicit accuracies (sd-event's default is 250 ms): the debounce is on the path from
-         * a link event to an advertised VF, the resync is a periodic check, the retry a backoff. */
-        if ((r = sd_event_add_time_relative(a->event, &a->debounce, CLOCK_MONOTONIC,
-                                            config->debounce_usec, 10 * 1000, on_debounce, a)) <
-                0 ||
+         * a link event to an advertised VF, the resync is a periodic check, the retry a backoff.
+         * Standalone, the first reconcile is the boot apply and serves the pools: at once, as
+         * there is nothing to collapse yet and on a restart the kubelet has no endpoint until
+         * then (cluster mode applies the records in agent_run() and waits as before). */
+        uint64_t first = config->policy_dir ? 0 : config->debounce_usec;
+        if ((r = sd_event_add_time_relative(a->event, &a->debounce, CLOCK_MONOTONIC, first,
+                                            10 * 1000, on_debounce, a)) < 0 ||
             (r = sd_event_add_time_relative(a->event, &a->resync, CLOCK_MONOTONIC,
                                             config->resync_usec, 1000 * 1000, on_resync, a)) < 0 ||
             (r = sd_event_add_time_relative(a->event, &a->retry, CLOCK_MONOTONIC, RETRY_MIN_USEC,

@@ -678,6 +678,25 @@ int agent_dra_publish(struct agent *a, const struct inventory *inv)
         return r;
 }
 
+static void dra_drained(struct dra_plugin *p, void *userdata)
+{
+        struct agent *a = userdata;
+        void (*fn)(void *) = a->dra_drained;
+        a->dra_drained = NULL;
+        if (fn)
+                fn(a);
+}
+
+void agent_dra_drain(struct agent *a, uint64_t grace_usec, void (*done)(void *userdata))
+{
+        if (!a->dra) {
+                done(a);
+                return;
+        }
+        a->dra_drained = done;
+        dra_plugin_drain(a->dra, grace_usec, dra_drained, a);
+}
+
 void agent_dra_stop(struct agent *a)
 {
         /* Claims still being read: answered with an error now, before the HTTP client goes. */

@@ -32,6 +32,10 @@ struct dp_manager {
         bool polling; /* no inotify: check_timer runs every POLL_USEC */
         struct dp_plugin **plugins;
         size_t n_plugins, cap_plugins;
+        bool stopping;     /* dp_manager_stop() started: pools and plugins stay as they are */
+        size_t n_draining; /* plugins not drained yet */
+        void (*stopped)(void *userdata);
+        void *stopped_userdata;
 };
 
 static void check_all(struct dp_manager *m)
@@ -169,6 +173,8 @@ static struct dp_plugin *find_plugin(struct dp_manager *m, const char *resource,
 int dp_manager_set_pools(struct dp_manager *m, const struct dp_pool_set *pools)
 {
         int ret = 0;
+        if (m->stopping)
+                return 0; /* the streams have ended; the next process serves the change */
         /* Stop plugins whose resource is gone. */
         for (size_t i = 0; i < m->n_plugins;) {
                 const struct dp_pool *old = dp_plugin_pool(m->plugins[i]);
@@ -201,6 +207,33 @@ int dp_manager_set_pools(struct dp_manager *m, const struct dp_pool_set *pools)
                         ret = r;
         }
         return ret;
+}
+
+static void plugin_drained(struct dp_plugin *p, void *userdata)
+{
+        struct dp_manager *m = userdata;
+        if (--m->n_draining > 0 || !m->stopped)
+                return;
+        void (*fn)(void *) = m->stopped;
+        m->stopped = NULL;
+        fn(m->stopped_userdata);
+}
+
+void dp_manager_stop(struct dp_manager *m, bool unhealthy_first, uint64_t grace_usec,
+                     void (*done)(void *userdata), void *userdata)
+{
+        m->stopping = true;
+        /* No kubelet restart is followed any more: a socket would only be served anew. */
+        m->inotify_source = sd_event_source_disable_unref(m->inotify_source);
+        (void)sd_event_source_set_enabled(m->check_defer, SD_EVENT_OFF);
+        (void)sd_event_source_set_enabled(m->check_timer, SD_EVENT_OFF);
+        m->stopped = done;
+        m->stopped_userdata = userdata;
+        /* Counted before any starts: a plugin with nothing to wait for is done at once. */
+        m->n_draining = m->n_plugins + 1;
+        for (size_t i = 0; i < m->n_plugins; i++)
+                dp_plugin_drain(m->plugins[i], unhealthy_first, grace_usec, plugin_drained, m);
+        plugin_drained(NULL, m);
 }
 
 void dp_manager_shutdown(struct dp_manager *m)

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <systemd/sd-event.h>
 
@@ -33,6 +34,13 @@ struct dp_manager_options {
 int dp_manager_new(sd_event *event, const struct dp_manager_options *opts, struct dp_manager **ret);
 /* Pools are copied. Returns 0, or the first error (other resources are still applied). */
 int dp_manager_set_pools(struct dp_manager *m, const struct dp_pool_set *pools);
+/* The agent stops: every plugin answers what the kubelet already sent and ends its streams,
+ * after reporting every device Unhealthy when unhealthy_first (dp_plugin_drain), and serves
+ * until the kubelet closes the connections or grace_usec passed; done(userdata) then runs,
+ * possibly before this returns. From here on the pools stay as they are and kubelet restarts
+ * are not followed; free the plugins with dp_manager_close() once done ran. */
+void dp_manager_stop(struct dp_manager *m, bool unhealthy_first, uint64_t grace_usec,
+                     void (*done)(void *userdata), void *userdata);
 /* Reports every device Unhealthy on the open ListAndWatch streams and stops every plugin. */
 void dp_manager_shutdown(struct dp_manager *m);
 /* Stops every plugin without a last word on health (an agent restart): the streams and sockets

@@ -41,6 +41,9 @@ struct dp_plugin {
         char **devinfo_ids;     /* device-info files we wrote */
         size_t n_devinfo_ids;
         struct dp_plugin_stats stats;
+        bool draining; /* dp_plugin_drain() started: no registration, no serving anew */
+        dp_plugin_drained_fn drained;
+        void *drained_userdata;
 };
 
 #define LOG_RES(p) (&(const struct log_ctx){ .resource = (p)->pool.resource })

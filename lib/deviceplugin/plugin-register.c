@@ -24,6 +24,8 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
 
 static void schedule_retry(struct dp_plugin *p)
 {
+        if (p->draining)
+                return;
         if (p->retry_timer)
                 return;
         p->backoff_usec = p->backoff_usec ? p->backoff_usec * 2 : BACKOFF_MIN_USEC;
@@ -56,6 +58,8 @@ static void on_registered(void *userdata, const struct grpc_status *st, const ui
 void dp_plugin_register_now(struct dp_plugin *p)
 {
         struct stat st;
+        if (p->draining)
+                return; /* stopping: the next process registers */
         grpc_client_call_cancel(p->register_call);
         p->register_call = NULL;
         p->registered = false;

@@ -2,6 +2,7 @@
 #include "deviceplugin/plugin.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,6 +404,8 @@ static bool socket_present(const char *path)
 
 bool dp_plugin_check(struct dp_plugin *p)
 {
+        if (p->draining)
+                return false;
         if (!socket_present(p->socket_path)) {
                 log_ctx_msg(LOG_NOTICE, 0, LOG_RES(p),
                             "socket %s removed (kubelet restart?): serving anew", p->socket_path);
@@ -454,6 +457,8 @@ int dp_plugin_new(sd_event *event, const struct dp_plugin_options *opts, const s
 
 int dp_plugin_update(struct dp_plugin *p, const struct dp_pool *pool)
 {
+        if (p->draining)
+                return 0; /* the streams have ended; the next process serves the change */
         struct dp_pool copy;
         int r = dp_pool_copy(pool, &copy);
         if (r < 0)
@@ -497,6 +502,53 @@ void dp_plugin_report_unhealthy(struct dp_plugin *p)
         if (pack_list(&p->pool, true, &msg, &len) < 0)
                 return;
         send_to_watchers(p, msg, len);
+}
+
+static void on_drained(struct grpc_server *s, void *userdata)
+{
+        struct dp_plugin *p = userdata;
+        log_ctx_msg(LOG_DEBUG, 0, LOG_RES(p), "every kubelet connection closed");
+        dp_plugin_drained_fn fn = p->drained;
+        p->drained = NULL;
+        fn(p, p->drained_userdata); /* may free p */
+}
+
+void dp_plugin_drain(struct dp_plugin *p, bool unhealthy_first, uint64_t grace_usec,
+                     dp_plugin_drained_fn done, void *userdata)
+{
+        /* The new process registers; this one must not race it. */
+        grpc_client_call_cancel(p->register_call);
+        p->register_call = NULL;
+        p->retry_timer = sd_event_source_disable_unref(p->retry_timer);
+        p->draining = true;
+        if (!p->server) {
+                done(p, userdata);
+                return;
+        }
+        /* Everything the kubelet sent before this moment is answered before its stream ends:
+         * the kubelet closes the connection when it sees the end, and a call still on it
+         * would fail (the pod is then rejected with UnexpectedAdmissionError). */
+        uint64_t answered = p->stats.allocate_ok + p->stats.allocate_refused;
+        grpc_server_quiesce(p->server);
+        answered = p->stats.allocate_ok + p->stats.allocate_refused - answered;
+        if (unhealthy_first)
+                dp_plugin_report_unhealthy(p);
+        size_t n_watchers = dp_plugin_n_watchers(p);
+        grpc_server_finish_calls(p->server, NULL, NULL, GRPC_STATUS_UNAVAILABLE,
+                                 "device plugin stopping");
+        log_ctx_msg(LOG_INFO, 0, LOG_RES(p),
+                    "stopping: %" PRIu64 " Allocate(s) already sent answered, %zu ListAndWatch "
+                    "stream(s) ended; serving the kubelet's connections until it closes them "
+                    "(at most %" PRIu64 " ms)",
+                    answered, n_watchers, grace_usec / 1000);
+        p->drained = done;
+        p->drained_userdata = userdata;
+        int r = grpc_server_drain(p->server, grace_usec, false, on_drained, p);
+        if (r < 0) {
+                log_ctx_msg(LOG_WARNING, r, LOG_RES(p), "cannot wait for the kubelet to close");
+                p->drained = NULL;
+                done(p, userdata);
+        }
 }
 
 struct dp_plugin *dp_plugin_free(struct dp_plugin *p)

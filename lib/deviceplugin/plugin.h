@@ -43,6 +43,15 @@ void dp_plugin_report_unhealthy(struct dp_plugin *p);
  * as inode numbers are reused at once). Cheap; called on inotify events and periodically.
  * Returns true when it started a registration. */
 bool dp_plugin_check(struct dp_plugin *p);
+typedef void (*dp_plugin_drained_fn)(struct dp_plugin *p, void *userdata);
+/* A graceful stop (the agent restarts or stops): answers every call the kubelet has already
+ * sent, removes the socket, ends the ListAndWatch streams (after reporting every device
+ * Unhealthy when unhealthy_first), then serves the connections until the kubelet closes them,
+ * as it does when a stream ends, or grace_usec passed. done then runs (possibly at once) and
+ * may free the plugin; until it is freed the plugin neither registers nor serves anew, and
+ * dp_plugin_update() changes nothing. */
+void dp_plugin_drain(struct dp_plugin *p, bool unhealthy_first, uint64_t grace_usec,
+                     dp_plugin_drained_fn done, void *userdata);
 /* Stops serving, removes its socket and device-info files. NULL-safe; returns NULL. */
 struct dp_plugin *dp_plugin_free(struct dp_plugin *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct dp_plugin *, dp_plugin_free);

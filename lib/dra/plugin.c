@@ -38,6 +38,9 @@ struct dra_plugin {
         struct dra_device_health *health; /* strings owned */
         size_t n_health;
         uint64_t health_sent_usec; /* CLOCK_MONOTONIC of the last send to every watcher */
+        bool draining;             /* dra_plugin_drain() started: no serving anew */
+        dra_plugin_drained_fn drained;
+        void *drained_userdata;
 };
 
 struct health_watcher {
@@ -546,6 +549,8 @@ static void watch_registry(struct dra_plugin *p)
 bool dra_plugin_check(struct dra_plugin *p)
 {
         bool served = false;
+        if (p->draining)
+                return false;
         /* The endpoint first: the kubelet dials it as soon as GetInfo named it. */
         if (!socket_present(p->endpoint)) {
                 log_ctx_msg(LOG_NOTICE, 0, LOG_DRV(p), "socket %s removed: serving anew",
@@ -612,6 +617,52 @@ int dra_plugin_new(sd_event *event, const struct dra_plugin_options *opts, struc
                     p->endpoint, p->registration_socket);
         *ret = TAKE_PTR(p);
         return 0;
+}
+
+static bool is_health_watch(const struct grpc_call *call, void *userdata)
+{
+        return strstr(grpc_call_path(call), "/NodeWatchResources") != NULL;
+}
+
+static void on_service_drained(struct grpc_server *s, void *userdata)
+{
+        struct dra_plugin *p = userdata;
+        dra_plugin_drained_fn fn = p->drained;
+        p->drained = NULL;
+        fn(p, p->drained_userdata); /* may free p */
+}
+
+void dra_plugin_drain(struct dra_plugin *p, uint64_t grace_usec, dra_plugin_drained_fn done,
+                      void *userdata)
+{
+        p->draining = true;
+        p->check_timer = sd_event_source_disable_unref(p->check_timer);
+        p->registry_watch = sd_event_source_disable_unref(p->registry_watch);
+        /* Registration first, so that the kubelet never dials an endpoint that is gone; what
+         * its plugin watcher already asked is answered. */
+        if (p->registration) {
+                grpc_server_quiesce(p->registration);
+                p->registration = grpc_server_free(p->registration);
+        }
+        if (!p->service) {
+                done(p, userdata);
+                return;
+        }
+        /* Calls already sent are read now: unprepares are answered at once, prepares when
+         * their claims are read (within the grace). The health streams end; the GOAWAY makes
+         * the kubelet, which keeps a DRA connection open, start later calls elsewhere and
+         * close this one once answered, instead of holding the stop for the whole grace. */
+        grpc_server_quiesce(p->service);
+        grpc_server_finish_calls(p->service, is_health_watch, NULL, GRPC_STATUS_UNAVAILABLE,
+                                 "DRA driver stopping");
+        p->drained = done;
+        p->drained_userdata = userdata;
+        int r = grpc_server_drain(p->service, grace_usec, true, on_service_drained, p);
+        if (r < 0) {
+                log_ctx_msg(LOG_WARNING, r, LOG_DRV(p), "cannot wait for the kubelet to close");
+                p->drained = NULL;
+                done(p, userdata);
+        }
 }
 
 struct dra_plugin *dra_plugin_free(struct dra_plugin *p)

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <systemd/sd-event.h>
 
@@ -76,6 +77,14 @@ struct dra_plugin_options {
 int dra_plugin_new(sd_event *event, const struct dra_plugin_options *opts, struct dra_plugin **ret);
 /* Serves a removed socket anew. Returns true when it did. */
 bool dra_plugin_check(struct dra_plugin *p);
+typedef void (*dra_plugin_drained_fn)(struct dra_plugin *p, void *userdata);
+/* A graceful stop: removes the registration socket (answering what the plugin watcher already
+ * asked), reads every call already sent on the service's connections (prepares are answered
+ * when their claims are read), ends the health streams, sends GOAWAY and serves until the
+ * kubelet closes the connections or grace_usec passed; done then runs (possibly at once) and
+ * may free the plugin. */
+void dra_plugin_drain(struct dra_plugin *p, uint64_t grace_usec, dra_plugin_drained_fn done,
+                      void *userdata);
 /* Stops serving and removes both sockets. NULL-safe; returns NULL. */
 struct dra_plugin *dra_plugin_free(struct dra_plugin *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct dra_plugin *, dra_plugin_free);

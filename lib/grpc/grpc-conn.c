@@ -112,41 +112,57 @@ int grpc_conn_flush(struct grpc_conn *c)
         return 0;
 }
 
+/* Feeds nghttp2 what the socket holds; stops at EAGAIN, or after a short read unless
+ * until_empty. Returns -ECONNRESET once the connection is dead. */
+static int read_available(struct grpc_conn *c, bool until_empty)
+{
+        uint8_t buf[16384];
+        for (;;) {
+                ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                return 0;
+                        grpc_conn_kill(c);
+                        return -ECONNRESET;
+                }
+                if (n == 0) { /* peer closed */
+                        grpc_conn_kill(c);
+                        return -ECONNRESET;
+                }
+                c->hold = true;
+                ssize_t k = nghttp2_session_mem_recv(c->session, buf, (size_t)n);
+                c->hold = false;
+                if (k < 0) {
+                        log_debug("grpc: dropping connection: %s", nghttp2_strerror((int)k));
+                        /* Let nghttp2 send its GOAWAY if it queued one, then drop. */
+                        (void)grpc_conn_flush(c);
+                        grpc_conn_kill(c);
+                        return -ECONNRESET;
+                }
+                if (c->dead)
+                        return -ECONNRESET;
+                if (!until_empty && (size_t)n < sizeof(buf))
+                        return 0;
+        }
+}
+
+int grpc_conn_read_now(struct grpc_conn *c)
+{
+        if (c->dead)
+                return -ECONNRESET;
+        int r = read_available(c, true);
+        if (r < 0)
+                return r;
+        return grpc_conn_flush(c);
+}
+
 static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
         struct grpc_conn *c = userdata;
 
-        if (revents & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-                uint8_t buf[16384];
-                for (;;) {
-                        ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-                        if (n < 0) {
-                                if (errno == EAGAIN || errno == EINTR)
-                                        break;
-                                grpc_conn_kill(c);
-                                return 0;
-                        }
-                        if (n == 0) { /* peer closed */
-                                grpc_conn_kill(c);
-                                return 0;
-                        }
-                        c->hold = true;
-                        ssize_t k = nghttp2_session_mem_recv(c->session, buf, (size_t)n);
-                        c->hold = false;
-                        if (k < 0) {
-                                log_debug("grpc: dropping connection: %s",
-                                          nghttp2_strerror((int)k));
-                                /* Let nghttp2 send its GOAWAY if it queued one, then drop. */
-                                (void)grpc_conn_flush(c);
-                                grpc_conn_kill(c);
-                                return 0;
-                        }
-                        if (c->dead)
-                                return 0;
-                        if ((size_t)n < sizeof(buf))
-                                break;
-                }
-        }
+        if ((revents & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) &&
+            read_available(c, false) < 0)
+                return 0;
         (void)grpc_conn_flush(c);
         return 0;
 }

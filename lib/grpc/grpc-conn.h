@@ -39,6 +39,10 @@ int grpc_conn_init(struct grpc_conn *c, sd_event *event, int fd, nghttp2_session
 /* Writes whatever nghttp2 wants to send now; call after submitting frames or resuming data.
  * Errors mark the connection dead (reported through on_dead) and are returned. */
 int grpc_conn_flush(struct grpc_conn *c);
+/* Reads and handles everything the peer has sent so far (up to EAGAIN), then flushes what
+ * that queued: a graceful stop takes in the requests already on the wire before it ends
+ * anything. Returns -ECONNRESET when the connection is (or became) dead. */
+int grpc_conn_read_now(struct grpc_conn *c);
 /* Marks dead and schedules on_dead. */
 void grpc_conn_kill(struct grpc_conn *c);
 void grpc_conn_done(struct grpc_conn *c);

@@ -85,6 +85,11 @@ struct grpc_server {
         struct server_conn *conns;
         size_t n_conns;
         size_t recv_held; /* request bytes buffered by every stream */
+        /* A graceful stop (grpc_server_drain): done runs once every connection closed or the
+         * grace passed, from a deferred event (never from inside a connection's callback). */
+        grpc_server_drained_fn drained;
+        void *drained_userdata;
+        sd_event_source *drain_timer, *drain_defer;
 };
 
 /* Brings the budgets up to date with what the call holds now. */
@@ -150,6 +155,8 @@ static void server_conn_free(struct server_conn *sc)
                 sc->next->prev = sc->prev;
         s->n_conns--;
         free(sc);
+        if (s->n_conns == 0 && s->drain_defer)
+                (void)sd_event_source_set_enabled(s->drain_defer, SD_EVENT_ONESHOT);
 }
 
 static void on_conn_dead(struct grpc_conn *conn, void *userdata)
@@ -752,10 +759,10 @@ int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_
         return 0;
 }
 
-struct grpc_server *grpc_server_free(struct grpc_server *s)
+/* Ends every open call with UNAVAILABLE, sends GOAWAY (the peer may retry any later stream
+ * elsewhere), writes what is queued and closes every connection. */
+static void close_connections(struct grpc_server *s)
 {
-        if (!s)
-                return NULL;
         for (struct server_conn *sc = s->conns; sc; sc = sc->next) {
                 /* Writing may close streams and free their calls: queue everything first. */
                 sc->conn.hold = true;
@@ -775,19 +782,143 @@ struct grpc_server *grpc_server_free(struct grpc_server *s)
         while (s->conns)
                 /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): the list head has no prev */
                 server_conn_free(s->conns);
-        s->accept_source = sd_event_source_disable_unref(s->accept_source);
-        if (s->listen_fd >= 0)
-                close(s->listen_fd);
-        /* Only remove the socket file if it is still the one we bound (a restarted kubelet may
-         * have deleted it, and a new instance may have taken the name). */
+}
+
+/* Removes the socket file only if it is still the one we bound (a restarted kubelet may have
+ * deleted it, and a new instance may have taken the name); never twice. */
+static void unlink_own_socket(struct grpc_server *s)
+{
         struct stat st;
         if (s->socket_path && s->socket_ino != 0 && stat(s->socket_path, &st) == 0 &&
             st.st_dev == s->socket_dev && st.st_ino == s->socket_ino)
                 (void)unlink(s->socket_path);
+        s->socket_ino = 0;
+}
+
+struct grpc_server *grpc_server_free(struct grpc_server *s)
+{
+        if (!s)
+                return NULL;
+        s->drain_timer = sd_event_source_disable_unref(s->drain_timer);
+        s->drain_defer = sd_event_source_disable_unref(s->drain_defer);
+        close_connections(s);
+        s->accept_source = sd_event_source_disable_unref(s->accept_source);
+        if (s->listen_fd >= 0)
+                close(s->listen_fd);
+        unlink_own_socket(s);
         free(s->socket_path);
         sd_event_unref(s->event);
         free(s);
         return NULL;
+}
+
+/* Connections freed while the list is walked: step with a saved next, and only while the
+ * connection is alive (a dead one is freed by its deferred callback). */
+static void read_every_connection(struct grpc_server *s)
+{
+        for (struct server_conn *sc = s->conns, *next; sc; sc = next) {
+                next = sc->next;
+                if (!sc->conn.dead)
+                        (void)grpc_conn_read_now(&sc->conn);
+        }
+}
+
+void grpc_server_quiesce(struct grpc_server *s)
+{
+        if (s->listen_fd >= 0) {
+                /* A client that connected just now may already have sent its first call. */
+                (void)on_accept(NULL, s->listen_fd, EPOLLIN, s);
+                s->accept_source = sd_event_source_disable_unref(s->accept_source);
+                close(s->listen_fd);
+                s->listen_fd = -1;
+        }
+        unlink_own_socket(s);
+        read_every_connection(s);
+}
+
+void grpc_server_finish_calls(struct grpc_server *s, grpc_call_pick_fn pick, void *userdata,
+                              int code, const char *message)
+{
+        for (struct server_conn *sc = s->conns; sc; sc = sc->next) {
+                if (sc->conn.dead)
+                        continue;
+                /* Writing may close streams and free their calls: queue everything first. */
+                sc->conn.hold = true;
+                for (struct grpc_call *call = sc->calls; call; call = call->next)
+                        if (call->dispatched && !call->finishing && (!pick || pick(call, userdata)))
+                                (void)grpc_call_finish(call, code, message);
+                sc->conn.hold = false;
+        }
+        for (struct server_conn *sc = s->conns, *next; sc; sc = next) {
+                next = sc->next;
+                if (!sc->conn.dead)
+                        (void)grpc_conn_flush(&sc->conn);
+        }
+}
+
+static int on_drain_defer(sd_event_source *source, void *userdata)
+{
+        struct grpc_server *s = userdata;
+        (void)sd_event_source_set_enabled(source, SD_EVENT_OFF);
+        if (s->n_conns > 0 || !s->drained)
+                return 0;
+        s->drain_timer = sd_event_source_disable_unref(s->drain_timer);
+        grpc_server_drained_fn fn = s->drained;
+        s->drained = NULL;
+        fn(s, s->drained_userdata); /* may free s */
+        return 0;
+}
+
+static int on_drain_timeout(sd_event_source *source, uint64_t usec, void *userdata)
+{
+        struct grpc_server *s = userdata;
+        log_debug("grpc: %s: %zu connection(s) still open after the grace period: closing them",
+                  s->socket_path, s->n_conns);
+        /* What came meanwhile is answered; what comes after the GOAWAY is retried elsewhere. */
+        read_every_connection(s);
+        close_connections(s); /* schedules on_drain_defer through the last server_conn_free */
+        return 0;
+}
+
+int grpc_server_drain(struct grpc_server *s, uint64_t grace_usec, bool goaway_now,
+                      grpc_server_drained_fn done, void *userdata)
+{
+        if (s->drained)
+                return -EALREADY;
+        int r = sd_event_add_defer(s->event, &s->drain_defer, on_drain_defer, s);
+        if (r < 0)
+                return r;
+        (void)sd_event_source_set_enabled(s->drain_defer, SD_EVENT_OFF);
+        /* A bound on a stop, not a deadline: 1 ms accuracy keeps it close to what is said. */
+        r = sd_event_add_time_relative(s->event, &s->drain_timer, CLOCK_MONOTONIC, grace_usec, 1000,
+                                       on_drain_timeout, s);
+        if (r < 0) {
+                s->drain_defer = sd_event_source_disable_unref(s->drain_defer);
+                return r;
+        }
+        s->drained = done;
+        s->drained_userdata = userdata;
+        if (goaway_now)
+                for (struct server_conn *sc = s->conns, *next; sc; sc = next) {
+                        next = sc->next;
+                        if (sc->conn.dead)
+                                continue;
+                        /* Calls up to the last one read are still answered; the client starts
+                         * later ones on another connection and closes this one when idle. */
+                        nghttp2_submit_goaway(
+                            sc->conn.session, NGHTTP2_FLAG_NONE,
+                            nghttp2_session_get_last_proc_stream_id(sc->conn.session),
+                            NGHTTP2_NO_ERROR, NULL, 0);
+                        (void)grpc_conn_flush(&sc->conn);
+                }
+        if (s->n_conns == 0)
+                (void)sd_event_source_set_enabled(s->drain_defer, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+const char *grpc_call_path(const struct grpc_call *call)
+{
+        return call->path;
 }
 
 size_t grpc_server_n_connections(const struct grpc_server *s)

@@ -12,6 +12,7 @@
  * cost only their call or connection. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,35 @@ int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_
  * removes the socket file if it is still ours. NULL-safe; returns NULL. */
 struct grpc_server *grpc_server_free(struct grpc_server *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct grpc_server *, grpc_server_free);
+
+/* A graceful stop in three steps, so that no call the client already sent is lost (the kubelet
+ * closes a device plugin's connection as soon as its ListAndWatch stream ends, cancelling any
+ * call still on it):
+ *
+ *   grpc_server_quiesce(s);                         // take in and answer what was sent
+ *   grpc_server_finish_calls(s, pick, ud, code, m); // the owner ends its streams
+ *   grpc_server_drain(s, grace, goaway_now, done, ud); // serve on until the peers close
+ *
+ * quiesce stops accepting (connections already queued are accepted first), removes the socket
+ * file if it is still ours, and reads every request already on each connection: unary calls
+ * are answered before it returns, streaming calls are handed to their handlers. */
+void grpc_server_quiesce(struct grpc_server *s);
+typedef bool (*grpc_call_pick_fn)(const struct grpc_call *call, void *userdata);
+/* Ends every call whose request was handled and that is still open, where pick (NULL: any)
+ * agrees, with code and message; a connection's frames go out together. */
+void grpc_server_finish_calls(struct grpc_server *s, grpc_call_pick_fn pick, void *userdata,
+                              int code, const char *message);
+typedef void (*grpc_server_drained_fn)(struct grpc_server *s, void *userdata);
+/* Keeps serving every connection until its peer closes it, or until grace_usec passed (then
+ * reads once more, ends what is open with UNAVAILABLE, sends GOAWAY and closes); done runs
+ * once no connection is left, from a deferred event, and may free the server. With goaway_now
+ * a GOAWAY naming the last call read goes out at once: the client starts no call here any
+ * more and closes the connection when its calls are answered (for peers that, unlike the
+ * kubelet's device manager, would keep the connection). -EALREADY if already draining. */
+int grpc_server_drain(struct grpc_server *s, uint64_t grace_usec, bool goaway_now,
+                      grpc_server_drained_fn done, void *userdata);
+const char *grpc_call_path(const struct grpc_call *call);
+
 /* Number of open connections (for tests and diagnostics). */
 size_t grpc_server_n_connections(const struct grpc_server *s);
 

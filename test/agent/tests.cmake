@@ -8,6 +8,17 @@ add_test(NAME integration/agent-standalone
 set_tests_properties(integration/agent-standalone PROPERTIES LABELS integration TIMEOUT 300
     ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
 
+# Restarts under continuous Allocate, SIGTERM and SIGKILL in turn, with a stand-in
+# kubelet that closes a plugin's connection when its ListAndWatch stream ends, as the kubelet
+# does: an Allocate already on the connection when SIGTERM is handled is answered before the
+# stream ends (0 failed Allocates on SIGTERM); the windows without an endpoint are printed.
+add_test(NAME integration/agent-restart-allocate
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-restart-allocate-tests.py
+                 --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
+                 --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
+set_tests_properties(integration/agent-restart-allocate PROPERTIES LABELS integration TIMEOUT 120
+    ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+
 # SIGTERM with --stop-mode auto: the agent asks systemd and logind on the system bus whether the
 # node is shutting down. A private dbus-daemon and a test double of logind/systemd's manager
 # (test/agent/fake-logind.c, sd-bus) stand in for them; shutdown, restart, no bus, hung bus.

@@ -59,6 +59,20 @@ type plugin struct {
 	conn     *grpc.ClientConn
 	client   dp.DevicePluginClient
 	cancel   context.CancelFunc
+	mu       sync.Mutex
+	live     bool // its stream is open and its last list had a Healthy device
+}
+
+func (p *plugin) isLive() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.live
+}
+
+func (p *plugin) setLive(v bool) {
+	p.mu.Lock()
+	p.live = v
+	p.mu.Unlock()
 }
 
 type kubelet struct {
@@ -69,6 +83,7 @@ type kubelet struct {
 	plugins map[string]*plugin
 	server  *grpc.Server
 	status  *nodeStatus // nil without --api-server
+	loop    chan string // the allocate loop's commands; nil when none runs
 	dp.UnimplementedRegistrationServer
 }
 
@@ -311,14 +326,26 @@ func (k *kubelet) connect(resource, endpoint string) {
 	for {
 		resp, err := stream.Recv()
 		if err != nil {
+			p.setLive(false)
 			ev := map[string]interface{}{"event": "watch-end", "resource": resource}
 			errFields(ev, err)
 			k.out.emit(ev)
 			if k.status != nil && k.plugin(resource) == p {
 				k.status.endpointStopped(resource)
 			}
+			// As the kubelet does (pkg/kubelet/cm/devicemanager/plugin/v1beta1: Run()
+			// returns, runClient calls disconnectClient): the stream's end closes the
+			// connection, cancelling any call still on it. The endpoint stays known (the
+			// kubelet keeps it, stopped), so a later call fails instead of finding none.
+			p.cancel()
+			p.conn.Close()
 			return
 		}
+		healthy := false
+		for _, d := range resp.Devices {
+			healthy = healthy || d.Health == "Healthy"
+		}
+		p.setLive(healthy)
 		var devs []map[string]interface{}
 		for _, d := range resp.Devices {
 			devs = append(devs, map[string]interface{}{"id": d.ID, "health": d.Health,
@@ -373,6 +400,8 @@ type command struct {
 	Pad        int        `json:"pad"`
 	N          int        `json:"n"`
 	IDs        []string   `json:"ids"`
+	Tag        string     `json:"tag"`
+	IntervalMs int        `json:"interval_ms"`
 }
 
 func (k *kubelet) plugin(resource string) *plugin {
@@ -383,6 +412,9 @@ func (k *kubelet) plugin(resource string) *plugin {
 
 func (k *kubelet) handle(c command) {
 	ev := map[string]interface{}{"event": c.Cmd, "resource": c.Resource}
+	if c.Tag != "" {
+		ev["tag"] = c.Tag
+	}
 	defer k.out.emit(ev)
 	if c.Cmd == "restart" {
 		k.stop()
@@ -400,6 +432,7 @@ func (k *kubelet) handle(c command) {
 	defer cancel()
 	switch c.Cmd {
 	case "allocate":
+		ev["sent"] = time.Now().UnixNano() / 1e6
 		req := &dp.AllocateRequest{}
 		for _, ids := range c.Containers {
 			if c.Pad > 0 {
@@ -477,6 +510,66 @@ func (k *kubelet) handle(c command) {
 		}
 	default:
 		ev["code"] = "UnknownCommand"
+	}
+}
+
+// allocLoop plays a kubelet admitting pods one after another: every interval it sends one
+// Allocate to the resource's current endpoint, if that endpoint is live (its stream open, a
+// Healthy device listed), and reports each call as a "loop-allocate" event with the time it
+// was sent. Commands on ctl: "pause" (answered with "loop-paused" once no call is in flight),
+// "resume", "stop" (answered with "loop-stopped" and the counts).
+func (k *kubelet) allocLoop(c command, ctl chan string) {
+	interval := time.Duration(c.IntervalMs) * time.Millisecond
+	if interval <= 0 {
+		interval = 20 * time.Millisecond
+	}
+	sent, failed := 0, 0
+	stopped := func() {
+		k.out.emit(map[string]interface{}{"event": "loop-stopped", "resource": c.Resource,
+			"sent": sent, "failed": failed})
+	}
+	for {
+		select {
+		case cmd := <-ctl:
+			if cmd == "stop" {
+				stopped()
+				return
+			}
+			if cmd == "pause" {
+				k.out.emit(map[string]interface{}{"event": "loop-paused", "resource": c.Resource})
+				for cmd != "resume" && cmd != "stop" {
+					cmd = <-ctl
+				}
+				if cmd == "stop" {
+					stopped()
+					return
+				}
+			}
+			continue
+		case <-time.After(interval):
+		}
+		p := k.plugin(c.Resource)
+		if p == nil || !p.isLive() {
+			continue
+		}
+		req := &dp.AllocateRequest{}
+		for _, ids := range c.Containers {
+			req.ContainerRequests = append(req.ContainerRequests,
+				&dp.ContainerAllocateRequest{DevicesIds: ids})
+		}
+		ev := map[string]interface{}{"event": "loop-allocate", "resource": c.Resource,
+			"sent": time.Now().UnixNano() / 1e6}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := p.client.Allocate(ctx, req)
+		cancel()
+		sent++
+		if err != nil {
+			failed++
+			errFields(ev, err)
+		} else {
+			ev["code"] = "OK"
+		}
+		k.out.emit(ev)
 	}
 }
 
@@ -578,6 +671,26 @@ func main() {
 		}
 		if c.Cmd == "quit" {
 			break
+		}
+		switch c.Cmd {
+		case "allocate-async": // an Allocate that does not hold up the next command
+			c.Cmd = "allocate"
+			go k.handle(c)
+			continue
+		case "allocate-loop":
+			if k.loop == nil {
+				k.loop = make(chan string)
+				go k.allocLoop(c, k.loop)
+			}
+			continue
+		case "loop-pause", "loop-resume", "loop-stop":
+			if k.loop != nil {
+				k.loop <- strings.TrimPrefix(c.Cmd, "loop-")
+				if c.Cmd == "loop-stop" {
+					k.loop = nil
+				}
+			}
+			continue
 		}
 		k.handle(c)
 	}

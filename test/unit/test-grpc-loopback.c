@@ -3,7 +3,8 @@
  * sd-event loop: unary calls, errors with percent-encoded messages, trailers-only errors,
  * unknown methods, oversized requests, a held server stream answered later (deferred data),
  * client deadlines and the server learning that a client went away; and the HTTP/2 request
- * rules the server enforces itself (any :authority, every other rule of RFC 9113 §8). */
+ * rules the server enforces itself (any :authority, every other rule of RFC 9113 §8); a graceful
+ * stop answering the calls already sent before it ends the streams. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -569,6 +570,180 @@ static void test_connection_memory_budget(void **state)
         assert_int_equal(f->st.code, GRPC_STATUS_OK);
 }
 
+/* ---- graceful stop: grpc_server_quiesce, _finish_calls, _drain ---- */
+
+/* One client connection carrying several streams, as the kubelet's to a device plugin. */
+struct drain_client {
+        int fd;
+        nghttp2_session *s;
+        int32_t closed[8]; /* stream ids in the order they ended */
+        int grpc_status[8];
+        size_t n_closed;
+        int last_status;
+        bool eof;
+};
+
+static int dc_on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
+                        size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                        void *user_data)
+{
+        struct drain_client *c = user_data;
+        if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0)
+                c->last_status = (int)strtol((const char *)value, NULL, 10);
+        return 0;
+}
+
+static int dc_on_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
+                       void *user_data)
+{
+        struct drain_client *c = user_data;
+        if (c->n_closed < 8) {
+                c->closed[c->n_closed] = stream_id;
+                c->grpc_status[c->n_closed++] = c->last_status;
+        }
+        c->last_status = -1;
+        return 0;
+}
+
+static void dc_open(struct drain_client *c, const char *path)
+{
+        *c = (struct drain_client){ .last_status = -1 };
+        c->fd = raw_connect(path);
+        assert_int_equal(fcntl(c->fd, F_SETFL, O_NONBLOCK), 0);
+        nghttp2_session_callbacks *cbs;
+        assert_int_equal(nghttp2_session_callbacks_new(&cbs), 0);
+        nghttp2_session_callbacks_set_on_header_callback(cbs, dc_on_header);
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, dc_on_close);
+        assert_int_equal(nghttp2_session_client_new(&c->s, cbs, c), 0);
+        nghttp2_session_callbacks_del(cbs);
+        assert_int_equal(nghttp2_submit_settings(c->s, NGHTTP2_FLAG_NONE, NULL, 0), 0);
+}
+
+/* Submits a call and writes it to the socket; the server reads it whenever its loop runs. */
+static int32_t dc_call(struct drain_client *c, const char *path)
+{
+        nghttp2_nv nv[] = { RAW_NV(":method", "POST"),
+                            RAW_NV(":scheme", "http"),
+                            { (uint8_t *)":path", (uint8_t *)path, 5, strlen(path),
+                              NGHTTP2_NV_FLAG_NONE },
+                            GOOD_TAIL };
+        nghttp2_data_provider prd = { .read_callback = raw_body };
+        int32_t id = nghttp2_submit_request(c->s, NULL, nv, ELEMENTSOF(nv), &prd, NULL);
+        assert_true(id > 0);
+        const uint8_t *d;
+        ssize_t k;
+        while ((k = nghttp2_session_mem_send(c->s, &d)) > 0)
+                assert_int_equal(write(c->fd, d, (size_t)k), k);
+        return id;
+}
+
+/* Reads what the server wrote so far (nothing of the server runs). */
+static void dc_read(struct drain_client *c)
+{
+        uint8_t buf[16384];
+        ssize_t m;
+        while ((m = read(c->fd, buf, sizeof(buf))) > 0)
+                assert_int_equal(nghttp2_session_mem_recv(c->s, buf, (size_t)m), m);
+        if (m == 0)
+                c->eof = true;
+}
+
+static void dc_close(struct drain_client *c)
+{
+        nghttp2_session_del(c->s);
+        close(c->fd);
+}
+
+static void on_drained(struct grpc_server *s, void *userdata)
+{
+        *(int *)userdata += 1;
+}
+
+/* A call the client sent before the stop, still unread by the server, is answered before the
+ * held stream ends (the kubelet closes the connection when it sees that end); the socket file
+ * goes at once; the drain ends when the client closes. */
+static void test_graceful_stop_answers_calls_already_sent(void **state)
+{
+        struct fixture *f = *state;
+        struct drain_client c;
+        dc_open(&c, f->path);
+        int32_t held = dc_call(&c, "/t.T/Hold");
+        for (int i = 0; i < 100 && !f->held; i++)
+                assert_true(sd_event_run(f->event, 10000) >= 0);
+        assert_non_null(f->held);
+        int32_t echo_id = dc_call(&c, "/t.T/Echo"); /* on the wire, not read by the server */
+
+        grpc_server_quiesce(f->server);
+        assert_int_equal(access(f->path, F_OK), -1);
+        grpc_server_finish_calls(f->server, NULL, NULL, GRPC_STATUS_UNAVAILABLE, "stopping");
+        assert_null(f->held); /* its owner heard of the end */
+        dc_read(&c);
+        assert_int_equal(c.n_closed, 2);
+        assert_int_equal(c.closed[0], echo_id); /* answered first ... */
+        assert_int_equal(c.grpc_status[0], GRPC_STATUS_OK);
+        assert_int_equal(c.closed[1], held); /* ... then the stream ended */
+        assert_int_equal(c.grpc_status[1], GRPC_STATUS_UNAVAILABLE);
+
+        int drained = 0;
+        assert_int_equal(grpc_server_drain(f->server, 5000000, false, on_drained, &drained), 0);
+        assert_int_equal(grpc_server_drain(f->server, 5000000, false, on_drained, &drained),
+                         -EALREADY);
+        /* Still served until the client closes (a call it sent meanwhile is answered). */
+        int32_t late = dc_call(&c, "/t.T/Echo");
+        for (int i = 0; i < 100 && c.n_closed < 3; i++) {
+                assert_true(sd_event_run(f->event, 10000) >= 0);
+                dc_read(&c);
+        }
+        assert_int_equal(c.n_closed, 3);
+        assert_int_equal(c.closed[2], late);
+        assert_int_equal(c.grpc_status[2], GRPC_STATUS_OK);
+        assert_int_equal(drained, 0);
+        dc_close(&c);
+        for (int i = 0; i < 100 && !drained; i++)
+                assert_true(sd_event_run(f->event, 10000) >= 0);
+        assert_int_equal(drained, 1);
+        assert_int_equal(grpc_server_n_connections(f->server), 0);
+}
+
+/* A peer that keeps its connection: the grace ends the drain, the connection is closed. With
+ * goaway_now the GOAWAY goes out at once; a server without connections is drained at once. */
+static void test_graceful_stop_grace(void **state)
+{
+        struct fixture *f = *state;
+        struct drain_client c;
+        dc_open(&c, f->path);
+        (void)dc_call(&c, "/t.T/Echo");
+        for (int i = 0; i < 100 && c.n_closed < 1; i++) {
+                assert_true(sd_event_run(f->event, 10000) >= 0);
+                dc_read(&c);
+        }
+        assert_int_equal(c.n_closed, 1);
+        grpc_server_quiesce(f->server);
+        int drained = 0;
+        assert_int_equal(grpc_server_drain(f->server, 50000, true, on_drained, &drained), 0);
+        for (int i = 0; i < 200 && !drained; i++) {
+                assert_true(sd_event_run(f->event, 10000) >= 0);
+                dc_read(&c);
+        }
+        assert_int_equal(drained, 1);
+        assert_int_equal(grpc_server_n_connections(f->server), 0);
+        dc_read(&c);
+        assert_true(c.eof);
+        dc_close(&c);
+
+        struct grpc_server *empty = NULL;
+        char path[160];
+        snprintf(path, sizeof(path), "%s/e.sock", f->dir);
+        assert_int_equal(grpc_server_new(f->event, path, methods, 3, f, &empty), 0);
+        grpc_server_quiesce(empty);
+        drained = 0;
+        assert_int_equal(grpc_server_drain(empty, 5000000, false, on_drained, &drained), 0);
+        assert_true(sd_event_run(f->event, 100000) >= 0);
+        assert_int_equal(drained, 1);
+        grpc_server_free(empty);
+        assert_int_equal(access(path, F_OK), -1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -585,6 +760,9 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_malformed_requests_reset, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_socket_mode, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_connection_memory_budget, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_graceful_stop_answers_calls_already_sent,
+                                                setup, teardown),
+                cmocka_unit_test_setup_teardown(test_graceful_stop_grace, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,9 @@
 #          when the stand-in kubelet starts, the VFs, drivers and MTUs are as recorded; the pools
 #          register within 100 ms of the kubelet socket; the API server is made reachable and
 #          the deleted policies are undone (the PF reset: 0 VFs, MTU 1500, record gone), the
-#          PF the agent never configured keeps its VFs and MTU.
+#          PF the agent never configured keeps its VFs and MTU. Then link and device health;
+#          last, restarts under continuous Allocate: no Allocate sent to a live endpoint is
+#          lost to systemd's SIGTERM, the windows without an endpoint measured.
 
 PF=$IGB_PF
 U=sriov-agent
@@ -134,7 +136,8 @@ Description=stand-in kubelet (the fake kubelet serving kubelet.sock)
 Type=simple
 ExecStartPre=/bin/sh $LAB/kubelet-pre.sh
 ExecStartPre=/bin/mkdir -p $KDIR /var/lib/kubelet/pod-resources
-ExecStart=/bin/sh -c 'tail -f /dev/null | /usr/bin/fake-kubelet --dir $KDIR --podresources /var/lib/kubelet/pod-resources/kubelet.sock --assignments $LAB/assignments.json >/run/kubelet.out 2>/run/kubelet.err'
+ExecStartPre=/bin/sh -c 'rm -f $LAB/kubelet.fifo && mkfifo $LAB/kubelet.fifo'
+ExecStart=/bin/sh -c 'exec 3<>$LAB/kubelet.fifo; exec /usr/bin/fake-kubelet --dir $KDIR --podresources /var/lib/kubelet/pod-resources/kubelet.sock --assignments $LAB/assignments.json <&3 >/run/kubelet.out 2>/run/kubelet.err'
 EOF
     # PodResources: no pod holds a VF (without the socket the agent counts every VF as in
     # use and holds the reset back, as it should)
@@ -415,5 +418,77 @@ FLAP_LINES=$(($(pf_lines) - JMARK))
 echo "@@vm figure flap-journal-lines $FLAP_LINES for 12 changes"
 check "flapping: at most 3 journal lines about the PF ($FLAP_LINES)" test "$FLAP_LINES" -le 3
 wait_for "flapping: the NodeState ends with linkState up" 20 link_state_is up
+
+# ============================================= restarts under continuous Allocate
+# The stand-in kubelet closes a plugin's connection when its ListAndWatch stream ends, as the
+# kubelet does, and allocates VF 0 every 20 ms while the endpoint is live (commands go to its
+# stdin, a FIFO: a line written reaches it at once). systemd restarts the agent (SIGTERM; --stop-mode auto asks
+# systemd and logind on the bus first) and one Allocate is sent right after: sent while the
+# stream was live, it must be answered. Then a SIGKILL restart. The loop pauses around each
+# signal (a call in flight at a SIGKILL is lost whatever the plugin does).
+VF0=$(vf_pci "$PF" 0)
+kcmd() { echo "$1" >$LAB/kubelet.fifo; }
+# kubelet_line MARK ERE: the first line of the fake kubelet's output after line MARK matching ERE
+kubelet_line() { awk -v m="$1" -v p="$2" 'NR > m && $0 ~ p { print; exit }' /run/kubelet.out; }
+t_of() { echo "$1" | sed 's/.*"t":\([0-9]*\).*/\1/'; }
+LIVE="\"resource\":\"$HEALTH_NETDEV\""
+kcmd '{"cmd":"allocate-loop","resource":"'$HEALTH_NETDEV'","containers":[["'$VF0'"]],"interval_ms":20}'
+LOOP_MARK=$(lines_of /run/kubelet.out)
+for step in sigterm-1 sigkill sigterm-2; do
+    sleep 1
+    MARK=$(lines_of /run/kubelet.out)
+    kcmd '{"cmd":"loop-pause"}'
+    wait_for "$step: the Allocate loop pauses" 10 sh -c \
+        "awk -v m=$MARK 'NR > m && /\"event\":\"loop-paused\"/ { f = 1 } END { exit !f }' /run/kubelet.out"
+    MARK=$(lines_of /run/kubelet.out)
+    case $step in
+    sigterm*)
+        systemctl restart --no-block $U
+        kcmd '{"cmd":"allocate-async","resource":"'$HEALTH_NETDEV'","containers":[["'$VF0'"]],"tag":"'$step'"}'
+        ;;
+    sigkill)
+        run_ok "$step: SIGKILL" systemctl kill -s SIGKILL --kill-who=main $U
+        wait_for "$step: the agent is gone" 10 sh -c "! systemctl is-active -q $U"
+        systemctl restart --no-block $U
+        ;;
+    esac
+    tries=600
+    until END_L=$(kubelet_line "$MARK" "\"event\":\"watch-end\".*$LIVE") && [ -n "$END_L" ] &&
+        NEXT_L=$(kubelet_line "$(grep -n -F "$END_L" /run/kubelet.out | head -1 | cut -d: -f1)" \
+            "\"event\":\"devices\".*$LIVE") && [ -n "$NEXT_L" ]; do
+        tries=$((tries - 1))
+        if [ "$tries" -le 0 ]; then
+            tail -n 8 /run/kubelet.out >"$OUT"
+            journalctl -b -u $U -o short-monotonic --no-pager | tail -n 40 >"$ERR"
+            fail "$step: the new process lists its devices" "no new list within 30 s"
+        fi
+        sleep 0.05
+    done
+    ok "$step: the new process lists its devices"
+    WIN=$(($(t_of "$NEXT_L") - $(t_of "$END_L")))
+    echo "@@vm figure restart-window-$step $WIN ms (stream end to the new list, fake kubelet's clock)"
+    check "$step: the new list is Healthy" sh -c "echo '$NEXT_L' | grep -q '\"health\":\"Healthy\"' && ! echo '$NEXT_L' | grep -q Unhealthy"
+    case $step in sigterm*)
+        wait_for "$step: the Allocate sent after the signal has its answer" 20 sh -c \
+            "awk -v m=$MARK 'NR > m && /\"tag\":\"$step\"/ { f = 1 } END { exit !f }' /run/kubelet.out"
+        A_L=$(kubelet_line "$MARK" "\"tag\":\"$step\"")
+        SENT=$(echo "$A_L" | sed 's/.*"sent":\([0-9]*\).*/\1/')
+        echo "@@vm figure restart-allocate-$step sent $((SENT - $(t_of "$END_L"))) ms relative to the stream end: $(echo "$A_L" | sed 's/.*"code":"\([^"]*\)".*/\1/')"
+        # sent while the stream was live (before its end reached the kubelet): answered
+        check "$step: the Allocate sent after SIGTERM, while the stream was live, is answered" \
+            sh -c "[ $SENT -gt $(t_of "$END_L") ] || echo '$A_L' | grep -q '\"code\":\"OK\"'"
+        ;;
+    esac
+    kcmd '{"cmd":"loop-resume"}'
+done
+MARK=$(lines_of /run/kubelet.out)
+kcmd '{"cmd":"loop-stop"}'
+wait_for "the Allocate loop stops" 10 sh -c \
+    "awk -v m=$MARK 'NR > m && /\"event\":\"loop-stopped\"/ { f = 1 } END { exit !f }' /run/kubelet.out"
+LOOP_L=$(kubelet_line "$MARK" '"event":"loop-stopped"')
+echo "@@vm figure restart-allocate-loop $(echo "$LOOP_L" | sed 's/.*"failed":\([0-9]*\).*"sent":\([0-9]*\).*/\2 sent, \1 failed/')"
+check "no Allocate of the loop failed across the restarts" sh -c "echo '$LOOP_L' | grep -q '\"failed\":0'"
+run_ok "journal: what each SIGTERM answered before the streams ended" \
+    sh -c "journalctl -b -u $U -o cat --no-pager | grep -E 'stopping: |connections closed'"
 
 run_ok "systemctl stop $U kubelet.service" systemctl stop $U kubelet.service
