@@ -637,7 +637,18 @@ static int cmd_add(struct plugin *p)
         /* ib-sriov's GUID and the RDMA device to move: known, and recorded, before any change */
         const bool vfio = dpdk && strcmp(loc.driver, "vfio-pci") == 0;
         snprintf(rec.type, sizeof(rec.type), "%s", p->ib ? "ib-sriov" : "sriov");
-        if (p->ib && (r = cni_ib_plan(&p->ib_conf, &loc, conf->device_id, vfio, &rec, &p->err)) < 0)
+        /* a GUID is checked free and recorded under the node's GUID lock: two ADDs asking for
+         * one GUID for two VFs hold two different VF locks */
+        _cleanup_close_ int guid_lock = -1;
+        if (p->ib && p->ib_conf.has_guid &&
+            (guid_lock = cni_guid_lock(p->state_dir, LOCK_TIMEOUT_MS)) < 0)
+                return fail(p, CNI_ERR_TRY_LATER, guid_lock,
+                            "VF %s: cannot take the node's GUID lock in %s: %s", conf->device_id,
+                            p->state_dir, strerror(-guid_lock));
+        if (p->ib &&
+            ((r = cni_ib_plan(&p->ib_conf, &loc, conf->device_id, vfio, &rec, &p->err)) < 0 ||
+             (r = cni_ib_check_guid_unique(p->sysfs_root, p->state_dir, name, &p->ib_conf, &loc,
+                                           conf->device_id, &p->err)) < 0))
                 return r;
         if (!dpdk && (r = cni_rdma_plan(p->sysfs_root, conf->device_id, loc.vf_ifname, loc.driver,
                                         p->ib && p->ib_conf.rdma_isolation, &rec, &p->err)) < 0)
@@ -655,6 +666,11 @@ static int cmd_add(struct plugin *p)
                 (void)cni_cache_remove(p->state_dir, name);
                 return fail(p, CNI_ERR_GENERIC, r, "cannot save the allocation record of VF %s: %s",
                             conf->device_id, strerror(-r));
+        }
+        /* the record names the GUID now: another ADD's check sees it */
+        if (guid_lock >= 0) {
+                close(guid_lock);
+                guid_lock = -1;
         }
 
         /* from here on, every failure undoes what was done */
@@ -946,6 +962,31 @@ static void fallback_host_name(const char *pci, char out[IFNAMSIZ])
         out[n] = '\0';
 }
 
+/* CNI_NETNS must be a network namespace, or gone (-ENOENT: the kernel returned the VF to the
+ * host when the namespace ended). A path that is there but is no network namespace (a plain
+ * file left where a bind mount was, a directory, a runtime's wrong path) says nothing about
+ * where the VF is. Taken for "another attachment's namespace" (its path is not the holder's),
+ * such a DEL removed the record and reported success while the VF stayed in the live pod; the
+ * DEL with the pod's real namespace then had no record to release it by. So, as for a PF
+ * without netdev: fail, and keep the records (and the IPAM allocation) for a DEL that can. */
+static int del_check_netns(struct plugin *p, const struct cni_cache *c)
+{
+        if (!p->netns)
+                return 0; /* the runtime lost it: the holder's record decides (del_owns_vf) */
+        int fd = host_netns_open(p->netns);
+        if (fd >= 0) {
+                close(fd);
+                return 0;
+        }
+        if (fd == -ENOENT)
+                return 0;
+        return fail(p, CNI_ERR_INVALID_ENV, fd,
+                    "CNI_NETNS \"%s\" %s%s: cannot tell where VF %s is, not released; its "
+                    "records are kept for a DEL with the pod's network namespace",
+                    p->netns, fd == -EINVAL ? "is not a network namespace" : "cannot be opened: ",
+                    fd == -EINVAL ? "" : strerror(-fd), c->device_id);
+}
+
 static int cmd_del(struct plugin *p)
 {
         char name[NAME_MAX + 1];
@@ -987,6 +1028,8 @@ static int cmd_del(struct plugin *p)
                                      : fail(p, CNI_ERR_GENERIC, r, "cannot read %s/%s: %s",
                                             p->state_dir, name, strerror(-r));
         }
+        if ((r = del_check_netns(p, &c)) < 0)
+                return r;
 
         _cleanup_close_ int lock = cni_pci_lock(p->state_dir, c.device_id, LOCK_TIMEOUT_MS);
         if (lock < 0)

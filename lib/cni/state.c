@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cni/conf-ib.h"
 #include "util/fileio.h"
 #include "util/macro.h"
 #include "util/names.h"
@@ -120,7 +121,13 @@ int cni_cache_write(const char *dir, const char *name, const struct cni_conf *co
                 json_object_set_new(o, "trust", json_string(conf->trust ? "on" : "off"));
         if (conf->link_state >= 0 && (size_t)conf->link_state < ELEMENTSOF(link_states))
                 json_object_set_new(o, "link_state", json_string(link_states[conf->link_state]));
-        json_object_set_new(o, "runtimeConfig", json_object()); /* a struct: never omitted */
+        /* a struct: never omitted. The pod's GUID where upstream ib-sriov-cni's record has it
+         * (its RuntimeConf, `json:"infinibandGUID,omitempty"`) */
+        json_t *runtime =
+            rec->guid[0] ? json_pack("{s:s}", "infinibandGUID", rec->guid) : json_object();
+        if (!runtime)
+                return -ENOMEM;
+        json_object_set_new(o, "runtimeConfig", runtime);
         /* upstream ib-sriov-cni's fields (sriov-cni's decoder ignores them) */
         if (rec->rdma_moved) {
                 json_t *rdma =
@@ -253,6 +260,10 @@ int cni_cache_parse(const char *path, const char *text, size_t size, struct cni_
         if ((r = read_str(o, "type", c.type, sizeof(c.type), e)) < 0 ||
             (r = read_str(o, "HostIFGUID", c.host_guid, sizeof(c.host_guid), e)) < 0)
                 return r;
+        json_t *runtime = json_object_get(o, "runtimeConfig");
+        if (json_is_object(runtime) &&
+            (r = read_str(runtime, "infinibandGUID", c.guid, sizeof(c.guid), e)) < 0)
+                return r;
         json_t *rdma = json_object_get(o, "RdmaNetState");
         if (rdma && !json_is_null(rdma)) {
                 if (!json_is_object(rdma))
@@ -346,6 +357,52 @@ int cni_cache_find_latest(const char *dir, const char *pci, char *name, size_t s
         return found;
 }
 
+int cni_cache_find_guid(const char *dir, const char *self, uint64_t guid, const char *skip_pci,
+                        bool (*holds)(const char *name, const struct cni_cache *rec,
+                                      const char *holder, void *userdata),
+                        void *userdata, char *name, size_t name_size, struct cni_cache *ret,
+                        char *holder, size_t holder_size)
+{
+        DIR *d = opendir(dir);
+        if (!d)
+                return errno == ENOENT ? 0 : negative_errno();
+        int found = 0;
+        struct dirent *de;
+        while (!found && (de = readdir(d))) {
+                struct stat st;
+                if (de->d_name[0] == '.' || (self && strcmp(de->d_name, self) == 0) ||
+                    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode))
+                        continue;
+                struct cni_cache c;
+                struct cni_error e = { 0 };
+                uint64_t g;
+                if (cni_cache_read(dir, de->d_name, &c, &e) < 0 || !c.guid[0] ||
+                    cni_guid_parse(c.guid, &g) < 0 || g != guid ||
+                    strcasecmp(c.device_id, skip_pci) == 0)
+                        continue;
+                /* the VF's newest record only: an older one's attachment lost the VF to a
+                 * later ADD (its namespace ended) and only waits for its late DEL */
+                char latest[NAME_MAX + 1];
+                struct cni_cache newest;
+                char netns[4096];
+                if (cni_cache_find_latest(dir, c.device_id, latest, sizeof(latest), &newest) < 0 ||
+                    strcmp(latest, de->d_name) != 0 ||
+                    cni_pci_holder(dir, c.device_id, netns, sizeof(netns)) < 0 ||
+                    !holds(de->d_name, &c, netns, userdata))
+                        continue;
+                if (snprintf(name, name_size, "%s", de->d_name) >= (int)name_size ||
+                    snprintf(holder, holder_size, "%s", netns) >= (int)holder_size) {
+                        found = -ENOBUFS;
+                        break;
+                }
+                *ret = c;
+                found = 1;
+        }
+        closedir(d);
+        return found;
+}
+
 int cni_cache_remove(const char *dir, const char *name)
 {
         char path[PATH_MAX];
@@ -362,15 +419,16 @@ static int pci_path(const char *dir, const char *pci, char *buf, size_t size)
         return path_printf(buf, size, "%s/pci/%s", dir, pci);
 }
 
-int cni_pci_lock(const char *dir, const char *pci, int timeout_ms)
+/* <dir>/pci/vf_lock/<name>.lock, flock(2)ed within timeout_ms */
+static int take_lock(const char *dir, const char *name, int timeout_ms)
 {
         char path[PATH_MAX];
         int r = path_printf(path, sizeof(path), "%s/pci/vf_lock", dir);
-        if (r < 0 || !pci_address_is_valid(pci))
-                return r < 0 ? r : -EINVAL;
+        if (r < 0)
+                return r;
         if ((r = mkdir_parents(path)) < 0)
                 return r;
-        if ((r = path_printf(path, sizeof(path), "%s/pci/vf_lock/%s.lock", dir, pci)) < 0)
+        if ((r = path_printf(path, sizeof(path), "%s/pci/vf_lock/%s.lock", dir, name)) < 0)
                 return r;
         int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
         if (fd < 0)
@@ -386,6 +444,19 @@ int cni_pci_lock(const char *dir, const char *pci, int timeout_ms)
                 }
                 nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
         }
+}
+
+int cni_pci_lock(const char *dir, const char *pci, int timeout_ms)
+{
+        if (!pci_address_is_valid(pci))
+                return -EINVAL;
+        return take_lock(dir, pci, timeout_ms);
+}
+
+int cni_guid_lock(const char *dir, int timeout_ms)
+{
+        /* not a PCI address, so no VF's lock can be this file */
+        return take_lock(dir, "ib-guids", timeout_ms);
 }
 
 int cni_pci_holder(const char *dir, const char *pci, char *buf, size_t size)

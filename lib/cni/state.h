@@ -10,6 +10,8 @@
  *   <dir>/pci/<pci>                0600  the network namespace path of the attachment holding
  *                                        the VF
  *   <dir>/pci/vf_lock/<pci>.lock         flock(2)ed while a VF is being set up or released
+ *   <dir>/pci/vf_lock/ib-guids.lock      flock(2)ed while an ib-sriov ADD checks and records
+ *                                        the GUID it sets
  *
  * <dir> is /var/lib/cni/sriov on a node. */
 #pragma once
@@ -59,6 +61,10 @@ struct cni_cache {
         /* InfiniBand: the VF's GUID before ADD set one, upstream's HostIFGUID
          * ("xx:xx:xx:xx:xx:xx:xx:xx"); "" when ADD set none. DEL sets it back. */
         char host_guid[24];
+        /* InfiniBand: the GUID ADD set for the pod, in upstream ib-sriov-cni's field
+         * runtimeConfig.infinibandGUID; "" when ADD set none. Another ADD asking for it is
+         * refused while this attachment holds its VF (cni_cache_find_guid). */
+        char guid[24];
 };
 
 /* "<containerid>-<ifname>"; -EINVAL when that is not a safe file name. */
@@ -78,9 +84,27 @@ int cni_cache_remove(const char *dir, const char *name); /* a missing record is 
 int cni_cache_find_latest(const char *dir, const char *pci, char *name, size_t size,
                           struct cni_cache *ret);
 
+/* The newest record in dir (not the one named self) whose pod GUID (struct cni_cache.guid) is
+ * guid, of a VF other than skip_pci, that is the newest record of its VF (an older one is of an
+ * attachment whose VF another took since) and whose VF is allocated: for each such record, in
+ * no particular order, holds(name, rec, holder netns path, userdata) says whether it counts
+ * (its holder's namespace is alive: host access, the caller's). 1 with name, ret and holder
+ * filled for the first that counts, 0 when none does, or a negative errno (dir unreadable; a
+ * missing dir is 0). Records that cannot be parsed are skipped. */
+int cni_cache_find_guid(const char *dir, const char *self, uint64_t guid, const char *skip_pci,
+                        bool (*holds)(const char *name, const struct cni_cache *rec,
+                                      const char *holder, void *userdata),
+                        void *userdata, char *name, size_t name_size, struct cni_cache *ret,
+                        char *holder, size_t holder_size);
+
 /* Takes the VF's lock, waiting up to timeout_ms; returns the locked fd (close to unlock),
  * -ETIMEDOUT, or another negative errno. */
 int cni_pci_lock(const char *dir, const char *pci, int timeout_ms);
+/* The node's GUID lock (<dir>/pci/vf_lock/ib-guids.lock), as cni_pci_lock: an ib-sriov ADD
+ * with a GUID holds it from its check that no other VF or attachment has that GUID until its
+ * record (naming the GUID) is written, so that two ADDs asking for one GUID for two VFs at
+ * once (each under its own VF's lock) cannot both pass the check. */
+int cni_guid_lock(const char *dir, int timeout_ms);
 /* The holder's netns path; -ENOENT when the VF is not allocated. */
 int cni_pci_holder(const char *dir, const char *pci, char *buf, size_t size);
 int cni_pci_save(const char *dir, const char *pci, const char *netns);

@@ -86,6 +86,52 @@ bool host_driver_is_userspace(const char *driver)
         return false;
 }
 
+int host_pf_foreach(const char *sysfs_root,
+                    int (*fn)(const char *pf_pci, const char *pf_ifname, void *userdata),
+                    void *userdata)
+{
+        char path[PATH_MAX];
+        int n =
+            snprintf(path, sizeof(path), "%s/bus/pci/devices", sysfs_root ? sysfs_root : "/sys");
+        if (n < 0 || (size_t)n >= sizeof(path))
+                return -ENAMETOOLONG;
+        _cleanup_close_ int devices_fd = host_sysfs_open_dir_at(AT_FDCWD, path);
+        if (devices_fd < 0)
+                return devices_fd;
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
+        int r = host_sysfs_dir_open_at(&d, devices_fd, ".");
+        if (r < 0)
+                return r;
+        for (const char *name; (name = host_sysfs_dir_next(&d));) {
+                /* a name read from sysfs is checked before it becomes a path */
+                if (!pci_address_is_valid(name))
+                        continue;
+                _cleanup_close_ int pf_fd = host_sysfs_open_dir_at(devices_fd, name);
+                if (pf_fd < 0 || !host_sysfs_exists_at(pf_fd, "virtfn0"))
+                        continue;
+                char ifname[IFNAMSIZ] = "";
+                if (first_entry(pf_fd, "net", ifname, sizeof(ifname)) < 0)
+                        ifname[0] = '\0';
+                if ((r = fn(name, ifname, userdata)) != 0)
+                        return r;
+        }
+        return d.error < 0 ? d.error : 0;
+}
+
+int host_vf_pci(const char *sysfs_root, const char *pf_pci, int vf_index, char *buf, size_t size)
+{
+        char link[32];
+        _cleanup_host_device_ struct host_device pf = HOST_DEVICE_NULL;
+        int r = host_device_open(&pf, sysfs_root, pf_pci);
+        if (r < 0)
+                return r;
+        snprintf(link, sizeof(link), "virtfn%d", vf_index);
+        bool dangling = false;
+        if ((r = host_device_read_link(&pf, link, buf, size, &dangling)) < 0)
+                return r;
+        return dangling || !pci_address_is_valid(buf) ? -ENOENT : 0;
+}
+
 bool host_vf_has_netdev(const char *sysfs_root, const char *vf_pci)
 {
         char name[IFNAMSIZ];

@@ -296,6 +296,25 @@ def add_cases(plugin, pf, tmp):
               "allocated to another attachment" in err, err)
         os.unlink(os.path.join(state, "pci", vf4))
 
+        # a DEL whose CNI_NETNS is a regular file while the pod (its namespace) lives: it used
+        # to pass as "a late DEL of another attachment's VF" (the path is not the holder's),
+        # report success and drop the record, leaving the VF in the pod with no record for the
+        # DEL with the real namespace to release it by
+        plain = os.path.join(tmp, "not-a-netns-del")
+        open(plain, "w").close()
+        stage_attachment(state, "live", record(pf, vf4, 3, pf["vfs"][3]["ifname"]), vf4, podns)
+        before = snapshot(state)
+        rc, out, err = plugin.run("DEL", conf(vf4), cid="live", netns=plain)
+        msg = (out or {}).get("msg", "")
+        check("DEL with a CNI_NETNS that is a regular file while the pod lives: a CNI error "
+              "naming CNI_NETNS", rc == 1 and (out or {}).get("code") == 4 and
+              f'CNI_NETNS "{plain}" is not a network namespace' in msg and vf4 in msg and
+              "not released" in msg, f"rc={rc} out={out} err={err}")
+        check("... the attachment and allocation records are kept for the real DEL",
+              snapshot(state) == before, f"{sorted(snapshot(state))} err={err}")
+        os.unlink(os.path.join(state, "live-net1"))
+        os.unlink(os.path.join(state, "pci", vf4))
+
 
 def netns_cases(plugin, pf, tmp):
     """CNI_NETNS as a FIFO (an open that blocked ADD forever with the VF lock held), a regular

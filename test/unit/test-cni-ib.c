@@ -71,7 +71,16 @@ struct fixture {
          * and in the double's nldev; a re-bind registers it anew as RDMA_REBOUND_* */
         bool rdma;
         char rdma_name[32];
+        /* a second InfiniBand PF (ifindex PF2_IFINDEX), for the node-wide GUID check */
+        struct nldouble pf2;
+        bool has_pf2;
+        char state[96]; /* the plugin's records (CNI state dir) */
 };
+
+#define PF2_NAME    "ibp94s0f0"
+#define PF2_PCI     "0000:5e:00.0"
+#define PF2_VF0_PCI "0000:5e:00.1"
+#define PF2_IFINDEX 8
 
 #define RDMA_AUX           "bus/pci/devices/" VF_PCI "/mlx5_core.rdma.1"
 #define RDMA_INDEX         4
@@ -158,6 +167,16 @@ static int send_fn(struct nl_sock *sk, struct nl_msg *msg)
         struct nlmsghdr *req = nlmsg_hdr(msg);
         if (req->nlmsg_type == RTM_GETLINK && answer_getlink_by_name(&fx->d, req))
                 return (int)req->nlmsg_len;
+        if (req->nlmsg_type == RTM_GETLINK && fx->has_pf2 &&
+            ((const struct ifinfomsg *)nlmsg_data(req))->ifi_index == PF2_IFINDEX) {
+                struct nl_msg *m = nldouble_newlink(&fx->pf2);
+                nlmsg_hdr(m)->nlmsg_seq = req->nlmsg_seq;
+                nlmsg_hdr(m)->nlmsg_pid = req->nlmsg_pid;
+                nldouble_queue(&fx->d, m);
+                if (req->nlmsg_flags & NLM_F_ACK)
+                        nldouble_ack(&fx->d, req, 0);
+                return (int)req->nlmsg_len;
+        }
         if (req->nlmsg_type == RTM_GETLINK) {
                 fx->n_getlinks++;
                 answer_getlink(&fx->d, req);
@@ -199,6 +218,8 @@ unsigned __wrap_if_nametoindex(const char *name)
 {
         if (fx && strcmp(name, PF_NAME) == 0)
                 return (unsigned)fx->d.pf_ifindex;
+        if (fx && fx->has_pf2 && strcmp(name, PF2_NAME) == 0)
+                return PF2_IFINDEX;
         errno = ENODEV;
         return 0;
 }
@@ -340,6 +361,8 @@ static int setup(void **state)
         put_file(fx->root, "bus/pci/devices/" VF_PCI "/driver_override", "(null)\n");
         put_file(fx->root, "bus/pci/drivers/mlx5_core/unbind", "");
         put_file(fx->root, "bus/pci/drivers_probe", "");
+        snprintf(fx->state, sizeof(fx->state), "%s/cni-state", fx->root);
+        mkdirs(fx->root, "cni-state/pci");
         *state = fx;
         return 0;
 }
@@ -682,6 +705,149 @@ static void test_restore_vf_gone(void **state)
         assert_int_equal(fx->n_setlinks, 0);
 }
 
+/* An attachment record as ADD writes it (its pod's GUID in runtimeConfig.infinibandGUID, as
+ * upstream ib-sriov-cni's), and its VF's allocation record naming netns (NULL: none). */
+static void stage_record(const char *name, const char *pci, int vfid, const char *guid,
+                         const char *netns)
+{
+        char rel[128], text[512];
+        snprintf(rel, sizeof(rel), "cni-state/%s", name);
+        snprintf(text, sizeof(text),
+                 "{\"cniVersion\":\"1.0.0\",\"type\":\"ib-sriov\",\"deviceID\":\"%s\","
+                 "\"VFID\":%d,\"Master\":\"" PF_NAME "\",\"HostIFGUID\":"
+                 "\"0c:42:a1:03:00:b8:c0:df\",\"runtimeConfig\":{\"infinibandGUID\":\"%s\"}}",
+                 pci, vfid, guid);
+        put_file(fx->root, rel, text);
+        if (netns) {
+                snprintf(rel, sizeof(rel), "cni-state/pci/%s", pci);
+                put_file(fx->root, rel, netns);
+        }
+}
+
+static int check_unique(uint64_t guid, struct cni_error *e)
+{
+        const struct vf_location loc = vf1();
+        struct cni_ib_conf ib = { .has_guid = true, .guid = guid };
+        snprintf(ib.guid_from, sizeof(ib.guid_from), "runtimeConfig.infinibandGUID");
+        *e = (struct cni_error){ 0 };
+        return cni_ib_check_guid_unique(fx->root, fx->state, "self-net1", &ib, &loc, VF_PCI, e);
+}
+
+/* A pod asks for the GUID VF 0 of the same PF carries now (as its node GUID, as the PF reports
+ * it): refused before anything is sent, naming the GUID's field, VF 0's PCI address, and the
+ * attachment holding VF 0 (its record name: container and interface, and its namespace). */
+static void test_guid_another_vf_carries_is_refused(void **state)
+{
+        fx->d.vf_guid[0] = (struct nldouble_guid){ GUID, 0x2222 };
+        stage_record("podb-net1", VF0_PCI, 0, "02:00:00:00:00:aa:00:0a", "/run/netns/podB");
+        struct cni_error e;
+        assert_int_equal(check_unique(GUID, &e), -EADDRINUSE);
+        assert_says(&e, "runtimeConfig.infinibandGUID 02:00:00:00:00:aa:00:0a is taken");
+        assert_says(&e, "VF " VF0_PCI " (VF 0 of " PF_NAME ") carries it as its node GUID");
+        assert_says(&e, "attached as \"podb-net1\" (CNI_CONTAINERID-CNI_IFNAME) in network "
+                        "namespace /run/netns/podB");
+        assert_says(&e, "VF " VF_PCI " not changed");
+        assert_int_equal(fx->n_setlinks, 0);
+        assert_true(fx->d.vf_guid[1].port == 0x0c42a10300b8c0dfULL); /* the pod's VF as it was */
+
+        /* as its port GUID, and no attachment holds VF 0: still refused, VF 0 named */
+        fx->d.vf_guid[0] = (struct nldouble_guid){ 0x1111, GUID };
+        char path[256];
+        snprintf(path, sizeof(path), "%s/pci/" VF0_PCI, fx->state);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(check_unique(GUID, &e), -EADDRINUSE);
+        assert_says(&e, "VF " VF0_PCI " (VF 0 of " PF_NAME ") carries it as its port GUID; a "
+                        "GUID must be unique");
+        assert_int_equal(fx->n_setlinks, 0);
+}
+
+/* The pod's own VF carrying the GUID already (the pool's, or a retried ADD) is no conflict;
+ * nor is a GUID nobody has. */
+static void test_guid_own_vf_or_free_is_accepted(void **state)
+{
+        struct cni_error e;
+        fx->d.vf_guid[1] = (struct nldouble_guid){ GUID, GUID };
+        if (check_unique(GUID, &e) < 0)
+                fail_msg("%s", e.msg);
+        fx->d.vf_guid[1] = (struct nldouble_guid){ 0x3333, 0x4444 };
+        if (check_unique(GUID, &e) < 0)
+                fail_msg("%s", e.msg);
+        /* nor is a record of the pod's own VF (an earlier, dead attachment of it) */
+        stage_record("old-net1", VF_PCI, 1, "02:00:00:00:00:aa:00:0a", "/proc/self/ns/net");
+        if (check_unique(GUID, &e) < 0)
+                fail_msg("%s", e.msg);
+}
+
+/* A VF of another PF of the node carries it: every PF with VFs is asked, not only the pod's. */
+static void test_guid_a_vf_of_another_pf_carries_is_refused(void **state)
+{
+        mkdirs(fx->root, "bus/pci/devices/" PF2_PCI "/net/" PF2_NAME);
+        mkdirs(fx->root, "bus/pci/devices/" PF2_VF0_PCI);
+        symlinkf("../" PF2_VF0_PCI, fx->root, "bus/pci/devices/" PF2_PCI "/virtfn0");
+        symlinkf("../" PF2_PCI, fx->root, "bus/pci/devices/" PF2_VF0_PCI "/physfn");
+        fx->pf2 = fx->d;
+        fx->pf2.pf_ifindex = PF2_IFINDEX;
+        snprintf(fx->pf2.pf_name, sizeof(fx->pf2.pf_name), PF2_NAME);
+        fx->pf2.pf_num_vfs = 1;
+        fx->pf2.vf_guid[0] = (struct nldouble_guid){ GUID, GUID };
+        fx->has_pf2 = true;
+        struct cni_error e;
+        assert_int_equal(check_unique(GUID, &e), -EADDRINUSE);
+        assert_says(&e, "VF " PF2_VF0_PCI " (VF 0 of " PF2_NAME ") carries it as its node and "
+                        "port GUID");
+        assert_int_equal(fx->n_setlinks, 0);
+        /* another GUID is free there */
+        if (check_unique(GUID + 1, &e) < 0)
+                fail_msg("%s", e.msg);
+}
+
+/* Another ADD recorded the GUID for VF 0 and has not set it yet (the kernel shows VF 0's old
+ * one): its record holds it while its pod's namespace lives, and is named. Not once that
+ * namespace is gone, nor when a newer record of VF 0 (a later pod's) names another GUID. */
+static void test_guid_held_by_another_record_is_refused(void **state)
+{
+        stage_record("podc-net1", VF0_PCI, 0, "02:00:00:00:00:AA:00:0A", "/proc/self/ns/net");
+        struct cni_error e;
+        assert_int_equal(check_unique(GUID, &e), -EADDRINUSE);
+        assert_says(&e, "runtimeConfig.infinibandGUID 02:00:00:00:00:aa:00:0a is taken: the "
+                        "attachment \"podc-net1\" (CNI_CONTAINERID-CNI_IFNAME) in network "
+                        "namespace /proc/self/ns/net holds it for VF " VF0_PCI " (VF 0 of " PF_NAME
+                        ")");
+        assert_int_equal(fx->n_setlinks, 0);
+
+        /* the holder's namespace is gone: no pod has that identity any more */
+        stage_record("podc-net1", VF0_PCI, 0, "02:00:00:00:00:aa:00:0a", "/run/netns/gone");
+        if (check_unique(GUID, &e) < 0)
+                fail_msg("%s", e.msg);
+
+        /* alive again, but a later attachment of VF 0 (newer record) has another GUID */
+        stage_record("podc-net1", VF0_PCI, 0, "02:00:00:00:00:aa:00:0a", "/proc/self/ns/net");
+        char path[256];
+        snprintf(path, sizeof(path), "%s/podc-net1", fx->state);
+        struct timespec old_time[2] = { { .tv_sec = 1000 }, { .tv_sec = 1000 } };
+        assert_int_equal(utimensat(AT_FDCWD, path, old_time, 0), 0);
+        stage_record("podd-net1", VF0_PCI, 0, "02:00:00:00:00:bb:00:01", "/proc/self/ns/net");
+        if (check_unique(GUID, &e) < 0)
+                fail_msg("%s", e.msg);
+        /* the attachment's own record (a retried ADD) is not another's */
+        stage_record("self-net1", VF0_PCI, 0, "02:00:00:00:00:aa:00:0a", "/proc/self/ns/net");
+        if (check_unique(GUID, &e) < 0)
+                fail_msg("%s", e.msg);
+}
+
+/* cni_ib_plan with a GUID puts it in the record (what the check above reads back). */
+static void test_plan_records_the_pod_guid(void **state)
+{
+        struct cni_ib_conf ib = { .has_guid = true, .guid = GUID };
+        struct cni_cache rec;
+        struct cni_error e;
+        assert_int_equal(plan(&ib, false, &rec, &e), 0);
+        assert_string_equal(rec.guid, "02:00:00:00:00:aa:00:0a");
+        ib = (struct cni_ib_conf){ 0 };
+        assert_int_equal(plan(&ib, false, &rec, &e), 0);
+        assert_string_equal(rec.guid, "");
+}
+
 /* The DEV_INDEX of the last nldev request, which must be RDMA_NLDEV_CMD_SET. */
 static uint32_t last_set_index(void)
 {
@@ -795,6 +961,11 @@ int main(void)
                 T(test_restore_garbled_or_no_guid),
                 T(test_restore_vf_gone),
                 T(test_add_guid_then_rdma_move_uses_the_rebound_device),
+                T(test_guid_another_vf_carries_is_refused),
+                T(test_guid_own_vf_or_free_is_accepted),
+                T(test_guid_a_vf_of_another_pf_carries_is_refused),
+                T(test_guid_held_by_another_record_is_refused),
+                T(test_plan_records_the_pod_guid),
 #undef T
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

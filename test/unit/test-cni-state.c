@@ -261,10 +261,22 @@ static void test_cache_rdma_and_guid(void **state)
                                  .rdma_moved = true,
                                  .rdma_index = 4,
                                  .rdma_name = "mlx5_3",
-                                 .host_guid = "ff:ff:ff:ff:ff:ff:ff:ff" };
+                                 .host_guid = "ff:ff:ff:ff:ff:ff:ff:ff",
+                                 .guid = "02:00:00:00:00:aa:00:0a" };
         assert_int_equal(cni_cache_write(dir, "c-net1", &conf, &rec), 0);
         struct cni_cache back;
         assert_int_equal(cni_cache_read(dir, "c-net1", &back, &e), 0);
+        /* the pod's GUID where upstream ib-sriov-cni's record has it (another ADD's GUID
+         * check reads it back) */
+        assert_string_equal(back.guid, "02:00:00:00:00:aa:00:0a");
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/c-net1", dir);
+        json_t *o = json_load_file(path, 0, NULL);
+        assert_non_null(o);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(o, "runtimeConfig"),
+                                                              "infinibandGUID")),
+                            "02:00:00:00:00:aa:00:0a");
+        json_decref(o);
         assert_true(back.rdma_moved);
         assert_int_equal(back.rdma_index, 4);
         assert_string_equal(back.rdma_name, "mlx5_3");
@@ -276,6 +288,7 @@ static void test_cache_rdma_and_guid(void **state)
         assert_int_equal(cni_cache_read(dir, "c-net2", &back, &e), 0);
         assert_false(back.rdma_moved);
         assert_string_equal(back.host_guid, "");
+        assert_string_equal(back.guid, "");
         /* upstream ib-sriov-cni's record: the device by name, no index */
         const char *up = "{\"deviceID\":\"0000:3b:02.1\",\"Master\":\"ib0\",\"VFID\":1,"
                          "\"RdmaNetState\":{\"deviceID\":\"0000:3b:02.1\",\"SandboxRdmaDevName\":"

@@ -238,6 +238,18 @@ printf '{"cniVersion":"1.0.0","name":"n","type":"sriov","deviceID":"%s","mac":"0
 refused "IPAM that fails (host-local without ranges): VF 2 set up, then undone" /tmp/bad-ipam.json "$NSC" ctr-c '' 'IPAM plugin host-local'
 check "VF 2's netdev is back in the host as $HOST2" test "$(netdev_of "$VF2")" = "$HOST2"
 
+# --- a DEL whose CNI_NETNS is a regular file while pod A lives: where VF 0 is cannot be told
+# from it, so DEL fails naming CNI_NETNS and keeps the records (it used to succeed and drop
+# them, leaving VF 0 in pod A as net1 with no record for the real DEL to release it by)
+: >/tmp/not-a-netns
+host_state >/tmp/before
+run_fails "DEL pod A with CNI_NETNS a regular file" /tmp/cni.sh DEL /tmp/not-a-netns net1 ctr-a /tmp/a.json
+jq_ok "... a CNI error (code 4) naming CNI_NETNS and VF 0" \
+    ".code == 4 and (.msg | contains(\"CNI_NETNS \\\"/tmp/not-a-netns\\\" is not a network namespace\") and contains(\"$VF0\"))"
+host_state >/tmp/after
+check "... nothing changed: VF 0 still in pod A, records and IPAM allocation kept" cmp -s /tmp/before /tmp/after
+run_ok "... pod A still has net1" $IPR -n podA link show dev net1
+
 # --- DEL restores -------------------------------------------------------------------------
 run_ok "DEL pod A" /tmp/cni.sh DEL "$NSA" net1 ctr-a /tmp/a.json
 say "\$ CNI_COMMAND=DEL ... /opt/cni/bin/sriov < a.json     # exit 0; VF 0 back in the host:"
