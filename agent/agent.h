@@ -95,6 +95,7 @@ struct agent {
         struct nic_list *nics;           /* supported NIC models (built-in, files, ConfigMap) */
         struct link_health *link_health; /* each served PF's up/down, as last reported */
         struct httpd *metrics;           /* --metrics-listen; NULL when off */
+        struct metrics_podres *metrics_podres; /* scrapes' shared PodResources answer */
         struct agent_stats stats;
         int sync_status; /* enum node_sync_status of the last reconcile, -1 before */
 
@@ -169,6 +170,8 @@ const char *rdma_configmap_origin(const struct rdma_configmap *m);
 
 /* metrics.c: the endpoint when --metrics-listen is given (its stats in any case). */
 int agent_metrics_start(struct agent *a);
+/* Stops the endpoint (a waiting scrape gets 503) and ends the shared PodResources List. */
+void agent_metrics_stop(struct agent *a);
 const char *agent_polling_notice(const struct agent *a);
 
 /* reconcile.c */

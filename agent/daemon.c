@@ -818,7 +818,7 @@ struct agent *agent_free(struct agent *a)
 {
         if (!a)
                 return NULL;
-        httpd_free(a->metrics); /* first: a scrape waiting for the kubelet is answered 503 */
+        agent_metrics_stop(a); /* first: a scrape waiting for the kubelet is answered 503 */
         reconcile_abort(a);
         sd_event_source_unref(a->debounce);
         sd_event_source_unref(a->resync);

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The metrics endpoint's content: everything is read when Prometheus asks (counters from the
  * kernel, who holds which device from the kubelet), nothing between scrapes. A scrape first
- * asks the kubelet's PodResources (bounded by a 1 s deadline; the connection waits
- * suspended meanwhile, the loop goes on), then writes every family in one pass. */
+ * needs the kubelet's PodResources answer (bounded by a 1 s deadline; the connection waits
+ * suspended meanwhile, the loop goes on), then writes every family in one pass.
+ *
+ * The kubelet rate-limits PodResources for the whole node (100/s, burst 10) and refuses the
+ * rest, the sriov CNI plugin's ownership checks included: scrapes share one List (single
+ * flight), and its outcome serves every scrape for a second after the List started, so
+ * scrapes cost the kubelet at most one List a second however many scrapers there are. */
 #include <errno.h>
 #include <linux/netlink.h>
 #include <malloc.h>
@@ -28,13 +33,24 @@
 #include "util/log.h"
 #include "util/macro.h"
 
-#define POD_RESOURCES_TIMEOUT_USEC (1000 * 1000ULL)
-#define RDMA_MAX_COUNTERS_PER_PORT 256 /* mlx5 has ~100 hw_counters per port */
+#define POD_RESOURCES_TIMEOUT_USEC      (1000 * 1000ULL)
+#define POD_RESOURCES_MIN_INTERVAL_USEC (1000 * 1000ULL) /* scrapes: at most one List a second */
+#define RDMA_MAX_COUNTERS_PER_PORT      256              /* mlx5 has ~100 hw_counters per port */
 
 struct scrape {
         struct agent *agent;
         struct httpd_request *req;
-        struct dp_podresources_call *call;
+        struct scrape *prev, *next; /* waiting for the List in flight */
+};
+
+/* The one PodResources List scrapes share, and its last outcome. */
+struct metrics_podres {
+        struct dp_podresources_call *call; /* in flight */
+        struct scrape *waiting;
+        uint64_t asked; /* CLOCK_MONOTONIC: when the last List started */
+        bool have;      /* the last List has ended */
+        bool ok;        /* ... with an answer, in usage */
+        struct dp_usage usage;
 };
 
 /* RDMA ports, then their counters pointing back at them: the counters are most of the lines
@@ -467,28 +483,62 @@ static void answer(struct agent *a, struct httpd_request *req, const struct dp_u
                       text, len);
 }
 
+static void waiting_remove(struct metrics_podres *m, struct scrape *s)
+{
+        if (s->prev)
+                s->prev->next = s->next;
+        else if (m->waiting == s)
+                m->waiting = s->next;
+        if (s->next)
+                s->next->prev = s->prev;
+        s->prev = s->next = NULL;
+}
+
 static void on_usage(void *userdata, int error, const char *message, const struct dp_usage *usage)
 {
-        struct scrape *s = userdata;
+        struct agent *a = userdata;
+        struct metrics_podres *m = a->metrics_podres;
+        m->call = NULL;
+        dp_usage_done(&m->usage);
+        m->have = true;
+        m->ok = false;
         if (error < 0)
-                log_debug("metrics: no pod attribution this scrape: %s", message);
-        answer(s->agent, s->req, error < 0 ? NULL : usage, true);
-        free(s);
+                log_debug("metrics: no pod attribution from this List: %s", message);
+        else if (dp_usage_copy(usage, &m->usage) < 0)
+                log_debug("metrics: no pod attribution from this List: out of memory");
+        else
+                m->ok = true;
+        /* answer() can take long on a large node, and a waiting scrape's connection may go
+         * meanwhile: take each off the list before answering it */
+        while (m->waiting) {
+                struct scrape *s = m->waiting;
+                waiting_remove(m, s);
+                answer(a, s->req, m->ok ? &m->usage : NULL, true);
+                free(s);
+        }
 }
 
 static void on_abort(void *data)
 {
         struct scrape *s = data;
-        dp_podresources_call_cancel(s->call);
+        waiting_remove(s->agent->metrics_podres, s);
         free(s);
 }
 
 static void on_scrape(struct httpd_request *req, void *userdata)
 {
         struct agent *a = userdata;
+        struct metrics_podres *m = a->metrics_podres;
         const char *socket = a->config.pod_resources_socket;
-        if (!socket || strcmp(socket, "none") == 0) {
+        if (!socket || strcmp(socket, "none") == 0 || !m) {
                 answer(a, req, NULL, false);
+                return;
+        }
+        uint64_t now = 0;
+        (void)sd_event_now(a->event, CLOCK_MONOTONIC, &now);
+        /* the last outcome is fresh enough: no new List */
+        if (!m->call && m->have && now < m->asked + POD_RESOURCES_MIN_INTERVAL_USEC) {
+                answer(a, req, m->ok ? &m->usage : NULL, true);
                 return;
         }
         struct scrape *s = calloc(1, sizeof(*s));
@@ -497,13 +547,34 @@ static void on_scrape(struct httpd_request *req, void *userdata)
                 return;
         }
         *s = (struct scrape){ .agent = a, .req = req };
-        if (dp_podresources_list(a->event, socket, POD_RESOURCES_TIMEOUT_USEC, on_usage, s,
-                                 &s->call) < 0) {
-                free(s);
-                answer(a, req, NULL, true);
-                return;
+        if (!m->call) {
+                m->asked = now;
+                if (dp_podresources_list(a->event, socket, POD_RESOURCES_TIMEOUT_USEC, on_usage, a,
+                                         &m->call) < 0) {
+                        m->call = NULL;
+                        free(s);
+                        answer(a, req, NULL, true);
+                        return;
+                }
         }
+        s->next = m->waiting;
+        if (m->waiting)
+                m->waiting->prev = s;
+        m->waiting = s;
         httpd_request_on_abort(req, on_abort, s);
+}
+
+void agent_metrics_stop(struct agent *a)
+{
+        httpd_free(a->metrics); /* first: a scrape waiting for the kubelet is answered 503 */
+        a->metrics = NULL;
+        struct metrics_podres *m = a->metrics_podres;
+        if (!m)
+                return;
+        dp_podresources_call_cancel(m->call);
+        dp_usage_done(&m->usage);
+        free(m);
+        a->metrics_podres = NULL;
 }
 
 int agent_metrics_start(struct agent *a)
@@ -513,6 +584,9 @@ int agent_metrics_start(struct agent *a)
         a->sync_status = -1;
         if (!a->config.metrics_listen)
                 return 0;
+        a->metrics_podres = calloc(1, sizeof(*a->metrics_podres));
+        if (!a->metrics_podres)
+                return log_error_errno(-ENOMEM, "metrics endpoint: out of memory");
         const struct httpd_options opts = {
                 .listen = a->config.metrics_listen,
                 .path = "/metrics",

@@ -85,6 +85,27 @@ static int list(const char *socket_path, int timeout_ms, struct answer *a)
         return r < 0 ? r : 0;
 }
 
+static uint64_t now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* No kubelet answers at all: nothing at the socket, or no answer in time. Only then does the
+ * pool check alone apply. */
+static bool no_kubelet(int error)
+{
+        return error == -ENOENT || error == -ECONNREFUSED || error == -ETIMEDOUT;
+}
+
+/* A refusal (RESOURCE_EXHAUSTED: the kubelet rate-limits PodResources for the whole node) or a
+ * connection that closed before the answer: worth asking again within the budget. */
+static bool retryable(int error)
+{
+        return error == -EBUSY || error == -EAGAIN;
+}
+
 int cni_podres_check(const char *socket_path, int timeout_ms, const char *agent_dir,
                      const char *args, const char *device_id, const char *pool_resource,
                      struct cni_error *e)
@@ -94,18 +115,58 @@ int cni_podres_check(const char *socket_path, int timeout_ms, const char *agent_
         if (r <= 0)
                 return r; /* no pod named: the pool check alone, as before */
         struct answer a = { .done = false };
-        r = list(socket_path, timeout_ms, &a);
-        if (r < 0 || a.error < 0 || a.oom) {
+        uint64_t end = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+        bool refused = false; /* a kubelet answered, with a refusal */
+        int error = 0;
+        for (unsigned attempt = 0;; attempt++) {
+                uint64_t now = now_ms();
+                if (attempt > 0) {
+                        answer_done(&a);
+                        a = (struct answer){ .done = false };
+                        /* back off a little (20, 40 ... 160 ms): the kubelet's bucket refills
+                         * at 100 tokens a second */
+                        uint64_t pause = 20u << (attempt < 4 ? attempt - 1 : 3);
+                        if (now + pause >= end)
+                                break; /* the budget is spent: error is the last outcome */
+                        nanosleep(&(struct timespec){ .tv_nsec = (long)pause * 1000000L }, NULL);
+                        now = now_ms();
+                }
+                r = list(socket_path, (int)(end > now ? end - now : 1), &a);
+                error = r < 0 ? r : a.error;
+                if (error == -EBUSY)
+                        refused = true;
+                if (!retryable(error))
+                        break;
+        }
+        if (a.oom) {
+                answer_done(&a);
+                return cni_fail(e, CNI_ERR_TRY_LATER, -ENOMEM,
+                                "pod %s/%s: deviceID %s: out of memory reading the kubelet's "
+                                "PodResources answer",
+                                pod.namespace_, pod.name, device_id);
+        }
+        if (error < 0 && no_kubelet(error) && !refused) {
                 fprintf(stderr,
                         "sriov: pod %s/%s: the kubelet's PodResources gave no answer (%s): "
                         "deviceID %s checked against the sriov-agent's pools only\n",
-                        pod.namespace_, pod.name,
-                        a.oom                       ? "out of memory"
-                        : a.error < 0 && *a.message ? a.message
-                                                    : strerror(-(r < 0 ? r : a.error)),
+                        pod.namespace_, pod.name, *a.message ? a.message : strerror(-error),
                         device_id);
                 answer_done(&a);
                 return 0;
+        }
+        if (error < 0) {
+                /* a kubelet is there but did not say who holds the VF: never a reason to let
+                 * the ADD through (a flood of other PodResources callers would otherwise
+                 * switch the ownership check off) */
+                const char *why = *a.message ? a.message : strerror(-error);
+                r = cni_fail(e, CNI_ERR_TRY_LATER, error,
+                             "pod %s/%s: deviceID %s: the kubelet's PodResources did not "
+                             "answer who holds it (%s%s) within %d ms; the VF is not attached "
+                             "without that answer, try again",
+                             pod.namespace_, pod.name, device_id,
+                             refused ? "refused by its rate limit; last: " : "", why, timeout_ms);
+                answer_done(&a);
+                return r;
         }
         r = cni_podres_verdict(a.holders, a.n_holders, &pod, device_id, pool_resource, e);
         answer_done(&a);

@@ -34,6 +34,40 @@ void dp_usage_done(struct dp_usage *u)
         *u = (struct dp_usage){ 0 };
 }
 
+int dp_usage_copy(const struct dp_usage *src, struct dp_usage *ret)
+{
+        struct dp_usage u = { 0 };
+        int r = 0;
+        for (size_t i = 0; i < src->n_resources && r >= 0; i++) {
+                const struct dp_resource_usage *res = &src->resources[i];
+                if (res->n_ids == 0)
+                        r = dp_usage_add(&u, res->resource, NULL);
+                for (size_t j = 0; j < res->n_ids && r >= 0; j++)
+                        r = dp_usage_add(&u, res->resource, res->ids[j]);
+        }
+        for (size_t i = 0; i < src->n_holders && r >= 0; i++) {
+                const struct dp_device_holder *h = &src->holders[i];
+                if (GROW_ARRAY(u.holders, u.cap_holders, u.n_holders + 1) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                struct dp_device_holder *c = &u.holders[u.n_holders++];
+                *c = (struct dp_device_holder){ .resource = strdup(h->resource),
+                                                .id = strdup(h->id),
+                                                .namespace_ = strdup(h->namespace_),
+                                                .pod = strdup(h->pod),
+                                                .container = strdup(h->container) };
+                if (!c->resource || !c->id || !c->namespace_ || !c->pod || !c->container)
+                        r = -ENOMEM;
+        }
+        if (r < 0) {
+                dp_usage_done(&u);
+                return r;
+        }
+        *ret = u;
+        return 0;
+}
+
 const struct dp_resource_usage *dp_usage_find(const struct dp_usage *u, const char *resource)
 {
         for (size_t i = 0; i < u->n_resources; i++)
@@ -168,7 +202,11 @@ static void on_list_done(void *userdata, const struct grpc_status *st, const uin
                 r = -ETIMEDOUT;
                 snprintf(msg, sizeof(msg), "no answer from %s in time", c->socket_path);
         } else if (st->code != GRPC_STATUS_OK) {
-                r = -EPROTO;
+                /* a refusal (the kubelet's rate limit) and a connection that went away are
+                 * told apart: callers retry them, not other errors */
+                r = st->code == GRPC_STATUS_RESOURCE_EXHAUSTED ? -EBUSY
+                    : st->code == GRPC_STATUS_UNAVAILABLE      ? -EAGAIN
+                                                               : -EPROTO;
                 snprintf(msg, sizeof(msg), "List on %s failed: %s: %s", c->socket_path,
                          grpc_status_to_string(st->code), st->message);
         } else {

@@ -33,6 +33,8 @@ struct dp_usage {
 };
 
 void dp_usage_done(struct dp_usage *u);
+/* A deep copy (for an answer kept past the callback). 0, or -ENOMEM with ret untouched. */
+int dp_usage_copy(const struct dp_usage *src, struct dp_usage *ret);
 const struct dp_resource_usage *dp_usage_find(const struct dp_usage *u, const char *resource);
 /* True when the device ID of that resource is held by some pod. */
 int dp_usage_in_use(const struct dp_usage *u, const char *resource, const char *id);
@@ -44,7 +46,9 @@ int dp_usage_from_list_response(const uint8_t *data, size_t len, struct dp_usage
 
 /* error 0: usage holds the answer. Otherwise a negative errno and a message saying why, for the
  * caller to log once: -ENOENT/-ECONNREFUSED (no kubelet listening), -ETIMEDOUT (no answer in
- * time), -EPROTO (a gRPC error or a closed connection), -EBADMSG (undecodable answer). */
+ * time), -EBUSY (refused: RESOURCE_EXHAUSTED, the kubelet's rate limit for the whole node),
+ * -EAGAIN (UNAVAILABLE: the connection closed before the answer), -EPROTO (another gRPC
+ * error), -EBADMSG (undecodable answer). */
 typedef void (*dp_usage_done_fn)(void *userdata, int error, const char *message,
                                  const struct dp_usage *usage);
 

@@ -43,7 +43,8 @@ struct httpd_request {
  * hold its slot for hours. */
 struct httpd_conn {
         struct MHD_Connection *connection;
-        uint64_t since; /* CLOCK_MONOTONIC: accepted, or its last request answered */
+        uint64_t since;               /* CLOCK_MONOTONIC: accepted, or its last request answered */
+        struct sockaddr_storage peer; /* for the per-address limit */
         struct httpd_conn *prev, *next;
 };
 
@@ -51,6 +52,11 @@ struct httpd {
         sd_event *event;
         struct MHD_Daemon *daemon;
         sd_event_source *io, *timer;
+        sd_event_source *listen; /* our own accept: see on_listen() */
+        sd_event_source *retry;  /* on_listen() after EMFILE */
+        int listen_fd;
+        unsigned max_conns, max_per_peer;
+        unsigned n_conns;          /* open connections, as MHD notified them */
         sd_event_source *deadline; /* armed while a connection is open */
         uint64_t request_usec;     /* whole-request deadline */
         struct httpd_conn *conns;  /* oldest `since` last: new and reset ones go first */
@@ -321,18 +327,121 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
         struct httpd *h = cls;
         struct httpd_conn *c = *socket_context;
         if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+                h->n_conns++;
                 c = calloc(1, sizeof(*c));
                 if (!c)
                         return; /* no deadline for this one; MHD's timeout still holds */
                 c->connection = connection;
+                const union MHD_ConnectionInfo *info =
+                    MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+                if (info && info->client_addr)
+                        memcpy(&c->peer, info->client_addr,
+                               info->client_addr->sa_family == AF_INET6
+                                   ? sizeof(struct sockaddr_in6)
+                                   : sizeof(struct sockaddr_in));
                 conn_push(h, c);
                 *socket_context = c;
-        } else if (c) {
-                conn_unlink(h, c);
-                free(c);
-                *socket_context = NULL;
+        } else {
+                if (h->n_conns > 0)
+                        h->n_conns--;
+                if (c) {
+                        conn_unlink(h, c);
+                        free(c);
+                        *socket_context = NULL;
+                }
+                /* a slot is free: take the next client from the listen queue now, whatever
+                 * else happens (or not) on the loop */
+                if (h->listen && h->n_conns < h->max_conns)
+                        sd_event_source_set_enabled(h->listen, SD_EVENT_ON);
         }
         arm_deadline(h);
+}
+
+static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+        if (a->ss_family != b->ss_family)
+                return false;
+        if (a->ss_family == AF_INET)
+                return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+                       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+        if (a->ss_family == AF_INET6)
+                return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                              &((const struct sockaddr_in6 *)b)->sin6_addr,
+                              sizeof(struct in6_addr)) == 0;
+        return false;
+}
+
+static unsigned conns_of(const struct httpd *h, const struct sockaddr_storage *peer)
+{
+        unsigned n = 0;
+        for (const struct httpd_conn *c = h->conns; c; c = c->next)
+                n += same_host(&c->peer, peer);
+        return n;
+}
+
+/* A client over its address's share gets a short 503 and is closed; it holds nothing. What it
+ * already sent is read first so that closing does not reset the connection before it reads the
+ * answer (best effort: bytes arriving later still make the kernel send a reset). */
+static void refuse(int fd)
+{
+        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                                   "Content-Type: text/plain; charset=utf-8\r\n"
+                                   "Retry-After: 1\r\n"
+                                   "Connection: close\r\n"
+                                   "Content-Length: 51\r\n\r\n"
+                                   "503 too many connections from this client address\n";
+        char drain[4096];
+        for (int i = 0; i < 4 && recv(fd, drain, sizeof(drain), MSG_DONTWAIT) > 0; i++)
+                ;
+        (void)send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)shutdown(fd, SHUT_WR);
+        close(fd);
+}
+
+/* The listen socket is ours, not libmicrohttpd's: MHD in the external epoll mode takes its own
+ * listen socket out of its epoll set at the connection limit and puts it back only on a later
+ * MHD_run(), which nothing triggers once the last connection is gone (the endpoint then never
+ * accepted again). Here the decision is explicit: at the limit the source is off and clients
+ * wait in the listen queue; the moment a connection closes (on_connection()) it is on again. */
+static int on_listen(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        struct httpd *h = userdata;
+        bool added = false;
+        /* a few per wake-up, so a connection flood cannot starve the rest of the loop */
+        for (int i = 0; i < 32; i++) {
+                if (h->n_conns >= h->max_conns) {
+                        sd_event_source_set_enabled(h->listen, SD_EVENT_OFF);
+                        break;
+                }
+                struct sockaddr_storage peer = { 0 };
+                socklen_t len = sizeof(peer);
+                int cfd = accept4(fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (cfd < 0) {
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                            errno == ENOMEM) {
+                                /* out of descriptors: retry once something was closed, not in
+                                 * a busy loop */
+                                log_ctx_msg(LOG_DEBUG, -errno, NULL,
+                                            "metrics endpoint: cannot accept a connection");
+                                sd_event_source_set_enabled(h->listen, SD_EVENT_OFF);
+                                sd_event_source_set_time_relative(h->retry, 100 * 1000ULL);
+                                sd_event_source_set_enabled(h->retry, SD_EVENT_ONESHOT);
+                        }
+                        break; /* EAGAIN, or a connection that went away (ECONNABORTED) */
+                }
+                if (conns_of(h, &peer) >= h->max_per_peer) {
+                        refuse(cfd);
+                        continue;
+                }
+                /* MHD closes the socket itself when it cannot take it */
+                if (MHD_add_connection(h->daemon, cfd, (struct sockaddr *)&peer, len) != MHD_YES)
+                        log_ctx_msg(LOG_DEBUG, -errno, NULL,
+                                    "metrics endpoint: could not add a connection");
+                added = true;
+        }
+        if (added)
+                run(h);
+        return 0;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
@@ -418,6 +527,15 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
         return 0;
 }
 
+/* After a descriptor shortage in on_listen(): try again, a little later. */
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct httpd *h = userdata;
+        if (h->n_conns < h->max_conns)
+                sd_event_source_set_enabled(h->listen, SD_EVENT_ON);
+        return 0;
+}
+
 /* libmicrohttpd's own messages (a refused connection, a request too large), at debug level:
  * a hostile client must not flood the journal. */
 __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -444,27 +562,27 @@ int httpd_new(sd_event *event, const struct httpd_options *opts, struct httpd **
         h->request_usec = (uint64_t)(opts->timeout_s ? opts->timeout_s : 10) * 1000000ULL;
         snprintf(h->path, sizeof(h->path), "%s", opts->path);
 
-        int fd = -1;
-        int r = open_listener(opts->listen, &fd, &h->port);
+        h->listen_fd = -1;
+        int r = open_listener(opts->listen, &h->listen_fd, &h->port);
         if (r < 0)
                 return r;
         unsigned max = opts->max_connections ? opts->max_connections : HTTPD_MAX_CONNECTIONS;
+        h->max_conns = max;
+        h->max_per_peer = max > 1 ? max / 2 : 1;
         size_t memory = opts->max_request_bytes ? opts->max_request_bytes : HTTPD_MAX_REQUEST_BYTES;
         /* MHD keeps a connection's request and the response headers in one pool: the response
-         * body is our buffer, outside it. */
+         * body is our buffer, outside it. MHD gets no listen socket: on_listen() accepts and
+         * hands connections over; its own limits stay as a backstop. */
         h->daemon = MHD_start_daemon(
-            MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
-            h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_LISTEN_SOCKET, fd,
-            MHD_OPTION_CONNECTION_LIMIT, max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-            max > 1 ? max / 2 : 1, MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory,
-            MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : 10,
-            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
-            on_connection, h, MHD_OPTION_END);
-        if (!h->daemon) {
-                close(fd);
+            MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
+            0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+            MHD_OPTION_CONNECTION_LIMIT, max, MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->max_per_peer,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory, MHD_OPTION_CONNECTION_TIMEOUT,
+            opts->timeout_s ? opts->timeout_s : 10, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+            MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_END);
+        if (!h->daemon)
                 return log_error_errno(-EIO, "metrics endpoint %s: libmicrohttpd did not start",
                                        opts->listen);
-        }
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD);
         if (!info)
                 return log_error_errno(-EIO, "metrics endpoint %s: no epoll fd from libmicrohttpd",
@@ -481,6 +599,15 @@ int httpd_new(sd_event *event, const struct httpd_options *opts, struct httpd **
         if (r < 0)
                 return r;
         sd_event_source_set_enabled(h->deadline, SD_EVENT_OFF);
+        r = sd_event_add_time_relative(event, &h->retry, CLOCK_MONOTONIC, 0, 10 * 1000, on_retry,
+                                       h);
+        if (r < 0)
+                return r;
+        sd_event_source_set_enabled(h->retry, SD_EVENT_OFF);
+        r = sd_event_add_io(event, &h->listen, h->listen_fd, EPOLLIN, on_listen, h);
+        if (r < 0)
+                return log_error_errno(r, "metrics endpoint %s: cannot watch its listen socket",
+                                       opts->listen);
         rearm(h);
         log_info("metrics endpoint listening on %s (port %d), GET %s", opts->listen, h->port,
                  h->path);
@@ -512,6 +639,10 @@ struct httpd *httpd_free(struct httpd *h)
                 (void)MHD_run(h->daemon); /* lets the resumed connections finish */
                 MHD_stop_daemon(h->daemon);
         }
+        sd_event_source_disable_unref(h->listen);
+        sd_event_source_disable_unref(h->retry);
+        if (h->listen_fd >= 0)
+                close(h->listen_fd);
         sd_event_source_disable_unref(h->io);
         sd_event_source_disable_unref(h->timer);
         sd_event_source_disable_unref(h->deadline);

@@ -4,10 +4,12 @@
  * server costs no thread and no wake-up while nobody connects.
  *
  * Bounded by construction: at most max_connections at once (and half of them per client
- * address), max_request_bytes for the request line and headers (more: 431), timeout_s for a
- * client that stalls or does not read, and for a whole request, so one that sends a byte now
- * and then (slowloris) cannot keep its slot. GET on the path calls the
- * handler; other paths answer 404, other methods on the path 405 (with Allow: GET).
+ * address; a client address over its half gets 503 and is closed, clients beyond the total
+ * wait in the listen queue and are accepted the moment a connection closes), max_request_bytes for
+ * the request line and headers (more: 431), timeout_s for a client that stalls or does not read,
+ * and for a whole request, so one that sends a byte now and then (slowloris) cannot keep its slot.
+ * GET on the path calls the handler; other paths answer 404, other methods on the path 405 (with
+ * Allow: GET).
  *
  * The handler may answer at once or later from the loop (it waits for the kubelet): the
  * connection is suspended meanwhile and costs nothing. */

@@ -5,7 +5,9 @@ grpc-go PodResources server) on a generated sysfs tree: where CNI_ARGS names the
 among that pod's devices; a VF the kubelet gave to another pod, or to none, is refused with a
 CNI error naming the pod, the deviceID and the resource, and nothing is changed. Without an
 answer (no socket, nothing listening, a kubelet that does not answer in time) only the pool
-check applies, within a bounded time, and one line on stderr says so. The node's allow-any-VF
+check applies, within a bounded time, and one line on stderr says so. A kubelet that refuses
+(its PodResources rate limit, 100/s burst 10, under a flood of other callers) is no such case:
+another tenant's VF is never attached, the ADD fails naming the reason. The node's allow-any-VF
 file turns the check off; a CNI_ARGS without both keys does not ask the kubelet.
 
 A request that passes the checks is seen reaching the next step: CNI_NETNS is the plugin's own
@@ -36,13 +38,14 @@ POD = "IgnoreUnknown=1;K8S_POD_NAMESPACE=tenant-a;K8S_POD_NAME=pod-1;" \
 class FakeKubelet:
     """The fake kubelet serving PodResources List on sock from the assignments file."""
 
-    def __init__(self, binary, tmp, sock, assignments, delay=None):
+    def __init__(self, binary, tmp, sock, assignments, delay=None, extra=()):
         self.events = []
         kdir = os.path.join(tmp, "kubelet-" + os.path.basename(sock))
         os.makedirs(kdir, exist_ok=True)
         cmd = [binary, "--dir", kdir, "--podresources", sock, "--assignments", assignments]
         if delay:
             cmd += ["--podresources-delay", delay]
+        cmd += list(extra)
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, text=True)
         self.ready = threading.Event()
@@ -69,6 +72,13 @@ class FakeKubelet:
             if n == want or time.monotonic() >= deadline:
                 return n
             time.sleep(0.02)
+
+    def count(self, event):
+        return sum(1 for e in list(self.events) if e.get("event") == event)
+
+    def send(self, cmd):
+        self.p.stdin.write(json.dumps(cmd) + "\n")
+        self.p.stdin.flush()
 
     def stop(self):
         try:
@@ -183,6 +193,42 @@ def main():
                   rc == 1 and "K8S_POD_NAME" in (out or {}).get("msg", ""), str(out))
         finally:
             kl.stop()
+
+        # The kubelet's rate limit for PodResources (100/s, burst 10, for the whole node) under
+        # a flood from other callers: a refusal is no answer to fall back on. Another tenant's
+        # VF is never attached; the ADD fails naming why (or, when a call got through, the
+        # kubelet's answer refuses it).
+        limited = FakeKubelet(fake, tmp, sock, assignments,
+                              extra=["--podresources-qps", "100", "--podresources-burst", "10"])
+        try:
+            limited.send({"cmd": "podresources-flood", "seconds": 8, "workers": 8})
+            deadline = time.monotonic() + 5
+            while limited.count("podresources-refused") < 50 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            check("the flood is refused by the kubelet's limiter",
+                  limited.count("podresources-refused") >= 50,
+                  str(limited.count("podresources-refused")))
+            outcomes = []
+            for _ in range(3):
+                rc, out, err = plugin.run("ADD", conf(vf1), args=POD, extra_env=env)
+                outcomes.append((rc, out, err))
+            let_through = [o for o in outcomes if isinstance(o[1], dict) and
+                           PASSED_CHECKS in o[1].get("msg", "")]
+            check("under the flood: another tenant's VF is never attached (3 ADDs)",
+                  not let_through and all(o[0] == 1 for o in outcomes),
+                  str([(o[0], o[1]) for o in outcomes]))
+            named = all(isinstance(o[1], dict) and (
+                (o[1].get("code") == 7 and "tenant-b/pod-2" in o[1].get("msg", "")) or
+                (o[1].get("code") == 11 and "rate limit" in o[1].get("msg", "")))
+                for o in outcomes)
+            check("... each ADD fails with a CNI error naming the reason (the holder, or the "
+                  "kubelet's rate limit)", named, str([o[1] for o in outcomes]))
+            check("... no line says the pool check alone applied",
+                  not any("pools only" in (o[2] or "") for o in outcomes),
+                  str([o[2] for o in outcomes]))
+            check("... records unchanged", sorted(snapshot(state)) == [], str(snapshot(state)))
+        finally:
+            limited.stop()
 
         # no socket: the pool check only, said on stderr (a stopped kubelet leaves its file)
         if os.path.exists(sock):

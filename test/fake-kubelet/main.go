@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	pr "sriov-agent/proto/podresourcesv1"
@@ -402,6 +403,8 @@ type command struct {
 	IDs        []string   `json:"ids"`
 	Tag        string     `json:"tag"`
 	IntervalMs int        `json:"interval_ms"`
+	Seconds    float64    `json:"seconds"`
+	Workers    int        `json:"workers"`
 }
 
 func (k *kubelet) plugin(resource string) *plugin {
@@ -581,14 +584,46 @@ type assignment struct {
 	IDs       []string `json:"ids"`
 }
 
+// bucket is the kubelet's limiter for the PodResources API (pkg/kubelet/apis/podresources:
+// rate.NewLimiter(DefaultQPS=100, DefaultBurstTokens=10) shared by every caller on the node,
+// Allow() or ResourceExhausted "rejected by rate limit"): a token bucket, refilled at qps.
+type bucket struct {
+	mu     sync.Mutex
+	qps    float64
+	burst  float64
+	tokens float64
+	last   time.Time
+}
+
+func (b *bucket) allow() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	b.tokens += now.Sub(b.last).Seconds() * b.qps
+	if b.tokens > b.burst {
+		b.tokens = b.burst
+	}
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
 type podResources struct {
-	file  string
-	delay time.Duration
-	out   *output
+	file    string
+	delay   time.Duration
+	limiter *bucket // nil: no limit
+	out     *output
 	pr.UnimplementedPodResourcesListerServer
 }
 
 func (s *podResources) List(ctx context.Context, r *pr.ListPodResourcesRequest) (*pr.ListPodResourcesResponse, error) {
+	if s.limiter != nil && !s.limiter.allow() {
+		s.out.emit(map[string]interface{}{"event": "podresources-refused"})
+		return nil, status.Error(codes.ResourceExhausted, "rejected by rate limit")
+	}
 	s.out.emit(map[string]interface{}{"event": "podresources-list"})
 	if s.delay > 0 { // a busy kubelet: the answer comes late (or the caller gives up first)
 		select {
@@ -617,6 +652,9 @@ func main() {
 	prSock := flag.String("podresources", "", "PodResources socket path (optional)")
 	assign := flag.String("assignments", "", "JSON file of PodResources assignments")
 	prDelay := flag.Duration("podresources-delay", 0, "answer PodResources List after this long")
+	prQPS := flag.Float64("podresources-qps", 0,
+		"the kubelet's PodResources rate limit for the whole node (the kubelet: 100); 0: none")
+	prBurst := flag.Int("podresources-burst", 10, "the limiter's burst (the kubelet: 10)")
 	mode := flag.String("dial-mode", "kubelet-1.25",
 		"how plugins are dialled: kubelet-1.25, kubelet-1.26+ or grpc-core (the :authority sent)")
 	apiServer := flag.String("api-server", "",
@@ -656,7 +694,11 @@ func main() {
 			os.Exit(1)
 		}
 		s := grpc.NewServer()
-		pr.RegisterPodResourcesListerServer(s, &podResources{file: *assign, delay: *prDelay, out: k.out})
+		var lim *bucket
+		if *prQPS > 0 {
+			lim = &bucket{qps: *prQPS, burst: float64(*prBurst), tokens: float64(*prBurst), last: time.Now()}
+		}
+		pr.RegisterPodResourcesListerServer(s, &podResources{file: *assign, delay: *prDelay, limiter: lim, out: k.out})
 		go s.Serve(l)
 	}
 	k.out.emit(map[string]interface{}{"event": "ready", "dial-mode": *mode})
@@ -683,6 +725,9 @@ func main() {
 				go k.allocLoop(c, k.loop)
 			}
 			continue
+		case "podresources-flood": // another caller on the node: List in a loop, c.Seconds long
+			go podresourcesFlood(*prSock, c.Seconds, c.Workers, k.out)
+			continue
 		case "loop-pause", "loop-resume", "loop-stop":
 			if k.loop != nil {
 				k.loop <- strings.TrimPrefix(c.Cmd, "loop-")
@@ -695,4 +740,33 @@ func main() {
 		k.handle(c)
 	}
 	k.stop()
+}
+
+// podresourcesFlood plays other PodResources callers on the node (monitoring agents, a scraped
+// exporter): workers connections calling List back to back for seconds, through the limiter.
+func podresourcesFlood(sock string, seconds float64, workers int, out *output) {
+	if workers <= 0 {
+		workers = 4
+	}
+	end := time.Now().Add(time.Duration(seconds * float64(time.Second)))
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := grpc.Dial("unix://"+sock, grpc.WithInsecure())
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			c := pr.NewPodResourcesListerClient(conn)
+			for time.Now().Before(end) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				_, _ = c.List(ctx, &pr.ListPodResourcesRequest{})
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	out.emit(map[string]interface{}{"event": "podresources-flood-done"})
 }

@@ -24,9 +24,12 @@ PodResources says pod ml/train-1 holds one VF.
    (a header byte every second), a 64 KiB header. Meanwhile the device plugin answers an
    Allocate at once and a scrape from 127.0.0.1 succeeds; the agent's RSS stays bounded; the
    huge header gets 431 and slow and idle connections are closed after the timeout.
+4. A scrape flood (8 scrapers back to back for 4 s) against a fake kubelet with the kubelet's
+   PodResources limiter: every scrape answered, the kubelet asked about once a second.
 Exit 1 on any failure.
 """
 import argparse
+import http.client
 import json
 import os
 import re
@@ -35,6 +38,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -125,8 +129,10 @@ def main():
         f.write("/var/run/netns/cni-1")
     open(os.path.join(cni, "pci", "vf_lock", held_vf + ".lock"), "w").close()
     open(os.path.join(cni, ".89abcdef-net1.tmp"), "w").close()
+    # with the kubelet's own PodResources limiter (100/s, burst 10, for the whole node)
     kubelet = Proc([args.fake_kubelet, "--dir", kdir, "--podresources", prsock,
-                    "--assignments", assign], os.path.join(work, "kubelet.err"))
+                    "--assignments", assign, "--podresources-qps", "100",
+                    "--podresources-burst", "10"], os.path.join(work, "kubelet.err"))
     kubelet.wait_for(ev("ready"), 10)
     agent = Agent(args.agent, ["--policy-dir", pdir, "--node-labels", "highnet-node=true",
                                "--sysfs-root", sysfs, "--kubelet-dir", kdir,
@@ -438,6 +444,46 @@ def main():
         slow.close()
         status, _, _ = get(base + "/metrics")
         check("the endpoint serves again after they left", status == 200, str(status))
+
+        # 4. a scrape flood: the kubelet is asked at most about once a second however many
+        # scrape (its PodResources limit is the whole node's, the CNI plugin's checks included)
+        kubelet.wait_for(lambda e: False, 0.3)  # what came so far, into kubelet.seen
+        n_before = len(kubelet.seen)
+        codes, stop_at = [], time.monotonic() + 4.0
+
+        def flood(source):
+            while time.monotonic() < stop_at:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=5,
+                                               source_address=(source, 0))
+                try:
+                    c.request("GET", "/metrics")
+                    r = c.getresponse()
+                    r.read()
+                    codes.append(r.status)
+                except (OSError, http.client.HTTPException) as e:
+                    codes.append(str(e))
+                finally:
+                    c.close()
+        # two scrapers per address: within the per-address limit
+        threads = [threading.Thread(target=flood, args=("127.0.0.%d" % (1 + i % 4),))
+                   for i in range(8)]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        took = time.monotonic() - t0
+        kubelet.wait_for(lambda e: False, 0.5)
+        flood_events = [e for e in kubelet.seen[n_before:] if isinstance(e, dict)]
+        lists = sum(1 for e in flood_events if e.get("event") == "podresources-list")
+        refused = sum(1 for e in flood_events if e.get("event") == "podresources-refused")
+        print("  %d scrapes in %.1f s from 8 scrapers: %d PodResources List, %d refused" %
+              (len(codes), took, lists, refused))
+        check("a scrape flood: every scrape answered 200", codes and
+              all(c == 200 for c in codes), str(sorted(set(codes))))
+        check("a scrape flood: at most about one List a second (%d in %.1f s, %d scrapes)" %
+              (lists, took, len(codes)), len(codes) > 2 * took and lists <= took + 2 and
+              refused == 0)
     finally:
         if prom:
             prom.kill()

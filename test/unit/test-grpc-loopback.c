@@ -271,6 +271,29 @@ static void test_garbage_peers(void **state)
         }
 }
 
+/* The device-plugin and DRA sockets: as many silent connections as the server takes (its
+ * MAX_CONNECTIONS, 64), held, then gone; a real call is answered at once after. */
+static void test_connection_limit_then_released(void **state)
+{
+        enum { LIMIT = 64 };
+        struct fixture *f = *state;
+        int fds[LIMIT];
+        for (int i = 0; i < LIMIT; i++) {
+                fds[i] = raw_connect(f->path);
+                for (int j = 0; j < 3; j++)
+                        assert_true(sd_event_run(f->event, 1000) >= 0);
+        }
+        for (int i = 0; i < 100 && grpc_server_n_connections(f->server) < LIMIT; i++)
+                assert_true(sd_event_run(f->event, 10000) >= 0);
+        assert_int_equal(grpc_server_n_connections(f->server), LIMIT);
+        for (int i = 0; i < LIMIT; i++)
+                close(fds[i]);
+        call(f, "/t.T/Echo", "ok", 2, 2000000);
+        assert_int_equal(f->st.code, GRPC_STATUS_OK);
+        assert_int_equal(f->resp_len, 2);
+        assert_memory_equal(f->resp, "ok", 2);
+}
+
 /* A hand-driven nghttp2 client that sends exactly the header fields it is given. */
 struct raw_result {
         bool closed;
@@ -756,6 +779,8 @@ int main(void)
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_no_server, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_garbage_peers, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_connection_limit_then_released, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_any_authority_accepted, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_malformed_requests_reset, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_socket_mode, setup, teardown),
