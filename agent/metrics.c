@@ -510,9 +510,11 @@ static void on_usage(void *userdata, int error, const char *message, const struc
                 m->ok = true;
         /* answer() can take long on a large node, and a waiting scrape's connection may go
          * meanwhile: take each off the list before answering it */
-        while (m->waiting) {
-                struct scrape *s = m->waiting;
-                waiting_remove(m, s);
+        for (struct scrape *s; (s = m->waiting);) {
+                m->waiting = s->next;
+                if (m->waiting)
+                        m->waiting->prev = NULL;
+                s->next = NULL;
                 answer(a, s->req, m->ok ? &m->usage : NULL, true);
                 free(s);
         }

@@ -667,11 +667,9 @@ static int cmd_add(struct plugin *p)
                 return fail(p, CNI_ERR_GENERIC, r, "cannot save the allocation record of VF %s: %s",
                             conf->device_id, strerror(-r));
         }
-        /* the record names the GUID now: another ADD's check sees it */
-        if (guid_lock >= 0) {
-                close(guid_lock);
-                guid_lock = -1;
-        }
+        /* the record names the GUID now: another ADD's check sees it; the lock goes at once,
+         * not when cmd_add returns (closep leaves -1 for the cleanup) */
+        closep(&guid_lock);
 
         /* from here on, every failure undoes what was done */
         bool moved = false, ipam_added = false, guid_set = false, rdma_in_pod = false;

@@ -374,7 +374,7 @@ int cni_cache_find_guid(const char *dir, const char *self, uint64_t guid, const 
                     fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                     !S_ISREG(st.st_mode))
                         continue;
-                struct cni_cache c;
+                struct cni_cache c = { 0 };
                 struct cni_error e = { 0 };
                 uint64_t g;
                 if (cni_cache_read(dir, de->d_name, &c, &e) < 0 || !c.guid[0] ||

@@ -24,6 +24,7 @@ static inline void closep(int *fd)
 {
         if (*fd >= 0)
                 close(*fd);
+        *fd = -1; /* closed early by hand, the cleanup at scope end does nothing */
 }
 #define _cleanup_close_ _cleanup_(closep)
 
