@@ -133,6 +133,12 @@ int cni_podres_check(const char *socket_path, int timeout_ms, const char *agent_
                 }
                 r = list(socket_path, (int)(end > now ? end - now : 1), &a);
                 error = r < 0 ? r : a.error;
+                /* The deadline travels with the call (grpc-timeout), so a server may end the
+                 * call itself when it passes, with any status (grpc-go gives UNKNOWN "context
+                 * deadline exceeded" for a handler returning ctx.Err()), racing our own timer:
+                 * whatever ends the call once the budget is spent is no answer in time. */
+                if (error < 0 && error != -EBUSY && now_ms() >= end)
+                        error = -ETIMEDOUT;
                 if (error == -EBUSY)
                         refused = true;
                 if (!retryable(error))
