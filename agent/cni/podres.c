@@ -10,6 +10,7 @@
 
 #include "cni/podres.h"
 #include "deviceplugin/podresources.h"
+#include "util/clock.h"
 #include "util/macro.h"
 
 struct answer {
@@ -87,9 +88,7 @@ static int list(const char *socket_path, int timeout_ms, struct answer *a)
 
 static uint64_t now_ms(void)
 {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+        return clock_monotonic_usec() / 1000;
 }
 
 /* No kubelet answers at all: nothing at the socket, or no answer in time. Only then does the
