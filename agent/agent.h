@@ -79,8 +79,11 @@ struct agent {
         uint64_t policy_dir_fingerprint;
         bool polling_notice_posted; /* the NodeState's Event saying so */
 
-        int rdma_mode_now;        /* the kernel's RDMA netns mode, -1 unknown (no ib_core) */
-        char *rdma_reboot_needed; /* --rdma-mode written for the next boot: what to report */
+        int rdma_mode_now;       /* the kernel's RDMA netns mode, -1 unknown (no ib_core) */
+        int rdma_mode_next_boot; /* the mode the next boot loads (rdma-boot.h), -1 unknown */
+        /* the modprobe.d file deciding it; "" the kernel's default */
+        char rdma_mode_next_boot_source[4096];
+        char *rdma_reboot_needed; /* --rdma-mode not live now: what to report */
         bool rdma_reboot_posted;  /* its Event was posted */
 
         int state_lock_fd;         /* --state-dir, flock()ed: one agent per state dir; -1 = none */
@@ -114,6 +117,9 @@ struct agent {
         uint64_t dra_held_deadline; /* CLOCK_MONOTONIC µs */
         sd_event_source *dra_held_timer;
         void (*dra_drained)(void *userdata); /* agent_dra_drain()'s done, until it ran */
+        /* DRA resources left out of the slices ([{resourceName, reason}], agent/dra.c), for
+         * the NodeState; and the ones whose Event was posted. */
+        json_t *dra_rejected, *dra_rejected_posted;
 
         /* SIGTERM/SIGINT: the kubelet's connections are drained before anything else stops
          * (daemon.c on_terminate); no reconcile starts any more. */
@@ -213,9 +219,11 @@ const struct supported_nics *nic_list_get(const struct nic_list *l);
 
 /* rdma-mode.c */
 /* At start: reads the kernel's RDMA netns mode and brings about --rdma-mode (not with
- * --dry-run); what cannot be set now is written for the next boot and reported. */
+ * --dry-run), now and for the next boot (the modprobe option written or removed whenever the
+ * next boot would load another mode); a mode the kernel keeps until a reboot is reported. */
 void rdma_mode_start(struct agent *a);
-/* The mode as the kernel has it now, for the NodeState (cheap: one netlink request). */
+/* The mode as the kernel has it now and as the next boot loads it, for the NodeState (cheap:
+ * one netlink request, the modprobe.d directory read). */
 void rdma_mode_refresh(struct agent *a);
 
 /* report.c */

@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cni/state.h"
 #include "host/driver-bind.h"
 #include "host/netlink-link.h"
 #include "host/sriov-numvfs.h"
 #include "util/array.h"
 #include "util/log.h"
+#include "util/macro.h"
 
 static struct apply_pf_result *report_pf(struct apply_report *r, const char *pf)
 {
@@ -84,6 +86,34 @@ static int set_num_vfs_unsignalled(const struct apply_options *opts, const char 
         return r;
 }
 
+/* The CNI plugin's node-wide lock around VF re-binds and RDMA moves: a re-bind frees the VF's
+ * RDMA device's uverbs/umad/issm minors and mlx5_N name and takes the lowest free ones again,
+ * so one running beside a pod's ADD can swap them between pods. Waited for up to a minute, as
+ * the plugin waits; a lock file that cannot be opened at all (the records' directory mounted
+ * read-only before any plugin made the file) is logged and the change made without it. */
+#define MOVE_LOCK_TIMEOUT_MS (60 * 1000)
+
+static int take_move_lock(const struct apply_options *opts, const struct action *a, int *ret_fd)
+{
+        const char *dir = opts->cni_state_dir ?: CNI_STATE_DIR_DEFAULT;
+        int fd = cni_move_lock(dir, MOVE_LOCK_TIMEOUT_MS);
+        *ret_fd = fd;
+        if (fd == -ETIMEDOUT)
+                return log_ctx_msg(LOG_ERR, fd,
+                                   &(const struct log_ctx){ .pf = a->pf, .vf = a->vf_address },
+                                   "the CNI plugin's lock %s/pci/vf_lock/" CNI_MOVE_LOCK_NAME
+                                   ".lock is held for more than %d s",
+                                   dir, MOVE_LOCK_TIMEOUT_MS / 1000);
+        /* read-only and without the file: no ADD ever moved or re-bound anything here */
+        if (fd < 0)
+                log_ctx_msg(fd == -EROFS ? LOG_DEBUG : LOG_WARNING, fd,
+                            &(const struct log_ctx){ .pf = a->pf, .vf = a->vf_address },
+                            "cannot take the CNI plugin's lock in %s/pci/vf_lock: re-binding "
+                            "without it",
+                            dir);
+        return 0;
+}
+
 /* Runs one action. 1 when skipped (its VF does not exist yet), 0 done, negative errno. */
 static int apply_action(const struct apply_options *opts, const struct action *a,
                         const struct inventory *observed)
@@ -104,10 +134,15 @@ static int apply_action(const struct apply_options *opts, const struct action *a
                 if (!a->pf_name[0])
                         return -ENODEV;
                 return host_netlink_set_up(a->pf_name);
-        case ACTION_BIND_DRIVER:
+        case ACTION_BIND_DRIVER: {
                 if (!a->vf_address[0])
                         return 1;
-                return host_bind_vf_driver(&bind, a->vf_address, a->text[0] ? a->text : NULL);
+                _cleanup_close_ int lock = -1;
+                int r = take_move_lock(opts, a, &lock);
+                return r < 0
+                           ? r
+                           : host_bind_vf_driver(&bind, a->vf_address, a->text[0] ? a->text : NULL);
+        }
         case ACTION_SET_VF_MTU:
                 ifname = vf_netdev(observed, a);
                 if (!a->vf_address[0] || !ifname)
@@ -116,8 +151,11 @@ static int apply_action(const struct apply_options *opts, const struct action *a
         case ACTION_SET_VF_GUID: {
                 if (!a->vf_address[0] || !a->pf_name[0])
                         return 1;
-                int r =
-                    host_netlink_set_vf_guids(NULL, a->pf_name, 0, a->vf_index, a->guid, a->guid);
+                _cleanup_close_ int lock = -1;
+                int r = take_move_lock(opts, a, &lock);
+                if (r < 0)
+                        return r;
+                r = host_netlink_set_vf_guids(NULL, a->pf_name, 0, a->vf_index, a->guid, a->guid);
                 /* the VF's RDMA device reads its GUIDs when its driver probes it */
                 return r < 0 ? r : host_rebind_vf_driver(&bind, a->vf_address);
         }

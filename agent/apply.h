@@ -20,6 +20,9 @@
 struct apply_options {
         const char *sysfs_root;
         int vf_timeout_ms; /* VF creation deadline; 0 = host default */
+        /* the CNI plugin's records: its node-wide lock around driver re-binds and RDMA moves
+         * (cni_move_lock) is taken for every driver bind and GUID change; NULL: the default */
+        const char *cni_state_dir;
 };
 
 /* observed is the inventory the plan was made from (for VF netdev names). 0 or -ENOMEM;

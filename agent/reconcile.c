@@ -15,6 +15,7 @@
  * deleted, which VFs count as in use) are lib/plan's pure functions; this file does the I/O
  * around them and hands the end to the caller's callback. */
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 #include "deviceplugin/podresources.h"
 #include "deviceplugin/pool-set.h"
 #include "host/discover.h"
+#include "ib-attachments.h"
 #include "kube/cluster.h"
 #include "kube/json-split.h"
 #include "plan/advertise.h"
@@ -57,10 +59,12 @@ struct reconcile {
         struct policy_report report;
         struct applied_state previous;
         struct ib_guid_pool ib_guids; /* --ib-guid-pool as read at the start */
-        struct plan plan;             /* of the latest round: what is left */
-        struct guarded_plan guarded;  /* what the guard let through, and what it held */
-        struct apply_report applied;  /* of the latest apply */
-        struct vf_usage in_use;       /* devices pods hold (asked once per reconcile) */
+        /* the GUIDs CNI attachments gave pods, read before each plan */
+        struct ib_guid_attachments ib_attachments;
+        struct plan plan;            /* of the latest round: what is left */
+        struct guarded_plan guarded; /* what the guard let through, and what it held */
+        struct apply_report applied; /* of the latest apply */
+        struct vf_usage in_use;      /* devices pods hold (asked once per reconcile) */
         bool asked_kubelet;
         struct dp_podresources_call *asking; /* PodResources List in flight */
         size_t n_failed;
@@ -86,6 +90,7 @@ static void reconcile_free(struct reconcile *rc)
         plan_done(&rc->plan);
         applied_state_done(&rc->previous);
         ib_guid_pool_done(&rc->ib_guids);
+        ib_guid_attachments_done(&rc->ib_attachments);
         policy_report_done(&rc->report);
         desired_state_done(&rc->desired);
         inventory_done(&rc->inv);
@@ -484,12 +489,40 @@ static void reconcile_finish(struct agent *a)
 
 static void reconcile_round(struct agent *a);
 
+static bool has_ib_vfs(const struct inventory *inv)
+{
+        for (size_t i = 0; i < inv->n_pfs; i++)
+                for (size_t j = 0; j < inv->pfs[i].n_vfs; j++)
+                        if (inv->pfs[i].vfs[j].has_ib_guids)
+                                return true;
+        return false;
+}
+
+/* The GUIDs pods were given, when the node has InfiniBand VFs (none on Ethernet nodes: nothing
+ * is read there). */
+static int load_ib_attachments(const struct agent *a, const struct inventory *inv,
+                               struct ib_guid_attachments *ret)
+{
+        ib_guid_attachments_done(ret);
+        if (!has_ib_vfs(inv))
+                return 0;
+        return ib_attachments_read(a->config.cni_state_dir ?: CNI_STATE_DIR_DEFAULT, ret);
+}
+
 /* plan_build() and then nothing for PFs whose state record is unusable (they are reported
- * as plan problems and left exactly as they are). */
-static int build_plan(struct reconcile *rc)
+ * as plan problems and left exactly as they are). The GUIDs pods were given are read afresh
+ * for each plan: a round's re-bind may come after a pod's ADD or DEL. */
+static int build_plan(const struct agent *a, struct reconcile *rc, char *what, size_t size)
 {
         plan_done(&rc->plan);
-        int r = plan_build(&rc->desired, &rc->inv, &rc->previous, &rc->plan);
+        snprintf(what, size, "the GUIDs pods were given (the CNI plugin's records in %s)",
+                 a->config.cni_state_dir ?: CNI_STATE_DIR_DEFAULT);
+        int r = load_ib_attachments(a, &rc->inv, &rc->ib_attachments);
+        if (r < 0)
+                return r;
+        snprintf(what, size, "planning");
+        rc->desired.ib_attachments = &rc->ib_attachments;
+        r = plan_build(&rc->desired, &rc->inv, &rc->previous, &rc->plan);
         if (r >= 0)
                 r = plan_freeze_bad_records(&rc->plan, &rc->previous);
         return r;
@@ -500,6 +533,7 @@ static void on_applied(int error, const char *why, struct apply_report *report, 
         struct agent *a = userdata;
         struct reconcile *rc = a->running;
         _cleanup_free_ char *load_error = NULL;
+        char what[PATH_MAX];
         int r;
 
         rc->child = NULL;
@@ -534,9 +568,9 @@ static void on_applied(int error, const char *why, struct apply_report *report, 
         if (apply_rounds_over(rc->round, &rc->applied)) {
                 /* What is left is reported and retried with backoff; plan it once more so
                  * the pools and the status describe the node as it is now. */
-                r = build_plan(rc);
+                r = build_plan(a, rc, what, sizeof(what));
                 if (r < 0) {
-                        reconcile_stop(a, r, "planning");
+                        reconcile_stop(a, r, "%s", what);
                         return;
                 }
                 reconcile_finish(a);
@@ -548,12 +582,13 @@ static void on_applied(int error, const char *why, struct apply_report *report, 
 static void reconcile_round(struct agent *a)
 {
         struct reconcile *rc = a->running;
+        char what[PATH_MAX];
         int r;
 
         guarded_plan_done(&rc->guarded);
-        r = build_plan(rc);
+        r = build_plan(a, rc, what, sizeof(what));
         if (r < 0) {
-                reconcile_stop(a, r, "planning");
+                reconcile_stop(a, r, "%s", what);
                 return;
         }
         if (rc->round == 0)
@@ -614,6 +649,7 @@ static void reconcile_guard_and_apply(struct agent *a)
         const struct apply_options opts = {
                 .sysfs_root = a->config.sysfs_root,
                 .vf_timeout_ms = (int)(a->config.vf_timeout_usec / 1000),
+                .cni_state_dir = a->config.cni_state_dir,
         };
         r = record_intent(a, &rc->guarded.plan, &rc->previous);
         if (r < 0) {

@@ -14,7 +14,21 @@
 #include "host/netlink-netns.h"
 #include "util/macro.h"
 
-#define GUID_ALL_ONES UINT64_MAX
+#define GUID_ALL_ONES    UINT64_MAX
+#define IPOIB_HWADDR_LEN 20 /* INFINIBAND_ALEN */
+
+uint64_t cni_ib_current_guid(const struct vf_location *loc, uint64_t vf_info_guid)
+{
+        struct host_link l;
+        if (!loc->vf_ifname[0] || host_link_get(loc->vf_ifname, &l) < 0 ||
+            l.hwaddr_len != IPOIB_HWADDR_LEN)
+                return vf_info_guid;
+        /* QPN (4 bytes), then the port's GID: subnet prefix (8), port GUID (8) */
+        uint64_t guid = 0;
+        for (int i = IPOIB_HWADDR_LEN - 8; i < IPOIB_HWADDR_LEN; i++)
+                guid = guid << 8 | l.hwaddr[i];
+        return guid;
+}
 
 int cni_ib_plan(const struct cni_ib_conf *ib, const struct vf_location *loc, const char *pci,
                 bool vfio, struct cni_cache *rec, struct cni_error *e)
@@ -44,14 +58,15 @@ int cni_ib_plan(const struct cni_ib_conf *ib, const struct vf_location *loc, con
                                 "VF %s (VF %d of %s): its PF reports no VF GUIDs: not an "
                                 "InfiniBand VF",
                                 pci, loc->vf_index, loc->pf_ifname);
+        uint64_t current = cni_ib_current_guid(loc, v->port_guid);
         char now[CNI_GUID_STR_MAX];
-        cni_guid_format(v->port_guid, now);
+        cni_guid_format(current, now);
         if (ib->has_guid) {
                 snprintf(rec->host_guid, sizeof(rec->host_guid), "%s", now);
                 cni_guid_format(ib->guid, rec->guid);
                 return 0;
         }
-        if (v->port_guid == 0 || v->port_guid == GUID_ALL_ONES)
+        if (current == 0 || current == GUID_ALL_ONES)
                 return cni_fail(e, CNI_ERR_GENERIC, -EINVAL,
                                 "VF %s (VF %d of %s): its GUID %s is not valid and no GUID was "
                                 "given (runtimeConfig.infinibandGUID or CNI_ARGS GUID=)",
@@ -202,6 +217,13 @@ int cni_ib_set_guid(const char *sysfs_root, const char *pci, struct vf_location 
                                 text, strerror(-r));
         if (!host_ifname || !host_ifname[0])
                 return 0;
+        return cni_vf_netdev_name_back(sysfs_root, pci, loc, host_ifname, e);
+}
+
+int cni_vf_netdev_name_back(const char *sysfs_root, const char *pci, struct vf_location *loc,
+                            const char *host_ifname, struct cni_error *e)
+{
+        int r;
         /* the driver re-creates the netdev, possibly under another name */
         for (int i = 0; i < 100 && !host_vf_has_netdev(sysfs_root, pci); i++)
                 nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
@@ -240,4 +262,24 @@ int cni_ib_restore_guid(const char *sysfs_root, const struct cni_cache *rec, boo
                                 rec->device_id, strerror(-r));
         return cni_ib_set_guid(sysfs_root, rec->device_id, &loc, rec->orig.host_ifname, vfio, guid,
                                e);
+}
+
+int cni_ib_reclaim_guid(const char *sysfs_root, const struct cni_cache *stale, bool vfio,
+                        struct cni_error *e)
+{
+        if (!stale->host_guid[0])
+                return 0;
+        int r = cni_ib_restore_guid(sysfs_root, stale, vfio, e);
+        if (r < 0) {
+                char why[sizeof(e->msg)];
+                snprintf(why, sizeof(why), "%s", e->msg);
+                return cni_fail(e, CNI_ERR_TRY_LATER, r,
+                                "VF %s: its last holder's namespace is gone and its GUID %s "
+                                "could not be put back to %s, as that attachment's DEL would: "
+                                "%s; not taken, so that this pod records neither that GUID as "
+                                "the VF's own nor runs with it",
+                                stale->device_id, stale->guid[0] ? stale->guid : "(unknown)",
+                                stale->host_guid, why);
+        }
+        return 0;
 }

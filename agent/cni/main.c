@@ -8,10 +8,12 @@
  *
  * Environment besides the CNI_* variables: SRIOV_CNI_STATE_DIR (default /var/lib/cni/sriov),
  * SRIOV_CNI_SYSFS_ROOT (default /sys), SRIOV_CNI_AGENT_STATE_DIR (the agent's records, default
- * /var/lib/sriov-agent), SRIOV_CNI_ANY_VF_FILE (default /etc/sriov-agent/cni-allow-any-vf) and
- * SRIOV_CNI_PODRESOURCES_SOCKET (default /var/lib/kubelet/pod-resources/kubelet.sock) for tests;
- * SRIOV_CNI_TIMINGS=1 prints a line with the wall time spent in total, in the IPAM plugin and in
- * netlink requests, and the plugin's peak RSS (the IPAM child not included) to stderr. */
+ * /var/lib/sriov-agent), SRIOV_CNI_ANY_VF_FILE (default /etc/sriov-agent/cni-allow-any-vf),
+ * SRIOV_CNI_PODRESOURCES_SOCKET (default /var/lib/kubelet/pod-resources/kubelet.sock) and
+ * SRIOV_CNI_KUBELET_CHECKPOINT (the kubelet's device manager checkpoint, default under
+ * /var/lib/kubelet/device-plugins) for tests; SRIOV_CNI_TIMINGS=1 prints a line with the wall
+ * time spent in total, in the IPAM plugin and in netlink requests, and the plugin's peak RSS (the
+ * IPAM child not included) to stderr. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -26,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc-specs.h"
 #include "cni/conf-ib.h"
 #include "cni/conf.h"
 #include "cni/ipam.h"
@@ -57,7 +60,7 @@ struct timings {
 struct plugin {
         const char *command, *container_id, *netns, *ifname, *args, *cni_path;
         const char *state_dir, *sysfs_root;
-        const char *agent_state_dir, *any_vf_file, *podres_socket;
+        const char *agent_state_dir, *any_vf_file, *podres_socket, *kubelet_checkpoint;
         char *stdin_data;
         size_t stdin_len;
         struct cni_conf conf;
@@ -140,6 +143,19 @@ static void enable_notify(const char *ifname)
         /* IPv6 addresses usable while DAD runs, as upstream's SetupVF (kernels without
          * CONFIG_IPV6_OPTIMISTIC_DAD have no such file: addresses then settle normally) */
         (void)host_ipv6_conf_set(ifname, "optimistic_dad", "1");
+}
+
+/* The node-wide lock around re-binds and RDMA moves (cni_move_lock): taken only around those
+ * steps, so that an ADD waits for no other ADD's IPAM or netdev set-up. */
+static int take_move_lock(struct plugin *p, const char *pci)
+{
+        int fd = cni_move_lock(p->state_dir, LOCK_TIMEOUT_MS);
+        if (fd < 0)
+                return fail(p, CNI_ERR_TRY_LATER, fd,
+                            "VF %s: cannot take the node's lock for driver re-binds and RDMA "
+                            "device moves in %s: %s",
+                            pci, p->state_dir, strerror(-fd));
+        return fd;
 }
 
 /* ---- restoring (DEL, and ADD's undo) ---- */
@@ -520,6 +536,17 @@ static int check_allocation(struct plugin *p, const char *pci)
                         p->err = (struct cni_error){ .code = 0 };
                         if (stale.orig.host_ifname[0])
                                 rename_returned_netdev(p, &stale);
+                        /* its GUID too (ib-sriov): else this ADD would record the dead pod's
+                         * GUID as the VF's own, or run with it beside whoever gets it next */
+                        if (stale.host_guid[0]) {
+                                _cleanup_close_ int lock = take_move_lock(p, pci);
+                                if (lock < 0)
+                                        return lock;
+                                if ((r = cni_ib_reclaim_guid(p->sysfs_root, &stale,
+                                                             strcmp(loc.driver, "vfio-pci") == 0,
+                                                             &p->err)) < 0)
+                                        return r;
+                        }
                 }
         }
         return cni_pci_release(p->state_dir, pci);
@@ -671,8 +698,17 @@ static int cmd_add(struct plugin *p)
          * not when cmd_add returns (closep leaves -1 for the cleanup) */
         closep(&guid_lock);
 
+        /* what the kubelet handed the pod for the VF's RDMA device, read before the lock */
+        struct host_rdma_char_devices handed = { .uverbs = "" };
+        char handed_by[512] = "";
+        if (((p->ib && p->ib_conf.has_guid) || rec.rdma_moved) &&
+            (r = cni_alloc_rdma_devices(p->kubelet_checkpoint, p->args, conf->device_id, &handed,
+                                        handed_by, sizeof(handed_by))) < 0)
+                return fail(p, CNI_ERR_GENERIC, r, "out of memory");
+
         /* from here on, every failure undoes what was done */
         bool moved = false, ipam_added = false, guid_set = false, rdma_in_pod = false;
+        int move_lock = -1;
         struct cni_ipam_result ipam = { .n_ips = 0 };
         bool have_ipam = false;
         const char *pf = loc.pf_ifname;
@@ -724,7 +760,15 @@ static int cmd_add(struct plugin *p)
         }
         applied.link_state = rec.link_state;
         /* the GUID first (its re-bind re-creates the netdev and the RDMA device), then the RDMA
-         * device (moving an IPoIB VF's re-creates its netdev in the host), then the netdev */
+         * device (moving an IPoIB VF's re-creates its netdev in the host), then the netdev.
+         * The re-bind and the move both give the RDMA device the lowest free uverbs/umad/issm
+         * numbers again: under the node's lock (no other re-bind or move in between), then
+         * checked against what the kubelet handed the pod */
+        if ((p->ib && p->ib_conf.has_guid) || rec.rdma_moved) {
+                move_lock = take_move_lock(p, conf->device_id);
+                if ((r = move_lock) < 0)
+                        goto undo;
+        }
         if (p->ib && p->ib_conf.has_guid) {
                 guid_set = true;
                 if ((r = cni_ib_set_guid(p->sysfs_root, conf->device_id, &loc, rec.orig.host_ifname,
@@ -751,6 +795,12 @@ static int cmd_add(struct plugin *p)
                 if ((r = cni_rdma_move(&rec, pod_ns, p->netns, &p->err)) < 0)
                         goto undo;
                 rdma_in_pod = true;
+        }
+        if (move_lock >= 0) {
+                r = cni_rdma_check_devices(p->sysfs_root, &rec, &handed, handed_by, &p->err);
+                if (r < 0)
+                        goto undo;
+                closep(&move_lock);
         }
         if (!dpdk && (guid_set || rdma_in_pod) &&
             ((r = locate_vf(p, conf->device_id, &loc)) < 0 ||
@@ -897,11 +947,16 @@ undo:;
                 undone = release_netdev(p, pod_ns, p->ifname, &rec);
         else if (moved)
                 (void)release_netdev(p, pod_ns, p->ifname, &rec);
-        /* as DEL: the RDMA device back by its index before the GUID's re-bind renews it */
-        if (rdma_in_pod && cni_rdma_release(&rec, pod_ns, p->host_ns, p->netns, &p->err) < 0)
+        /* as DEL: the RDMA device back by its index before the GUID's re-bind renews it; under
+         * the node's lock (still held when the failure came while it was) */
+        if ((rdma_in_pod || guid_set) && move_lock < 0)
+                move_lock = take_move_lock(p, conf->device_id);
+        if (rdma_in_pod &&
+            cni_rdma_release(p->sysfs_root, &rec, pod_ns, p->host_ns, p->netns, &p->err) < 0)
                 undone = -EIO;
         if (guid_set && cni_ib_restore_guid(p->sysfs_root, &rec, vfio, &p->err) < 0)
                 undone = -EIO;
+        closep(&move_lock);
         /* the records go only with a complete undo: else the runtime's DEL finishes it */
         if (undone >= 0) {
                 (void)cni_pci_release(p->state_dir, conf->device_id);
@@ -1086,9 +1141,15 @@ static int cmd_del(struct plugin *p)
                 /* a pod namespace already gone returned the RDMA device to the host itself.
                  * Moved back before the GUID is restored below: that re-bind re-registers the
                  * device under a new index, and the record names the one in the pod. */
-                if (c.rdma_moved && pod_ns >= 0 &&
-                    (r = cni_rdma_release(&c, pod_ns, p->host_ns, p->netns, &p->err)) < 0)
-                        return r;
+                _cleanup_close_ int move_lock = -1;
+                if (c.rdma_moved && pod_ns >= 0) {
+                        if ((move_lock = take_move_lock(p, c.device_id)) < 0)
+                                return move_lock;
+                        if ((r = cni_rdma_release(p->sysfs_root, &c, pod_ns, p->host_ns, p->netns,
+                                                  &p->err)) < 0)
+                                return r;
+                        closep(&move_lock);
+                }
                 if (netdev && pod_ns < 0) {
                         /* the kernel returns the netdev to the host when the namespace ends,
                          * which takes a moment after its path is gone (or never comes, while
@@ -1100,10 +1161,14 @@ static int cmd_del(struct plugin *p)
                                             c.device_id, p->netns ? p->netns : holder);
                         rename_returned_netdev(p, &c);
                 }
-                if (c.host_guid[0] &&
-                    (r = cni_ib_restore_guid(p->sysfs_root, &c, strcmp(loc.driver, "vfio-pci") == 0,
-                                             &p->err)) < 0)
-                        return r;
+                if (c.host_guid[0]) {
+                        if ((move_lock = take_move_lock(p, c.device_id)) < 0)
+                                return move_lock;
+                        if ((r = cni_ib_restore_guid(p->sysfs_root, &c,
+                                                     strcmp(loc.driver, "vfio-pci") == 0,
+                                                     &p->err)) < 0)
+                                return r;
+                }
         }
         if (unreadable)
                 fprintf(stderr,
@@ -1279,6 +1344,8 @@ int main(int argc, char **argv)
                 .agent_state_dir = env("SRIOV_CNI_AGENT_STATE_DIR") ?: CNI_AGENT_STATE_DIR_DEFAULT,
                 .any_vf_file = env("SRIOV_CNI_ANY_VF_FILE") ?: CNI_ANY_VF_FILE_DEFAULT,
                 .podres_socket = env("SRIOV_CNI_PODRESOURCES_SOCKET") ?: CNI_PODRES_SOCKET_DEFAULT,
+                .kubelet_checkpoint =
+                    env("SRIOV_CNI_KUBELET_CHECKPOINT") ?: CNI_KUBELET_CHECKPOINT_DEFAULT,
                 .host_ns = -1,
                 .ib = strcmp(base, "ib-sriov") == 0,
                 .t = { .enabled = env("SRIOV_CNI_TIMINGS") != NULL, .start = now_ms() },

@@ -10,10 +10,13 @@
 
 #include "cni/conf.h"
 #include "cni/state.h"
+#include "host/rdma-function.h"
 
 /* Reads the kernel's mode; in exclusive mode finds the VF's RDMA device and fills rec's
  * rdma_* fields (nothing moved yet). required: refuse when the mode is not exclusive or the VF
- * has no RDMA device. 0 or a negative errno with e filled. */
+ * has no RDMA device. A VF whose function has an RDMA auxiliary device (mlx5_core.rdma.N) has
+ * one: while it is absent (a driver re-bind under way) it is waited for, up to 5 s, and then
+ * refused rather than attached without. 0 or a negative errno with e filled. */
 int cni_rdma_plan(const char *sysfs_root, const char *pci, const char *vf_ifname,
                   const char *driver, bool required, struct cni_cache *rec, struct cni_error *e);
 
@@ -30,6 +33,15 @@ int cni_rdma_find_again(const char *sysfs_root, const char *vf_ifname, const cha
 int cni_rdma_move(const struct cni_cache *rec, int pod_ns, const char *netns, struct cni_error *e);
 
 /* Moves it back from pod_ns into host_ns (the caller's); finding it in the host already is
- * success. Back in host_ns on return. */
-int cni_rdma_release(const struct cni_cache *rec, int pod_ns, int host_ns, const char *netns,
-                     struct cni_error *e);
+ * success. Back in host_ns on return. A VF netdev the move re-created (IPoIB: its netdev
+ * belongs to the RDMA device) gets its host name rec->orig.host_ifname back. */
+int cni_rdma_release(const char *sysfs_root, const struct cni_cache *rec, int pod_ns, int host_ns,
+                     const char *netns, struct cni_error *e);
+
+/* After the last move or re-bind of ADD (the caller holds cni_move_lock()): the uverbs/umad/
+ * issm devices the VF's RDMA device (rec's, or in shared mode the one under its function) owns
+ * now must be those the pod was handed (want, from source: see alloc-specs.h). A kind not
+ * handed out is not compared. -EXDEV with e naming both when one differs. */
+int cni_rdma_check_devices(const char *sysfs_root, const struct cni_cache *rec,
+                           const struct host_rdma_char_devices *want, const char *source,
+                           struct cni_error *e);

@@ -459,6 +459,11 @@ int cni_guid_lock(const char *dir, int timeout_ms)
         return take_lock(dir, "ib-guids", timeout_ms);
 }
 
+int cni_move_lock(const char *dir, int timeout_ms)
+{
+        return take_lock(dir, CNI_MOVE_LOCK_NAME, timeout_ms);
+}
+
 int cni_pci_holder(const char *dir, const char *pci, char *buf, size_t size)
 {
         char path[PATH_MAX];

@@ -12,6 +12,8 @@
  *   <dir>/pci/vf_lock/<pci>.lock         flock(2)ed while a VF is being set up or released
  *   <dir>/pci/vf_lock/ib-guids.lock      flock(2)ed while an ib-sriov ADD checks and records
  *                                        the GUID it sets
+ *   <dir>/pci/vf_lock/rdma-moves.lock    flock(2)ed node-wide around every VF driver re-bind and
+ *                                        RDMA device move, by the plugin and by the agent
  *
  * <dir> is /var/lib/cni/sriov on a node. */
 #pragma once
@@ -105,6 +107,14 @@ int cni_pci_lock(const char *dir, const char *pci, int timeout_ms);
  * record (naming the GUID) is written, so that two ADDs asking for one GUID for two VFs at
  * once (each under its own VF's lock) cannot both pass the check. */
 int cni_guid_lock(const char *dir, int timeout_ms);
+/* The node's lock around everything that re-binds a VF's driver or moves an RDMA device
+ * between network namespaces (<dir>/pci/vf_lock/rdma-moves.lock), as cni_pci_lock. Each such
+ * step frees the device's uverbsN/umadN/issmN minors and its mlx5_N name and takes the lowest
+ * free ones again: two at once can swap them between two pods. Held by the plugin's ADD, DEL
+ * and undo only around those steps (and the check of the char devices after them), and by the
+ * agent around its GUID and driver changes; never while waiting for anything else. */
+#define CNI_MOVE_LOCK_NAME "rdma-moves"
+int cni_move_lock(const char *dir, int timeout_ms);
 /* The holder's netns path; -ENOENT when the VF is not allocated. */
 int cni_pci_holder(const char *dir, const char *pci, char *buf, size_t size);
 int cni_pci_save(const char *dir, const char *pci, const char *netns);

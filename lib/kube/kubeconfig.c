@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "kube/base64.h"
+#include "util/base64.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"

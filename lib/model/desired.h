@@ -54,12 +54,16 @@ struct desired_interface {
 };
 
 struct ib_guid_pool;
+struct ib_guid_attachments;
 
 struct desired_state {
         struct desired_interface *interfaces; /* sorted by PCI address */
         size_t n_interfaces, cap_interfaces;  /* cap_*: allocated, for util/array.h */
         /* The static IB GUID pool (plan/ib-guids.h), borrowed; NULL: GUIDs are derived */
         const struct ib_guid_pool *ib_guids;
+        /* The GUIDs live CNI attachments gave their pods' VFs (plan/ib-guids.h), borrowed;
+         * NULL: none. Such a VF's GUID is the pod's, not the pool's, while it lives. */
+        const struct ib_guid_attachments *ib_attachments;
 };
 
 void desired_interface_done(struct desired_interface *iface);

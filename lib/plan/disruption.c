@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "plan/ib-guids.h"
 #include "util/array.h"
 
 /* How many in-use devices a reason names before "and N more". */
@@ -139,7 +140,11 @@ static void judge_vf_action(struct pf_verdict *v, const struct action *a)
                 record(v, "bind-driver of VF %d (%s) from %s to %s", a->vf_index, a->vf_address,
                        *v->pf->vfs[slot].driver ? v->pf->vfs[slot].driver : "none",
                        *a->text ? a->text : "its kernel driver");
-        else
+        else if (a->kind == ACTION_SET_VF_GUID) {
+                char guid[IB_GUID_TEXT_MAX];
+                ib_guid_format(a->guid, guid);
+                record(v, "set-vf-guid %s on VF %d (%s)", guid, a->vf_index, a->vf_address);
+        } else
                 record(v, "set-vf-mtu %d on VF %d (%s)", a->value, a->vf_index, a->vf_address);
 }
 

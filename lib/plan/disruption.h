@@ -8,7 +8,8 @@
  *   writes 0 first, so growing as well as shrinking destroys and re-creates every VF (growing
  *   from 0 VFs never is, there is nothing to destroy);
  * - resets the PF (removes all VFs) while VFs are in use;
- * - rebinds the driver of, or sets the MTU of, an in-use VF;
+ * - rebinds the driver of, sets the MTU of, or sets the InfiniBand GUID of (a re-bind too) an
+ *   in-use VF (the planner plans no GUID change for a VF whose GUID a pod's attachment set);
  * - changes the eswitch mode of a PF with in-use VFs;
  * - lowers the PF MTU (restore-pf-mtu) while VFs are in use (raising it never is);
  * - touches in any way a PF that is itself allocated to a pod.

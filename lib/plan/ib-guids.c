@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
+
+#include "util/array.h"
 
 #include "util/macro.h"
 #include "util/names.h"
@@ -264,4 +267,49 @@ int ib_guid_for_vf(const struct ib_guid_pool *pool, const struct pf_info *pf, in
         }
         *ret = derive(pf, vf_index);
         return 0;
+}
+
+void ib_guid_attachments_done(struct ib_guid_attachments *set)
+{
+        free(set->items);
+        *set = (struct ib_guid_attachments){ 0 };
+}
+
+int ib_guid_attachments_add(struct ib_guid_attachments *set, const char *vf_pci, uint64_t guid,
+                            const char *name)
+{
+        if (!vf_pci || !*vf_pci || strlen(vf_pci) >= PCI_ADDR_MAX || !ib_guid_is_valid(guid))
+                return -EINVAL;
+        struct ib_guid_attachment *a = NULL;
+        for (size_t i = 0; !a && i < set->n_items; i++)
+                if (strcasecmp(set->items[i].vf_pci, vf_pci) == 0)
+                        a = &set->items[i];
+        if (!a) {
+                if (GROW_ARRAY(set->items, set->cap_items, set->n_items + 1) < 0)
+                        return -ENOMEM;
+                a = &set->items[set->n_items++];
+        }
+        *a = (struct ib_guid_attachment){ .guid = guid };
+        snprintf(a->vf_pci, sizeof(a->vf_pci), "%s", vf_pci);
+        snprintf(a->name, sizeof(a->name), "%s", name ? name : "");
+        return 0;
+}
+
+const struct ib_guid_attachment *ib_guid_attachment_of_vf(const struct ib_guid_attachments *set,
+                                                          const char *vf_pci)
+{
+        for (size_t i = 0; set && vf_pci && i < set->n_items; i++)
+                if (strcasecmp(set->items[i].vf_pci, vf_pci) == 0)
+                        return &set->items[i];
+        return NULL;
+}
+
+const struct ib_guid_attachment *ib_guid_attachment_holding(const struct ib_guid_attachments *set,
+                                                            uint64_t guid, const char *vf_pci)
+{
+        for (size_t i = 0; set && i < set->n_items; i++)
+                if (set->items[i].guid == guid &&
+                    (!vf_pci || strcasecmp(set->items[i].vf_pci, vf_pci) != 0))
+                        return &set->items[i];
+        return NULL;
 }

@@ -228,7 +228,11 @@ static int plan_vf_mtu(struct builder *b, const struct vf_group *g, const struct
 /* InfiniBand PFs: every VF of a group gets a valid node and port GUID (plan/ib-guids.h).
  * Only VFs whose GUIDs the kernel reported are judged (a new VF is, the round after it
  * appears). A VF with a kernel driver is re-bound by the executor for its RDMA device to take
- * the GUID: its netdev state is then unknown (*ret_rebound). */
+ * the GUID: its netdev state is then unknown (*ret_rebound).
+ * A GUID has one owner: a VF whose GUID a live CNI attachment set is its pod's (whatever the VF
+ * shows: the attachment's DEL puts back what it found), and the pool's GUID that another VF's
+ * pod carries is not set on this VF while that pod runs (a warning: two VFs with one GUID on
+ * the fabric). Once the attachment ends its VF is judged as any other again. */
 static int plan_vf_guid(struct builder *b, const struct pf_info *pf, int index, bool recreate,
                         bool *ret_rebound)
 {
@@ -240,9 +244,17 @@ static int plan_vf_guid(struct builder *b, const struct pf_info *pf, int index, 
                 return 0;
         if (ib_guid_for_vf(b->desired->ib_guids, pf, index, &want, error, sizeof(error)) < 0)
                 return add_failure(b->plan, pf->pci_address, "%s", error);
-        if (vf->ib_node_guid == want && vf->ib_port_guid == want)
+        if (ib_guid_attachment_of_vf(b->desired->ib_attachments, vf->pci_address) ||
+            (vf->ib_node_guid == want && vf->ib_port_guid == want))
                 return 0;
         ib_guid_format(want, want_text);
+        const struct ib_guid_attachment *other =
+            ib_guid_attachment_holding(b->desired->ib_attachments, want, vf->pci_address);
+        if (other)
+                return add_problem(b->plan, pf->pci_address,
+                                   "VF %d (%s): its GUID %s is not set while the pod of the CNI "
+                                   "attachment %s on VF %s carries it (a GUID has one owner)",
+                                   index, vf->pci_address, want_text, other->name, other->vf_pci);
         ib_guid_format(vf->ib_node_guid, have_text);
         char reason[128];
         snprintf(reason, sizeof(reason), "InfiniBand GUID %s%s, %s wanted", have_text,

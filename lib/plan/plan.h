@@ -9,6 +9,8 @@
  *   netdevice groups need a kernel driver, not unbound and not a DPDK driver); the VF MTU is set
  *   for netdevice groups when it differs or is unknown (the VF is being created or rebound);
  * - VFs outside every group are untouched;
+ * - a VF of an InfiniBand PF gets its pool GUID when it shows another, except while a live CNI
+ *   attachment (desired->ib_attachments) owns its GUID: then the GUID is its pod's;
  * - PFs with an applied record but no longer desired are reset (VF count, eswitch mode and MTU
  *   back to the recorded originals) unless they were externally managed; PFs without a
  *   record are never touched.

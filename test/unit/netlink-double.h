@@ -22,7 +22,9 @@
  *
  * Acknowledgements are as the kernel sends them to a socket with NETLINK_CAP_ACK (as
  * host_netlink_open() asks): NLMSG_ERROR with NLM_F_CAPPED and only the request's header;
- * dumps end with NLMSG_DONE and no ACK. Requests are kept (bytes) for the tests to check. */
+ * dumps end with NLMSG_DONE and no ACK. Requests are kept (bytes) for the tests to check.
+ * Answers wait in a queue of the asking thread, as each socket receives its own; a test whose
+ * threads ask at once serialises the requests themselves. */
 #pragma once
 
 #include <errno.h>
@@ -90,10 +92,15 @@ struct nldouble {
         size_t request_len;
         unsigned n_requests;
         uint64_t busy_usec; /* time spent answering (the "kernel's own time") */
-        /* answers not received yet */
-        struct nl_msg *queue[NLDOUBLE_MAX_QUEUE];
-        size_t q_head, q_tail;
 };
+
+/* Answers not received yet: per thread, as each socket gets its own answers from the kernel
+ * (a test with several threads asking at once serialises the requests themselves). */
+struct nldouble_queue {
+        struct nl_msg *msgs[NLDOUBLE_MAX_QUEUE];
+        size_t head, tail;
+};
+static _Thread_local struct nldouble_queue nldouble_answers;
 
 /* libnl's overwritten send/recv have no user data: one double per test process at a time. */
 static struct nldouble *nldouble_current;
@@ -131,14 +138,17 @@ static inline void nldouble_add_dev(struct nldouble *d, uint32_t index, const ch
 
 static inline void nldouble_done(struct nldouble *d)
 {
-        while (d->q_head != d->q_tail)
-                nlmsg_free(d->queue[d->q_head++ % NLDOUBLE_MAX_QUEUE]);
+        (void)d;
+        struct nldouble_queue *q = &nldouble_answers;
+        while (q->head != q->tail)
+                nlmsg_free(q->msgs[q->head++ % NLDOUBLE_MAX_QUEUE]);
         nldouble_current = NULL;
 }
 
 static inline void nldouble_queue(struct nldouble *d, struct nl_msg *m)
 {
-        d->queue[d->q_tail++ % NLDOUBLE_MAX_QUEUE] = m;
+        (void)d;
+        nldouble_answers.msgs[nldouble_answers.tail++ % NLDOUBLE_MAX_QUEUE] = m;
 }
 
 /* netlink_ack() for a socket with NETLINK_CAP_ACK: the request's header only. */
@@ -435,9 +445,11 @@ static inline int nldouble_recv(struct nl_sock *sk, struct sockaddr_nl *nla, uns
         struct nldouble *d = nldouble_current;
         if (creds)
                 *creds = NULL;
-        if (d->q_head == d->q_tail)
+        (void)d;
+        struct nldouble_queue *q = &nldouble_answers;
+        if (q->head == q->tail)
                 return -NLE_AGAIN; /* the kernel would block: a test bug */
-        struct nl_msg *m = d->queue[d->q_head++ % NLDOUBLE_MAX_QUEUE];
+        struct nl_msg *m = q->msgs[q->head++ % NLDOUBLE_MAX_QUEUE];
         struct nlmsghdr *h = nlmsg_hdr(m);
         *buf = malloc(h->nlmsg_len);
         memcpy(*buf, h, h->nlmsg_len);

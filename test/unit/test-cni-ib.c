@@ -75,7 +75,24 @@ struct fixture {
         struct nldouble pf2;
         bool has_pf2;
         char state[96]; /* the plugin's records (CNI state dir) */
+        /* the VF's IPoIB hardware address (RTM_GETLINK by name): QPN, then the port's GID */
+        uint8_t ipoib_addr[20];
+        /* an RDMA device moving home re-creates the VF's IPoIB netdev under this name ("" no) */
+        char ipoib_recreate[IFNAMSIZ];
+        /* the uverbs minors: class/infiniband_verbs/uverbsN/ibdev in the tree; with
+         * uverbs_alloc, a move frees the device's and takes the lowest free one again, as
+         * rdma_dev_change_netns's disable_device / enable_device_and_get do through ib_uverbs's
+         * remove_one / add_one (ida_alloc_max: lowest free) */
+        bool uverbs_alloc;
+        char uverbs_owner[8][32];
+        /* moves in flight between freeing and re-taking their minor: the first to free waits
+         * (bounded) for a second move to re-take first, the interleaving that swaps them */
+        int n_between, n_retaken;
+        pthread_cond_t retaken;
 };
+
+/* The double is one kernel: threads asking at once are served one request at a time. */
+static pthread_mutex_t kernel_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define PF2_NAME    "ibp94s0f0"
 #define PF2_PCI     "0000:5e:00.0"
@@ -139,10 +156,9 @@ static bool answer_getlink_by_name(struct nldouble *d, struct nlmsghdr *req)
             nlmsg_put(m, req->nlmsg_pid, req->nlmsg_seq, RTM_NEWLINK, sizeof(struct ifinfomsg), 0);
         *(struct ifinfomsg *)nlmsg_data(h) =
             (struct ifinfomsg){ .ifi_type = ARPHRD_INFINIBAND, .ifi_index = VF_IFINDEX };
-        const uint8_t addr[20] = { 0x00, 0x00, 0x10, 0x49, 0xfe, 0x80 };
         nla_put_string(m, IFLA_IFNAME, fx->vf_netdev);
         nla_put_u32(m, IFLA_MTU, 2044);
-        nla_put(m, IFLA_ADDRESS, sizeof(addr), addr);
+        nla_put(m, IFLA_ADDRESS, sizeof(fx->ipoib_addr), fx->ipoib_addr);
         nldouble_queue(d, m);
         if (req->nlmsg_flags & NLM_F_ACK)
                 nldouble_ack(d, req, 0);
@@ -158,11 +174,32 @@ static void answer_vf_setlink(struct nldouble *d, struct nlmsghdr *req)
                 nldouble_ack(d, req, -EINVAL);
                 return;
         }
+        /* the kernel renames its sysfs directory too */
+        char from[512], to[512];
+        snprintf(from, sizeof(from), "%s/bus/pci/devices/" VF_PCI "/net/%s", fx->root,
+                 fx->vf_netdev);
         nla_strlcpy(fx->vf_netdev, tb[IFLA_IFNAME], sizeof(fx->vf_netdev));
+        snprintf(to, sizeof(to), "%s/bus/pci/devices/" VF_PCI "/net/%s", fx->root, fx->vf_netdev);
+        (void)rename(from, to);
         nldouble_ack(d, req, 0);
 }
 
+static int send_locked(struct nl_sock *sk, struct nl_msg *msg);
+static void rdma_moving(struct nlmsghdr *req);
+static void rdma_moved(struct nlmsghdr *req);
+
 static int send_fn(struct nl_sock *sk, struct nl_msg *msg)
+{
+        struct nlmsghdr *req = nlmsg_hdr(msg);
+        rdma_moving(req);
+        pthread_mutex_lock(&kernel_lock);
+        int r = send_locked(sk, msg);
+        pthread_mutex_unlock(&kernel_lock);
+        rdma_moved(req);
+        return r;
+}
+
+static int send_locked(struct nl_sock *sk, struct nl_msg *msg)
 {
         struct nlmsghdr *req = nlmsg_hdr(msg);
         if (req->nlmsg_type == RTM_GETLINK && answer_getlink_by_name(&fx->d, req))
@@ -282,6 +319,109 @@ static void rdma_unregister(void)
         fx->rdma_name[0] = '\0';
 }
 
+/* The uverbs minor of RDMA device name: class/infiniband_verbs/uverbsN with its ibdev. */
+static void uverbs_give(int minor, const char *name)
+{
+        char rel[128];
+        snprintf(rel, sizeof(rel), "class/infiniband_verbs/uverbs%d", minor);
+        mkdirs(fx->root, rel);
+        snprintf(rel, sizeof(rel), "class/infiniband_verbs/uverbs%d/ibdev", minor);
+        char text[40];
+        snprintf(text, sizeof(text), "%s\n", name);
+        put_file(fx->root, rel, text);
+        snprintf(fx->uverbs_owner[minor], sizeof(fx->uverbs_owner[minor]), "%s", name);
+}
+
+static void uverbs_free(const char *name)
+{
+        for (int i = 0; i < 8; i++) {
+                if (strcmp(fx->uverbs_owner[i], name) != 0)
+                        continue;
+                char path[512];
+                snprintf(path, sizeof(path), "%s/class/infiniband_verbs/uverbs%d/ibdev", fx->root,
+                         i);
+                (void)unlink(path);
+                snprintf(path, sizeof(path), "%s/class/infiniband_verbs/uverbs%d", fx->root, i);
+                (void)rmdir(path);
+                fx->uverbs_owner[i][0] = '\0';
+        }
+}
+
+/* ib_uverbs add_one: the lowest free minor */
+static void uverbs_take_lowest(const char *name)
+{
+        for (int i = 0; i < 8; i++)
+                if (!fx->uverbs_owner[i][0]) {
+                        uverbs_give(i, name);
+                        return;
+                }
+}
+
+/* The device an RDMA_NLDEV_CMD_SET with a NET_NS_FD moves, whatever namespace it is in; NULL
+ * for any other request. */
+static struct nldouble_dev *moved_dev(struct nlmsghdr *req)
+{
+        if (req->nlmsg_type != RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_SET))
+                return NULL;
+        struct nlattr *tb[RDMA_NLDEV_ATTR_MAX];
+        if (nlmsg_parse(req, 0, tb, RDMA_NLDEV_ATTR_MAX - 1, NULL) < 0 ||
+            !tb[RDMA_NLDEV_ATTR_DEV_INDEX] || !tb[RDMA_NLDEV_NET_NS_FD])
+                return NULL;
+        uint32_t index = nla_get_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX]);
+        for (size_t i = 0; i < fx->d.n_devs; i++)
+                if (fx->d.devs[i].index == index)
+                        return &fx->d.devs[i];
+        return NULL;
+}
+
+/* rdma_dev_change_netns, first half (disable_device): the device's uverbs minor freed. The
+ * first move to get here waits (1 s at most) for another move to finish first. */
+static void rdma_moving(struct nlmsghdr *req)
+{
+        if (!fx || !fx->uverbs_alloc)
+                return;
+        pthread_mutex_lock(&kernel_lock);
+        struct nldouble_dev *v = moved_dev(req);
+        if (v && v->can_disassociate) {
+                uverbs_free(v->name);
+                if (fx->n_between++ == 0) {
+                        struct timespec until;
+                        clock_gettime(CLOCK_REALTIME, &until);
+                        until.tv_sec += 1;
+                        while (fx->n_retaken == 0 &&
+                               pthread_cond_timedwait(&fx->retaken, &kernel_lock, &until) == 0)
+                                ;
+                }
+        }
+        pthread_mutex_unlock(&kernel_lock);
+}
+
+/* ...and its second half (enable_device_and_get): the lowest free minor taken; an IPoIB
+ * netdev re-created by ipoib's add_one under the kernel's next name when it came home. */
+static void rdma_moved(struct nlmsghdr *req)
+{
+        if (!fx)
+                return;
+        pthread_mutex_lock(&kernel_lock);
+        struct nldouble_dev *v = moved_dev(req);
+        if (v && fx->uverbs_alloc && v->can_disassociate) {
+                uverbs_take_lowest(v->name);
+                fx->n_retaken++;
+                pthread_cond_broadcast(&fx->retaken);
+        }
+        if (v && fx->ipoib_recreate[0] && v->netns == fx->d.init_netns && fx->vf_netdev[0]) {
+                char path[512];
+                snprintf(path, sizeof(path), "%s/bus/pci/devices/" VF_PCI "/net/%s", fx->root,
+                         fx->vf_netdev);
+                (void)rmdir(path);
+                snprintf(fx->vf_netdev, sizeof(fx->vf_netdev), "%s", fx->ipoib_recreate);
+                snprintf(path, sizeof(path), "%s/bus/pci/devices/" VF_PCI "/net/%s", fx->root,
+                         fx->vf_netdev);
+                (void)mkdir(path, 0755);
+        }
+        pthread_mutex_unlock(&kernel_lock);
+}
+
 /* What the kernel does with the VF on unbind and drivers_probe: unbind removes its driver
  * link and its netdev; the probe re-creates the netdev (named as the driver names it) and
  * the driver link. Polls the tree every millisecond; records what it did. */
@@ -289,6 +429,7 @@ static void *fake_kernel_run(void *arg)
 {
         char path[512];
         while (!atomic_load(&fx->stop)) {
+                pthread_mutex_lock(&kernel_lock);
                 if (take_write("bus/pci/drivers/mlx5_core/unbind")) {
                         snprintf(path, sizeof(path), "%s/bus/pci/devices/" VF_PCI "/net/%s",
                                  fx->root, fx->vf_netdev);
@@ -313,6 +454,7 @@ static void *fake_kernel_run(void *arg)
                         (void)symlink("../../drivers/mlx5_core", path);
                         strcat(fx->kernel_log, "probe;");
                 }
+                pthread_mutex_unlock(&kernel_lock);
                 nanosleep(&(struct timespec){ .tv_nsec = 1000 * 1000 }, NULL);
         }
         return NULL;
@@ -363,6 +505,9 @@ static int setup(void **state)
         put_file(fx->root, "bus/pci/drivers_probe", "");
         snprintf(fx->state, sizeof(fx->state), "%s/cni-state", fx->root);
         mkdirs(fx->root, "cni-state/pci");
+        const uint8_t addr[20] = { 0x00, 0x00, 0x10, 0x49, 0xfe, 0x80 };
+        memcpy(fx->ipoib_addr, addr, sizeof(addr));
+        pthread_cond_init(&fx->retaken, NULL);
         *state = fx;
         return 0;
 }
@@ -370,6 +515,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
         nldouble_done(&fx->d);
+        pthread_cond_destroy(&fx->retaken);
         (void)nftw(fx->root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
         free(fx);
         fx = NULL;
@@ -920,7 +1066,7 @@ static void test_add_guid_then_rdma_move_uses_the_rebound_device(void **state)
         assert_true(rdma_dev(RDMA_REBOUND_INDEX)->netns == nldouble_netns_ino(pod_ns));
 
         /* DEL: back to the host by the recorded index, then the GUID put back (re-bind) */
-        r = cni_rdma_release(&rec, pod_ns, host_ns, "/proc/pod/ns/net", &e);
+        r = cni_rdma_release(fx->root, &rec, pod_ns, host_ns, "/proc/pod/ns/net", &e);
         if (r < 0)
                 fail_msg("%s", e.msg);
         assert_int_equal(last_set_index(), RDMA_REBOUND_INDEX);
@@ -936,6 +1082,289 @@ static void test_add_guid_then_rdma_move_uses_the_rebound_device(void **state)
         assert_string_equal(fx->kernel_log, "unbind;probe;");
         assert_true(fx->d.vf_guid[1].port == 0x0c42a10300b8c0dfULL);
         close(host_ns);
+        netns_child_end(child, pod_ns);
+}
+
+/* Item 5: the VF's GUID where the kernel keeps it. mlx5 reports through the PF's VF info only a
+ * GUID set over netlink since the driver loaded (0 otherwise); the IPoIB netdev's 20-byte
+ * address ends with the port GUID the VF really has. With the netdev in the host, ADD records
+ * that one (HostIFGUID, what DEL puts back) and, without a GUID given, accepts the VF. */
+static void test_plan_reads_the_guid_from_the_ipoib_address(void **state)
+{
+        fx->d.vf_guid[1] = (struct nldouble_guid){ 0, 0 }; /* mlx5 after a driver reload */
+        const uint8_t guid[8] = { 0x0c, 0x42, 0xa1, 0x03, 0x00, 0xb8, 0xc0, 0xe5 };
+        memcpy(fx->ipoib_addr + 12, guid, sizeof(guid));
+        struct vf_location loc = vf1();
+        snprintf(loc.vf_ifname, sizeof(loc.vf_ifname), "ib1");
+        struct cni_ib_conf ib = { .has_guid = true, .guid = GUID };
+        struct cni_cache rec = { 0 };
+        struct cni_error e = { 0 };
+        if (cni_ib_plan(&ib, &loc, VF_PCI, false, &rec, &e) < 0)
+                fail_msg("%s", e.msg);
+        assert_string_equal(rec.host_guid, "0c:42:a1:03:00:b8:c0:e5");
+        ib = (struct cni_ib_conf){ 0 };
+        rec = (struct cni_cache){ 0 };
+        if (cni_ib_plan(&ib, &loc, VF_PCI, false, &rec, &e) < 0)
+                fail_msg("a VF with a GUID in its IPoIB address refused: %s", e.msg);
+        /* no IPoIB netdev in the host (vfio-pci, or in a pod): the VF info it is */
+        struct vf_location bare = vf1();
+        assert_true(cni_ib_current_guid(&bare, 0x1234) == 0x1234);
+        assert_int_equal(fx->n_setlinks, 0);
+}
+
+/* Item 4: a pod died with its namespace before its DEL; its VF carries the pod's GUID. The next
+ * ADD for the VF reclaims it: the dead attachment's original GUID goes back first (a re-bind,
+ * as its DEL would), so the next pod records the VF's own GUID as the original and nobody runs
+ * with the dead pod's. */
+static void test_reclaim_puts_the_dead_pods_original_guid_back(void **state)
+{
+        const uint64_t dead_pods = 0x0200000000aa0001ULL, original = 0x0c42a10300b8c0dfULL;
+        fx->d.vf_guid[1] = (struct nldouble_guid){ dead_pods, dead_pods };
+        struct cni_cache stale = { .vfid = 1 };
+        snprintf(stale.device_id, sizeof(stale.device_id), VF_PCI);
+        snprintf(stale.host_guid, sizeof(stale.host_guid), "0c:42:a1:03:00:b8:c0:df");
+        snprintf(stale.guid, sizeof(stale.guid), "02:00:00:00:00:aa:00:01");
+        snprintf(stale.orig.host_ifname, sizeof(stale.orig.host_ifname), "ib1");
+        struct cni_error e = { 0 };
+        fake_kernel_start("ib1");
+        int r = cni_ib_reclaim_guid(fx->root, &stale, false, &e);
+        fake_kernel_stop();
+        if (r < 0)
+                fail_msg("%s", e.msg);
+        assert_true(fx->d.vf_guid[1].node == original && fx->d.vf_guid[1].port == original);
+        assert_string_equal(fx->kernel_log, "unbind;probe;");
+        /* the next pod's ADD records the VF's own GUID, not the dead pod's */
+        struct cni_ib_conf ib = { .has_guid = true, .guid = GUID };
+        struct cni_cache rec;
+        assert_int_equal(plan(&ib, false, &rec, &e), 0);
+        assert_string_equal(rec.host_guid, "0c:42:a1:03:00:b8:c0:df");
+        /* a stale record of a sriov attachment (no GUID set): nothing to put back */
+        struct cni_cache plain = stale;
+        plain.host_guid[0] = '\0';
+        unsigned before = fx->n_setlinks;
+        assert_int_equal(cni_ib_reclaim_guid(fx->root, &plain, false, &e), 0);
+        assert_int_equal(fx->n_setlinks, before);
+}
+
+/* Item 4: when the GUID cannot be put back, the ADD is refused (try later), naming the VF and
+ * both GUIDs, rather than recording the dead pod's GUID as the VF's own. */
+static void test_reclaim_that_fails_refuses_the_add(void **state)
+{
+        fx->d.pf_type = ARPHRD_ETHER; /* the PF refuses VF GUIDs */
+        struct cni_cache stale = { .vfid = 1 };
+        snprintf(stale.device_id, sizeof(stale.device_id), VF_PCI);
+        snprintf(stale.host_guid, sizeof(stale.host_guid), "0c:42:a1:03:00:b8:c0:df");
+        snprintf(stale.guid, sizeof(stale.guid), "02:00:00:00:00:aa:00:01");
+        struct cni_error e = { 0 };
+        assert_int_equal(cni_ib_reclaim_guid(fx->root, &stale, true, &e), -EOPNOTSUPP);
+        assert_int_equal(e.code, CNI_ERR_TRY_LATER);
+        assert_says(&e, "VF " VF_PCI ": its last holder's namespace is gone and its GUID "
+                        "02:00:00:00:00:aa:00:01 could not be put back to "
+                        "0c:42:a1:03:00:b8:c0:df");
+}
+
+static int pod_namespace(pid_t *child)
+{
+        int ns = netns_child_open(child);
+        if (ns < 0) {
+                netns_child_end(*child, ns);
+                print_message("skipped: needs root to create a network namespace\n");
+        }
+        return ns;
+}
+
+/* Item 6: exclusive mode, a pod given no GUID. DEL moves the VF's RDMA device home, which
+ * re-creates its IPoIB netdev in the host under the kernel's next name (ib7); with no GUID to
+ * restore (whose re-bind would name it back) the VF kept ib7. Now the move back names it ib1. */
+static void test_rdma_release_gives_the_recreated_ipoib_netdev_its_name(void **state)
+{
+        pid_t child = -1;
+        int pod_ns = pod_namespace(&child);
+        if (pod_ns < 0)
+                skip();
+        int host_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        fx->d.netns_mode = 0;
+        fx->rdma = true;
+        rdma_register(RDMA_INDEX, RDMA_NAME);
+        struct cni_cache rec = { .rdma_moved = true, .rdma_index = RDMA_INDEX };
+        snprintf(rec.device_id, sizeof(rec.device_id), VF_PCI);
+        snprintf(rec.rdma_name, sizeof(rec.rdma_name), RDMA_NAME);
+        snprintf(rec.orig.host_ifname, sizeof(rec.orig.host_ifname), "ib1");
+        struct cni_error e = { 0 };
+        if (cni_rdma_move(&rec, pod_ns, "/proc/pod/ns/net", &e) < 0)
+                fail_msg("%s", e.msg);
+        snprintf(fx->ipoib_recreate, sizeof(fx->ipoib_recreate), "ib7");
+        int r = cni_rdma_release(fx->root, &rec, pod_ns, host_ns, "/proc/pod/ns/net", &e);
+        if (r < 0)
+                fail_msg("%s", e.msg);
+        assert_true(rdma_dev(RDMA_INDEX)->netns == fx->d.init_netns);
+        assert_string_equal(fx->vf_netdev, "ib1");
+        char path[512];
+        snprintf(path, sizeof(path), "%s/bus/pci/devices/" VF_PCI "/net/ib1", fx->root);
+        assert_int_equal(access(path, F_OK), 0);
+        close(host_ns);
+        netns_child_end(child, pod_ns);
+}
+
+static void *register_later(void *arg)
+{
+        (void)arg;
+        /* after the plugin's first look: the re-bind under way registers it again */
+        nanosleep(&(struct timespec){ .tv_nsec = 300 * 1000 * 1000 }, NULL);
+        pthread_mutex_lock(&kernel_lock);
+        rdma_register(RDMA_INDEX, RDMA_NAME);
+        pthread_mutex_unlock(&kernel_lock);
+        return NULL;
+}
+
+/* Item 6: the VF's function shows its RDMA auxiliary device (mlx5_core.rdma.1) but the RDMA
+ * device under it is briefly absent (a driver re-bind under way). ADD's plan waits for it and
+ * moves it, instead of taking one look, finding nothing and attaching the VF without its RDMA
+ * device. */
+static void test_plan_waits_for_an_rdma_device_briefly_absent(void **state)
+{
+        fx->d.netns_mode = 0;
+        mkdirs(fx->root, RDMA_AUX);
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, register_later, NULL), 0);
+        struct cni_cache rec = { 0 };
+        snprintf(rec.device_id, sizeof(rec.device_id), VF_PCI);
+        struct cni_error e = { 0 };
+        int r = cni_rdma_plan(fx->root, VF_PCI, "ib1", "mlx5_core", false, &rec, &e);
+        assert_int_equal(pthread_join(t, NULL), 0);
+        if (r < 0)
+                fail_msg("%s", e.msg);
+        assert_true(rec.rdma_moved);
+        assert_int_equal(rec.rdma_index, RDMA_INDEX);
+        assert_string_equal(rec.rdma_name, RDMA_NAME);
+}
+
+/* ...and when it never comes, the ADD is refused naming the VF, not attached without it. A VF
+ * without an RDMA auxiliary device has no RDMA device: attached as before, at once. */
+static void test_plan_refuses_when_the_rdma_device_never_comes(void **state)
+{
+        fx->d.netns_mode = 0;
+        struct cni_cache rec = { 0 };
+        struct cni_error e = { 0 };
+        assert_int_equal(cni_rdma_plan(fx->root, VF_PCI, "ib1", "mlx5_core", false, &rec, &e), 0);
+        assert_false(rec.rdma_moved);
+        mkdirs(fx->root, RDMA_AUX);
+        assert_int_equal(cni_rdma_plan(fx->root, VF_PCI, "ib1", "mlx5_core", false, &rec, &e),
+                         -ENOENT);
+        assert_says(&e, "VF " VF_PCI ": cannot find its RDMA device in the host's namespace: its "
+                        "function has an RDMA auxiliary device, but no RDMA device appeared");
+        assert_false(rec.rdma_moved);
+}
+
+struct mover {
+        struct cni_cache rec;
+        struct host_rdma_char_devices want;
+        int pod_ns, r;
+        struct cni_error e;
+};
+
+/* One ADD's locked part, as cmd_add runs it: the node's lock, the move, the check against what
+ * the kubelet handed the pod, the lock released. */
+static void *add_move(void *arg)
+{
+        struct mover *m = arg;
+        int lock = cni_move_lock(fx->state, 60 * 1000);
+        if (lock < 0) {
+                m->r = lock;
+                return NULL;
+        }
+        m->r = cni_rdma_move(&m->rec, m->pod_ns, "/proc/pod/ns/net", &m->e);
+        if (m->r >= 0)
+                m->r = cni_rdma_check_devices(fx->root, &m->rec, &m->want, "the kubelet", &m->e);
+        close(lock);
+        return NULL;
+}
+
+static void mover_init(struct mover *m, const char *pci, uint32_t index, const char *name,
+                       const char *uverbs)
+{
+        *m = (struct mover){ .rec = { .rdma_moved = true, .rdma_index = index } };
+        snprintf(m->rec.device_id, sizeof(m->rec.device_id), "%s", pci);
+        snprintf(m->rec.rdma_name, sizeof(m->rec.rdma_name), "%s", name);
+        snprintf(m->want.uverbs, sizeof(m->want.uverbs), "%s", uverbs);
+}
+
+/* Item 1: two pods' ADDs move their VFs' RDMA devices at once. Each move frees the device's
+ * uverbs minor and takes the lowest free one again; the first to free (mlx5_3, uverbs1) is the
+ * slower, so without a node-wide lock the second (mlx5_4, uverbs2) takes uverbs1 and mlx5_3
+ * gets uverbs2: each container would open the other pod's device (the permutation of
+ * sriov-network-operator issue 668). Under the node's lock the moves come one after the other
+ * and each device keeps the uverbs the kubelet handed its pod. */
+static void test_concurrent_moves_keep_each_pods_uverbs(void **state)
+{
+        pid_t child_a = -1, child_b = -1;
+        int ns_a = pod_namespace(&child_a);
+        if (ns_a < 0)
+                skip();
+        int ns_b = pod_namespace(&child_b);
+        assert_true(ns_b >= 0);
+        fx->d.netns_mode = 0;
+        nldouble_add_dev(&fx->d, 1, "mlx5_0", 0x1111, "ib", true); /* the PF's, stays */
+        nldouble_add_dev(&fx->d, 4, "mlx5_3", 0x2222, "ib", true);
+        nldouble_add_dev(&fx->d, 5, "mlx5_4", 0x3333, "ib", true);
+        uverbs_give(0, "mlx5_0");
+        uverbs_give(1, "mlx5_3");
+        uverbs_give(2, "mlx5_4");
+        fx->uverbs_alloc = true;
+        struct mover a, b;
+        mover_init(&a, VF_PCI, 4, "mlx5_3", "/dev/infiniband/uverbs1");
+        mover_init(&b, VF0_PCI, 5, "mlx5_4", "/dev/infiniband/uverbs2");
+        a.pod_ns = ns_a;
+        b.pod_ns = ns_b;
+        pthread_t ta, tb;
+        assert_int_equal(pthread_create(&ta, NULL, add_move, &a), 0);
+        /* B's ADD comes while A's move is under way (A has freed its minor) */
+        for (int i = 0; i < 6000; i++) {
+                pthread_mutex_lock(&kernel_lock);
+                int between = fx->n_between;
+                pthread_mutex_unlock(&kernel_lock);
+                if (between > 0)
+                        break;
+                nanosleep(&(struct timespec){ .tv_nsec = 1000 * 1000 }, NULL);
+        }
+        assert_int_equal(pthread_create(&tb, NULL, add_move, &b), 0);
+        assert_int_equal(pthread_join(ta, NULL), 0);
+        assert_int_equal(pthread_join(tb, NULL), 0);
+        if (a.r < 0)
+                fail_msg("A: %s", a.e.msg);
+        if (b.r < 0)
+                fail_msg("B: %s", b.e.msg);
+        assert_string_equal(fx->uverbs_owner[1], "mlx5_3");
+        assert_string_equal(fx->uverbs_owner[2], "mlx5_4");
+        assert_string_equal(fx->uverbs_owner[0], "mlx5_0");
+        netns_child_end(child_b, ns_b);
+        netns_child_end(child_a, ns_a);
+}
+
+/* Item 1: serialised or not, a move re-takes the lowest free minor: with uverbs0 free (its
+ * device gone since the kubelet's allocation), mlx5_3 handed uverbs1 comes back as uverbs0. The
+ * ADD fails naming the device, both paths and the source, instead of a container that cannot
+ * open its device (EPERM in exclusive mode). */
+static void test_a_renumbered_device_fails_the_add(void **state)
+{
+        pid_t child = -1;
+        int pod_ns = pod_namespace(&child);
+        if (pod_ns < 0)
+                skip();
+        fx->d.netns_mode = 0;
+        nldouble_add_dev(&fx->d, 4, "mlx5_3", 0x2222, "ib", true);
+        uverbs_give(1, "mlx5_3");
+        fx->uverbs_alloc = true;
+        struct mover a;
+        mover_init(&a, VF_PCI, 4, "mlx5_3", "/dev/infiniband/uverbs1");
+        a.pod_ns = pod_ns;
+        add_move(&a);
+        assert_int_equal(a.r, -EXDEV);
+        assert_says(&a.e, "VF " VF_PCI ": its RDMA device mlx5_3 owns /dev/infiniband/uverbs0 "
+                          "now, but the kubelet gave the pod /dev/infiniband/uverbs1");
+        /* a pod handed no RDMA char devices (a pool without isRdma): nothing to compare */
+        struct host_rdma_char_devices none = { .uverbs = "" };
+        assert_int_equal(cni_rdma_check_devices(fx->root, &a.rec, &none, "x", &a.e), 0);
         netns_child_end(child, pod_ns);
 }
 
@@ -966,6 +1395,14 @@ int main(void)
                 T(test_guid_a_vf_of_another_pf_carries_is_refused),
                 T(test_guid_held_by_another_record_is_refused),
                 T(test_plan_records_the_pod_guid),
+                T(test_plan_reads_the_guid_from_the_ipoib_address),
+                T(test_reclaim_puts_the_dead_pods_original_guid_back),
+                T(test_reclaim_that_fails_refuses_the_add),
+                T(test_rdma_release_gives_the_recreated_ipoib_netdev_its_name),
+                T(test_plan_waits_for_an_rdma_device_briefly_absent),
+                T(test_plan_refuses_when_the_rdma_device_never_comes),
+                T(test_concurrent_moves_keep_each_pods_uverbs),
+                T(test_a_renumbered_device_fails_the_add),
 #undef T
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,8 @@
 
 #include "fake-inventory.h"
 #include "plan/disruption.h"
+#include "plan/ib-guids.h"
+#include "plan/node-status.h"
 #include "plan/plan.h"
 
 #define PF_A         "0000:3b:00.0"
@@ -426,6 +428,89 @@ static void test_problems_kept(void **state)
         desired_state_done(&d);
 }
 
+/* The NodeState and Events after a reconcile that planned p on inv with ids in use. */
+static void decide(const struct plan *p, const struct inventory *inv, const char *const *ids,
+                   size_t n_ids, bool allow_disruption, struct guarded_plan *g,
+                   struct node_status *status, size_t *n_events)
+{
+        struct node_events e = { 0 };
+        assert_int_equal(disruption_guard(p, inv, NULL, ids, NULL, n_ids, allow_disruption, g), 0);
+        node_status_decide(&(const struct node_status_facts){ .plan = p, .guarded = g }, status);
+        assert_int_equal(node_events_decide(g, &(const struct node_event_facts){ 0 }, &e), 0);
+        *n_events = e.n_events;
+        node_events_done(&e);
+}
+
+/* An InfiniBand PF whose VF 0 a pod holds with the GUID ib-kubernetes gave it (the ib-sriov
+ * plugin's record): no change is held back, no DisruptionHeld Event, the NodeState is Succeeded
+ * on every reconcile, and --allow-disruption does not overwrite the pod's GUID either. When
+ * the VF shows a stray GUID and no attachment owns it (the record is gone, the pod still holds
+ * the VF), the change is held and named as the GUID change it is. */
+static void test_pod_guid_not_held(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct vf_group grp = make_group(DEVICE_TYPE_NETDEVICE, 0, 1, 0);
+        struct ib_guid_attachments pods = { 0 };
+        struct plan p;
+        struct guarded_plan g;
+        struct node_status status;
+        size_t n_events;
+        char error[256], text[IB_GUID_TEXT_MAX];
+        uint64_t pool0, pool1;
+        const uint64_t pod_guid = 0x02aa000000000001ULL;
+
+        struct pf_info *pf =
+            fake_add_pf(&inv, PF_A, "ibp59s0f0", 0x15b3, 0x101b, 8, 2, 4092, "mlx5_core");
+        pf->netdevs[0].link_type = LINK_TYPE_IB;
+        assert_int_equal(ib_guid_for_vf(NULL, pf, 0, &pool0, error, sizeof(error)), 0);
+        assert_int_equal(ib_guid_for_vf(NULL, pf, 1, &pool1, error, sizeof(error)), 0);
+        for (size_t i = 0; i < pf->n_vfs; i++)
+                pf->vfs[i].has_ib_guids = true;
+        pf->vfs[0].ib_node_guid = pf->vfs[0].ib_port_guid = pod_guid;
+        pf->vfs[1].ib_node_guid = pf->vfs[1].ib_port_guid = pool1;
+        const char *ids[] = { pf->vfs[0].pci_address };
+        want(&d, PF_A, "ibp59s0f0", 2, 0, ESWITCH_MODE_UNSET, &grp);
+        assert_int_equal(
+            ib_guid_attachments_add(&pods, pf->vfs[0].pci_address, pod_guid, "3f2a-net1"), 0);
+        d.ib_attachments = &pods;
+
+        for (int allow = 0; allow <= 1; allow++) {
+                assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+                decide(&p, &inv, ids, 1, allow, &g, &status, &n_events);
+                assert_int_equal(g.n_held, 0);
+                assert_int_equal(g.plan.n_actions, 0); /* the pod's GUID is not overwritten */
+                assert_int_equal(status.sync, NODE_SYNC_SUCCEEDED);
+                assert_string_equal(status.message, "");
+                assert_int_equal(n_events, 0);
+                guarded_plan_done(&g);
+                plan_done(&p);
+        }
+
+        /* no attachment owns the GUID (its record is gone) while the pod still holds the VF */
+        d.ib_attachments = NULL;
+        assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+        dump_plan(&p);
+        decide(&p, &inv, ids, 1, false, &g, &status, &n_events);
+        assert_int_equal(g.n_held, 1);
+        print_message("  held: %s\n", g.held[0].reason);
+        ib_guid_format(pool0, text);
+        char expect[128];
+        snprintf(expect, sizeof(expect), "set-vf-guid %s on VF 0 (%s)", text,
+                 pf->vfs[0].pci_address);
+        assert_non_null(strstr(g.held[0].reason, expect));
+        assert_null(strstr(g.held[0].reason, "set-vf-mtu"));
+        assert_int_equal(status.sync, NODE_SYNC_IN_PROGRESS);
+        assert_non_null(strstr(status.message, expect));
+        assert_int_equal(n_events, 1);
+        guarded_plan_done(&g);
+        plan_done(&p);
+
+        ib_guid_attachments_done(&pods);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -434,6 +519,7 @@ int main(void)
                 cmocka_unit_test(test_reason_names_a_few),
                 cmocka_unit_test(test_empty_plan_and_bad_arguments),
                 cmocka_unit_test(test_problems_kept),
+                cmocka_unit_test(test_pod_guid_not_held),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

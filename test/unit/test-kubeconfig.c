@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "kube/base64.h"
+#include "util/base64.h"
 #include "kube/kubeconfig.h"
 #include "util/log.h"
 #include "util/yaml-json.h"

@@ -306,6 +306,89 @@ static void test_ib_vf_guids(void **state)
         inventory_done(&inv);
 }
 
+/* A GUID has one owner. ib-kubernetes gave the pod on VF 0 the GUID 02:aa:...:01 (the ib-sriov
+ * plugin's record names it, runtimeConfig.infinibandGUID): while that attachment lives the
+ * planner leaves VF 0 alone, whatever the pool says. The pod on VF 1 was given VF 2's pool GUID:
+ * VF 2 does not get it while that pod carries it (a warning naming the attachment, not a
+ * failure). Once the attachment records are gone the pool's GUIDs come back: VF 0 still showing
+ * the pod's GUID gets set-vf-guid to its pool GUID, and when the plugin's DEL restored it there
+ * is nothing to do. */
+static void test_ib_pod_guid_has_one_owner(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct vf_group g = make_group("ib", 0, 2, DEVICE_TYPE_NETDEVICE, 0);
+        struct ib_guid_attachments pods = { 0 };
+        struct plan p;
+        char error[256];
+        uint64_t pool[3];
+        const uint64_t pod0 = 0x02aa000000000001ULL;
+
+        struct pf_info *pf =
+            fake_add_pf(&inv, PF_A, "ibp59s0f0", 0x15b3, 0x101b, 16, 3, 4092, "mlx5_core");
+        pf->netdevs[0].link_type = LINK_TYPE_IB;
+        for (int i = 0; i < 3; i++) {
+                assert_int_equal(ib_guid_for_vf(NULL, pf, i, &pool[i], error, sizeof(error)), 0);
+                pf->vfs[i].has_ib_guids = true;
+        }
+        pf->vfs[0].ib_node_guid = pf->vfs[0].ib_port_guid = pod0;
+        pf->vfs[1].ib_node_guid = pf->vfs[1].ib_port_guid = pool[2]; /* VF 2's */
+        pf->vfs[2].ib_node_guid = pf->vfs[2].ib_port_guid = 0;       /* fresh */
+        want(&d, PF_A, "ibp59s0f0", 3, 0, 1, &g);
+        assert_int_equal(ib_guid_attachments_add(&pods, pf->vfs[0].pci_address, pod0, "3f2a-net1"),
+                         0);
+        assert_int_equal(
+            ib_guid_attachments_add(&pods, pf->vfs[1].pci_address, pool[2], "77b0-net1"), 0);
+        d.ib_attachments = &pods;
+
+        assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+        dump(&p);
+        assert_int_equal(p.n_actions, 0);
+        assert_int_equal(p.n_problems, 1);
+        assert_false(p.problems[0].pf_failed);
+        print_message("  %s\n", p.problems[0].message);
+        assert_non_null(strstr(p.problems[0].message, "VF 2"));
+        assert_non_null(strstr(p.problems[0].message, "77b0-net1"));
+        assert_non_null(strstr(p.problems[0].message, pf->vfs[1].pci_address));
+        plan_done(&p);
+
+        /* both attachments ended, VF 0 still shows its pod's GUID: the pool's comes back */
+        ib_guid_attachments_done(&pods);
+        pf->vfs[1].ib_node_guid = pf->vfs[1].ib_port_guid = pool[1]; /* DEL restored it */
+        assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+        dump(&p);
+        assert_int_equal(count_kind(&p, ACTION_SET_VF_GUID), 2);
+        assert_int_equal(p.actions[0].vf_index, 0);
+        assert_true(p.actions[0].guid == pool[0]);
+        assert_int_equal(p.actions[1].vf_index, 2);
+        assert_true(p.actions[1].guid == pool[2]);
+        assert_int_equal(p.n_problems, 0);
+        plan_done(&p);
+
+        /* the plugin's DEL put the pool GUID back: nothing to do */
+        pf->vfs[0].ib_node_guid = pf->vfs[0].ib_port_guid = pool[0];
+        pf->vfs[2].ib_node_guid = pf->vfs[2].ib_port_guid = pool[2];
+        assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+        assert_int_equal(p.n_actions, 0);
+        plan_done(&p);
+
+        /* bad input: no VF, an invalid GUID (no attachment sets one); a VF's later record wins */
+        assert_int_equal(ib_guid_attachments_add(&pods, "", pod0, "x"), -EINVAL);
+        assert_int_equal(ib_guid_attachments_add(&pods, pf->vfs[0].pci_address, 0, "x"), -EINVAL);
+        assert_int_equal(ib_guid_attachments_add(&pods, pf->vfs[0].pci_address, UINT64_MAX, "x"),
+                         -EINVAL);
+        assert_int_equal(ib_guid_attachments_add(&pods, "0000:3B:02.0", pod0, "old"), 0);
+        assert_int_equal(ib_guid_attachments_add(&pods, "0000:3b:02.0", pod0 + 1, "new"), 0);
+        assert_int_equal(pods.n_items, 1);
+        assert_string_equal(ib_guid_attachment_of_vf(&pods, "0000:3b:02.0")->name, "new");
+        assert_null(ib_guid_attachment_holding(&pods, pod0 + 1, "0000:3B:02.0"));
+        assert_non_null(ib_guid_attachment_holding(&pods, pod0 + 1, "0000:3b:02.1"));
+        assert_null(ib_guid_attachment_of_vf(NULL, "0000:3b:02.0"));
+        ib_guid_attachments_done(&pods);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
 /* Per PF: numvfs, eswitch, PF MTU, link up, binds, VF MTUs; PFs in PCI order. */
 static void test_order(void **state)
 {
@@ -708,6 +791,7 @@ int main(void)
                 cmocka_unit_test(test_bind_only_group_vfs),
                 cmocka_unit_test(test_netdevice_rebind),
                 cmocka_unit_test(test_ib_vf_guids),
+                cmocka_unit_test(test_ib_pod_guid_has_one_owner),
                 cmocka_unit_test(test_order),
                 cmocka_unit_test(test_reset_previously_owned),
                 cmocka_unit_test(test_reset_nothing_desired),

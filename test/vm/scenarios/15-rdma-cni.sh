@@ -7,7 +7,8 @@
 # disassociate_ucontext): ADD fails with an error naming the device, the driver and the mode,
 # and is undone (the VF back in the host with its name, MAC, MTU and PF-side settings, no
 # record, rxe0 still in the node's namespace). A VF without an RDMA device is attached and
-# released as before in exclusive mode. The guest is left in shared mode. The move of a
+# released as before in exclusive mode; the failed ADD took the node-wide lock for RDMA moves.
+# The guest is left in shared mode. The move of a
 # device that can move (mlx5) is proven on the message level only (unit/test-rdma-netns).
 
 STATE=/var/lib/cni/sriov
@@ -80,6 +81,13 @@ host_state >/tmp/after
 cmp -s /tmp/before /tmp/after || { echo "    --- what changed"; diff /tmp/before /tmp/after | sed 's/^/    | /'; }
 check "exclusive mode: ADD undone (VF0 in the host with its name, MAC, MTU, VLAN; no record; rxe0 in the node)" cmp -s /tmp/before /tmp/after
 check "exclusive mode: nothing left in the pod" sh -c "! $IPR -n rpod2 link show net1"
+# the move ran under the node-wide lock for re-binds and RDMA moves (a flock, gone with the
+# plugin's process); and the kernel lists the device's uverbs where the plugin's check
+# after a move reads it (class/infiniband_verbs/uverbsN/ibdev)
+check "exclusive mode: the ADD took the node-wide RDMA move lock" \
+    test -f $STATE/pci/vf_lock/rdma-moves.lock
+check "rxe0's uverbs device names it in class/infiniband_verbs" \
+    sh -c "grep -qx rxe0 /sys/class/infiniband_verbs/uverbs*/ibdev"
 
 run_ok "exclusive mode: ADD of VF1 (no RDMA device)" /tmp/cni.sh ADD /run/netns/rpod2 net1 r3 /tmp/rdma1.json
 check "exclusive mode: VF1's netdev is in the pod" $IPR -n rpod2 link show net1

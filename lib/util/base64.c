@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "kube/base64.h"
+#include "util/base64.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "alloc-specs.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "deviceplugin.pb-c.h"
+#include "util/base64.h"
+#include "util/fileio.h"
+#include "util/macro.h"
+
+/* The kubelet's checkpoint grows with the node's pods: a few KiB each */
+#define CHECKPOINT_MAX (16 * 1024 * 1024)
+
+/* K8S_POD_UID from CNI_ARGS ("K=V;K=V"), into buf; false when absent or too long. */
+static bool pod_uid(const char *args, char *buf, size_t size)
+{
+        static const char key[] = "K8S_POD_UID=";
+        for (const char *p = args; p && *p;) {
+                const char *end = strchr(p, ';');
+                size_t n = end ? (size_t)(end - p) : strlen(p);
+                if (n > sizeof(key) - 1 && strncmp(p, key, sizeof(key) - 1) == 0 &&
+                    n - (sizeof(key) - 1) < size) {
+                        memcpy(buf, p + sizeof(key) - 1, n - (sizeof(key) - 1));
+                        buf[n - (sizeof(key) - 1)] = '\0';
+                        return buf[0] != '\0';
+                }
+                p = end ? end + 1 : p + n;
+        }
+        return false;
+}
+
+/* Whether the entry's DeviceIDs ({"<numa>": [ids]}, or [ids] before NUMA) holds pci; *count:
+ * how many devices it holds. */
+static bool entry_holds(json_t *ids, const char *pci, size_t *count)
+{
+        bool found = false;
+        *count = 0;
+        json_t *lists[64];
+        size_t n = 0;
+        if (json_is_array(ids)) {
+                lists[n++] = ids;
+        } else if (json_is_object(ids)) {
+                const char *k;
+                json_t *v;
+                json_object_foreach(ids, k, v) if (n < ELEMENTSOF(lists) && json_is_array(v))
+                    lists[n++] = v;
+        }
+        for (size_t i = 0; i < n; i++) {
+                size_t j;
+                json_t *id;
+                json_array_foreach(lists[i], j, id)
+                {
+                        (*count)++;
+                        if (json_is_string(id) && strcmp(json_string_value(id), pci) == 0)
+                                found = true;
+                }
+        }
+        return found;
+}
+
+static void set_path(char *dst, size_t size, const char *path)
+{
+        if (path && strncmp(path, "/dev/infiniband/", 16) == 0 && strlen(path) < size)
+                snprintf(dst, size, "%s", path);
+}
+
+/* "/dev/infiniband/<kind><digits>" */
+static bool is_kind(const char *path, const char *kind)
+{
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        size_t n = strlen(kind);
+        return strncmp(base, kind, n) == 0 && base[n] >= '0' && base[n] <= '9' &&
+               strspn(base + n, "0123456789") == strlen(base + n);
+}
+
+/* The VF's RDMA paths from the answer: its PCIDEVICE_*_INFO entry, else (alone is it) the
+ * device specs. true when at least one was found. */
+static bool from_answer(const V1beta1__ContainerAllocateResponse *resp, const char *pci, bool alone,
+                        struct host_rdma_char_devices *ret)
+{
+        for (size_t i = 0; i < resp->n_envs; i++) {
+                const char *key = resp->envs[i]->key, *value = resp->envs[i]->value;
+                size_t n = key ? strlen(key) : 0;
+                if (n < 5 || strcmp(key + n - 5, "_INFO") != 0 || !value)
+                        continue;
+                json_auto_t *info = json_loads(value, 0, NULL);
+                json_t *rdma = json_object_get(json_object_get(info, pci), "rdma");
+                if (!json_is_object(rdma))
+                        continue;
+                set_path(ret->uverbs, sizeof(ret->uverbs),
+                         json_string_value(json_object_get(rdma, "uverbs")));
+                set_path(ret->umad, sizeof(ret->umad),
+                         json_string_value(json_object_get(rdma, "umad")));
+                set_path(ret->issm, sizeof(ret->issm),
+                         json_string_value(json_object_get(rdma, "issm")));
+                if (ret->uverbs[0] || ret->umad[0] || ret->issm[0])
+                        return true;
+        }
+        if (!alone)
+                return false;
+        for (size_t i = 0; i < resp->n_devices; i++) {
+                const char *host = resp->devices[i]->host_path;
+                if (!host)
+                        continue;
+                if (is_kind(host, "uverbs") && !ret->uverbs[0])
+                        set_path(ret->uverbs, sizeof(ret->uverbs), host);
+                else if (is_kind(host, "umad") && !ret->umad[0])
+                        set_path(ret->umad, sizeof(ret->umad), host);
+                else if (is_kind(host, "issm") && !ret->issm[0])
+                        set_path(ret->issm, sizeof(ret->issm), host);
+        }
+        return ret->uverbs[0] || ret->umad[0] || ret->issm[0];
+}
+
+int cni_alloc_rdma_devices(const char *checkpoint, const char *args, const char *pci,
+                           struct host_rdma_char_devices *ret, char *source, size_t source_size)
+{
+        *ret = (struct host_rdma_char_devices){ 0 };
+        source[0] = '\0';
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r = read_full_file(checkpoint, CHECKPOINT_MAX, &text, &len);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return 0;
+        json_auto_t *root = json_loadb(text, len, 0, NULL);
+        json_t *entries = json_object_get(json_object_get(root, "Data"), "PodDeviceEntries");
+        if (!json_is_array(entries))
+                return 0;
+        char uid[128];
+        const bool by_uid = pod_uid(args, uid, sizeof(uid));
+        json_t *match = NULL;
+        size_t n_match = 0, count = 0, i;
+        json_t *e;
+        json_array_foreach(entries, i, e)
+        {
+                size_t c;
+                const char *entry_uid = json_string_value(json_object_get(e, "PodUID"));
+                if (!entry_uid || !entry_holds(json_object_get(e, "DeviceIDs"), pci, &c) ||
+                    (by_uid && strcmp(entry_uid, uid) != 0))
+                        continue;
+                /* another container of the same pod is the same answer's pod: first one */
+                if (match &&
+                    strcmp(json_string_value(json_object_get(match, "PodUID")), entry_uid) == 0)
+                        continue;
+                if (!match) {
+                        match = e;
+                        count = c;
+                }
+                n_match++;
+        }
+        /* several pods' entries and no UID to choose: a stale one cannot be told apart */
+        if (!match || n_match != 1)
+                return 0;
+        const char *b64 = json_string_value(json_object_get(match, "AllocResp"));
+        size_t n = 0;
+        char *bytes = NULL;
+        if (!b64 || base64_decode(b64, &bytes, &n) < 0)
+                return 0;
+        V1beta1__ContainerAllocateResponse *resp =
+            v1beta1__container_allocate_response__unpack(NULL, n, (const uint8_t *)bytes);
+        free(bytes);
+        if (!resp)
+                return 0;
+        bool found = from_answer(resp, pci, count == 1, ret);
+        v1beta1__container_allocate_response__free_unpacked(resp, NULL);
+        if (!found) {
+                *ret = (struct host_rdma_char_devices){ 0 };
+                return 0;
+        }
+        snprintf(source, source_size, "the kubelet's allocation for pod %s (container \"%s\", %s)",
+                 json_string_value(json_object_get(match, "PodUID")),
+                 json_string_value(json_object_get(match, "ContainerName")) ?: "?",
+                 json_string_value(json_object_get(match, "ResourceName")) ?: "?");
+        return 1;
+}
