@@ -14,4 +14,5 @@ int cmd_discover(int argc, char **argv);
 int cmd_debug(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_nad_controller(int argc, char **argv);
 int cmd_watch(int argc, char **argv);

@@ -740,6 +740,7 @@ int agent_new(const struct agent_config *config, struct agent **ret)
                         .namespace_ = config->namespace_,
                         .node_name = config->node_name,
                         .resource_prefix = config->resource_prefix,
+                        .render_nads = config->nad_controller,
                         .on_change = on_cluster_change,
                         .userdata = a,
                 };

@@ -12,6 +12,8 @@ static const struct command commands[] = {
         { "debug", cmd_debug, NULL }, /* hidden: single host operations for tests */
         { "plan", cmd_plan, "show the desired state and the actions, change nothing" },
         { "run", cmd_run, "the node daemon: configure VFs and serve them to the kubelet" },
+        { "nad-controller", cmd_nad_controller,
+          "render SriovNetworks into NetworkAttachmentDefinitions (one leader)" },
         { "watch", cmd_watch, "print the policy and node changes the agent sees" },
 };
 
@@ -23,7 +25,7 @@ static void print_help(FILE *f)
                    "Commands:\n");
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                 if (commands[i].summary)
-                        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+                        fprintf(f, "  %-15s %s\n", commands[i].name, commands[i].summary);
         fprintf(f, "\nRun 'sriov-agent COMMAND --help' for the options of a command.\n");
 }
 

@@ -193,12 +193,13 @@ int kube_cluster_new(sd_event *event, const struct kube_cluster_opts *opts,
         if ((k = kube_informer_new(c->http, &state_informer_opts, &c->own_state)) < 0)
                 return k;
 
-        /* SriovNetworks are rendered by one agent of the cluster (the Lease holder). */
+        /* SriovNetworks are rendered by one agent of the cluster (the Lease holder), when the
+         * agents do it at all (else `sriov-agent nad-controller` does). */
         const struct kube_networks_opts net_opts = { .namespace_ = ns,
                                                      .identity = opts->node_name,
                                                      .resource_prefix = opts->resource_prefix,
                                                      .events = c->events };
-        if ((k = kube_networks_new(c->http, &net_opts, &c->networks)) < 0)
+        if (opts->render_nads && (k = kube_networks_new(c->http, &net_opts, &c->networks)) < 0)
                 return k;
 
         if ((k = kube_informer_start(c->policies)) < 0 || (k = kube_informer_start(c->nodes)) < 0 ||
@@ -269,5 +270,7 @@ struct kube_networks *kube_cluster_networks(struct kube_cluster *c)
 
 int kube_cluster_release(struct kube_cluster *c, void (*done)(void *), void *userdata)
 {
+        if (!c->networks)
+                return 1; /* nothing to hand back */
         return kube_networks_release(c->networks, done, userdata);
 }

@@ -30,6 +30,9 @@ struct kube_cluster_opts {
         const char *namespace_; /* NULL: KUBE_DEFAULT_NAMESPACE */
         const char *node_name;
         const char *resource_prefix; /* NADs' resourceName annotation; NULL = "openshift.io" */
+        /* Also campaign for the NAD Lease and render SriovNetworks while holding it
+         * (kube/networks.h): small setups without `sriov-agent nad-controller`. */
+        bool render_nads;
         /* why: a short phrase for the log ("policy p1 spec changed", "node labels changed"). */
         void (*on_change)(const char *why, void *userdata);
         void *userdata;
@@ -58,7 +61,8 @@ struct kube_nodestate *kube_cluster_nodestate(struct kube_cluster *c);
 /* The HTTP client the informers use, for the daemon's own informers (borrowed). */
 struct kube_http *kube_cluster_http(struct kube_cluster *c);
 struct kube_events *kube_cluster_events(struct kube_cluster *c);
-/* The SriovNetwork → NAD controller (kube/networks.h): active only on the Lease holder. */
+/* The SriovNetwork → NAD controller (kube/networks.h), NULL without render_nads; active only
+ * on the Lease holder. */
 struct kube_networks *kube_cluster_networks(struct kube_cluster *c);
 /* Shutdown: hands the networks Lease back; done runs when finished (at once, returning 1,
  * when there is nothing to release). */

@@ -35,6 +35,17 @@
 #define RECOVERY_QUIET_USEC (5ULL * 1000 * 1000)
 /* Pacing needs no finer timer than this. */
 #define PACE_ACCURACY_USEC (10ULL * 1000)
+/* Retry-After holds kept at once (resources with a 429/503 pending): an agent uses about a
+ * dozen resources; past this, the hold that ends first is forgotten. */
+#define MAX_HOLDS 32
+
+/* A 429/503's Retry-After for one resource: the URL without its query (a collection, or one
+ * object), so the list and watch of one collection, or the retries of one write, wait it out
+ * and nothing else does. */
+struct hold {
+        char *key; /* NULL: unused */
+        uint64_t until;
+};
 
 struct kube_http {
         sd_event *event;
@@ -51,9 +62,9 @@ struct kube_http {
         sd_event_source *pace_timer;
         unsigned n_paced;
         uint64_t paced_seq;
-        uint64_t last_start_usec;   /* when a request was last handed to curl */
-        uint64_t recovering_until;  /* pacing lasts while now is before this */
-        uint64_t not_before_usec;   /* a 429/503's Retry-After: nothing paced before it */
+        uint64_t last_start_usec;  /* when a request was last handed to curl */
+        uint64_t recovering_until; /* pacing lasts while now is before this */
+        struct hold holds[MAX_HOLDS];
         uint64_t outage_since_usec; /* first trouble of the current outage, 0 = none */
         uint64_t jitter_state;      /* splitmix64 */
 };
@@ -64,6 +75,7 @@ struct kube_request {
         CURL *easy;
         struct curl_slist *headers;
         char *url;
+        size_t key_len; /* url up to its query: what a Retry-After holds */
         char *body_copy;
         kube_data_fn on_data;
         kube_done_fn on_done;
@@ -78,6 +90,7 @@ struct kube_request {
         bool paced;    /* waiting in the pacing queue, not yet handed to curl */
         bool urgent;
         uint64_t paced_seq;
+        uint64_t sent_usec; /* when handed to curl, 0 before */
         char error_text[CURL_ERROR_SIZE];
 };
 
@@ -259,6 +272,46 @@ static uint64_t http_now(const struct kube_http *h)
         return now;
 }
 
+static bool same_key(const struct hold *o, const struct kube_request *r)
+{
+        return o->key && strlen(o->key) == r->key_len && strncmp(o->key, r->url, r->key_len) == 0;
+}
+
+/* Until when a Retry-After holds r's resource (0: no hold, or one that passed). */
+static uint64_t hold_until(const struct kube_http *h, const struct kube_request *r)
+{
+        for (size_t i = 0; i < MAX_HOLDS; i++)
+                if (same_key(&h->holds[i], r))
+                        return h->holds[i].until;
+        return 0;
+}
+
+static void set_hold(struct kube_http *h, const struct kube_request *r, uint64_t until,
+                     uint64_t now)
+{
+        struct hold *slot = NULL;
+        for (size_t i = 0; i < MAX_HOLDS; i++) {
+                struct hold *o = &h->holds[i];
+                if (same_key(o, r)) {
+                        if (o->until < until)
+                                o->until = until;
+                        return;
+                }
+                /* A free or passed slot, else the hold that ends first. */
+                bool free_ = !o->key || o->until <= now;
+                bool slot_free = slot && (!slot->key || slot->until <= now);
+                if (!slot || (free_ && !slot_free) || (!slot_free && o->until < slot->until))
+                        slot = o;
+        }
+        char *key = strndup(r->url, r->key_len);
+        if (!key) {
+                log_warning("cannot note the Retry-After for %s: out of memory", r->url);
+                return;
+        }
+        free(slot->key);
+        *slot = (struct hold){ .key = key, .until = until };
+}
+
 /* The server answered: an outage (if any) is over. A transport failure (a refused connection,
  * a stream cut by a restarting server), a 5xx or a 429 starts or continues one, and makes the
  * requests that follow go through the pacing queue. */
@@ -280,11 +333,11 @@ static void note_outcome(struct kube_http *h, struct kube_request *r, int error,
         uint64_t retry_after =
             (status == 429 || status == 503) ? kube_request_retry_after_usec(r) : 0;
         /* Not sooner than it says, and up to half as late again: every agent of the fleet
-         * got the same Retry-After at about the same time. */
+         * got the same Retry-After at about the same time. It holds this resource only, as
+         * client-go applies it to the request that got it: a 429 to a relist must not stop
+         * the Lease holder's renewals. */
         if (retry_after)
-                retry_after += kube_http_jitter_usec(h, retry_after / 2);
-        if (retry_after && h->not_before_usec < now + retry_after)
-                h->not_before_usec = now + retry_after;
+                set_hold(h, r, now + retry_after + kube_http_jitter_usec(h, retry_after / 2), now);
 }
 
 static void finish_request(struct kube_http *h, CURL *easy, CURLcode result)
@@ -406,18 +459,44 @@ static int add_to_multi(struct kube_request *r)
 {
         if (curl_multi_add_handle(r->http->multi, r->easy) != CURLM_OK)
                 return log_error_errno(-ENOMEM, "cannot queue a request to %s", r->url);
+        r->sent_usec = http_now(r->http);
         return 0;
+}
+
+uint64_t kube_request_sent_usec(const struct kube_request *req)
+{
+        return req->sent_usec;
+}
+
+/* Whether a queued request could go now but for the pacing (one held by its resource's
+ * Retry-After waits on its own, without making the others queue). */
+static bool queue_ready(const struct kube_http *h, uint64_t now)
+{
+        if (h->n_paced == 0)
+                return false;
+        for (const struct kube_request *r = h->requests; r; r = r->next)
+                if (r->paced && !r->cancelled && hold_until(h, r) <= now)
+                        return true;
+        return false;
 }
 
 static bool pacing(const struct kube_http *h, uint64_t now)
 {
-        return h->n_paced > 0 || now < h->recovering_until || now < h->not_before_usec;
+        return now < h->recovering_until || queue_ready(h, now);
 }
 
+/* When the next queued request may go: a pacing slot after the last start, and not before the
+ * earliest end of the queued requests' holds. */
 static uint64_t next_slot(const struct kube_http *h)
 {
         uint64_t slot = h->last_start_usec ? h->last_start_usec + PACE_USEC : 0;
-        return slot > h->not_before_usec ? slot : h->not_before_usec;
+        uint64_t earliest = UINT64_MAX;
+        for (const struct kube_request *r = h->requests; r; r = r->next)
+                if (r->paced && !r->cancelled) {
+                        uint64_t until = hold_until(h, r);
+                        earliest = until < earliest ? until : earliest;
+                }
+        return slot > earliest ? slot : earliest;
 }
 
 static void arm_pace_timer(struct kube_http *h)
@@ -430,15 +509,16 @@ static void arm_pace_timer(struct kube_http *h)
         sd_event_source_set_enabled(h->pace_timer, SD_EVENT_ONESHOT);
 }
 
-/* Hands the next queued request to curl: urgent ones first, otherwise in start order. */
+/* Hands the next queued request whose resource is not held to curl: urgent ones first,
+ * otherwise in start order. */
 static int pace_cb(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct kube_http *h = userdata;
         uint64_t now = http_now(h);
         struct kube_request *pick = NULL;
-        if (now >= next_slot(h))
+        if (h->last_start_usec == 0 || now >= h->last_start_usec + PACE_USEC)
                 for (struct kube_request *r = h->requests; r; r = r->next) {
-                        if (!r->paced || r->cancelled)
+                        if (!r->paced || r->cancelled || hold_until(h, r) > now)
                                 continue;
                         if (!pick || (r->urgent && !pick->urgent) ||
                             (r->urgent == pick->urgent && r->paced_seq < pick->paced_seq))
@@ -529,6 +609,12 @@ int kube_http_new(sd_event *event, struct kube_config *config, struct kube_http 
         curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timerfunc_cb);
         curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
         curl_multi_setopt(h->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)MAX_CONNECTIONS);
+        /* Every request and watch as a stream of one HTTP/2 connection where the server speaks
+         * h2 (libcurl's default since 7.62, stated here because it is the design); with
+         * CURLOPT_PIPEWAIT on each request. */
+        if (curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX) != CURLM_OK)
+                log_warning("libcurl refuses HTTP/2 multiplexing: every request will open its "
+                            "own connection to the API server");
         *ret = TAKE_PTR(h);
         return 0;
 }
@@ -545,6 +631,8 @@ struct kube_http *kube_http_free(struct kube_http *h)
         sd_event_source_disable_unref(h->timer);
         sd_event_source_disable_unref(h->deferred_adds);
         sd_event_source_disable_unref(h->pace_timer);
+        for (size_t i = 0; i < MAX_HOLDS; i++)
+                free(h->holds[i].key);
         sd_event_unref(h->event);
         free(h);
         curl_global_cleanup();
@@ -636,6 +724,7 @@ static int request_setup(struct kube_request *r, const struct kube_request_opts 
 
         if (asprintf(&r->url, "%s%s", h->config->server, o->path) < 0)
                 return -ENOMEM;
+        r->key_len = strcspn(r->url, "?");
         r->easy = curl_easy_init();
         if (!r->easy)
                 return -ENOMEM;
@@ -666,6 +755,10 @@ static int request_setup(struct kube_request *r, const struct kube_request_opts 
         curl_easy_setopt(e, CURLOPT_USERAGENT, "sriov-agent/" SRIOV_AGENT_VERSION);
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)CONNECT_TIMEOUT_S);
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        /* The requests an agent starts together (its informers' lists and watches) wait for
+         * the one connection being set up to tell whether it multiplexes (ALPN h2) instead of
+         * each opening its own TLS connection. */
+        curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
         /* A dead network path (a load balancer that failed over, a black hole) is noticed
          * within ~40 s, not after the kernel's 2 h: keepalive probes after 15 s idle, every 5 s,
          * 4 unanswered end it (TCP_KEEPCNT in sockopt_cb), as does data unacknowledged for 40 s
@@ -727,8 +820,9 @@ int kube_http_start(struct kube_http *h, const struct kube_request_opts *opts,
                 return k;
         }
         uint64_t now = http_now(h);
-        if (opts->paced || pacing(h, now)) {
-                /* A restart after trouble, or anything while recovering: wait for a slot. */
+        /* A restart after trouble, or anything while recovering, waits for a slot; the
+         * Lease holder's writes (urgent) only for their own resource's Retry-After. */
+        if (hold_until(h, r) > now || (!opts->urgent && (opts->paced || pacing(h, now)))) {
                 r->paced = true;
                 r->urgent = opts->urgent;
                 r->paced_seq = ++h->paced_seq;

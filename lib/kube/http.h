@@ -13,13 +13,19 @@
  * freed. kube_request_cancel() stops a request without calling on_done; it is safe from any
  * callback, including the request's own. kube_http_start() is safe from any callback too
  * (e.g. a cache callback running inside a watch's on_data): such requests are handed to curl
- * on the next loop iteration. At most 16 connections are opened; more requests queue.
+ * on the next loop iteration. Where the server speaks HTTP/2 (ALPN h2) every request is a stream
+ * of one connection: requests started together wait for it (CURLOPT_PIPEWAIT) rather than each
+ * opening its own. At most 16 connections are opened; more requests queue.
  *
  * Recovery pacing: after trouble with the server (a refused or cut connection, a 5xx, a 429),
  * and for requests started with .paced (an informer restarting its list or watch), requests
- * are handed to curl at most one every 1.5 s, in start order (.urgent ones first), until 5 s pass
- * without trouble or queued request; a 429/503's Retry-After holds the queue until it passes.
- * So after an API server restart N agents send at most N requests in any one second. */
+ * are handed to curl at most one every 1.5 s, in start order, until 5 s pass without trouble or
+ * queued request. .urgent requests (the Lease holder's writes) are not queued by the pacing.
+ * A 429/503's Retry-After holds the resource that got it (its URL without the query: one
+ * collection's lists and watches, or one object) until it passes, plus up to half again:
+ * later requests to that resource wait, urgent ones too; requests to others do not.
+ * So after an API server restart N agents send at most N requests in any one second (and the
+ * Lease holder one more). */
 #pragma once
 
 #include <jansson.h>
@@ -54,7 +60,9 @@ struct kube_request_opts {
         unsigned timeout_s;      /* whole request; 0 = default (30 s) unless on_data is set */
         unsigned idle_timeout_s; /* streams: abort when nothing arrives for this long */
         bool paced;              /* always through the pacing queue (a restart after a failure) */
-        bool urgent; /* ahead of the others in the pacing queue (the Lease holder's renewal) */
+        /* Never paced: only its own resource's Retry-After holds it (the Lease holder's
+         * renewal, which has a deadline); first in the queue when held. */
+        bool urgent;
 };
 
 /* What the client did, for the metrics endpoint: requests by verb ("GET", "PUT", ...,
@@ -93,6 +101,9 @@ int kube_http_start(struct kube_http *h, const struct kube_request_opts *opts,
 int kube_http_start_json(struct kube_http *h, const struct kube_request_opts *opts, json_t *body,
                          struct kube_request **ret);
 void kube_request_cancel(struct kube_request *req);
+/* When the request was handed to curl (CLOCK_MONOTONIC, the event loop's clock; 0 while it
+ * waits in the pacing queue): the server cannot have acted on it sooner. */
+uint64_t kube_request_sent_usec(const struct kube_request *req);
 /* The HTTP status once headers have arrived (0 before). */
 long kube_request_status(struct kube_request *req);
 /* curl's description of a transport failure ("SSL certificate problem: ...", "Connection

@@ -21,9 +21,16 @@
 #define DEFAULT_RENEW_USEC    (20ULL * 1000000)
 #define DEFAULT_RETRY_USEC    (2ULL * 1000000)
 #define DEFAULT_PERIOD_USEC   (10ULL * 1000000)
+/* Longer timings make no sense for a leadership, and this keeps the checks' arithmetic far from
+ * overflow. */
+#define MAX_TIMING_USEC (24ULL * 3600 * 1000000)
+/* client-go's JitterFactor: a candidate retries after up to 1.2 retry periods. */
+#define JITTER_PERCENT 120
 /* Acquisition is jittered by up to a retry period anyway; 50 ms of slack, not sd-event's
  * default 250 ms, keeps short test leases timeable. */
 #define TIMER_ACCURACY_USEC (50ULL * 1000)
+/* The step-down at the renew deadline is what keeps leaderships apart: no slack. */
+#define DEADLINE_ACCURACY_USEC 1
 
 enum lease_op {
         OP_NONE,
@@ -47,13 +54,17 @@ struct kube_lease {
         json_t *server;         /* the Lease as last read, watched or written */
         json_t *observed_spec;  /* its spec when it last changed... */
         uint64_t observed_usec; /* ...and when we saw that, on our clock */
-        uint64_t renewed_usec;  /* our last successful write as leader */
+        uint64_t renewed_usec;  /* when our last successful write as leader was started */
         bool leader, stopped;
         unsigned renew_conflicts; /* 409s to our renewals since the last one that worked */
 
         struct kube_request *request;
         enum lease_op op;
+        uint64_t request_usec; /* when request was started; when it was sent, once done */
         sd_event_source *timer;
+        /* The leader's renew deadline, apart from timer: it fires whatever request is
+         * outstanding (timer waits for the request's completion). */
+        sd_event_source *deadline_timer;
         void (*release_done)(void *);
         void *release_userdata;
 };
@@ -82,6 +93,8 @@ static void set_leader(struct kube_lease *l, bool leader)
         if (l->leader == leader)
                 return;
         l->leader = leader;
+        if (!leader && l->deadline_timer)
+                sd_event_source_set_enabled(l->deadline_timer, SD_EVENT_OFF);
         if (leader)
                 log_info("Lease %s/%s: acquired by %s", l->namespace_, l->name, l->identity);
         else
@@ -142,8 +155,60 @@ static int start(struct kube_lease *l, enum lease_op op, const char *method, con
                 .urgent = l->leader || op == OP_RELEASE,
         };
         int k = kube_http_start_json(l->http, &opts, body, &l->request);
-        if (k >= 0)
+        if (k >= 0) {
                 l->op = op;
+                l->request_usec = now_usec(l);
+        }
+        return k;
+}
+
+static bool deadline_passed(struct kube_lease *l)
+{
+        return now_usec(l) - l->renewed_usec >= l->renew_deadline_usec;
+}
+
+static void plan(struct kube_lease *l);
+
+/* The holder stops leading: what it has in flight is cancelled (a renewal that lands anyway
+ * only delays the others' takeover: they count the lease from when they see it change), the
+ * callback is told, and it is a candidate again (the Lease may still name it: then it tries to
+ * take it again, with the resourceVersion it last saw, so not over someone who took it). */
+static void step_down(struct kube_lease *l)
+{
+        log_warning("Lease %s/%s: not renewed within the renew deadline (%.3g s); giving up "
+                    "leadership",
+                    l->namespace_, l->name, (double)l->renew_deadline_usec / 1e6);
+        kube_request_cancel(l->request);
+        l->request = NULL;
+        l->op = OP_NONE;
+        l->renew_conflicts = 0;
+        set_leader(l, false);
+        plan(l);
+}
+
+static int deadline_cb(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct kube_lease *l = userdata;
+        if (l->leader && !l->stopped)
+                step_down(l);
+        return 0;
+}
+
+/* Arms the step-down for renewed_usec + renew deadline. */
+static int arm_deadline(struct kube_lease *l)
+{
+        uint64_t at = l->renewed_usec + l->renew_deadline_usec;
+        int k;
+        if (!l->deadline_timer)
+                k = sd_event_add_time(kube_http_event(l->http), &l->deadline_timer, CLOCK_MONOTONIC,
+                                      at, DEADLINE_ACCURACY_USEC, deadline_cb, l);
+        else
+                k = sd_event_source_set_time(l->deadline_timer, at);
+        if (k >= 0)
+                k = sd_event_source_set_enabled(l->deadline_timer, SD_EVENT_ONESHOT);
+        if (k < 0)
+                log_error_errno(k, "Lease %s/%s: cannot arm the renew deadline", l->namespace_,
+                                l->name);
         return k;
 }
 
@@ -290,12 +355,8 @@ static void leader_checked(struct kube_lease *l)
                 plan(l);
                 return;
         }
-        if (now_usec(l) - l->renewed_usec >= l->renew_deadline_usec) {
-                log_warning("Lease %s/%s: not renewed for %llu s; giving up leadership",
-                            l->namespace_, l->name,
-                            (unsigned long long)(l->renew_deadline_usec / 1000000));
-                set_leader(l, false);
-                plan(l);
+        if (deadline_passed(l)) {
+                step_down(l);
                 return;
         }
         log_info("Lease %s/%s: our renewal conflicted but no other holder is recorded; "
@@ -328,6 +389,10 @@ static void request_done(struct kube_request *req, int error, long status, const
         enum lease_op op = l->op;
         l->request = NULL;
         l->op = OP_NONE;
+        /* When the server may first have acted on it: the request may have waited in
+         * kube_http's queue since start(). */
+        if (kube_request_sent_usec(req) > l->request_usec)
+                l->request_usec = kube_request_sent_usec(req);
 
         if (op == OP_RELEASE) {
                 if (error == 0 && status == 200)
@@ -357,11 +422,31 @@ static void request_done(struct kube_request *req, int error, long status, const
                         json_decref(l->server);
                         l->server = TAKE_PTR(obj);
                 }
-                /* Our write went through: we hold the Lease. */
+                /* Our write went through: we hold the Lease. The others saw it no sooner
+                 * than it was sent, so the renew deadline counts from then. */
                 json_decref(l->observed_spec);
                 l->observed_spec = json_deep_copy(json_object_get(l->server, "spec"));
-                l->observed_usec = l->renewed_usec = now_usec(l);
+                l->observed_usec = now_usec(l);
                 l->renew_conflicts = 0;
+                if (l->observed_usec - l->request_usec >= l->renew_deadline_usec) {
+                        /* An answer later than the renew deadline (an overloaded server):
+                         * leading on it could outlast what the others wait. The Lease names us
+                         * now, so a candidate writes again and leads on a timely answer. */
+                        log_warning("Lease %s/%s: the write took %.3g s, longer than the renew "
+                                    "deadline; not leading on it",
+                                    l->namespace_, l->name,
+                                    (double)(l->observed_usec - l->request_usec) / 1e6);
+                        if (l->leader)
+                                step_down(l);
+                        else
+                                schedule_retry(l);
+                        return;
+                }
+                l->renewed_usec = l->request_usec;
+                if (arm_deadline(l) < 0) {
+                        schedule_retry(l); /* cannot bound a leadership: do not lead */
+                        return;
+                }
                 set_leader(l, true);
                 schedule(l, l->renew_period_usec);
                 return;
@@ -393,12 +478,9 @@ static void request_done(struct kube_request *req, int error, long status, const
                 kube_status_describe(status, body, body_len, desc, sizeof(desc));
         log_warning("Lease %s/%s: %s failed: %s", l->namespace_, l->name,
                     op == OP_GET ? "read" : "write", desc);
-        if (l->leader && now_usec(l) - l->renewed_usec >= l->renew_deadline_usec) {
-                /* Stop writing before the others may take over (renew deadline < duration). */
-                log_warning("Lease %s/%s: not renewed for %llu s; giving up leadership",
-                            l->namespace_, l->name,
-                            (unsigned long long)(l->renew_deadline_usec / 1000000));
-                set_leader(l, false);
+        if (l->leader && deadline_passed(l)) {
+                step_down(l); /* the deadline timer is due at this very moment */
+                return;
         }
         schedule_retry(l);
 }
@@ -406,12 +488,13 @@ static void request_done(struct kube_request *req, int error, long status, const
 static int timer_cb(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct kube_lease *l = userdata;
+        /* A renewal still outstanding: its completion schedules the next step, and the renew
+         * deadline (deadline_cb) does not wait for it. */
         if (l->request || l->stopped)
-                return 0; /* its completion schedules the next step */
-        if (l->leader && now_usec(l) - l->renewed_usec >= l->renew_deadline_usec) {
-                log_warning("Lease %s/%s: renew deadline passed; giving up leadership",
-                            l->namespace_, l->name);
-                set_leader(l, false);
+                return 0;
+        if (l->leader && deadline_passed(l)) {
+                step_down(l); /* due with this timer: whichever runs first */
+                return 0;
         }
         if (l->leader && l->server) {
                 /* Renew with the resourceVersion of our last write; a 409 means someone else
@@ -432,21 +515,92 @@ static int timer_cb(sd_event_source *s, uint64_t usec, void *userdata)
         return 0;
 }
 
+struct timings {
+        uint64_t duration, renew_deadline, retry, renew_period;
+};
+
+static struct timings timings_of(const struct kube_lease_opts *o)
+{
+        struct timings t = {
+                .duration = o->duration_usec ? o->duration_usec : DEFAULT_DURATION_USEC,
+                .renew_deadline =
+                    o->renew_deadline_usec ? o->renew_deadline_usec : DEFAULT_RENEW_USEC,
+                .retry = o->retry_usec ? o->retry_usec : DEFAULT_RETRY_USEC,
+                .renew_period = o->renew_period_usec,
+        };
+        /* Unset, a renewal every 10 s, but at least two tries within a shorter deadline. */
+        if (!t.renew_period)
+                t.renew_period = t.renew_deadline / 2 < DEFAULT_PERIOD_USEC ? t.renew_deadline / 2
+                                                                            : DEFAULT_PERIOD_USEC;
+        return t;
+}
+
+int kube_lease_check_timings(const struct kube_lease_opts *o, char *why, size_t why_size)
+{
+        const struct timings t = timings_of(o);
+        const char *dn = o->duration_name ? o->duration_name : "lease duration";
+        const char *rn = o->renew_deadline_name ? o->renew_deadline_name : "renew deadline";
+        const char *tn = o->retry_name ? o->retry_name : "retry period";
+        const char *pn = o->renew_period_name ? o->renew_period_name : "renew period";
+        const double d = (double)t.duration / 1e6, r = (double)t.renew_deadline / 1e6;
+        const struct {
+                const char *name;
+                uint64_t usec;
+        } all[] = { { dn, t.duration },
+                    { rn, t.renew_deadline },
+                    { tn, t.retry },
+                    { pn, t.renew_period } };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++)
+                if (all[i].usec > MAX_TIMING_USEC) {
+                        snprintf(why, why_size, "%s (%g s) must be at most 24 h", all[i].name,
+                                 (double)all[i].usec / 1e6);
+                        return -EINVAL;
+                }
+        if (t.duration % 1000000 != 0)
+                snprintf(why, why_size,
+                         "%s (%g s) must be a whole number of seconds: the Lease records it as "
+                         "leaseDurationSeconds",
+                         dn, d);
+        else if (t.duration <= t.renew_deadline + KUBE_LEASE_SKEW_MARGIN_USEC)
+                snprintf(why, why_size,
+                         "%s (%g s) must be longer than %s (%g s) plus a %g s clock-skew "
+                         "margin: the holder must have stopped leading before another may "
+                         "take over",
+                         dn, d, rn, r, (double)KUBE_LEASE_SKEW_MARGIN_USEC / 1e6);
+        else if (t.renew_deadline * 100 <= t.retry * JITTER_PERCENT)
+                snprintf(why, why_size,
+                         "%s (%g s) must be longer than 1.2 times %s (%g s): a failed renewal "
+                         "must be retried before the deadline",
+                         rn, r, tn, (double)t.retry / 1e6);
+        else if (t.renew_period >= t.renew_deadline)
+                snprintf(why, why_size, "%s (%g s) must be shorter than %s (%g s)", pn,
+                         (double)t.renew_period / 1e6, rn, r);
+        else {
+                if (why_size)
+                        why[0] = '\0';
+                return 0;
+        }
+        return -EINVAL;
+}
+
 int kube_lease_new(struct kube_http *http, const struct kube_lease_opts *opts,
                    struct kube_lease **ret)
 {
         if (!opts->namespace_ || !opts->name || !opts->identity || !*opts->identity)
                 return log_error_errno(-EINVAL, "Lease: namespace, name and identity are required");
+        char why[256];
+        if (kube_lease_check_timings(opts, why, sizeof(why)) < 0)
+                return log_error_errno(-EINVAL, "Lease %s/%s: %s", opts->namespace_, opts->name,
+                                       why);
+        const struct timings t = timings_of(opts);
         _cleanup_(kube_lease_freep) struct kube_lease *l = calloc(1, sizeof(*l));
         if (!l)
                 return -ENOMEM;
         l->http = http;
-        l->duration_usec = opts->duration_usec ? opts->duration_usec : DEFAULT_DURATION_USEC;
-        l->renew_deadline_usec =
-            opts->renew_deadline_usec ? opts->renew_deadline_usec : DEFAULT_RENEW_USEC;
-        l->retry_usec = opts->retry_usec ? opts->retry_usec : DEFAULT_RETRY_USEC;
-        l->renew_period_usec =
-            opts->renew_period_usec ? opts->renew_period_usec : DEFAULT_PERIOD_USEC;
+        l->duration_usec = t.duration;
+        l->renew_deadline_usec = t.renew_deadline;
+        l->retry_usec = t.retry;
+        l->renew_period_usec = t.renew_period;
         l->on_change = opts->on_change;
         l->userdata = opts->userdata;
         l->namespace_ = strdup(opts->namespace_);
@@ -497,6 +651,7 @@ struct kube_lease *kube_lease_free(struct kube_lease *l)
         kube_request_cancel(l->request);
         kube_informer_free(l->informer);
         sd_event_source_disable_unref(l->timer);
+        sd_event_source_disable_unref(l->deadline_timer);
         json_decref(l->server);
         json_decref(l->observed_spec);
         free(l->namespace_);

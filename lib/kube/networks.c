@@ -7,9 +7,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "kube/json-split.h"
 #include "kube/lease.h"
 #include "kube/status.h"
 #include "kube/watch.h"
+#include "nad/decide.h"
 #include "nad/render.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -20,14 +22,15 @@
 #define NAMESPACES_PATH  "/api/v1/namespaces"
 #define BACKOFF_MIN_USEC (500ULL * 1000)
 #define BACKOFF_MAX_USEC (30ULL * 1000 * 1000)
-
-#define REASON_READY        "NetworkReady"
-#define REASON_INVALID      "NetworkAttachmentDefinitionInvalid"
-#define REASON_NS_NOT_FOUND "NamespaceNotFound"
+/* How long a NAD read with GET (one this controller does not watch: not labelled, or a stub)
+ * is trusted: a foreign NAD in the way is looked at again after this. */
+#define REREAD_USEC (60ULL * 1000 * 1000)
 
 enum net_op {
         OP_NONE,
+        OP_NAD_READ,
         OP_NAD_CREATE,
+        OP_NAD_LABEL,
         OP_NAD_UPDATE,
         OP_NAD_DELETE,
         OP_NET_PATCH,
@@ -56,10 +59,14 @@ struct kube_networks {
         char *op_key; /* "Kind ns/name" of the network the request is for */
         enum nad_network_kind op_kind;
         json_t *op_network; /* that network (for the Event after a status write) */
-        json_t *op_nad;     /* NAD deleted: {namespace, name} for the cache */
+        json_t *op_nad;     /* the NAD of the request: {metadata: {namespace, name}} */
         json_t *op_event;   /* {type, reason, message} posted when the status write succeeds */
         json_t *backoff;    /* key → {at, delay} (usec) after a failure */
         json_t *logged;     /* key → last outcome logged, to log changes only */
+        /* "ns/name" → {until (usec), object (null: 404) or error}: NADs read with GET, for
+         * the decisions the watched (labelled) NADs cannot answer. */
+        json_t *reads;
+        uint64_t wake_at; /* the earliest "until" of the reads a decision used */
         unsigned writes;
 };
 
@@ -75,12 +82,6 @@ static uint64_t now_usec(struct kube_networks *n)
 static const char *meta_str(json_t *o, const char *key)
 {
         return json_string_value(json_object_get(json_object_get(o, "metadata"), key));
-}
-
-static const char *annotation(json_t *o, const char *key)
-{
-        return json_string_value(
-            json_object_get(json_object_get(json_object_get(o, "metadata"), "annotations"), key));
 }
 
 static int pump_cb(sd_event_source *s, uint64_t usec, void *userdata)
@@ -162,13 +163,19 @@ static void stop_informers(struct kube_networks *n)
                 n->nets[i] = kube_informer_free(n->nets[i]);
         n->nads = kube_informer_free(n->nads);
         n->namespaces = kube_informer_free(n->namespaces);
+        /* A new term reads again what it does not watch. */
+        json_object_clear(n->reads);
 }
 
 static int start_informers(struct kube_networks *n)
 {
         const struct kube_cache_callbacks cb = { changed_added, changed_updated, changed_added, n };
+        /* Only the NADs this controller rendered: others (any number, any size) are never
+         * listed, so never cached as stubs or mistaken for absent; one not labelled is read
+         * with GET before anything is decided about it (nad/decide.h). */
         const struct kube_informer_opts nad_opts = { .kind = NAD_KIND,
                                                      .path = NADS_PATH,
+                                                     .label_selector = NAD_LABEL_SELECTOR,
                                                      .callbacks = cb,
                                                      .on_synced = synced,
                                                      .synced_userdata = n };
@@ -301,7 +308,8 @@ static void lease_changed(struct kube_lease *lease, bool leader, void *userdata)
                 stop_informers(n);
                 return;
         }
-        log_info("this agent renders the SriovNetworks of %s into NetworkAttachmentDefinitions now",
+        log_info("holding the Lease: rendering the SriovNetworks of %s into "
+                 "NetworkAttachmentDefinitions",
                  n->namespace_);
         json_object_clear(n->backoff);
         start_probe(n);
@@ -315,7 +323,7 @@ static void log_outcome(struct kube_networks *n, const char *key, int level, con
         if (last && strcmp(last, msg) == 0)
                 return;
         json_object_set_new(n->logged, key, json_string(msg));
-        log_ctx_msg(level, 0, NULL, "%s: %s", key, msg);
+        log_ctx_msg(level, 0, NULL, "%s", msg);
 }
 
 static void post_event(struct kube_networks *n, json_t *network, const char *type,
@@ -325,6 +333,45 @@ static void post_event(struct kube_networks *n, json_t *network, const char *typ
         if (!n->events || kube_object_ref_from_json(network, &ref) < 0)
                 return;
         kube_events_post(n->events, &ref, type, reason, message);
+}
+
+static char *nad_path(const char *ns, const char *name)
+{
+        char *p = NULL;
+        if (asprintf(&p, NAD_OBJECT_PATH "%s%s", ns, name ? "/" : "", name ? name : "") < 0)
+                return NULL;
+        return p;
+}
+
+/* "ns/name" of a NAD, the key of n->reads. */
+static void nad_key(const char *ns, const char *name, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s/%s", ns ? ns : "", name ? name : "");
+}
+
+static void remember_read(struct kube_networks *n, const char *key, json_t *object,
+                          const char *error, uint64_t until)
+{
+        json_t *r = json_pack("{s:I, s:O?, s:s?}", "until", (json_int_t)until, "object", object,
+                              "error", error);
+        if (r)
+                json_object_set_new(n->reads, key, r);
+}
+
+static uint64_t backoff_delay(struct kube_networks *n, const char *key)
+{
+        json_t *b = json_object_get(n->backoff, key);
+        uint64_t delay =
+            b ? (uint64_t)json_integer_value(json_object_get(b, "delay")) * 2 : BACKOFF_MIN_USEC;
+        return delay > BACKOFF_MAX_USEC ? BACKOFF_MAX_USEC : delay;
+}
+
+static void set_backoff(struct kube_networks *n, const char *key, uint64_t delay)
+{
+        const uint64_t at = now_usec(n) + delay;
+        json_object_set_new(
+            n->backoff, key,
+            json_pack("{s:I, s:I}", "at", (json_int_t)at, "delay", (json_int_t)delay));
 }
 
 static void request_done(struct kube_request *req, int error, long status, const char *body,
@@ -338,22 +385,41 @@ static void request_done(struct kube_request *req, int error, long status, const
         struct kube_informer *nets = n->nets[n->op_kind];
         n->request = NULL;
         n->op = OP_NONE;
+        char nkey[512];
+        nad_key(meta_str(op_nad, "namespace"), meta_str(op_nad, "name"), nkey, sizeof(nkey));
 
         bool ok = error == 0 && status >= 200 && status < 300;
-        if (error == 0 && status == 404 && op == OP_NAD_DELETE)
-                ok = true; /* already gone */
+        if (error == 0 && status == 404 && (op == OP_NAD_DELETE || op == OP_NAD_READ))
+                ok = true; /* (already) gone */
         if (ok) {
                 json_object_del(n->backoff, key);
                 json_auto_t *obj = body && body_len ? json_loadb(body, body_len, 0, NULL) : NULL;
+                if (op == OP_NAD_READ) {
+                        /* An answer that is not an object is no read: never decided on. */
+                        if (status != 404 && !json_is_object(obj))
+                                remember_read(n, nkey, NULL, "the answer is not a JSON object",
+                                              now_usec(n) + backoff_delay(n, key));
+                        else
+                                remember_read(n, nkey, status == 404 ? NULL : obj, NULL,
+                                              now_usec(n) + REREAD_USEC);
+                        schedule_pump(n, 0);
+                        return;
+                }
                 /* Let the next decision see our write now rather than when its watch event
-                 * arrives (the event then changes nothing: same resourceVersion). */
-                if (op == OP_NAD_DELETE && n->nads)
-                        kube_cache_apply(kube_informer_cache(n->nads), KUBE_CACHE_DELETE, op_nad);
-                else if ((op == OP_NAD_CREATE || op == OP_NAD_UPDATE) && n->nads &&
-                         json_is_object(obj))
-                        kube_cache_apply(kube_informer_cache(n->nads), KUBE_CACHE_UPSERT, obj);
-                else if ((op == OP_NET_PATCH || op == OP_NET_STATUS) && nets &&
-                         json_is_object(obj) && meta_str(obj, "name"))
+                 * arrives (the event then changes nothing: same resourceVersion). What is
+                 * written is labelled, so it belongs in the watched cache. */
+                if (op == OP_NAD_DELETE) {
+                        if (n->nads)
+                                kube_cache_apply(kube_informer_cache(n->nads), KUBE_CACHE_DELETE,
+                                                 op_nad);
+                        remember_read(n, nkey, NULL, NULL, now_usec(n) + REREAD_USEC);
+                } else if (op == OP_NAD_CREATE || op == OP_NAD_UPDATE || op == OP_NAD_LABEL) {
+                        json_object_del(n->reads, nkey);
+                        if (n->nads && json_is_object(obj))
+                                kube_cache_apply(kube_informer_cache(n->nads), KUBE_CACHE_UPSERT,
+                                                 obj);
+                } else if ((op == OP_NET_PATCH || op == OP_NET_STATUS) && nets &&
+                           json_is_object(obj) && meta_str(obj, "name"))
                         kube_cache_apply(kube_informer_cache(nets), KUBE_CACHE_UPSERT, obj);
                 if (op == OP_NET_STATUS && op_event && op_network)
                         post_event(n, op_network,
@@ -364,21 +430,27 @@ static void request_done(struct kube_request *req, int error, long status, const
                 char desc[512];
                 /* An over-size answer is -EFBIG with status 200: say what it is. */
                 kube_request_describe(req, error, status, body, body_len, desc, sizeof(desc));
-                json_t *b = json_object_get(n->backoff, key);
-                uint64_t delay = b ? (uint64_t)json_integer_value(json_object_get(b, "delay")) * 2
-                                   : BACKOFF_MIN_USEC;
-                if (delay > BACKOFF_MAX_USEC)
-                        delay = BACKOFF_MAX_USEC;
-                /* A conflict only means our copy was stale: the watch brings the new one. */
-                if (error == 0 && status == 409)
-                        log_debug("%s: conflict (%s), retrying", key, desc);
-                else
-                        log_warning("%s: request failed: %s; retrying in %llu ms", key, desc,
-                                    (unsigned long long)(delay / 1000));
-                const uint64_t at = now_usec(n) + delay;
-                json_object_set_new(
-                    n->backoff, key,
-                    json_pack("{s:I, s:I}", "at", (json_int_t)at, "delay", (json_int_t)delay));
+                const uint64_t delay = backoff_delay(n, key);
+                if (op == OP_NAD_READ) {
+                        /* Never written while it cannot be read: the decision reports it
+                         * until the read is retried after the backoff. */
+                        log_warning("%s: cannot read NetworkAttachmentDefinition %s: %s; "
+                                    "retrying in %llu ms",
+                                    key, nkey, desc, (unsigned long long)(delay / 1000));
+                        remember_read(n, nkey, NULL, desc, now_usec(n) + delay);
+                } else {
+                        /* What the write was decided on is stale: read it again. */
+                        if (op_nad)
+                                json_object_del(n->reads, nkey);
+                        /* A conflict only means our copy was stale: the watch brings the new
+                         * one. */
+                        if (error == 0 && status == 409)
+                                log_debug("%s: conflict (%s), retrying", key, desc);
+                        else
+                                log_warning("%s: request failed: %s; retrying in %llu ms", key,
+                                            desc, (unsigned long long)(delay / 1000));
+                }
+                set_backoff(n, key, delay);
         }
         schedule_pump(n, 0);
 }
@@ -396,7 +468,8 @@ static int start(struct kube_networks *n, enum net_op op, const char *key, const
         n->op_key = strdup(key);
         if (!n->op_key)
                 return -ENOMEM;
-        int k = kube_http_start_json(n->http, &opts, body, &n->request);
+        int k = body ? kube_http_start_json(n->http, &opts, body, &n->request)
+                     : kube_http_start(n->http, &opts, &n->request);
         if (k < 0) {
                 free(n->op_key);
                 n->op_key = NULL;
@@ -404,270 +477,138 @@ static int start(struct kube_networks *n, enum net_op op, const char *key, const
         }
         n->op = op;
         n->op_kind = n->cur_kind;
-        n->writes++;
+        if (op != OP_NAD_READ)
+                n->writes++;
         return 1;
 }
 
-/* A merge patch of the SriovNetwork's metadata (finalizers, annotations), guarded by its
- * resourceVersion. */
-static int patch_network(struct kube_networks *n, const char *key, json_t *network,
-                         json_t *metadata_patch)
+/* What the decision may know of the NAD ns/name: the watched copy when it is whole, else what
+ * a GET returned while that is trusted (for a stub: only for the version it stands for). */
+static struct nad_view lookup_nad(const char *ns, const char *name, void *userdata)
 {
-        json_object_set_new(metadata_patch, "resourceVersion",
-                            json_string(meta_str(network, "resourceVersion")));
-        /* "o" steals metadata_patch also when json_pack fails. */
-        json_auto_t *body = json_pack("{s:o}", "metadata", metadata_patch);
-        _cleanup_free_ char *path = NULL;
-        if (!body ||
-            asprintf(&path, "%s/%s", n->nets_path[n->cur_kind], meta_str(network, "name")) < 0)
-                return -ENOMEM;
-        return start(n, OP_NET_PATCH, key, "PATCH", path, "application/merge-patch+json", body);
-}
-
-static bool has_finalizer(json_t *network)
-{
-        size_t i;
-        json_t *f;
-        json_array_foreach(json_object_get(json_object_get(network, "metadata"), "finalizers"), i,
-                           f) if (json_is_string(f) &&
-                                  strcmp(json_string_value(f), KUBE_NETWORK_FINALIZER) ==
-                                      0) return true;
-        return false;
-}
-
-static int set_finalizer(struct kube_networks *n, const char *key, json_t *network, bool on)
-{
-        json_t *list = json_array();
-        size_t i;
-        json_t *f;
-        json_array_foreach(json_object_get(json_object_get(network, "metadata"), "finalizers"), i,
-                           f) if (!json_is_string(f) ||
-                                  strcmp(json_string_value(f), KUBE_NETWORK_FINALIZER) != 0)
-            json_array_append(list, f);
-        if (on)
-                json_array_append_new(list, json_string(KUBE_NETWORK_FINALIZER));
-        return patch_network(n, key, network, json_pack("{s:o}", "finalizers", list));
-}
-
-static char *nad_path(const char *ns, const char *name)
-{
-        char *p = NULL;
-        if (asprintf(&p, NAD_OBJECT_PATH "%s%s", ns, name ? "/" : "", name ? name : "") < 0)
-                return NULL;
-        return p;
-}
-
-static json_t *find_nad(struct kube_networks *n, const char *ns, const char *name)
-{
-        return kube_cache_get(kube_informer_cache(n->nads), ns, name);
-}
-
-static int delete_nad(struct kube_networks *n, const char *key, const char *ns, const char *name)
-{
-        _cleanup_free_ char *path = nad_path(ns, name);
-        if (!path)
-                return -ENOMEM;
-        n->op_nad = json_pack("{s:{s:s, s:s}}", "metadata", "name", name, "namespace", ns);
-        int k = start(n, OP_NAD_DELETE, key, "DELETE", path, NULL, NULL);
-        if (k < 0) {
-                json_decref(n->op_nad);
-                n->op_nad = NULL;
+        struct kube_networks *n = userdata;
+        json_t *cached = kube_cache_get(kube_informer_cache(n->nads), ns, name);
+        if (cached && !kube_object_undecodable(cached))
+                return (struct nad_view){ .seen = NAD_SEEN_PRESENT, .object = cached };
+        char key[512];
+        nad_key(ns, name, key, sizeof(key));
+        json_t *r = json_object_get(n->reads, key);
+        const uint64_t until = (uint64_t)json_integer_value(json_object_get(r, "until"));
+        if (!r || until <= now_usec(n))
+                return (struct nad_view){ .seen = NAD_SEEN_UNKNOWN };
+        if (!n->wake_at || until < n->wake_at)
+                n->wake_at = until;
+        const char *error = json_string_value(json_object_get(r, "error"));
+        json_t *obj = json_object_get(r, "object");
+        if (error)
+                return (struct nad_view){ .seen = NAD_SEEN_UNREADABLE, .error = error };
+        if (cached) {
+                const char *rv = meta_str(cached, "resourceVersion");
+                if (!json_is_object(obj) || !rv || !meta_str(obj, "resourceVersion") ||
+                    strcmp(rv, meta_str(obj, "resourceVersion")) != 0)
+                        return (struct nad_view){ .seen = NAD_SEEN_UNKNOWN };
         }
-        return k;
+        if (!json_is_object(obj))
+                return (struct nad_view){ .seen = NAD_SEEN_ABSENT };
+        return (struct nad_view){ .seen = NAD_SEEN_PRESENT, .object = obj };
 }
 
-/* The Ready condition; written (and an Event posted) only when it changes. */
-static int ensure_condition(struct kube_networks *n, const char *key, json_t *network, bool ready,
-                            const char *reason, const char *message)
+static bool namespace_exists(const char *ns, void *userdata)
 {
-        log_outcome(n, key, ready ? LOG_INFO : LOG_WARNING, message);
-        json_t *cur = NULL, *c;
-        size_t i;
-        json_array_foreach(json_object_get(json_object_get(network, "status"), "conditions"), i, c)
-        {
-                const char *type = json_string_value(json_object_get(c, "type"));
-                if (type && strcmp(type, "Ready") == 0)
-                        cur = c;
-        }
-        const char *want_status = ready ? "True" : "False";
-        json_t *generation = json_object_get(json_object_get(network, "metadata"), "generation");
-        const char *cur_status = json_string_value(json_object_get(cur, "status"));
-        const char *cur_reason = json_string_value(json_object_get(cur, "reason"));
-        const char *cur_message = json_string_value(json_object_get(cur, "message"));
-        bool same = cur && cur_status && strcmp(cur_status, want_status) == 0 && cur_reason &&
-                    strcmp(cur_reason, reason) == 0 && cur_message &&
-                    strcmp(cur_message, message) == 0 &&
-                    json_integer_value(json_object_get(cur, "observedGeneration")) ==
-                        json_integer_value(generation);
-        if (same)
-                return 0;
+        struct kube_networks *n = userdata;
+        return kube_cache_get(kube_informer_cache(n->namespaces), NULL, ns) != NULL;
+}
+
+/* Decides what the network needs next (nad/decide.h) and starts at most one request for it
+ * (returns 1 then). */
+static int step(struct kube_networks *n, const char *key, json_t *network)
+{
         char now[32];
         time_t t = time(NULL);
         struct tm tm;
         gmtime_r(&t, &tm);
         strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        const char *transition = cur && cur_status && strcmp(cur_status, want_status) == 0
-                                     ? json_string_value(json_object_get(cur, "lastTransitionTime"))
-                                     : NULL;
-        json_t *cond = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "type", "Ready", "status",
-                                 want_status, "reason", reason, "message", message,
-                                 "lastTransitionTime", transition ? transition : now,
-                                 "observedGeneration", json_integer_value(generation));
-        json_t *conditions = json_array();
-        json_array_foreach(json_object_get(json_object_get(network, "status"), "conditions"), i,
-                           c) if (c != cur) json_array_append(conditions, c);
-        json_array_append_new(conditions, cond);
-        json_auto_t *body =
-            json_pack("{s:{s:s?}, s:{s:o}}", "metadata", "resourceVersion",
-                      meta_str(network, "resourceVersion"), "status", "conditions", conditions);
+        const struct nad_decide_input in = {
+                .kind = n->cur_kind,
+                .network = network,
+                .resource_prefix = n->prefix,
+                .now = now,
+                .lookup = lookup_nad,
+                .namespace_exists = namespace_exists,
+                .userdata = n,
+        };
+        _cleanup_(nad_action_clear) struct nad_action a = {};
+        int k = nad_decide(&in, &a);
+        if (k < 0)
+                return k;
+        if (a.message) {
+                if (a.outcome)
+                        log_outcome(n, key, a.level, a.message);
+                else
+                        log_ctx_msg(a.level, 0, NULL, "%s", a.message);
+        }
         _cleanup_free_ char *path = NULL;
-        if (!body || asprintf(&path, "%s/%s/status", n->nets_path[n->cur_kind],
-                              meta_str(network, "name")) < 0)
+        switch (a.type) {
+        case NAD_ACTION_NONE:
+                return 0;
+        case NAD_ACTION_NETWORK_PATCH:
+        case NAD_ACTION_NETWORK_STATUS: {
+                const bool status = a.type == NAD_ACTION_NETWORK_STATUS;
+                if (asprintf(&path, "%s/%s%s", n->nets_path[n->cur_kind], meta_str(network, "name"),
+                             status ? "/status" : "") < 0)
+                        return -ENOMEM;
+                k = start(n, status ? OP_NET_STATUS : OP_NET_PATCH, key, "PATCH", path,
+                          "application/merge-patch+json", a.body);
+                if (k > 0 && status) {
+                        n->op_event = TAKE_PTR(a.event);
+                        n->op_network = json_incref(network);
+                }
+                return k;
+        }
+        default:
+                break;
+        }
+        static const struct {
+                enum net_op op;
+                const char *method, *content_type;
+                bool collection;
+        } how[] = {
+                [NAD_ACTION_READ] = { OP_NAD_READ, "GET", NULL, false },
+                [NAD_ACTION_CREATE] = { OP_NAD_CREATE, "POST", "application/json", true },
+                [NAD_ACTION_UPDATE] = { OP_NAD_UPDATE, "PUT", "application/json", false },
+                [NAD_ACTION_LABEL] = { OP_NAD_LABEL, "PATCH", "application/merge-patch+json",
+                                       false },
+                [NAD_ACTION_DELETE] = { OP_NAD_DELETE, "DELETE", "application/json", false },
+        };
+        if ((size_t)a.type >= ELEMENTSOF(how) || !how[a.type].method)
+                return -EINVAL;
+        path = nad_path(a.namespace_, how[a.type].collection ? NULL : a.name);
+        json_t *op_nad =
+            json_pack("{s:{s:s, s:s}}", "metadata", "name", a.name, "namespace", a.namespace_);
+        if (!path || !op_nad) {
+                json_decref(op_nad);
                 return -ENOMEM;
-        /* upstream: one Event per transition, ReadyAdded / ReadyChanged, the message as note;
-         * a False condition is a Warning here so `kubectl get events` flags it. */
-        if (!cur || !cur_status || strcmp(cur_status, want_status) != 0 || !cur_reason ||
-            strcmp(cur_reason, reason) != 0 || !cur_message || strcmp(cur_message, message) != 0)
-                n->op_event =
-                    json_pack("{s:s, s:s, s:s}", "type", ready ? "Normal" : "Warning", "reason",
-                              cur ? "ReadyChanged" : "ReadyAdded", "message", message);
-        int k = start(n, OP_NET_STATUS, key, "PATCH", path, "application/merge-patch+json", body);
-        if (k < 0) {
-                json_decref(n->op_event);
-                n->op_event = NULL;
-        } else
-                n->op_network = json_incref(network);
+        }
+        k = start(n, how[a.type].op, key, how[a.type].method, path, how[a.type].content_type,
+                  a.body);
+        if (k > 0)
+                n->op_nad = op_nad;
+        else
+                json_decref(op_nad);
         return k;
 }
 
-static bool nad_matches(json_t *have, json_t *want)
+/* Reads older than their trust are dropped, so memory follows the networks, not history. */
+static void sweep_reads(struct kube_networks *n)
 {
-        json_t *hm = json_object_get(have, "metadata"), *wm = json_object_get(want, "metadata");
-        json_t *href = json_object_get(hm, "ownerReferences"),
-               *wref = json_object_get(wm, "ownerReferences");
-        return json_equal(json_object_get(have, "spec"), json_object_get(want, "spec")) &&
-               json_equal(json_object_get(hm, "annotations"), json_object_get(wm, "annotations")) &&
-               ((!href && !wref) || (href && wref && json_equal(href, wref)));
-}
-
-/* Decides what the SriovNetwork needs next; starts at most one request (returns 1 then). */
-static int step(struct kube_networks *n, const char *key, json_t *network)
-{
-        const char *name = meta_str(network, "name");
-        json_t *meta = json_object_get(network, "metadata");
-        const char *target = nad_target_namespace(network);
-        const char *last = annotation(network, KUBE_NETWORK_LAST_NS);
-        _cleanup_free_ char *owner = nad_owner_ref(n->cur_kind, network);
-        if (!name || !target || !owner)
-                return 0;
-
-        if (json_object_get(meta, "deletionTimestamp")) {
-                if (!has_finalizer(network))
-                        return 0;
-                /* The NAD goes first (where it is now and where it was), then the finalizer. */
-                const char *where[] = { target, last };
-                for (size_t i = 0; i < ELEMENTSOF(where); i++) {
-                        json_t *nad = where[i] && *where[i] ? find_nad(n, where[i], name) : NULL;
-                        const char *o = annotation(nad, NAD_ANNOTATION_OWNER);
-                        if (nad && (!o || strcmp(o, owner) == 0)) {
-                                log_info("%s deleted: deleting its "
-                                         "NetworkAttachmentDefinition %s/%s",
-                                         key, where[i], name);
-                                return delete_nad(n, key, where[i], name);
-                        }
-                }
-                return set_finalizer(n, key, network, false);
+        const uint64_t now = now_usec(n);
+        const char *key;
+        json_t *r, *tmp;
+        json_object_foreach_safe(n->reads, tmp, key, r)
+        {
+                if ((uint64_t)json_integer_value(json_object_get(r, "until")) <= now)
+                        json_object_del(n->reads, key);
         }
-        if (!has_finalizer(network))
-                return set_finalizer(n, key, network, true);
-
-        json_auto_t *want = NULL;
-        _cleanup_free_ char *error = NULL;
-        int k = nad_render(n->cur_kind, network, n->prefix, &want, &error);
-        if (k == -EINVAL) {
-                _cleanup_free_ char *msg = NULL;
-                if (asprintf(&msg, "invalid, no NetworkAttachmentDefinition rendered: %s",
-                             error ? error : "") < 0)
-                        return -ENOMEM;
-                return ensure_condition(n, key, network, false, REASON_INVALID, msg);
-        }
-        if (k < 0)
-                return k;
-
-        /* Moved to another namespace: the NAD in the old one goes (when it is ours). */
-        if (last && *last && strcmp(last, target) != 0) {
-                json_t *old = find_nad(n, last, name);
-                const char *o = annotation(old, NAD_ANNOTATION_OWNER);
-                if (old && o && strcmp(o, owner) == 0) {
-                        log_info("%s: networkNamespace is now %s; deleting the "
-                                 "NetworkAttachmentDefinition in %s",
-                                 key, target, last);
-                        return delete_nad(n, key, last, name);
-                }
-        }
-
-        if (!kube_cache_get(kube_informer_cache(n->namespaces), NULL, target)) {
-                _cleanup_free_ char *msg = NULL;
-                if (asprintf(&msg, "target namespace \"%s\" does not exist", target) < 0)
-                        return -ENOMEM;
-                return ensure_condition(n, key, network, false, REASON_NS_NOT_FOUND, msg);
-        }
-
-        json_t *have = find_nad(n, target, name);
-        if (!have) {
-                _cleanup_free_ char *path = nad_path(target, NULL);
-                if (!path)
-                        return -ENOMEM;
-                log_info("%s: creating NetworkAttachmentDefinition %s/%s", key, target, name);
-                return start(n, OP_NAD_CREATE, key, "POST", path, "application/json", want);
-        }
-        const char *have_owner = annotation(have, NAD_ANNOTATION_OWNER);
-        if (have_owner && strcmp(have_owner, owner) != 0) {
-                _cleanup_free_ char *msg = NULL;
-                if (asprintf(&msg,
-                             "NetworkAttachmentDefinition '%s/%s' already exists and is owned by "
-                             "%s",
-                             target, name, have_owner) < 0)
-                        return -ENOMEM;
-                return ensure_condition(n, key, network, false, REASON_INVALID, msg);
-        }
-        if (!nad_matches(have, want)) {
-                if (!have_owner) {
-                        /* upstream adopts NADs without the owner annotation (made by hand or by
-                         * an old operator): say so, it overwrites someone's object. */
-                        _cleanup_free_ char *msg = NULL;
-                        if (asprintf(&msg,
-                                     "adopting NetworkAttachmentDefinition %s/%s, which had no "
-                                     "owner annotation; its config is replaced",
-                                     target, name) >= 0) {
-                                log_notice("%s: %s", key, msg);
-                                post_event(n, network, "Normal",
-                                           "NetworkAttachmentDefinitionAdopted", msg);
-                        }
-                } else
-                        log_info("%s: NetworkAttachmentDefinition %s/%s differs "
-                                 "from the network; updating it",
-                                 key, target, name);
-                json_auto_t *body = json_deep_copy(have);
-                json_t *bm = json_object_get(body, "metadata"),
-                       *wm = json_object_get(want, "metadata");
-                json_object_set(bm, "annotations", json_object_get(wm, "annotations"));
-                if (json_object_get(wm, "ownerReferences"))
-                        json_object_set(bm, "ownerReferences",
-                                        json_object_get(wm, "ownerReferences"));
-                else
-                        json_object_del(bm, "ownerReferences");
-                json_object_set(body, "spec", json_object_get(want, "spec"));
-                _cleanup_free_ char *path = nad_path(target, name);
-                return path ? start(n, OP_NAD_UPDATE, key, "PUT", path, "application/json", body)
-                            : -ENOMEM;
-        }
-        if (!last || strcmp(last, target) != 0)
-                return patch_network(
-                    n, key, network,
-                    json_pack("{s:{s:s}}", "annotations", KUBE_NETWORK_LAST_NS, target));
-        return ensure_condition(n, key, network, true, REASON_READY,
-                                "NetworkAttachmentDefinition is provisioned and ready");
 }
 
 static void pump(struct kube_networks *n)
@@ -680,6 +621,8 @@ static void pump(struct kube_networks *n)
                         return;
         if (!n->nets[NAD_SRIOV_NETWORK])
                 return;
+        sweep_reads(n);
+        n->wake_at = 0;
         uint64_t now = now_usec(n), next = 0;
         for (size_t i = 0; i < ELEMENTSOF(n->nets); i++) {
                 const char *cache_key;
@@ -707,8 +650,12 @@ static void pump(struct kube_networks *n)
                                 log_warning_errno(k, "%s: cannot start a request", key);
                 }
         }
+        /* A NAD read with GET is looked at again when its trust ends (a foreign one in the
+         * way may have gone). */
+        if (n->wake_at && (!next || n->wake_at < next))
+                next = n->wake_at;
         if (next)
-                schedule_pump(n, next - now);
+                schedule_pump(n, next > now ? next - now : 0);
 }
 
 /* -------------------------------------------------------------------- lifetime */
@@ -725,7 +672,8 @@ int kube_networks_new(struct kube_http *http, const struct kube_networks_opts *o
         n->prefix = strdup(opts->resource_prefix ? opts->resource_prefix : "openshift.io");
         n->backoff = json_object();
         n->logged = json_object();
-        if (!n->namespace_ || !n->prefix || !n->backoff || !n->logged ||
+        n->reads = json_object();
+        if (!n->namespace_ || !n->prefix || !n->backoff || !n->logged || !n->reads ||
             asprintf(&n->nets_path[NAD_SRIOV_NETWORK], NETWORKS_PATH, opts->namespace_,
                      "sriovnetworks") < 0 ||
             asprintf(&n->nets_path[NAD_SRIOV_IB_NETWORK], NETWORKS_PATH, opts->namespace_,
@@ -758,6 +706,7 @@ struct kube_networks *kube_networks_free(struct kube_networks *n)
         json_decref(n->op_event);
         json_decref(n->backoff);
         json_decref(n->logged);
+        json_decref(n->reads);
         free(n->op_key);
         free(n->namespace_);
         free(n->prefix);

@@ -1,20 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* SriovNetwork → NetworkAttachmentDefinition controller (cluster mode), one writer per cluster.
  *
- * Every agent runs one; only the holder of the Lease "sriov-agent-networks" in the agent's
- * namespace acts. While it leads it watches the SriovNetworks of its namespace, all NADs and
- * all Namespaces, and brings every NAD to what nad_render() makes of its SriovNetwork, one
- * request at a time, writing only what differs (so an idle cluster sees no writes):
- * - a finalizer (netattdef.finalizers.sriovnetwork.openshift.io) on each SriovNetwork, so its
- *   deletion removes the NAD even while no agent runs; then the finalizer is removed;
- * - NAD missing → created (when its namespace exists, else Ready=False NamespaceNotFound until
- *   the Namespace appears); hand edits reverted, hand deletes recreated; a NAD owned by another
- *   network (owner-ref annotation) is never touched; an unannotated one is adopted (log + Event);
- * - spec.networkNamespace moved → the old NAD (if ours) is deleted; the last target is kept in
- *   the annotation operator.sriovnetwork.openshift.io/last-network-namespace, as upstream;
- * - status.conditions Ready (NetworkReady, NetworkAttachmentDefinitionInvalid,
- *   NamespaceNotFound), with an Event on each transition naming the problem (the field, for
- *   invalid input).
+ * `sriov-agent nad-controller` runs one per replica (and `run --nad-controller on`, for small
+ * or standalone setups); only the holder of the Lease "sriov-agent-networks" in its namespace
+ * acts. While it leads it watches the SriovNetworks of its namespace, the NADs it rendered
+ * (label selector NAD_LABEL_SELECTOR, nad/decide.h) and all Namespaces, and brings every NAD
+ * to what nad_render() makes of its SriovNetwork, one request at a time, writing only what
+ * differs (so an idle cluster sees no writes). What to do is decided by nad_decide() (pure:
+ * ownership, finalizer, namespace moves, the Ready condition and its Event); this file does
+ * the I/O: the watches, the GET of any NAD the watch cannot show (not labelled: foreign, or
+ * rendered by an earlier version; or cached as a stub), trusted for 60 s or, for a stub, for
+ * the version it stands for; the writes, each guarded by the resourceVersion it was decided
+ * on (DELETE with preconditions); a NAD that could not be read is never written (the network
+ * says NetworkAttachmentDefinitionUnreadable and the read is retried with the backoff).
  * Failed requests are retried per network with backoff (0.5 s doubling to 30 s). */
 #pragma once
 
@@ -23,15 +21,13 @@
 #include "kube/events.h"
 #include "kube/http.h"
 
-#define KUBE_NETWORK_FINALIZER "netattdef.finalizers.sriovnetwork.openshift.io"
-#define KUBE_NETWORK_LAST_NS   "operator.sriovnetwork.openshift.io/last-network-namespace"
-#define KUBE_NETWORKS_LEASE    "sriov-agent-networks"
+#define KUBE_NETWORKS_LEASE "sriov-agent-networks"
 
 struct kube_networks;
 
 struct kube_networks_opts {
-        const char *namespace_;      /* the agent's: SriovNetworks and the Lease live here */
-        const char *identity;        /* Lease holder: the node name */
+        const char *namespace_;      /* SriovNetworks and the Lease live here */
+        const char *identity;        /* Lease holder: the pod (or node) name */
         const char *resource_prefix; /* NULL = "openshift.io" */
         struct kube_events *events;
 };

@@ -215,7 +215,7 @@ def help_default(description):
 def case_config():
     with open(os.path.join(SRC, "docs", "configuration.md")) as f:
         text = f.read()
-    sections = re.split(r"^### `sriov-agent (\w+)`\s*$", text, flags=re.M)
+    sections = re.split(r"^### `sriov-agent ([\w-]+)`\s*$", text, flags=re.M)
     tables = {}
     for command, body in zip(sections[1::2], sections[2::2]):
         body = re.split(r"^##? ", body, flags=re.M)[0]

@@ -36,7 +36,7 @@ NS = "sriov-network-operator"
 NODE = "worker-1"
 LEASE = "sriov-agent-networks"
 TEST_NET = ipaddress.ip_network("198.18.0.0/15")  # RFC 2544: benchmarking, never routed
-WATCHES = 4  # an idle non-holder: policies, own Node, own NodeState, the Lease
+WATCHES = 3  # a node agent: policies, own Node, own NodeState (the NAD Lease: nad-controller's)
 
 
 def sh(*argv, check=True):

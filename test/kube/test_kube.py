@@ -682,10 +682,9 @@ def make_pki(d):
             "-CAcreateserial", "-out", f"{name}.crt", "-days", "2", *extra)
 
 
-def case_http2_tls(env):
-    """The agent through nghttpx (Debian nghttp2-proxy), as in front of a real API server:
-    TLS with ALPN h2, every request and the watches multiplexed over HTTP/2."""
-    import base64
+def start_nghttpx(env):
+    """nghttpx (Debian nghttp2-proxy) in front of the fake API server, as in front of a real
+    one: TLS with ALPN h2. Returns its port and the access log's path."""
     import socket
     nghttpx = shutil.which("nghttpx") or "/usr/sbin/nghttpx"
     if not os.path.exists(nghttpx):
@@ -714,11 +713,24 @@ def case_http2_tls(env):
             if time.monotonic() > deadline:
                 raise Failure("nghttpx did not start")
             time.sleep(0.1)
-    ca = base64.b64encode(open(os.path.join(d, "ca.crt"), "rb").read()).decode()
-    kc = os.path.join(d, "h2.kubeconfig")
+    return port, access
+
+
+def h2_kubeconfig(env, port):
+    import base64
+    ca = base64.b64encode(open(os.path.join(env.dir, "ca.crt"), "rb").read()).decode()
+    kc = os.path.join(env.dir, f"h2-{port}.kubeconfig")
     with open(kc, "w") as f:
         f.write(kubeconfig_text(f"https://127.0.0.1:{port}", TOKEN,
                                 extra_cluster=f"    certificate-authority-data: {ca}\n"))
+    return kc
+
+
+def case_http2_tls(env):
+    """The agent through nghttpx, as in front of a real API server: TLS with ALPN h2, every
+    request and the watches multiplexed over HTTP/2."""
+    port, access = start_nghttpx(env)
+    kc = h2_kubeconfig(env, port)
     env.setup_crds()
     w = Watcher(env, kubeconfig=kc)
     w.wait_for(event_is("ADDED", "Node", "node1"), "the agent sees its Node through nghttpx")
@@ -735,6 +747,85 @@ def case_http2_tls(env):
     check(watches and all(l.startswith("h2 ") for l in lines),
           f"every request went over HTTP/2 with ALPN h2 ({len(lines)} requests, "
           f"{len(watches)} watches)")
+
+
+class CountingRelay:
+    """A TCP relay in front of a port that counts the connections it accepts: how many
+    connections a client opened, whatever it sent over them (TLS passes through)."""
+
+    def __init__(self, target_port):
+        import socket
+        self.target = target_port
+        self.accepted = 0
+        self.lock = threading.Lock()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import socket
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.accepted += 1
+            try:
+                u = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                c.close()
+                continue
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst):
+        import socket
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s_, how in ((dst, socket.SHUT_WR), (src, socket.SHUT_RD)):
+            try:
+                s_.shutdown(how)
+            except OSError:
+                pass
+
+    def close(self):
+        self.sock.close()
+
+
+def case_http2_one_connection(env):
+    """Issue 39.5: an agent that starts several lists and watches at once over TLS to an h2
+    server opens one connection, every request a stream of it, instead of a TLS connection
+    per request (libcurl decides h2 only once ALPN answered: CURLOPT_PIPEWAIT makes the
+    others wait for that)."""
+    port, access = start_nghttpx(env)
+    relay = CountingRelay(port)
+    kc = h2_kubeconfig(env, relay.port)
+    env.setup_crds(policy=True)
+    w = Watcher(env, kubeconfig=kc)
+    w.wait_for(event_is("ADDED", "Node", "node1"), "the agent lists its Node through nghttpx")
+    w.wait_for(event_is("ADDED", "SriovNetworkNodePolicy", "highnet-sriov-policy"),
+               "and the policies, at the same time")
+    env.kubectl("label", "node", "node1", "h2-test=1")
+    w.wait_for(event_is("MODIFIED", "Node", "node1"), "a change arrives through the Node watch")
+    env.kubectl("apply", "-f", "-", stdin=policy_variant(numVfs=4))
+    w.wait_for(event_is("MODIFIED", "SriovNetworkNodePolicy", "highnet-sriov-policy",
+                        lambda o: o["spec"]["numVfs"] == 4),
+               "and one through the policy watch")
+    with relay.lock:
+        accepted = relay.accepted
+    check(accepted == 1, f"the agent opened one connection for its lists and watches "
+          f"(opened {accepted})")
+    relay.close()
 
 
 def only_the_given_ca(tls, d, b64):
@@ -948,6 +1039,7 @@ CASES = {
     "events": (case_events, ("node1",)),
     "kubeconfig": (case_kubeconfig, ("node1",)),
     "http2_tls": (case_http2_tls, ("node1",)),
+    "http2_one_connection": (case_http2_one_connection, ("node1",)),
 }
 
 

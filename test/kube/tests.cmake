@@ -5,7 +5,8 @@ sriov_link_layers(kube-harness ${CMAKE_CURRENT_LIST_DIR}/kube-harness.c)
 find_program(KUBECTL kubectl)
 find_package(Python3 COMPONENTS Interpreter)
 if(KUBECTL AND Python3_FOUND)
-    foreach(case crds_and_policy watch_events node_labels faults nodestate events kubeconfig http2_tls)
+    foreach(case crds_and_policy watch_events node_labels faults nodestate events kubeconfig http2_tls
+            http2_one_connection)
         add_test(NAME kube/${case}
             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kube.py ${case})
         set_tests_properties(kube/${case} PROPERTIES LABELS integration TIMEOUT 180

@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""SriovNetwork → NetworkAttachmentDefinition in cluster mode: real kubectl against the fake
-API server (with Multus' NAD CRD as a fixture), two `sriov-agent run --dry-run` processes for
-two nodes (--dry-run keeps the host untouched but still writes API objects).
+"""SriovNetwork → NetworkAttachmentDefinition in cluster mode, on the install layout of
+manifests/: real kubectl against the fake API server (with Multus' NAD CRD as a fixture) holding
+every request to manifests/20-rbac.yaml, two replicas of `sriov-agent nad-controller` (the
+Deployment, its own ServiceAccount) and two node agents `sriov-agent run --dry-run
+--nad-controller=off` (the DaemonSet's account, which may not touch NADs or Leases; --dry-run
+keeps the host untouched).
 
 What a cluster operator would check: the seed's `kubectl apply -f sriov-network.yaml` gives
 default/highnet-rdma-network within seconds with upstream's exact config; updates re-render,
 hand edits are reverted, hand deletes recreated; a networkNamespace change moves the NAD, a
 missing namespace is reported (NamespaceNotFound) until it appears; a NAD owned by another
-network is left alone and reported, an unannotated one adopted (Event); invalid input gets
+network, or without an owner annotation, is left alone and reported; a NAD rendered by an
+earlier version (no label) gets the label and nothing else; invalid input gets
 an Event naming the field and no NAD until fixed; `kubectl get sriovnetworks` shows Ready;
 deleting a SriovNetwork deletes its NAD, also when it was deleted while no agent ran (the
-finalizer); only one of the two agents ever writes (the Lease holder), kill -9 of it hands
-over within 40 s, SIGTERM releases at once; an idle cluster sees 0 NAD or SriovNetwork writes
+finalizer); only one of the two replicas ever writes (the Lease holder), the node agents
+never ask for a NAD or the Lease, kill -9 of the holder hands over within 40 s, SIGTERM
+releases at once; an idle cluster sees 0 NAD or SriovNetwork writes
 (NAD_IDLE_SECONDS, 10 s in CI; the issue's figure is 30 s). Exit 1 on any failure.
 """
 import argparse
@@ -30,6 +35,8 @@ from testlib import check, finish, wait  # noqa: E402
 
 NS = "sriov-network-operator"
 NODES = ("worker-1", "worker-2")
+CONTROLLERS = ("nad-ctl-a", "nad-ctl-b")
+LABEL = "sriovnetwork.openshift.io/rendered-by"
 SEED = "highnet-rdma-network"
 LEASE = "sriov-agent-networks"
 OWNER = "SriovNetwork.sriovnetwork.openshift.io/%s/%%s" % NS
@@ -56,7 +63,8 @@ class Cluster:
                                    text=True).stdout
         self.rbac = "--rbac" in help_text
         if self.rbac:
-            argv += ["--rbac", NS + ":sriov-agent"]
+            argv += ["--rbac", NS + ":sriov-agent",
+                     "--rbac-token", "controller-=" + NS + ":sriov-agent-nad-controller"]
         self.api = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True,
                                     stderr=open(os.path.join(work, "api.err"), "w"))
         self.port = int(self.api.stdout.readline().split()[1])
@@ -85,15 +93,19 @@ class Cluster:
         with urllib.request.urlopen("http://127.0.0.1:%d/_fake/stats" % self.port) as r:
             return json.loads(r.read()).get("writes_by_client" if by_client else "writes", {})
 
-    def kubeconfig_for(self, node):
+    def kubeconfig_for(self, node, prefix="agent-"):
         """The same server with a token naming the node (the fake accepts any token), so the
         server can tell which agent wrote what."""
         path = os.path.join(self.work, "kubeconfig." + node)
         with open(self.env["KUBECONFIG"]) as f:
             text = f.read()
         with open(path, "w") as f:
-            f.write(text.replace("user:\n    {}", "user:\n    token: agent-" + node))
+            f.write(text.replace("user:\n    {}", "user:\n    token: " + prefix + node))
         return path
+
+    def requests(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/_fake/requests" % self.port) as r:
+            return json.loads(r.read())["requests"]
 
     def stats(self):
         with urllib.request.urlopen("http://127.0.0.1:%d/_fake/stats" % self.port) as r:
@@ -144,12 +156,20 @@ class Agents:
         os.makedirs(os.path.join(d, "dp"), exist_ok=True)
         log = open(os.path.join(self.work, node + ".log"), "a")
         self.procs[node] = subprocess.Popen(
-            [self.binary, "run", "--dry-run", "--node-name", node,
+            [self.binary, "run", "--dry-run", "--nad-controller=off", "--node-name", node,
              "--kubeconfig", self.cluster.kubeconfig_for(node), "--sysfs-root", os.path.join(self.work, "sys"),
              "--kubelet-dir", os.path.join(d, "dp"), "--state-dir", os.path.join(d, "state"),
              "--devinfo-dir", os.path.join(d, "devinfo"),
              "--pod-resources-socket", os.path.join(d, "none.sock"), "--log-level", "info"],
             stdout=log, stderr=log)
+
+    def start_controller(self, name):
+        """A replica of the Deployment sriov-agent-nad-controller."""
+        log = open(os.path.join(self.work, name + ".log"), "a")
+        self.procs[name] = subprocess.Popen(
+            [self.binary, "nad-controller", "--identity", name, "--namespace", NS,
+             "--kubeconfig", self.cluster.kubeconfig_for(name, "controller-"),
+             "--log-level", "info"], stdout=log, stderr=log)
 
     def log(self, node):
         with open(os.path.join(self.work, node + ".log")) as f:
@@ -184,11 +204,13 @@ def main():
         cluster.ok("apply", "-f", os.path.join(src, "manifests/20-rbac.yaml"))
         for n in NODES:
             agents.start(n)
+        for c in CONTROLLERS:
+            agents.start_controller(c)
 
         # 0. No NAD API yet (Multus not installed): said once, not an error; served later.
-        said = wait(lambda: any("not served" in agents.log(n) for n in NODES), 10)
+        said = wait(lambda: any("not served" in agents.log(n) for n in CONTROLLERS), 10)
         check("NAD API missing: the holder says so (notice, no [err])", said and not any(
-            "[err]" in agents.log(n) for n in NODES), agents.log(NODES[0])[-400:])
+            "[err]" in agents.log(n) for n in CONTROLLERS), agents.log(CONTROLLERS[0])[-400:])
         cluster.ok("apply", "-f", os.path.join(src, "test/fixtures",
                                                "network-attachment-definition-crd.yaml"))
 
@@ -207,6 +229,9 @@ def main():
         check("seed: resourceName and owner-ref annotations, exactly",
               ann == {"k8s.v1.cni.cncf.io/resourceName": "openshift.io/sriov_highnet",
                       "sriovnetwork.openshift.io/owner-ref": OWNER % SEED}, str(ann))
+        check("seed: labelled as rendered by the controller (what it lists and watches)",
+              ((nad or {}).get("metadata") or {}).get("labels") == {LABEL: "sriov-agent"},
+              str((nad or {}).get("metadata")))
         check("seed: no ownerReferences across namespaces",
               "ownerReferences" not in nad["metadata"] if nad else False, "")
         c = wait(condition_is(cluster, SEED, "True", "NetworkReady"), 10)
@@ -223,14 +248,20 @@ def main():
         check("kubectl get network-attachment-definitions -o yaml shows the config",
               "host-local" in out and "openshift.io/sriov_highnet" in out, out[-300:])
 
-        # 2. One writer: the Lease holder; the other agent never wrote.
+        # 2. One writer: the Lease holder; the other replica never wrote; the node agents never
+        # asked for a NAD, a SriovNetwork or the Lease.
         h = holder(cluster)
-        check("one Lease holder among the two agents", h in NODES, str(h))
-        other = [n for n in NODES if n != h][0] if h in NODES else NODES[1]
+        check("one Lease holder among the two controller replicas", h in CONTROLLERS, str(h))
+        other = [n for n in CONTROLLERS if n != h][0] if h in CONTROLLERS else CONTROLLERS[1]
         check("only the holder rendered (the other logged no NAD write)",
-              "creating NetworkAttachmentDefinition" in agents.log(h or NODES[0]) and
+              "creating NetworkAttachmentDefinition" in agents.log(h or CONTROLLERS[0]) and
               "NetworkAttachmentDefinition" not in agents.log(other).replace(
                   "no longer the holder", ""), agents.log(other)[-500:])
+        asked = [r for r in cluster.requests() if (r[5] or "").startswith("Bearer agent-") and
+                 any(x in r[2] for x in ("network-attachment-definitions", "/leases",
+                                         "sriovnetworks", "sriovibnetworks"))]
+        check("the node agents (--nad-controller=off) never asked for a NAD, a SriovNetwork or "
+              "the Lease", not asked, str(asked[:3]))
 
         # 3. Update, hand edit, hand delete.
         ipam = '{"type": "host-local", "subnet": "192.168.100.0/24"}'
@@ -266,7 +297,7 @@ def main():
         check("then Ready=True again",
               wait(condition_is(cluster, SEED, "True", "NetworkReady"), 10) is not None)
 
-        # 5. Someone else's NAD is never overwritten; an unannotated one is adopted.
+        # 5. Someone else's NAD is never overwritten, nor one without an owner annotation.
         foreign = json.dumps({"apiVersion": "k8s.cni.cncf.io/v1",
                               "kind": "NetworkAttachmentDefinition",
                               "metadata": {"name": "taken", "namespace": "default",
@@ -288,13 +319,42 @@ def main():
             "metadata": {"name": "adopt-me", "namespace": "default"},
             "spec": {"config": "{\"by\":\"hand\"}"}}))
         cluster.ok("apply", "-f", "-", stdin=network_yaml("adopt-me", networkNamespace="default"))
-        nad = wait(lambda: (lambda d: d if '"sriov"' in (config_of(d) or "") else None)(
-            cluster.nad("default", "adopt-me")), 10)
-        check("unannotated NAD adopted (re-rendered, owner-ref set)", nad is not None and
-              nad["metadata"]["annotations"].get("sriovnetwork.openshift.io/owner-ref") ==
-              OWNER % "adopt-me", str(cluster.nad("default", "adopt-me")))
-        check("adoption Event", wait(lambda: events(cluster,
-                                                    "NetworkAttachmentDefinitionAdopted"), 10))
+        c = wait(condition_is(cluster, "adopt-me", "False", "NetworkAttachmentDefinitionInvalid"),
+                 10)
+        check("unannotated NAD: Ready=False, the hand-over named", c is not None and
+              "no sriovnetwork.openshift.io/owner-ref annotation" in c["message"] and
+              OWNER % "adopt-me" in c["message"], str(ready(cluster.network("adopt-me"))))
+        check("unannotated NAD: an Event says so",
+              wait(lambda: [e for e in events(cluster, "ReadyAdded")
+                            if e["involvedObject"]["name"] == "adopt-me" and
+                            "owner-ref" in e["message"]], 10))
+        check("unannotated NAD: untouched",
+              config_of(cluster.nad("default", "adopt-me")) == '{"by":"hand"}')
+        wo = cluster.stats().get("writes_by_object", {})
+        check("foreign NADs: the server saw no write to either (only kubectl's create)",
+              wo.get("network-attachment-definitions default/taken", 0) == 0 and
+              wo.get("network-attachment-definitions default/adopt-me", 0) == 0, str(wo))
+
+        # 5b. A NAD rendered by an earlier version (owner annotation, no label; the seed's, in
+        # team-a since step 4, with its label taken off): the label is
+        # added by a merge patch of the label alone; spec and annotations stay as they are.
+        before = cluster.nad("team-a", SEED)
+        cluster.ok("label", "network-attachment-definitions", "-n", "team-a", SEED, LABEL + "-")
+        t_unlabel = cluster.requests()[-1][0]
+        nad = wait(lambda: (lambda d: d if ((d or {}).get("metadata") or {}).get(
+            "labels", {}).get(LABEL) else None)(cluster.nad("team-a", SEED)), 10)
+        check("unlabelled NAD of ours: labelled again", nad is not None,
+              str(cluster.nad("team-a", SEED)))
+        check("unlabelled NAD of ours: spec and annotations unchanged",
+              nad is not None and before is not None and nad["spec"] == before["spec"] and
+              nad["metadata"]["annotations"] == before["metadata"]["annotations"], str(nad))
+        time.sleep(1)
+        writes = [r[1] for r in cluster.requests() if r[0] > t_unlabel and
+                  (r[5] or "").startswith("Bearer controller-") and r[1] != "GET" and
+                  r[2].split("?")[0].endswith("/namespaces/team-a/network-attachment-"
+                                              "definitions/" + SEED)]
+        check("unlabelled NAD of ours: one write, a PATCH (no PUT of its spec): %s" % writes,
+              writes == ["PATCH"], str(writes))
 
         # 6. Invalid input: an Event naming the field, no NAD; fixing it renders.
         cluster.ok("apply", "-f", "-", stdin=network_yaml(
@@ -356,23 +416,28 @@ def main():
         check("SriovIBNetwork: Ready=True", ib is not None,
               str(cluster.get("sriovibnetworks", "-n", NS, "ib-net")))
 
-        # 7. Deleting a SriovNetwork deletes its NAD (finalizer), then the object goes.
+        # 7. Deleting a SriovNetwork deletes its NAD (finalizer), then the object goes; a NAD
+        # that is not its own stays.
+        cluster.ok("delete", "sriovnetworks", "-n", NS, "quiet", "--timeout=20s")
+        check("delete: NAD gone", cluster.nad(NS, "quiet") is None)
+        check("delete: SriovNetwork gone", cluster.network("quiet") is None)
         cluster.ok("delete", "sriovnetworks", "-n", NS, "adopt-me", "--timeout=20s")
-        check("delete: NAD gone", cluster.nad("default", "adopt-me") is None)
-        check("delete: SriovNetwork gone", cluster.network("adopt-me") is None)
+        check("delete: SriovNetwork gone, the unannotated NAD of that name stays",
+              cluster.network("adopt-me") is None and
+              config_of(cluster.nad("default", "adopt-me")) == '{"by":"hand"}')
 
         # 8. Idle: no NAD or SriovNetwork writes; the non-holder requests nothing (it watches
         # the Lease instead of reading it every 2 s as client-go's candidates do).
         time.sleep(1)
         h = holder(cluster)
-        other = [n for n in NODES if n != h][0] if h in NODES else NODES[1]
+        other = [n for n in CONTROLLERS if n != h][0] if h in CONTROLLERS else CONTROLLERS[1]
         before = cluster.writes()
         req0 = cluster.stats().get("requests_by_client", {})
         time.sleep(idle)
         req1 = cluster.stats().get("requests_by_client", {})
         after = cluster.writes()
-        per = {n: req1.get("Bearer agent-" + n, 0) - req0.get("Bearer agent-" + n, 0)
-               for n in NODES}
+        per = {n: req1.get("Bearer controller-" + n, 0) - req0.get("Bearer controller-" + n, 0)
+               for n in CONTROLLERS}
         print("idle %.0f s: requests of the non-holder %d (%.1f/min), of the holder %d" %
               (idle, per[other], per[other] * 60.0 / idle, per.get(h, 0)))
         check("idle %.0f s: the non-holder made %d requests (<= 1: watch renewals only)" %
@@ -383,15 +448,16 @@ def main():
               diff.get("sriovnetworks", 0) == 0, str(diff))
 
         by_client = cluster.writes(by_client=True)
-        writers = sorted(c for c, w in by_client.items() if c.startswith("Bearer agent-") and
+        writers = sorted(c for c, w in by_client.items() if c != "anonymous" and
                          (w.get("network-attachment-definitions") or w.get("sriovnetworks") or
                           w.get("sriovibnetworks")))
-        check("exactly one agent wrote NADs and SriovNetworks so far (server's count): %s" %
-              writers, writers == ["Bearer agent-" + holder(cluster)], json.dumps(by_client))
+        check("exactly one replica wrote NADs and SriovNetworks so far (server's count): %s" %
+              writers, writers == ["Bearer controller-" + holder(cluster)],
+              json.dumps(by_client))
 
         # 9. kill -9 of the writer: the other takes over within 40 s and renders.
         h = holder(cluster)
-        other = [n for n in NODES if n != h][0]
+        other = [n for n in CONTROLLERS if n != h][0]
         t0 = time.monotonic()
         agents.procs[h].kill()
         agents.procs[h].wait()
@@ -416,15 +482,17 @@ def main():
               .get("deletionTimestamp") is not None and
               cluster.nad(NS, "after-takeover") is not None)
         t0 = time.monotonic()
-        agents.start(h)
+        agents.start_controller(h)
         gone = wait(lambda: cluster.network("after-takeover") is None, 15)
         check("agent back: NAD and SriovNetwork deleted (%.1f s after start)" %
               (time.monotonic() - t0), gone and cluster.nad(NS, "after-takeover") is None)
         if cluster.rbac:
-            check("no request of the agents was outside manifests/20-rbac.yaml",
+            check("no request of the agents or the controller was outside "
+                  "manifests/20-rbac.yaml",
                   cluster.stats().get("forbidden", 0) == 0, json.dumps(cluster.stats())[:600])
-        errs = [l for n in NODES for l in agents.log(n).splitlines() if "[err]" in l]
-        check("no errors logged by either agent", not errs, "\n".join(errs[:5]))
+        errs = [l for n in NODES + CONTROLLERS for l in agents.log(n).splitlines()
+                if "[err]" in l]
+        check("no errors logged by the agents or the controller", not errs, "\n".join(errs[:5]))
     finally:
         agents.stop_all()
         cluster.stop()

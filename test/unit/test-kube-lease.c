@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Leader election over a coordination.k8s.io/v1 Lease (lib/kube/lease.c) against the fake API
- * server, with short timings (2 s lease, 1.5 s renew deadline, 0.25 s retry) so the
+ * server, with short timings (2 s lease, 0.9 s renew deadline, 0.25 s retry) so the
  * client-go rules can be timed: one holder; a crashed holder is replaced only after the lease
  * expired on the candidate's clock; a released Lease is taken at once (well before the 1 s a
  * released Lease still names); a holder that cannot renew stops leading before anyone may take
- * over. Lower bounds are the rules; upper bounds only catch a hang or the wrong rule, with room
- * for a slow machine (ASan, valgrind). */
+ * over, also while its renewal waits out a 429's Retry-After; a 429 to another request does
+ * not hold the renewals; timings that would let leaderships overlap are refused. Lower bounds
+ * are the rules; upper bounds only catch a hang or the wrong rule, with room for a slow
+ * machine (ASan, valgrind). */
 #define WAIT_USEC (10 * 1000 * 1000ULL) /* hang deadline for what should come at once */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,7 +20,7 @@
 
 #define NS            "lease-ns"
 #define DURATION_USEC (2000 * 1000ULL)
-#define RENEW_USEC    (1500 * 1000ULL)
+#define RENEW_USEC    (900 * 1000ULL)
 #define RETRY_USEC    (250 * 1000ULL)
 #define LEASE_PATH    "/apis/coordination.k8s.io/v1/namespaces/" NS "/leases/test-lease"
 
@@ -27,6 +29,8 @@ struct candidate {
         int leader; /* 1 while leading */
         int changes;
         uint64_t changed_usec;
+        struct candidate *peer; /* the other candidate, when the test watches for overlap */
+        int overlaps;           /* times this one became leader while the peer led */
 };
 
 static void on_change(struct kube_lease *l, bool leader, void *userdata)
@@ -35,9 +39,13 @@ static void on_change(struct kube_lease *l, bool leader, void *userdata)
         c->leader = leader;
         c->changes++;
         c->changed_usec = now_usec();
+        if (leader && c->peer && c->peer->leader) {
+                print_message("a candidate became leader while the other still leads\n");
+                c->overlaps++;
+        }
 }
 
-static void start_candidate(struct fake *f, struct candidate *c, const char *identity)
+static void start_candidate_on(struct kube_http *http, struct candidate *c, const char *identity)
 {
         *c = (struct candidate){};
         const struct kube_lease_opts o = { .namespace_ = NS,
@@ -49,8 +57,13 @@ static void start_candidate(struct fake *f, struct candidate *c, const char *ide
                                            .renew_period_usec = RETRY_USEC,
                                            .on_change = on_change,
                                            .userdata = c };
-        assert_int_equal(kube_lease_new(f->agent, &o, &c->lease), 0);
+        assert_int_equal(kube_lease_new(http, &o, &c->lease), 0);
         assert_int_equal(kube_lease_start(c->lease), 0);
+}
+
+static void start_candidate(struct fake *f, struct candidate *c, const char *identity)
+{
+        start_candidate_on(f->agent, c, identity);
 }
 
 static char *holder(struct fake *f)
@@ -247,6 +260,170 @@ static void test_conflict_from_new_holder_resigns(void **state)
         kube_lease_free(a.lease);
 }
 
+/* Two candidates as two processes would be: each with its own HTTP client (connections,
+ * pacing, Retry-After), both watching for the other leading at the same time. */
+struct pair {
+        struct kube_http *http_a, *http_b;
+        struct candidate a, b;
+};
+
+static void start_pair(struct fake *f, struct pair *p)
+{
+        assert_int_equal(kube_http_new(f->event, &f->agent_cfg, &p->http_a), 0);
+        assert_int_equal(kube_http_new(f->event, &f->agent_cfg, &p->http_b), 0);
+        start_candidate_on(p->http_a, &p->a, "node-a");
+        assert_true(run_until(f, &p->a.leader, 1, WAIT_USEC));
+        start_candidate_on(p->http_b, &p->b, "node-b");
+        p->a.peer = &p->b;
+        p->b.peer = &p->a;
+        run_until(f, NULL, 0, 500 * 1000); /* b listed and watches */
+        assert_int_equal(p->b.changes, 0);
+}
+
+static void stop_pair(struct pair *p)
+{
+        kube_lease_free(p->a.lease);
+        kube_lease_free(p->b.lease);
+        kube_http_free(p->http_a);
+        kube_http_free(p->http_b);
+}
+
+/* Issue 39.1: API Priority and Fairness answers the holder's renewal with 429 and a
+ * Retry-After far beyond the lease (20 s against 2 s). The renewal waits that out, but the
+ * holder must stop leading at its renew deadline, before the other candidate may take over:
+ * never two leaders. */
+static void test_429_on_renewal_never_two_leaders(void **state)
+{
+        struct fake *f = *state;
+        struct pair p;
+        start_pair(f, &p);
+        fault(f, "{\"throttle\": 1, \"retry_after_s\": 20, \"throttle_method\": \"PUT\", "
+                 "\"throttle_path\": \"" LEASE_PATH "\"}");
+        /* b takes over once a's renewals stopped for the lease duration (hang deadline well
+         * inside the 20 s, so a holder that waited the Retry-After out cannot pass). */
+        assert_true(run_until(f, &p.b.leader, 1, DURATION_USEC + WAIT_USEC));
+        assert_int_equal(stat_value(f, "throttled"), 1);
+        assert_int_equal(p.b.overlaps, 0);
+        /* a was told, and before b led. */
+        assert_int_equal(p.a.leader, 0);
+        assert_int_equal(p.a.changes, 2);
+        assert_true(p.a.changed_usec <= p.b.changed_usec);
+        /* And stays out: the Lease names b, whose renewals a's late write cannot undo. */
+        run_until(f, NULL, 0, 2 * DURATION_USEC);
+        assert_int_equal(p.a.overlaps + p.b.overlaps, 0);
+        assert_int_equal(p.a.leader, 0);
+        assert_int_equal(p.b.leader, 1);
+        char *h = holder(f);
+        assert_string_equal(h, "node-b");
+        free(h);
+        stop_pair(&p);
+}
+
+static void nodes_done(struct kube_request *req, int error, long status, const char *body,
+                       size_t body_len, void *userdata)
+{
+        *(long *)userdata = error < 0 ? error : status;
+}
+
+/* Issue 39.1/39.5: a 429 with a long Retry-After to another request of the holder's process
+ * holds that request's resource only: the renewals go on, the holder keeps leading, the other
+ * candidate never leads; a later request to the throttled resource waits the Retry-After out. */
+static void test_429_elsewhere_does_not_hold_renewals(void **state)
+{
+        struct fake *f = *state;
+        struct pair p;
+        start_pair(f, &p);
+        fault(f, "{\"throttle\": 1, \"retry_after_s\": 20, \"throttle_path\": \"/api/v1/nodes\"}");
+        long first = 0, second = 0;
+        const struct kube_request_opts o = { .path = "/api/v1/nodes",
+                                             .on_done = nodes_done,
+                                             .userdata = &first };
+        assert_int_equal(kube_http_start(p.http_a, &o, NULL), 0);
+        uint64_t t0 = now_usec();
+        while (!first && now_usec() - t0 < WAIT_USEC)
+                sd_event_run(f->event, 50 * 1000);
+        assert_int_equal(first, 429);
+        fault(f, "{\"clear_requests\": true}");
+        const struct kube_request_opts o2 = { .path = "/api/v1/nodes",
+                                              .on_done = nodes_done,
+                                              .userdata = &second };
+        struct kube_request *again = NULL;
+        assert_int_equal(kube_http_start(p.http_a, &o2, &again), 0);
+        /* Three lease durations: without renewals b would have taken over twice over. */
+        run_until(f, NULL, 0, 3 * DURATION_USEC);
+        assert_int_equal(p.a.leader, 1);
+        assert_int_equal(p.a.changes, 1);
+        assert_int_equal(p.b.changes, 0);
+        char *h = holder(f);
+        assert_string_equal(h, "node-a");
+        free(h);
+        /* The renewals reached the server meanwhile; the second list of nodes did not. */
+        json_t *log = get_json(f, "/_fake/requests");
+        unsigned renewals = 0, lists = 0;
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(log, "requests"), i, e)
+        {
+                const char *method = json_string_value(json_array_get(e, 1));
+                const char *path = json_string_value(json_array_get(e, 2));
+                renewals += strcmp(method, "PUT") == 0 && strcmp(path, LEASE_PATH) == 0;
+                lists += strncmp(path, "/api/v1/nodes", 13) == 0;
+        }
+        json_decref(log);
+        print_message("%u renewals while /api/v1/nodes was held\n", renewals);
+        assert_true(renewals >= 2);
+        assert_int_equal(lists, 0);
+        assert_int_equal(second, 0);
+        kube_request_cancel(again);
+        stop_pair(&p);
+}
+
+static int new_lease(struct fake *f, uint64_t duration, uint64_t renew_deadline, uint64_t retry,
+                     char *why, size_t why_size)
+{
+        const struct kube_lease_opts o = { .namespace_ = NS,
+                                           .name = "test-lease",
+                                           .identity = "node-a",
+                                           .duration_usec = duration,
+                                           .renew_deadline_usec = renew_deadline,
+                                           .retry_usec = retry,
+                                           .duration_name = "--lease-duration",
+                                           .renew_deadline_name = "--renew-deadline",
+                                           .retry_name = "--retry-period" };
+        int k = kube_lease_check_timings(&o, why, why_size);
+        struct kube_lease *l = NULL;
+        assert_int_equal(kube_lease_new(f->agent, &o, &l), k);
+        kube_lease_free(l);
+        return k;
+}
+
+/* client-go's rules (leaseDuration > renewDeadline > 1.2 retryPeriod) plus a clock-skew
+ * margin between the renew deadline and the lease, refused with the setting named. */
+static void test_timings_validated(void **state)
+{
+        struct fake *f = *state;
+        char why[256] = "";
+        const uint64_t s = 1000 * 1000;
+        assert_int_equal(new_lease(f, 30 * s, 20 * s, 2 * s, why, sizeof(why)), 0);
+        assert_int_equal(new_lease(f, 0, 0, 0, why, sizeof(why)), 0); /* the defaults */
+        assert_int_equal(new_lease(f, 4 * s, 3500 * 1000, 250 * 1000, why, sizeof(why)), -EINVAL);
+        print_message("%s\n", why);
+        assert_non_null(strstr(why, "--lease-duration"));
+        assert_non_null(strstr(why, "--renew-deadline"));
+        assert_int_equal(new_lease(f, 20 * s, 20 * s, 2 * s, why, sizeof(why)), -EINVAL);
+        assert_non_null(strstr(why, "--lease-duration"));
+        assert_int_equal(new_lease(f, 30 * s, 2 * s, 2 * s, why, sizeof(why)), -EINVAL);
+        print_message("%s\n", why);
+        assert_non_null(strstr(why, "--renew-deadline"));
+        assert_non_null(strstr(why, "--retry-period"));
+        assert_int_equal(new_lease(f, 100000 * s, 20 * s, 2 * s, why, sizeof(why)), -EINVAL);
+        assert_non_null(strstr(why, "--lease-duration"));
+        /* leaseDurationSeconds is whole seconds: 2.5 s would be written as 2. */
+        assert_int_equal(new_lease(f, 2500 * 1000, 1 * s, 250 * 1000, why, sizeof(why)), -EINVAL);
+        print_message("%s\n", why);
+        assert_non_null(strstr(why, "--lease-duration"));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -257,6 +434,11 @@ int main(void)
                                                 stop_fake),
                 cmocka_unit_test_setup_teardown(test_conflict_from_new_holder_resigns, setup,
                                                 stop_fake),
+                cmocka_unit_test_setup_teardown(test_429_on_renewal_never_two_leaders, setup,
+                                                stop_fake),
+                cmocka_unit_test_setup_teardown(test_429_elsewhere_does_not_hold_renewals, setup,
+                                                stop_fake),
+                cmocka_unit_test_setup_teardown(test_timings_validated, setup, stop_fake),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -452,7 +452,12 @@ wait_for "NodeState syncStatus Succeeded" 60 status_is Succeeded
 kc "kubectl get sriovnetworknodestates -o yaml" get sriovnetworknodestates -n "$NS" -o yaml
 
 header "step 7: the seed's step 6: kubectl apply -f sriov-network.yaml"
-say "(the agent holds the Lease sriov-agent-networks and renders SriovNetworks into NADs)"
+say "(sriov-agent nad-controller, what the Deployment sriov-agent-nad-controller runs, holds"
+say " the Lease sriov-agent-networks and renders SriovNetworks into NADs; the node agent does not)"
+SRIOV_AGENT_INSECURE_HTTP_TOKEN=1 \
+"$AGENT" nad-controller --kubeconfig "$KUBECONFIG.agent" --identity nad-controller-0 \
+    >>"$AGENT_LOG" 2>&1 &
+NADCTL_PID=$!
 kc "kubectl apply Multus' NetworkAttachmentDefinition CRD (test fixture)" \
     apply -f "$E2E/network-attachment-definition-crd.yaml"
 kc "kubectl apply -f sriov-network.yaml" apply -f "$E2E/examples/sriov-network.yaml"
@@ -483,6 +488,6 @@ kc "kubectl get sriovnetworks" get sriovnetworks -n "$NS"
 
 header "agent log (stand-in for journalctl -u sriov-agent)"
 sed 's/^/  | /' "$AGENT_LOG" >>"$TRANSCRIPT"
-kill "$AGENT_PID" 2>/dev/null
-wait "$AGENT_PID" 2>/dev/null
+kill "$AGENT_PID" "$NADCTL_PID" 2>/dev/null
+wait "$AGENT_PID" "$NADCTL_PID" 2>/dev/null
 exec 7>&-
