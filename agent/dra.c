@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -17,6 +18,8 @@
 #include "dra/plugin.h"
 #include "dra/slices.h"
 #include "kube/cluster.h"
+#include "kube/events.h"
+#include "kube/nodestate.h"
 #include "kube/resource-slices.h"
 #include "util/clock.h"
 #include "util/fileio.h"
@@ -52,15 +55,24 @@ int agent_dra_parse_resources(const char *list, char ***ret, size_t *n)
 struct claim_read {
         struct prepare_job *job;
         size_t index;
-        struct kube_request *request;
-        uint64_t started_usec; /* CLOCK_MONOTONIC, for the debug log's timings */
+        struct kube_request *request; /* the claim's read, then its status write */
+        uint64_t started_usec;        /* CLOCK_MONOTONIC, for the debug log's timings */
+        /* After a successful Prepare: the claim as read (its status.devices to be written)
+         * and our devices' entries ([{pool, device, message}]), until written. */
+        json_t *claim, *status_devices;
+        char *ns, *name;
+        unsigned attempts;
 };
 
+/* A NodePrepareResources call: answered (req NULL afterwards) when every claim is read; kept
+ * until the claims' status writes are done too, which the answer does not wait for. */
 struct prepare_job {
         struct agent *agent;
         struct dra_prepare *req;
         struct claim_read *reads;
-        size_t pending;
+        size_t n_reads;
+        size_t pending; /* reads */
+        size_t writing; /* status writes */
         struct prepare_job *next;
 };
 
@@ -185,9 +197,46 @@ static int allocate(const struct dp_pool *pool, char *const *ids, size_t n,
                                                  : dp_allocate_container(pool, ids, n, ret, st);
 }
 
-/* Turns the claim's allocation into a CDI spec, its record and the answer. */
+/* What a claim's VfConfig asks that the agent can do (addVhostMount; the driver the policy
+ * already binds), or why not: a per-claim error naming the field. The VF's driver, MTU and
+ * network are the policy's and the NetworkAttachmentDefinition's; the agent never reconfigures
+ * a VF per claim, and never prepares a claim while ignoring what its configuration asks. */
+static int check_config(struct dra_claim_result *res, const struct dra_allocated *al,
+                        const struct dp_pool *pool, const struct dra_vf_config *cfg)
+{
+        if (cfg->if_name)
+                return set_error(res,
+                                 "device %s (request %s): VfConfig ifName \"%s\" cannot be "
+                                 "applied: the agent does not attach the VF itself; the CNI "
+                                 "plugin does, under the interface name the pod's network "
+                                 "(k8s.v1.cni.cncf.io/networks \"interface\") gives",
+                                 al->device, al->request, cfg->if_name);
+        if (cfg->nad_name || cfg->nad_namespace)
+                return set_error(res,
+                                 "device %s (request %s): VfConfig %s cannot be applied: the "
+                                 "pod's k8s.v1.cni.cncf.io/networks annotation names the "
+                                 "NetworkAttachmentDefinition, the agent does not run the CNI "
+                                 "itself",
+                                 al->device, al->request,
+                                 cfg->nad_name ? "netAttachDefName" : "netAttachDefNamespace");
+        if (cfg->driver && *cfg->driver) {
+                bool vfio =
+                    pool->kind == DP_POOL_SRIOV && pool->device_type == DEVICE_TYPE_VFIO_PCI;
+                if (!vfio || strcmp(cfg->driver, "vfio-pci") != 0)
+                        return set_error(res,
+                                         "device %s (request %s): VfConfig driver \"%s\" cannot "
+                                         "be applied: resource %s binds its VFs to %s by policy "
+                                         "and the agent does not rebind a VF per claim",
+                                         al->device, al->request, cfg->driver, pool->resource,
+                                         vfio ? "vfio-pci" : "their netdevice driver");
+        }
+        return 0;
+}
+
+/* Turns the claim's allocation into a CDI spec, its record and the answer. On success *status
+ * holds our devices' entries for the claim's status.devices. */
 static void prepare_from_claim(struct agent *a, const struct dra_claim *c, json_t *claim,
-                               struct dra_claim_result *res)
+                               struct dra_claim_result *res, json_t **status)
 {
         _cleanup_free_ char *error = NULL;
         struct dra_allocated *al = NULL;
@@ -199,23 +248,20 @@ static void prepare_from_claim(struct agent *a, const struct dra_claim *c, json_
                 return;
         }
         const struct dp_pool **pools = calloc(n ?: 1, sizeof(*pools));
+        const struct dp_device **dps = calloc(n ?: 1, sizeof(*dps));
         struct dp_container_allocation *own = calloc(n ?: 1, sizeof(*own));
         struct dp_container_allocation *per_pool = calloc(n ?: 1, sizeof(*per_pool));
-        const struct dp_container_allocation **own_ptr = calloc(n ?: 1, sizeof(*own_ptr));
-        const struct dp_container_allocation **pool_ptr = calloc(n ?: 1, sizeof(*pool_ptr));
-        char **names = calloc(n ?: 1, sizeof(*names));
+        struct dra_cdi_device *cdevs = calloc(n ?: 1, sizeof(*cdevs));
         char **ids = calloc(n ?: 1, sizeof(*ids));
-        json_t *record_devs = json_array();
+        json_t *record_devs = json_array(), *status_devs = json_array();
         struct grpc_status st = { 0 };
         r = 0;
-        if (!pools || !own || !per_pool || !own_ptr || !pool_ptr || !names || !ids ||
-            !record_devs) {
+        if (!pools || !dps || !own || !per_pool || !cdevs || !ids || !record_devs || !status_devs) {
                 (void)set_error(res, "out of memory");
                 r = -ENOMEM;
         }
         for (size_t i = 0; r == 0 && i < n; i++) {
-                const struct dp_device *d = NULL;
-                pools[i] = find_device(a, al[i].device, &d);
+                pools[i] = find_device(a, al[i].device, &dps[i]);
                 if (!pools[i]) {
                         r = set_error(res,
                                       "device %s (request %s) is not a VF or card this node "
@@ -223,11 +269,28 @@ static void prepare_from_claim(struct agent *a, const struct dra_claim *c, json_
                                       al[i].device, al[i].request);
                         break;
                 }
-                names[i] = al[i].device;
-                ids[i] = (char *)d->id;
+                struct dra_vf_config cfg = { 0 };
+                _cleanup_free_ char *cfg_error = NULL;
+                r = dra_claim_vf_config(claim, DRA_DRIVER_NAME_DEFAULT, al[i].request, &cfg,
+                                        &cfg_error);
+                if (r < 0) {
+                        set_error(res, "request %s: %s", al[i].request,
+                                  cfg_error ?: "out of memory");
+                        break;
+                }
+                r = check_config(res, &al[i], pools[i], &cfg);
+                bool vhost = cfg.add_vhost_mount;
+                dra_vf_config_done(&cfg);
+                if (r < 0)
+                        break;
+                ids[i] = (char *)dps[i]->id;
                 if (allocate(pools[i], &ids[i], 1, &own[i], &st) != GRPC_STATUS_OK)
                         r = set_error(res, "device %s: %s", al[i].device, st.message);
-                own_ptr[i] = &own[i];
+                cdevs[i] = (struct dra_cdi_device){ .name = al[i].device,
+                                                    .pci = dps[i]->id,
+                                                    .rdma_device = dps[i]->rdma_device,
+                                                    .own = &own[i],
+                                                    .vhost = vhost };
         }
         /* Per pool, every device of the claim in it, for the PCIDEVICE_* variables. */
         for (size_t i = 0; r == 0 && i < n; i++) {
@@ -248,11 +311,9 @@ static void prepare_from_claim(struct agent *a, const struct dra_claim *c, json_
                         /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees group */
                         r = set_error(res, "%s", st.message);
                 }
-                pool_ptr[i] = &per_pool[i];
+                cdevs[i].pool = &per_pool[i];
         }
-        json_auto_t *cdi =
-            r == 0 ? dra_cdi_spec(DRA_DRIVER_NAME_DEFAULT, c->uid, names, own_ptr, pool_ptr, n)
-                   : NULL;
+        json_auto_t *cdi = r == 0 ? dra_cdi_spec(DRA_DRIVER_NAME_DEFAULT, c->uid, cdevs, n) : NULL;
         if (r == 0 && !cdi)
                 r = set_error(res, "out of memory");
         if (r == 0) {
@@ -261,10 +322,13 @@ static void prepare_from_claim(struct agent *a, const struct dra_claim *c, json_
                         r = set_error(res, "out of memory");
         }
         for (size_t i = 0; r == 0 && i < n; i++) {
-                char id[512];
+                char id[512], msg[1024];
                 struct dra_prepared_device *p = &res->devices[res->n_devices++];
                 p->pool = strdup(a->config.node_name);
                 p->device = strdup(al[i].device);
+                snprintf(msg, sizeof(msg), "%s %.64s of %.320s prepared on node %.253s",
+                         pools[i]->kind == DP_POOL_SRIOV ? "VF" : "card", dps[i]->id,
+                         pools[i]->resource, a->config.node_name);
                 if (dra_cdi_device_id(DRA_DRIVER_NAME_DEFAULT, c->uid, al[i].device, id,
                                       sizeof(id)) < 0 ||
                     !p->pool || !p->device ||
@@ -273,7 +337,10 @@ static void prepare_from_claim(struct agent *a, const struct dra_claim *c, json_
                     json_array_append_new(record_devs,
                                           json_pack("{s:s,s:s,s:s,s:s}", "request", al[i].request,
                                                     "pool", a->config.node_name, "device",
-                                                    al[i].device, "cdi", id)) < 0)
+                                                    al[i].device, "cdi", id)) < 0 ||
+                    json_array_append_new(status_devs,
+                                          json_pack("{s:s,s:s,s:s}", "pool", a->config.node_name,
+                                                    "device", al[i].device, "message", msg)) < 0)
                         r = set_error(res, "out of memory");
         }
         char dir[4096];
@@ -284,7 +351,14 @@ static void prepare_from_claim(struct agent *a, const struct dra_claim *c, json_
                                       strerror(-r));
         }
         if (r == 0) {
-                json_auto_t *record = json_pack("{s:O,s:O}", "devices", record_devs, "cdi", cdi);
+                /* The claim's namespace and the pods it is reserved for: the CNI plugin hands a
+                 * prepared VF to those pods only (agent/cni/dra-owner.c). */
+                json_t *pods = dra_claim_reserved_pods(claim);
+                json_auto_t *record =
+                    pods ? json_pack("{s:s,s:s,s:s,s:o,s:O,s:O}", "namespace", c->namespace_,
+                                     "name", c->name, "uid", c->uid, "reservedFor", pods, "devices",
+                                     record_devs, "cdi", cdi)
+                         : NULL;
                 r = record_dir(a, dir, sizeof(dir));
                 if (r >= 0)
                         r = record ? write_json_file(dir, c->uid, record) : -ENOMEM;
@@ -292,32 +366,161 @@ static void prepare_from_claim(struct agent *a, const struct dra_claim *c, json_
                         (void)set_error(res, "cannot record the prepared claim in %s: %s", dir,
                                         strerror(-r));
         }
+        if (r == 0)
+                *status = json_incref(status_devs);
         for (size_t i = 0; i < n && own && per_pool; i++) {
                 dp_container_allocation_done(&own[i]);
                 dp_container_allocation_done(&per_pool[i]);
         }
         json_decref(record_devs);
+        json_decref(status_devs);
         free(pools);
+        free(dps);
         free(own);
         free(per_pool);
-        free(own_ptr);
-        free(pool_ptr);
-        free(names);
+        free(cdevs);
         free(ids);
         dra_allocated_free(al, n);
 }
 
-static void job_finish(struct prepare_job *job)
+static void read_done(struct claim_read *rd)
 {
+        json_decref(TAKE_PTR(rd->claim));
+        json_decref(TAKE_PTR(rd->status_devices));
+        free(TAKE_PTR(rd->ns));
+        free(TAKE_PTR(rd->name));
+}
+
+/* Frees the job once answered and its status writes are over. */
+static void job_release(struct prepare_job *job)
+{
+        if (job->req || job->writing)
+                return;
         struct agent *a = job->agent;
         for (struct prepare_job **pp = &a->dra_jobs; *pp; pp = &(*pp)->next)
                 if (*pp == job) {
                         *pp = job->next;
                         break;
                 }
-        dra_prepare_done(job->req);
+        for (size_t i = 0; i < job->n_reads; i++)
+                read_done(&job->reads[i]);
         free(job->reads);
         free(job);
+}
+
+static void job_answer(struct prepare_job *job)
+{
+        dra_prepare_done(job->req);
+        job->req = NULL;
+        job_release(job);
+}
+
+/* ---- ResourceClaim status.devices: what was prepared, written after the answer ---- */
+
+#define STATUS_WRITE_ATTEMPTS 3
+
+static void status_write_start(struct claim_read *rd);
+
+static void status_write_end(struct claim_read *rd)
+{
+        struct prepare_job *job = rd->job;
+        rd->request = NULL;
+        read_done(rd);
+        job->writing--;
+        job_release(job);
+}
+
+static void status_reread_done(struct kube_request *request, int error, long status,
+                               const char *body, size_t body_len, void *userdata)
+{
+        struct claim_read *rd = userdata;
+        rd->request = NULL;
+        json_t *claim = error == 0 && status == 200 ? json_loadb(body, body_len, 0, NULL) : NULL;
+        if (!claim) {
+                log_warning("DRA: ResourceClaim %s/%s: cannot read it again to write its "
+                            "status.devices (HTTP %ld)",
+                            rd->ns, rd->name, status);
+                return status_write_end(rd);
+        }
+        json_decref(rd->claim);
+        rd->claim = claim;
+        status_write_start(rd);
+}
+
+static void status_write_done(struct kube_request *request, int error, long status,
+                              const char *body, size_t body_len, void *userdata)
+{
+        struct claim_read *rd = userdata;
+        rd->request = NULL;
+        if (error == 0 && status == 200) {
+                log_debug("DRA: ResourceClaim %s/%s: status.devices written", rd->ns, rd->name);
+                return status_write_end(rd);
+        }
+        if (error == 0 && status == 409 && rd->attempts < STATUS_WRITE_ATTEMPTS) {
+                /* Someone else (the scheduler, another driver) wrote it meanwhile: again,
+                 * from what is there now. */
+                _cleanup_free_ char *path = NULL;
+                if (asprintf(&path, "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s",
+                             rd->ns, rd->name) >= 0) {
+                        const struct kube_request_opts opts = { .path = path,
+                                                                .on_done = status_reread_done,
+                                                                .userdata = rd,
+                                                                .timeout_s = 10 };
+                        if (kube_http_start(kube_cluster_http(rd->job->agent->cluster), &opts,
+                                            &rd->request) >= 0)
+                                return;
+                }
+        }
+        /* The claim stays prepared: the status is what users read, not what the pod needs. */
+        log_warning("DRA: ResourceClaim %s/%s: cannot write status.devices (HTTP %ld%s%.200s)%s",
+                    rd->ns, rd->name, status, body && *body ? ": " : "", body ?: "",
+                    status == 403 ? "; the agent's ClusterRole needs: apiGroups "
+                                    "[resource.k8s.io], resources [resourceclaims/status], "
+                                    "verbs [update] (docs/dra.md)"
+                                  : "");
+        status_write_end(rd);
+}
+
+/* PUT .../resourceclaims/<name>/status with the claim as read and our devices' entries set
+ * (the whole list: other drivers' entries kept as they are; a 409 reads it again). */
+static void status_write_start(struct claim_read *rd)
+{
+        struct agent *a = rd->job->agent;
+        size_t n = json_array_size(rd->status_devices);
+        _cleanup_free_ struct dra_status_device *devs = calloc(n ?: 1, sizeof(*devs));
+        _cleanup_free_ char *path = NULL;
+        char now[32];
+        time_t t = time(NULL);
+        struct tm tm;
+        strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+        if (!devs)
+                return status_write_end(rd);
+        for (size_t i = 0; i < n; i++) {
+                json_t *d = json_array_get(rd->status_devices, i);
+                devs[i] = (struct dra_status_device){
+                        .pool = json_string_value(json_object_get(d, "pool")) ?: "",
+                        .device = json_string_value(json_object_get(d, "device")) ?: "",
+                        .message = json_string_value(json_object_get(d, "message")),
+                };
+        }
+        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees devs */
+        json_t *list = dra_claim_status_devices(rd->claim, DRA_DRIVER_NAME_DEFAULT, devs, n, now);
+        json_t *st = json_object_get(rd->claim, "status");
+        if (!list || !json_is_object(st) || json_object_set_new(st, "devices", list) < 0 ||
+            asprintf(&path, "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s/status",
+                     rd->ns, rd->name) < 0) {
+                path = NULL;
+                return status_write_end(rd);
+        }
+        rd->attempts++;
+        const struct kube_request_opts opts = { .method = "PUT",
+                                                .path = path,
+                                                .content_type = "application/json",
+                                                .on_done = status_write_done,
+                                                .userdata = rd,
+                                                .timeout_s = 10 };
+        if (kube_http_start_json(kube_cluster_http(a->cluster), &opts, rd->claim, &rd->request) < 0)
+                status_write_end(rd);
 }
 
 static void claim_read_done(struct kube_request *request, int error, long status, const char *body,
@@ -332,7 +535,8 @@ static void claim_read_done(struct kube_request *request, int error, long status
             error == 0 && status == 200 ? json_loadb(body, body_len, 0, NULL) : NULL;
         if (claim) {
                 uint64_t read = clock_monotonic_usec();
-                prepare_from_claim(job->agent, c, claim, res);
+                json_t *status_devs = NULL;
+                prepare_from_claim(job->agent, c, claim, res, &status_devs);
                 /* The preparation's own time apart from the claim's read (bench/dra-prepare.py
                  * reads both). */
                 if (!res->error)
@@ -341,6 +545,17 @@ static void claim_read_done(struct kube_request *request, int error, long status
                                   c->namespace_, c->name,
                                   (unsigned long long)(read - rd->started_usec),
                                   (unsigned long long)(clock_monotonic_usec() - read));
+                if (status_devs) {
+                        rd->claim = json_incref(claim);
+                        rd->status_devices = status_devs;
+                        rd->ns = kube_http_escape(c->namespace_);
+                        rd->name = kube_http_escape(c->name);
+                        if (rd->ns && rd->name && json_array_size(status_devs)) {
+                                job->writing++;
+                                status_write_start(rd);
+                        } else
+                                read_done(rd);
+                }
         } else if (status == 404)
                 set_error(res, "ResourceClaim %s/%s not found", c->namespace_, c->name);
         else
@@ -349,7 +564,7 @@ static void claim_read_done(struct kube_request *request, int error, long status
                           : status ? "unexpected answer"
                                    : "no answer");
         if (--job->pending == 0)
-                job_finish(job);
+                job_answer(job);
 }
 
 static void prepare(void *userdata, struct dra_prepare *req)
@@ -366,7 +581,9 @@ static void prepare(void *userdata, struct dra_prepare *req)
                 dra_prepare_done(req);
                 return;
         }
-        *job = (struct prepare_job){ .agent = a, .req = req, .reads = reads, .pending = 1 };
+        *job = (struct prepare_job){
+                .agent = a, .req = req, .reads = reads, .n_reads = n, .pending = 1
+        };
         job->next = a->dra_jobs;
         a->dra_jobs = job;
         for (size_t i = 0; i < n; i++) {
@@ -412,7 +629,7 @@ static void prepare(void *userdata, struct dra_prepare *req)
                         job->pending++;
         }
         if (--job->pending == 0)
-                job_finish(job);
+                job_answer(job);
 }
 
 static char *unprepare(void *userdata, const struct dra_claim *claim)
@@ -433,8 +650,21 @@ static char *unprepare(void *userdata, const struct dra_claim *claim)
         return error;
 }
 
+/* Slices are written only while the kubelet has the driver registered: before, the scheduler
+ * would place pods on devices no kubelet can prepare, and after it lost the driver it wipes
+ * them itself (wipingDelay). A registration (also a restarted kubelet's, which wiped every
+ * slice of the node at its start) makes the publisher list the server's slices and write
+ * them again. */
+static void on_registration(void *userdata, bool registered)
+{
+        struct agent *a = userdata;
+        if (a->slices)
+                kube_slices_set_paused(a->slices, !registered);
+}
+
 static const struct dra_handlers agent_dra_handlers = { .prepare = prepare,
-                                                        .unprepare = unprepare };
+                                                        .unprepare = unprepare,
+                                                        .registration = on_registration };
 
 int agent_dra_start(struct agent *a)
 {
@@ -502,6 +732,8 @@ int agent_dra_publisher_new(struct agent *a)
                                 DRA_DRIVER_NAME_DEFAULT, &a->slices);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the ResourceSlice publisher");
+        if (a->n_dra_resources > 0)
+                kube_slices_set_paused(a->slices, !a->dra || !dra_plugin_is_registered(a->dra));
         if (a->n_dra_resources == 0) {
                 /* DRA off: slices a previous run published for this node must go. */
                 json_t *none = json_array();
@@ -661,6 +893,59 @@ static void ask_held(struct agent *a)
                 a->dra_held_call = NULL;
 }
 
+/* Resources left out of the slices because a device would break resource.k8s.io/v1's limits:
+ * in the journal and a Warning Event on the NodeState when one appears or its reason changes,
+ * and in the NodeState (a->dra_rejected, report.c) while it lasts. */
+static void report_rejected(struct agent *a, json_t *rejected)
+{
+        size_t i;
+        json_t *e;
+        json_array_foreach(rejected, i, e)
+        {
+                bool known = false;
+                size_t j;
+                json_t *old;
+                json_array_foreach(a->dra_rejected, j, old)
+                {
+                        known |= json_equal(old, e);
+                }
+                if (!known)
+                        log_warning("DRA: resource %s left out of the ResourceSlices (every "
+                                    "other resource is still published): %s",
+                                    json_string_value(json_object_get(e, "resourceName")),
+                                    json_string_value(json_object_get(e, "reason")));
+        }
+        if (json_array_size(a->dra_rejected) && !json_array_size(rejected))
+                log_info("DRA: every DRA resource is published again");
+        json_decref(a->dra_rejected);
+        a->dra_rejected = json_array_size(rejected) ? json_incref(rejected) : NULL;
+
+        struct kube_object_ref ref;
+        json_t *obj = a->cluster ? kube_nodestate_object(kube_cluster_nodestate(a->cluster)) : NULL;
+        if (!obj || kube_object_ref_from_json(obj, &ref) < 0)
+                return; /* no NodeState yet: the next publication posts them */
+        json_array_foreach(rejected, i, e)
+        {
+                bool posted = false;
+                size_t j;
+                json_t *old;
+                json_array_foreach(a->dra_rejected_posted, j, old)
+                {
+                        posted |= json_equal(old, e);
+                }
+                if (posted)
+                        continue;
+                char msg[1024];
+                snprintf(msg, sizeof(msg), "DRA resource %s is not published as ResourceSlices: %s",
+                         json_string_value(json_object_get(e, "resourceName")),
+                         json_string_value(json_object_get(e, "reason")));
+                kube_events_post(kube_cluster_events(a->cluster), &ref, "Warning",
+                                 "DRAResourceRejected", msg);
+        }
+        json_decref(a->dra_rejected_posted);
+        a->dra_rejected_posted = json_incref(rejected);
+}
+
 int agent_dra_publish(struct agent *a, const struct inventory *inv)
 {
         if (!a->slices || a->n_dra_resources == 0)
@@ -669,10 +954,12 @@ int agent_dra_publish(struct agent *a, const struct inventory *inv)
         ask_held(a); /* for the next publication, if pods' VFs changed */
         if (!a->dra_held_known && !a->dra_held_gave_up)
                 return 0; /* on_held() or on_held_retry() reconciles again */
-        int r = dra_slices_build(&a->dra_pools, inv, a->config.node_name, DRA_DRIVER_NAME_DEFAULT,
-                                 &a->dra_held, &slices);
+        json_auto_t *rejected = NULL;
+        int r = dra_slices_build_checked(&a->dra_pools, inv, a->config.node_name,
+                                         DRA_DRIVER_NAME_DEFAULT, &a->dra_held, &slices, &rejected);
         if (r < 0)
                 return r;
+        report_rejected(a, rejected);
         r = kube_slices_set(a->slices, slices);
         json_decref(slices);
         return r;
@@ -699,25 +986,33 @@ void agent_dra_drain(struct agent *a, uint64_t grace_usec, void (*done)(void *us
 
 void agent_dra_stop(struct agent *a)
 {
-        /* Claims still being read: answered with an error now, before the HTTP client goes. */
+        /* Claims still being read: answered with an error now, before the HTTP client goes;
+         * status writes still running are dropped (the claims stay prepared). */
         while (a->dra_jobs) {
                 struct prepare_job *job = a->dra_jobs;
-                a->dra_jobs = job->next; /* unlinked here: job_finish() then finds nothing */
+                a->dra_jobs = job->next; /* unlinked here: job_release() then finds nothing */
                 job->next = NULL;
-                size_t n = dra_prepare_n_claims(job->req);
-                for (size_t i = 0; i < n; i++)
-                        if (job->reads[i].request) {
-                                kube_request_cancel(job->reads[i].request);
-                                job->reads[i].request = NULL;
+                for (size_t i = 0; i < job->n_reads; i++) {
+                        if (!job->reads[i].request)
+                                continue;
+                        kube_request_cancel(job->reads[i].request);
+                        job->reads[i].request = NULL;
+                        if (job->req && !job->reads[i].status_devices)
                                 set_error(dra_prepare_result(job->req, i), "the agent is stopping");
-                        }
-                job_finish(job);
+                }
+                job->writing = 0;
+                if (job->req)
+                        dra_prepare_done(job->req);
+                job->req = NULL;
+                job_release(job);
         }
         a->slices = kube_slices_free(a->slices);
         dp_podresources_call_cancel(a->dra_held_call);
         a->dra_held_call = NULL;
         a->dra_held_timer = sd_event_source_disable_unref(a->dra_held_timer);
         dp_usage_done(&a->dra_held);
+        json_decref(TAKE_PTR(a->dra_rejected));
+        json_decref(TAKE_PTR(a->dra_rejected_posted));
         a->dra = dra_plugin_free(a->dra);
         dp_pool_set_done(&a->dra_pools);
         strv_free_n(a->dra_resources, a->n_dra_resources);

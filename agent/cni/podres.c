@@ -10,6 +10,7 @@
 
 #include "cni/podres.h"
 #include "deviceplugin/podresources.h"
+#include "dra-owner.h"
 #include "util/clock.h"
 #include "util/macro.h"
 
@@ -111,7 +112,13 @@ int cni_podres_check(const char *socket_path, int timeout_ms, const char *agent_
 {
         struct cni_pod_ref pod;
         int r = cni_args_pod(args, &pod, e);
-        if (r <= 0)
+        if (r < 0)
+                return r;
+        /* a VF the agent's DRA driver prepared goes to its claim's pods only (dra-owner.c) */
+        int owner = cni_dra_owner_check(agent_dir, device_id, r > 0 ? &pod : NULL, e);
+        if (owner != 0)
+                return owner > 0 ? 0 : owner;
+        if (r == 0)
                 return r; /* no pod named: the pool check alone, as before */
         struct answer a = { .done = false };
         uint64_t end = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
@@ -175,16 +182,5 @@ int cni_podres_check(const char *socket_path, int timeout_ms, const char *agent_
         }
         r = cni_podres_verdict(a.holders, a.n_holders, &pod, device_id, pool_resource, e);
         answer_done(&a);
-        /* a VF served through DRA has no device ID in the kubelet's device-plugin answer: the
-         * claim the agent prepared it for is its allocation */
-        char claim[256];
-        if (r < 0 && cni_dra_claim_of(agent_dir, device_id, claim, sizeof(claim)) > 0) {
-                fprintf(stderr,
-                        "sriov: pod %s/%s: deviceID %s is prepared for the DRA claim %s (not a "
-                        "device-plugin device): the kubelet's device allocations do not apply\n",
-                        pod.namespace_, pod.name, device_id, claim);
-                *e = (struct cni_error){ .code = 0 };
-                return 0;
-        }
         return r;
 }

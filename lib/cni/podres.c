@@ -1,16 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "cni/podres.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "util/fileio.h"
 #include "util/macro.h"
-#include "util/parse.h"
 
 /* The value of key in "K=V;K=V" (pairs already checked to be K=V), the last one as libcni's
  * LoadArgs takes it: 1 and (value, len) when it is there and not empty, else 0. */
@@ -87,51 +83,4 @@ int cni_podres_verdict(const struct cni_device_holder *holders, size_t n,
                         "the pod requests it",
                         device_id, pool_resource && *pool_resource ? pool_resource : "?",
                         pod->namespace_, pod->name);
-}
-
-#define DRA_RECORD_MAX (1024 * 1024)
-
-static bool record_lists(const char *path, const char *device)
-{
-        _cleanup_free_ char *text = NULL;
-        size_t len;
-        if (read_full_file(path, DRA_RECORD_MAX, &text, &len) < 0)
-                return false;
-        json_auto_t *o = json_loadb(text, len, 0, NULL);
-        size_t i;
-        json_t *d;
-        json_array_foreach(json_object_get(o, "devices"), i, d)
-        {
-                const char *name = json_string_value(json_object_get(d, "device"));
-                if (name && strcmp(name, device) == 0)
-                        return true;
-        }
-        return false;
-}
-
-int cni_dra_claim_of(const char *agent_dir, const char *device_id, char *claim, size_t size)
-{
-        char device[64], dir[PATH_MAX], path[PATH_MAX];
-        size_t i = 0;
-        for (; i < sizeof(device) - 1 && device_id[i]; i++)
-                device[i] = device_id[i] == ':' || device_id[i] == '.' ? '-' : device_id[i];
-        device[i] = '\0';
-        if (path_printf(dir, sizeof(dir), "%s/dra", agent_dir) < 0)
-                return 0;
-        DIR *d = opendir(dir);
-        if (!d)
-                return 0;
-        int found = 0;
-        for (struct dirent *de; !found && (de = readdir(d));) {
-                size_t n = strlen(de->d_name);
-                if (de->d_name[0] == '.' || n <= 5 || strcmp(de->d_name + n - 5, ".json") != 0 ||
-                    path_printf(path, sizeof(path), "%s/%s", dir, de->d_name) < 0)
-                        continue;
-                if (record_lists(path, device)) {
-                        snprintf(claim, size, "%.*s", (int)(n - 5), de->d_name);
-                        found = 1;
-                }
-        }
-        closedir(d);
-        return found;
 }

@@ -42,8 +42,3 @@ int cni_podres_verdict(const struct cni_device_holder *holders, size_t n,
                        const struct cni_pod_ref *pod, const char *device_id,
                        const char *pool_resource, struct cni_error *e);
 
-/* Whether the sriov-agent's DRA driver prepared the VF for a ResourceClaim: its record
- * <agent_dir>/dra/<claim uid>.json lists the VF by its DRA device name ("0000-3b-00-2"). 1 and
- * the claim's UID in claim, else 0 (no such record, or none readable). Such a VF is the
- * claim's, not a device-plugin device: the kubelet's PodResources lists no device ID for it. */
-int cni_dra_claim_of(const char *agent_dir, const char *device_id, char *claim, size_t size);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "deviceplugin/allocate.h"
@@ -29,11 +30,56 @@ void dra_allocated_free(struct dra_allocated *a, size_t n);
 int dra_cdi_device_id(const char *driver, const char *claim_uid, const char *device, char *buf,
                       size_t size);
 
+/* One device of a prepared claim as its CDI device gives it to a container. */
+struct dra_cdi_device {
+        const char *name;        /* the device name in our ResourceSlice ("0000-3b-01-2") */
+        const char *pci;         /* its PCI address */
+        const char *rdma_device; /* NULL or "" when none */
+        const struct dp_container_allocation *own;  /* its allocation alone */
+        const struct dp_container_allocation *pool; /* all the claim's devices of its pool */
+        bool vhost; /* VfConfig addVhostMount: /dev/vhost-net and /dev/net/tun */
+};
+
 /* One claim's CDI spec: kind "<driver>/vf", one device per entry (CDI rejects a device without
- * edits, so each carries its own): the device nodes of own[i] (its allocation alone) and the
- * environment of pool[i] (the allocation of all the claim's devices of its pool: the
- * PCIDEVICE_* variables the device plugin gives, identical for devices of one pool, so
- * injecting several never conflicts). */
-json_t *dra_cdi_spec(const char *driver, const char *claim_uid, char *const *device_names,
-                     const struct dp_container_allocation *const *own,
-                     const struct dp_container_allocation *const *pool, size_t n);
+ * edits, so each carries its own): the device nodes of `own`, and the environment
+ * dra-driver-sriov gives, named after the device so that a container holding several claims
+ * sees every VF: SRIOVNETWORK_VF_DEVICE_<dev>=<PCI address> (<dev>: the device name with '-'
+ * made '_'), SRIOVNETWORK_<dev>_RDMA_DEVICE and _RDMA_UVERB/_RDMA_UMAD/_RDMA_ISSM/_RDMA_CM for
+ * an RDMA device, SRIOVNETWORK_<dev>_VFIO_DEVICE for a vfio-pci VF; then the device plugin's
+ * PCIDEVICE_* variables of `pool` (identical for devices of one claim's pool, so injecting
+ * several of one claim never conflicts; two claims of one resource each set them to their own
+ * VFs, which is why the per-device names are the ones to read). */
+json_t *dra_cdi_spec(const char *driver, const char *claim_uid, const struct dra_cdi_device *devs,
+                     size_t n);
+
+/* dra-driver-sriov's opaque per-claim configuration (apiVersion
+ * sriovnetwork.k8snetworkplumbingwg.io/v1alpha1, kind VfConfig), decoded strictly as upstream
+ * does: an unknown field or a wrong type is an error. */
+#define DRA_VFCONFIG_API_VERSION "sriovnetwork.k8snetworkplumbingwg.io/v1alpha1"
+struct dra_vf_config {
+        char *driver, *if_name, *nad_name, *nad_namespace; /* NULL: not set */
+        bool add_vhost_mount;
+};
+void dra_vf_config_done(struct dra_vf_config *c);
+/* The configuration status.allocation.devices.config gives the devices of `request` of driver
+ * (entries of other drivers ignored; an entry with no requests applies to every request; later
+ * entries, the claim's after the class's, override earlier ones field by field). 0 (*ret zeroed
+ * when nothing applies), -EINVAL with *error (malloc'd) naming the entry and field, -ENOMEM. */
+int dra_claim_vf_config(json_t *claim, const char *driver, const char *request,
+                        struct dra_vf_config *ret, char **error);
+
+/* The pods a claim is reserved for (status.reservedFor entries of resource "pods" in the core
+ * group): a new JSON array of {"name", "uid"}; NULL on allocation failure. */
+json_t *dra_claim_reserved_pods(json_t *claim);
+
+/* One device of ours for ResourceClaim status.devices. */
+struct dra_status_device {
+        const char *pool, *device;
+        const char *message; /* the Ready condition's message */
+};
+/* The claim's status.devices with our driver's entries for these devices set (conditions: Ready
+ * True, reason Prepared, lastTransitionTime now (RFC 3339), kept when an entry already had
+ * it Ready) and every other driver's entries kept as they are; a new array, NULL on allocation
+ * failure. */
+json_t *dra_claim_status_devices(json_t *claim, const char *driver,
+                                 const struct dra_status_device *devs, size_t n, const char *now);

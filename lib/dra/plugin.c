@@ -103,6 +103,8 @@ static int on_registration_status(void *userdata, const uint8_t *req, size_t len
                 log_ctx_msg(LOG_ERR, 0, LOG_DRV(p), "the kubelet refused the DRA driver: %s",
                             r->error && *r->error ? r->error : "(no reason given)");
         pluginregistration__registration_status__free_unpacked(r, NULL);
+        if (p->handlers && p->handlers->registration)
+                p->handlers->registration(p->userdata, p->registered);
         Pluginregistration__RegistrationStatusResponse resp =
             PLUGINREGISTRATION__REGISTRATION_STATUS_RESPONSE__INIT;
         return dp_pack_reply(&resp.base, ret, ret_len, st);
@@ -353,7 +355,10 @@ static const struct grpc_method service_methods[] = {
           .stream = on_prepare },
         { .path = "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources",
           .unary = on_unprepare },
+        /* The health service under each name kubelets dial: v1alpha1 (1.34, 1.35), v1beta1
+         * (1.36), v1 (later); one message set. */
         { .path = "/v1alpha1.DRAResourceHealth/NodeWatchResources", .stream = on_watch_health },
+        { .path = "/v1beta1.DRAResourceHealth/NodeWatchResources", .stream = on_watch_health },
         { .path = "/v1.DRAResourceHealth/NodeWatchResources", .stream = on_watch_health },
 };
 
@@ -562,9 +567,12 @@ bool dra_plugin_check(struct dra_plugin *p)
                 log_ctx_msg(LOG_NOTICE, 0, LOG_DRV(p),
                             "socket %s removed: serving anew for the kubelet's plugin watcher",
                             p->registration_socket);
+                bool was = p->registered;
                 p->registered = false;
                 served |= serve(p, p->registry_dir, p->registration_socket, registration_methods,
                                 ELEMENTSOF(registration_methods), &p->registration) >= 0;
+                if (was && p->handlers && p->handlers->registration)
+                        p->handlers->registration(p->userdata, false);
         }
         watch_registry(p);
         return served;

@@ -65,6 +65,11 @@ struct dra_handlers {
         void (*prepare)(void *userdata, struct dra_prepare *req);
         /* Returns NULL or a malloc'd error. Unpreparing what was never prepared is success. */
         char *(*unprepare)(void *userdata, const struct dra_claim *claim);
+        /* May be NULL. Every NotifyRegistrationStatus (registered true or false: a kubelet that
+         * restarts registers the driver again, and wiped the node's ResourceSlices when it
+         * started), and registered false when a removed registration socket is served anew
+         * (the kubelet has to find it again). */
+        void (*registration)(void *userdata, bool registered);
 };
 
 struct dra_plugin_options {
@@ -89,7 +94,8 @@ void dra_plugin_drain(struct dra_plugin *p, uint64_t grace_usec, dra_plugin_drai
 struct dra_plugin *dra_plugin_free(struct dra_plugin *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct dra_plugin *, dra_plugin_free);
 
-/* Device health for the kubelet's DRAResourceHealth stream (v1alpha1 and v1): the whole list,
+/* Device health for the kubelet's DRAResourceHealth stream, served under every name a kubelet
+ * calls (v1alpha1: kubelets 1.34 and 1.35; v1beta1: 1.36; v1: later): the whole list,
  * sent to every NodeWatchResources stream when it differs from the last one, and again every
  * DRA_HEALTH_RESEND_USEC (each report is valid for DRA_HEALTH_TIMEOUT_S, after which the
  * kubelet would call the device's health unknown). Strings are copied. 0 or -ENOMEM. */

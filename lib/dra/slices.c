@@ -2,6 +2,7 @@
 #include "dra/slices.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,139 @@ static json_t *card_json(const struct dp_pool *pool, const struct dp_device *d,
         return device_entry(attrs, r, pool, d, DRA_DEVICE_TYPE_CARD);
 }
 
+static bool is_dns_label(const char *s, size_t len)
+{
+        if (len == 0 || len > DRA_DEVICE_NAME_MAX || s[0] == '-' || s[len - 1] == '-')
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+                        return false;
+        return true;
+}
+
+static bool is_dns_subdomain(const char *s, size_t len, size_t max)
+{
+        if (len == 0 || len > max)
+                return false;
+        for (size_t start = 0; start <= len;) {
+                size_t end = start;
+                while (end < len && s[end] != '.')
+                        end++;
+                if (!is_dns_label(s + start, end - start))
+                        return false;
+                start = end + 1;
+        }
+        return true;
+}
+
+/* "<domain>/<id>" or "<id>": a DNS subdomain of at most 63 and a C identifier of at most 32. */
+static const char *qualified_name_problem(const char *key)
+{
+        const char *slash = strchr(key, '/');
+        const char *id = slash ? slash + 1 : key;
+        if (slash && !is_dns_subdomain(key, (size_t)(slash - key), DRA_ATTRIBUTE_DOMAIN_MAX))
+                return "its domain must be a DNS subdomain of at most 63 characters";
+        size_t n = strlen(id);
+        if (n == 0 || n > DRA_ATTRIBUTE_ID_MAX)
+                return "its name after the domain must have 1 to 32 characters";
+        if (!((id[0] >= 'A' && id[0] <= 'Z') || (id[0] >= 'a' && id[0] <= 'z')))
+                return "its name after the domain must start with a letter";
+        for (size_t i = 1; i < n; i++)
+                if (!((id[i] >= 'A' && id[i] <= 'Z') || (id[i] >= 'a' && id[i] <= 'z') ||
+                      (id[i] >= '0' && id[i] <= '9') || id[i] == '_'))
+                        return "its name after the domain must be a C identifier";
+        return NULL;
+}
+
+bool dra_device_is_valid(json_t *device, char *why, size_t size)
+{
+        const char *name = json_string_value(json_object_get(device, "name")) ?: "";
+        if (!is_dns_label(name, strlen(name))) {
+                snprintf(why, size,
+                         "device name \"%s\" is not a DNS label (at most %d characters of a-z, "
+                         "0-9 and '-')",
+                         name, DRA_DEVICE_NAME_MAX);
+                return false;
+        }
+        json_t *attrs = json_object_get(device, "attributes");
+        size_t n = json_object_size(attrs) + json_object_size(json_object_get(device, "capacity"));
+        if (n > DRA_ATTRIBUTES_PER_DEVICE) {
+                snprintf(why, size,
+                         "device %s: %zu attributes and capacities, resource.k8s.io/v1 allows "
+                         "%d per device",
+                         name, n, DRA_ATTRIBUTES_PER_DEVICE);
+                return false;
+        }
+        const char *key;
+        json_t *v;
+        json_object_foreach(attrs, key, v)
+        {
+                const char *problem = qualified_name_problem(key);
+                if (problem) {
+                        snprintf(why, size, "device %s: attribute name %s: %s", name, key, problem);
+                        return false;
+                }
+                const char *str = json_string_value(json_object_get(v, "string"))
+                                      ?: json_string_value(json_object_get(v, "version"));
+                if (str && strlen(str) > DRA_ATTRIBUTE_VALUE_MAX) {
+                        snprintf(why, size,
+                                 "device %s: attribute %s: value \"%s\" has %zu characters, "
+                                 "resource.k8s.io/v1 allows %d",
+                                 name, key, str, strlen(str), DRA_ATTRIBUTE_VALUE_MAX);
+                        return false;
+                }
+        }
+        return true;
+}
+
+/* FNV-1a, for a short stable tag of a node name cut to fit. */
+static uint32_t fnv1a(const char *s)
+{
+        uint32_t h = 2166136261u;
+        for (; *s; s++)
+                h = (h ^ (uint8_t)*s) * 16777619u;
+        return h;
+}
+
+void dra_slice_name(const char *node, size_t index, char *buf, size_t size)
+{
+        char suffix[48];
+        snprintf(suffix, sizeof(suffix), "-sriov-agent-%zu", index);
+        size_t n = strlen(node), room = DRA_OBJECT_NAME_MAX - strlen(suffix);
+        if (n <= room) {
+                snprintf(buf, size, "%s%s", node, suffix);
+                return;
+        }
+        /* Cut, without leaving a '.' or '-' at the cut (the name stays a DNS subdomain), and
+         * tagged with a hash of the whole name so that two long names sharing a prefix do not
+         * share slices. */
+        size_t keep = room - 9;
+        while (keep > 0 && (node[keep - 1] == '.' || node[keep - 1] == '-'))
+                keep--;
+        snprintf(buf, size, "%.*s-%08x%s", (int)keep, node, fnv1a(node), suffix);
+}
+
+/* Every device of one resource, or none: the first that breaks a limit rejects the resource. */
+static int check_pool(json_t **devs, size_t from, size_t *k, const struct dp_pool *p,
+                      json_t *rejected)
+{
+        char why[512];
+        for (size_t i = from; i < *k; i++) {
+                if (dra_device_is_valid(devs[i], why, sizeof(why)))
+                        continue;
+                for (size_t j = from; j < *k; j++)
+                        json_decref(devs[j]);
+                *k = from;
+                if (!rejected)
+                        return 0;
+                return json_array_append_new(rejected, json_pack("{s:s,s:s}", "resourceName",
+                                                                 p->resource, "reason", why)) < 0
+                           ? -ENOMEM
+                           : 0;
+        }
+        return 0;
+}
+
 static int compare_names(const void *a, const void *b)
 {
         const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
@@ -194,6 +328,27 @@ static int compare_names(const void *a, const void *b)
 int dra_slices_build(const struct dp_pool_set *pools, const struct inventory *inv, const char *node,
                      const char *driver, const struct dp_usage *held, json_t **ret)
 {
+        json_t *rejected = NULL;
+        int r = dra_slices_build_checked(pools, inv, node, driver, held, ret, &rejected);
+        size_t i;
+        json_t *e;
+        json_array_foreach(rejected, i, e)
+        {
+                log_warning("DRA: resource %s left out of the ResourceSlices: %s",
+                            json_string_value(json_object_get(e, "resourceName")),
+                            json_string_value(json_object_get(e, "reason")));
+        }
+        json_decref(rejected);
+        return r;
+}
+
+int dra_slices_build_checked(const struct dp_pool_set *pools, const struct inventory *inv,
+                             const char *node, const char *driver, const struct dp_usage *held,
+                             json_t **ret, json_t **rejected)
+{
+        json_auto_t *rej = json_array();
+        if (!rej)
+                return -ENOMEM;
         size_t n = 0;
         for (size_t i = 0; i < pools->n_pools; i++)
                 n += pools->pools[i].kind == DP_POOL_SRIOV ? pools->pools[i].n_devices
@@ -205,6 +360,7 @@ int dra_slices_build(const struct dp_pool_set *pools, const struct inventory *in
         int r = 0;
         for (size_t i = 0; i < pools->n_pools && r == 0; i++) {
                 const struct dp_pool *p = &pools->pools[i];
+                size_t from = k;
                 if (p->kind == DP_POOL_RDMA_SHARED) {
                         /* Pods of the device plugin share every card of the pool: while one
                          * holds an ID, no card of it is offered to a claim. */
@@ -220,6 +376,8 @@ int dra_slices_build(const struct dp_pool_set *pools, const struct inventory *in
                                 }
                                 k++;
                         }
+                        if (r == 0)
+                                r = check_pool(devs, from, &k, p, rej);
                         continue;
                 }
                 for (size_t j = 0; j < p->n_devices; j++) {
@@ -235,6 +393,8 @@ int dra_slices_build(const struct dp_pool_set *pools, const struct inventory *in
                         }
                         k++;
                 }
+                if (r == 0)
+                        r = check_pool(devs, from, &k, p, rej);
         }
         if (k > 1)
                 qsort(devs, k, sizeof(*devs), compare_names);
@@ -247,7 +407,7 @@ int dra_slices_build(const struct dp_pool_set *pools, const struct inventory *in
                         if (json_array_append(list, devs[i]) < 0)
                                 json_decref(TAKE_PTR(list));
                 char name[512];
-                snprintf(name, sizeof(name), "%s-sriov-agent-%zu", node, s);
+                dra_slice_name(node, s, name, sizeof(name));
                 json_t *slice =
                     list ? json_pack("{s:s,s:s,s:{s:s},s:{s:s,s:s,s:{s:s,s:I},s:o}}", "apiVersion",
                                      "resource.k8s.io/v1", "kind", "ResourceSlice", "metadata",
@@ -264,5 +424,7 @@ int dra_slices_build(const struct dp_pool_set *pools, const struct inventory *in
         if (!slices)
                 return -ENOMEM;
         *ret = slices;
+        if (rejected)
+                *rejected = json_incref(rej);
         return 0;
 }

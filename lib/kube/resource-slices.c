@@ -13,11 +13,11 @@
 #define RETRY_MIN_USEC (1000000ULL)
 #define RETRY_MAX_USEC (30 * 1000000ULL)
 
-enum op_kind { OP_LIST, OP_PUT, OP_POST, OP_DELETE };
+enum op_kind { OP_LIST, OP_PUT, OP_POST, OP_DELETE, OP_CHECK };
 
 struct kube_slices {
         struct kube_http *http;
-        char *node, *driver, *list_path;
+        char *node, *driver, *list_path, *check_path;
         json_t *desired;   /* what the caller wants */
         json_t *published; /* what the server holds, as last set; NULL: unknown */
         json_t *round;     /* the desired set this round writes */
@@ -26,10 +26,45 @@ struct kube_slices {
         struct kube_request *request;
         enum op_kind op;
         sd_event_source *retry_timer;
+        sd_event_source *verify_timer; /* armed while in sync, a non-empty set, not paused */
         uint64_t backoff_usec;
+        size_t n_writes; /* of the round in flight */
+        bool paused, verifying, recheck;
+        bool have_desired; /* the caller said what it wants: nothing is written before */
 };
 
 static void start_round(struct kube_slices *s);
+static void arm_verify(struct kube_slices *s);
+
+static void request_done(struct kube_request *req, int error, long status, const char *body,
+                         size_t body_len, void *userdata);
+static int send_op(struct kube_slices *s, enum op_kind op, const char *method, const char *path,
+                   json_t *body);
+
+/* The check: the node's slices from the API server's watch cache (resourceVersion=0, no etcd
+ * read). A difference from what was published starts a round, which reads them consistently
+ * before writing; a cache a moment behind at worst costs that read. */
+static int on_verify(sd_event_source *es, uint64_t usec, void *userdata)
+{
+        struct kube_slices *s = userdata;
+        s->verify_timer = sd_event_source_disable_unref(s->verify_timer);
+        if (s->paused || s->request || s->round || s->retry_timer || !s->published)
+                return 0;
+        if (send_op(s, OP_CHECK, "GET", s->check_path, NULL) < 0)
+                arm_verify(s);
+        return 0;
+}
+
+static void arm_verify(struct kube_slices *s)
+{
+        if (s->verify_timer || s->paused || json_array_size(s->desired) == 0)
+                return;
+        if (sd_event_add_time_relative(kube_http_event(s->http), &s->verify_timer, CLOCK_MONOTONIC,
+                                       KUBE_SLICES_VERIFY_USEC, 200000, on_verify, s) < 0)
+                log_warning("ResourceSlices of node %s: cannot arm the check timer; slices "
+                            "deleted on the server come back at the next change only",
+                            s->node);
+}
 
 static int on_retry(sd_event_source *es, uint64_t usec, void *userdata)
 {
@@ -64,9 +99,6 @@ static json_t *content(json_t *slice)
         return spec;
 }
 
-static void request_done(struct kube_request *req, int error, long status, const char *body,
-                         size_t body_len, void *userdata);
-
 static int send_op(struct kube_slices *s, enum op_kind op, const char *method, const char *path,
                    json_t *body)
 {
@@ -85,11 +117,18 @@ static int send_op(struct kube_slices *s, enum op_kind op, const char *method, c
 static void next_op(struct kube_slices *s)
 {
         if (json_array_size(s->ops) == 0) {
-                log_info("ResourceSlices of node %s, driver %s: %zu published, pool generation "
-                         "%lld",
-                         s->node, s->driver, json_array_size(s->round), (long long)s->generation);
+                if (s->n_writes)
+                        log_info("ResourceSlices of node %s, driver %s: %zu published, pool "
+                                 "generation %lld",
+                                 s->node, s->driver, json_array_size(s->round),
+                                 (long long)s->generation);
+                s->n_writes = 0;
+                s->verifying = false;
                 json_decref(s->published);
                 s->published = TAKE_PTR(s->round);
+                if (s->recheck) /* resumed meanwhile: what this round read may be gone */
+                        json_decref(TAKE_PTR(s->published));
+                s->recheck = false;
                 json_decref(TAKE_PTR(s->ops));
                 s->backoff_usec = 0;
                 start_round(s); /* the caller may have set a newer one meanwhile */
@@ -114,6 +153,32 @@ static int add_op(json_t *ops, const char *method, const char *name, json_t *bod
         else
                 snprintf(path, sizeof(path), COLLECTION);
         return json_array_append_new(ops, json_pack("[s,s,O?]", method, path, body));
+}
+
+/* Whether the server's `items` hold exactly `want` (content without the generation). */
+static bool same_content(json_t *items, json_t *want)
+{
+        if (json_array_size(items) != json_array_size(want))
+                return false;
+        size_t i, j;
+        json_t *w, *item;
+        json_array_foreach(want, i, w)
+        {
+                const char *name =
+                    json_string_value(json_object_get(json_object_get(w, "metadata"), "name"));
+                json_t *old = NULL;
+                json_array_foreach(items, j, item)
+                {
+                        const char *n = json_string_value(
+                            json_object_get(json_object_get(item, "metadata"), "name"));
+                        if (name && n && strcmp(n, name) == 0)
+                                old = item;
+                }
+                json_auto_t *a = content(w), *b = old ? content(old) : NULL;
+                if (!old || !json_equal(a, b))
+                        return false;
+        }
+        return true;
 }
 
 /* The server's slices of this node and driver are in `items`: plan the writes. */
@@ -148,14 +213,21 @@ static void plan(struct kube_slices *s, json_t *items)
                         same = false;
         }
         if (same) {
-                /* Already there (an agent restart): nothing to write. */
+                /* Already there (an agent restart, a check finding them current): nothing to
+                 * write. */
                 s->generation = max_gen;
                 s->ops = json_array();
                 json_decref(by_name);
                 next_op(s);
                 return;
         }
-        s->generation = max_gen + 1;
+        if (s->verifying)
+                log_notice("ResourceSlices of node %s, driver %s: the server holds %zu slice(s) "
+                           "that differ from the %zu wanted (deleted by the kubelet or someone "
+                           "else): writing them again",
+                           s->node, s->driver, json_array_size(items), json_array_size(s->round));
+        /* Never lower than what this run wrote: after a wipe the server has none to go by. */
+        s->generation = (max_gen > s->generation ? max_gen : s->generation) + 1;
         s->ops = json_array();
         json_array_foreach(s->round, i, item)
         {
@@ -182,6 +254,7 @@ static void plan(struct kube_slices *s, json_t *items)
                 add_op(s->ops, "DELETE", name, NULL);
         }
         json_decref(by_name);
+        s->n_writes = json_array_size(s->ops);
         next_op(s);
 }
 
@@ -190,6 +263,23 @@ static void request_done(struct kube_request *req, int error, long status, const
 {
         struct kube_slices *s = userdata;
         s->request = NULL;
+        if (s->op == OP_CHECK) {
+                json_auto_t *list =
+                    error == 0 && status == 200 ? json_loadb(body, body_len, 0, NULL) : NULL;
+                json_t *items = json_object_get(list, "items");
+                if (!json_is_array(items)) {
+                        log_debug("ResourceSlices of node %s: check failed (HTTP %ld)", s->node,
+                                  status);
+                        arm_verify(s);
+                        return;
+                }
+                if (!s->paused && s->published && !same_content(items, s->published)) {
+                        json_decref(TAKE_PTR(s->published));
+                        s->verifying = true;
+                }
+                start_round(s); /* arms the next check when in sync */
+                return;
+        }
         if (s->op == OP_LIST) {
                 if (error == 0 && (status == 404 || status == 403) &&
                     json_array_size(s->round) == 0) {
@@ -225,8 +315,12 @@ static void start_round(struct kube_slices *s)
 {
         if (s->request || s->retry_timer || s->round)
                 return; /* one at a time; the end of this one looks again */
-        if (s->published && json_equal(s->published, s->desired))
+        if (s->paused || !s->have_desired)
                 return;
+        if (s->published && json_equal(s->published, s->desired)) {
+                arm_verify(s);
+                return;
+        }
         s->round = json_incref(s->desired);
         int r = send_op(s, OP_LIST, "GET", s->list_path, NULL);
         if (r < 0)
@@ -237,8 +331,29 @@ int kube_slices_set(struct kube_slices *s, json_t *desired)
 {
         json_decref(s->desired);
         s->desired = json_incref(desired);
+        s->have_desired = true;
         start_round(s);
         return 0;
+}
+
+void kube_slices_set_paused(struct kube_slices *s, bool paused)
+{
+        if (s->paused == paused && paused)
+                return;
+        s->paused = paused;
+        s->verify_timer = sd_event_source_disable_unref(s->verify_timer);
+        if (paused) {
+                log_info("ResourceSlices of node %s, driver %s: not written until the kubelet "
+                         "registers the driver",
+                         s->node, s->driver);
+                return;
+        }
+        /* Whatever happened meanwhile (a kubelet that wiped them at its start), the server is
+         * asked again. */
+        json_decref(TAKE_PTR(s->published));
+        s->verifying = true;
+        s->recheck = s->round != NULL;
+        start_round(s);
 }
 
 bool kube_slices_in_sync(const struct kube_slices *s)
@@ -260,9 +375,12 @@ int kube_slices_new(struct kube_http *http, const char *node, const char *driver
                 _cleanup_free_ char *esc = kube_http_escape(sel);
                 if (esc && asprintf(&s->list_path, COLLECTION "?fieldSelector=%s", esc) < 0)
                         s->list_path = NULL;
+                if (esc && asprintf(&s->check_path,
+                                    COLLECTION "?fieldSelector=%s&resourceVersion=0", esc) < 0)
+                        s->check_path = NULL;
         }
         s->desired = json_array();
-        if (!s->node || !s->driver || !s->list_path || !s->desired) {
+        if (!s->node || !s->driver || !s->list_path || !s->check_path || !s->desired) {
                 kube_slices_free(s);
                 return -ENOMEM;
         }
@@ -276,6 +394,7 @@ struct kube_slices *kube_slices_free(struct kube_slices *s)
                 return NULL;
         kube_request_cancel(s->request);
         s->retry_timer = sd_event_source_disable_unref(s->retry_timer);
+        s->verify_timer = sd_event_source_disable_unref(s->verify_timer);
         json_decref(s->desired);
         json_decref(s->published);
         json_decref(s->round);
@@ -283,6 +402,7 @@ struct kube_slices *kube_slices_free(struct kube_slices *s)
         free(s->node);
         free(s->driver);
         free(s->list_path);
+        free(s->check_path);
         free(s);
         return NULL;
 }

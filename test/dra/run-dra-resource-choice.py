@@ -4,9 +4,9 @@ with both kubelet doubles (the device-plugin fake kubelet and the fake DRA kubel
 
 1. --dra-resources highnet_dra: the kubelet's device manager gets openshift.io/ice_dp and never
    openshift.io/highnet_dra; the DRA kubelet registers the driver.
-2. DRAResourceHealth (v1alpha1 and v1 streams, as kubelets 1.34/1.35 open them): every VF of
-   the DRA resource HEALTHY; the PF's link down: UNHEALTHY with a reason, on both streams;
-   the link up again: HEALTHY again on both.
+2. DRAResourceHealth (v1alpha1, v1beta1 and v1 streams: kubelets 1.34/1.35 open v1alpha1,
+   1.36 v1beta1): every VF of the DRA resource HEALTHY; the PF's link down: UNHEALTHY with a
+   reason, on every stream; the link up again: HEALTHY again on every one.
 3. The agent restarted without --dra-resources (the resource moves back): the device plugin
    serves both resources, and the DRA driver is gone from plugins_registry.
 Exit 1 on any failure.
@@ -85,7 +85,7 @@ def main():
               str(os.listdir(kdir)))
         # 2. Health.
         n = nvfs["ens1f0"]
-        for version in ("v1alpha1", "v1"):
+        for version in ("v1alpha1", "v1beta1", "v1"):
             dra.send({"cmd": "watch-health", "driver": DRIVER, "version": version})
             opened = dra.wait_for(ev("watch-health"), 5) or {}
             check("NodeWatchResources %s opened" % version, opened.get("code") == "OK",
@@ -106,10 +106,10 @@ def main():
         def unhealthy(e):  # both streams' messages come in any order
             if ev("health")(e) and any(d["health"] == "UNHEALTHY" for d in e.get("devices") or []):
                 down[e["version"]] = e
-            return len(down) == 2
+            return len(down) == 3
 
         dra.wait_for(unhealthy, 10)
-        for version in ("v1alpha1", "v1"):
+        for version in ("v1alpha1", "v1beta1", "v1"):
             h = down.get(version) or {}
             devs = h.get("devices") or []
             check("%s: PF link down -> every VF UNHEALTHY with the reason" % version,
@@ -125,10 +125,10 @@ def main():
             devs = e.get("devices") or [] if ev("health")(e) else []
             if len(devs) == n and all(d["health"] == "HEALTHY" for d in devs):
                 up[e["version"]] = e
-            return len(up) == 2
+            return len(up) == 3
 
         dra.wait_for(healthy_again, 10)
-        for version in ("v1alpha1", "v1"):
+        for version in ("v1alpha1", "v1beta1", "v1"):
             check("%s: PF link up again -> every VF HEALTHY" % version, version in up,
                   json.dumps(down.get(version))[:300])
 

@@ -21,6 +21,7 @@ if(GO_EXECUTABLE AND PROTOC_EXECUTABLE AND PROTOC_GEN_GO AND PROTOC_GEN_GO_GRPC)
         ${DRA_FAKE_DIR}/proto/pluginregistration_service.proto
         ${CMAKE_SOURCE_DIR}/proto/drahealth.proto
         ${DRA_FAKE_DIR}/proto/drahealth_v1alpha1_service.proto
+        ${DRA_FAKE_DIR}/proto/drahealth_v1beta1_service.proto
         ${DRA_FAKE_DIR}/proto/drahealth_v1_service.proto)
     add_custom_command(
         OUTPUT ${DRA_FAKE_KUBELET}
@@ -80,6 +81,32 @@ if(TARGET fake-dra-kubelet AND TARGET fake-kubelet AND Python3_Interpreter_FOUND
                      --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
                      --fake-dra-kubelet ${DRA_FAKE_KUBELET} --kubectl ${DRA_KUBECTL})
     set_tests_properties(integration/dra/resource-slices PROPERTIES
+        LABELS "integration;dra" TIMEOUT 180
+        ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+endif()
+
+# ResourceSlices across a kubelet's life: none before the kubelet registers the driver, back
+# after the kubelet's wipe at its restart and after a deletion, left to the kubelet's wipe of a
+# gone driver.
+if(TARGET fake-dra-kubelet AND TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DRA_KUBECTL)
+    add_test(NAME integration/dra/kubelet-life
+             COMMAND ${Python3_EXECUTABLE} ${DRA_TEST_DIR}/run-dra-kubelet-life.py
+                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --fake-dra-kubelet ${DRA_FAKE_KUBELET} --kubectl ${DRA_KUBECTL})
+    set_tests_properties(integration/dra/kubelet-life PROPERTIES
+        LABELS "integration;dra" TIMEOUT 180
+        ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
+endif()
+
+# What a claim gets beyond its devices: one resource over resource.k8s.io/v1's limits left out
+# alone, per-device environment for two claims of one resource, VfConfig, status.devices, and
+# the claim record's namespace and reserved pods.
+if(TARGET fake-dra-kubelet AND TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DRA_KUBECTL)
+    add_test(NAME integration/dra/claims
+             COMMAND ${Python3_EXECUTABLE} ${DRA_TEST_DIR}/run-dra-claims.py
+                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --fake-dra-kubelet ${DRA_FAKE_KUBELET} --kubectl ${DRA_KUBECTL})
+    set_tests_properties(integration/dra/claims PROPERTIES
         LABELS "integration;dra" TIMEOUT 180
         ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
 endif()

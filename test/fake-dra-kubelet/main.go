@@ -8,15 +8,23 @@
 // with NotifyRegistrationStatus. A socket that goes away deregisters its driver. The watcher
 // polls (100 ms) instead of using inotify: the Debian Go packages carry no fsnotify.
 //
+// With --apiserver and --node it also does to ResourceSlices what the kubelet's DRA manager
+// does (pkg/kubelet/cm/dra/plugin/registration.go, wipeResourceSlices): at its start (and at a
+// "restart") it deletes every ResourceSlice of its node (DeleteCollection with fieldSelector
+// spec.nodeName=<node>), and --wiping-delay (upstream's defaultWipingDelay, 30 s) after a
+// driver's registration socket went away it deletes that driver's slices of the node, unless
+// the driver registered again meanwhile. Each wipe is a "wipe" event.
+//
 // The test driver sends commands as JSON lines on stdin and reads events as JSON lines on
 // stdout (each with a "t" timestamp in milliseconds):
 //
 //	{"cmd":"prepare","driver":D,"claims":[{"namespace":N,"name":M,"uid":U}]}
 //	{"cmd":"unprepare","driver":D,"claims":[...]}
-//	{"cmd":"watch-health","driver":D,"version":"v1alpha1"|"v1"}   open a DRAResourceHealth
+//	{"cmd":"watch-health","driver":D,"version":"v1alpha1"|"v1beta1"|"v1"}   open a DRAResourceHealth
 //	                    NodeWatchResources stream; every message is a "health" event
 //	{"cmd":"bench-prepare","driver":D,"claims":[...],"n":N}   time N Prepare calls
-//	{"cmd":"restart"}   forget every driver and register them again, as a restarted kubelet
+//	{"cmd":"restart"}   forget every driver, wipe the node's slices and register the drivers
+//	                    again, as a restarted kubelet
 //	{"cmd":"quit"}
 package main
 
@@ -27,6 +35,8 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -42,6 +52,7 @@ import (
 	health "sriov-agent/proto/drahealth"
 	healthv1 "sriov-agent/proto/drahealthv1"
 	healthv1alpha1 "sriov-agent/proto/drahealthv1alpha1"
+	healthv1beta1 "sriov-agent/proto/drahealthv1beta1"
 	drav1 "sriov-agent/proto/drav1"
 	drav1beta1 "sriov-agent/proto/drav1beta1"
 	reg "sriov-agent/proto/pluginregistration"
@@ -79,6 +90,67 @@ type kubelet struct {
 	mu      sync.Mutex
 	seen    map[string]socketID // registration socket -> the file we registered
 	drivers map[string]*driver  // by driver name
+
+	apiserver   string // "" : no API server, no wiping
+	node        string
+	wipingDelay time.Duration
+	wipes       map[string]*time.Timer // driver -> its pending wipe
+}
+
+// wipe deletes the node's ResourceSlices, of one driver or (driver "") of all, as the kubelet's
+// wipeResourceSlices does: one DeleteCollection with a field selector.
+func (k *kubelet) wipe(driverName, why string) {
+	if k.apiserver == "" {
+		return
+	}
+	sel := "spec.nodeName=" + k.node
+	if driverName != "" {
+		sel += ",spec.driver=" + driverName
+	}
+	ev := map[string]interface{}{"event": "wipe", "driver": driverName, "why": why}
+	defer k.out.emit(ev)
+	req, err := http.NewRequest("DELETE", k.apiserver+
+		"/apis/resource.k8s.io/v1/resourceslices?fieldSelector="+url.QueryEscape(sel), nil)
+	if err != nil {
+		ev["code"] = "BadRequest"
+		return
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		ev["code"] = "Failed"
+		ev["message"] = err.Error()
+		return
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Items []interface{} `json:"items"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&list)
+	ev["status"] = resp.StatusCode
+	ev["deleted"] = len(list.Items)
+	if resp.StatusCode == 200 {
+		ev["code"] = "OK"
+	}
+}
+
+// scheduleWipe: the driver's slices go wipingDelay after its socket went away; a registration
+// meanwhile cancels it (callers hold k.mu).
+func (k *kubelet) scheduleWipe(name string) {
+	if k.apiserver == "" {
+		return
+	}
+	if t := k.wipes[name]; t != nil {
+		t.Stop()
+	}
+	k.wipes[name] = time.AfterFunc(k.wipingDelay, func() {
+		k.mu.Lock()
+		_, back := k.drivers[name]
+		delete(k.wipes, name)
+		k.mu.Unlock()
+		if !back {
+			k.wipe(name, "driver gone")
+		}
+	})
 }
 
 func dial(path string) (*grpc.ClientConn, error) {
@@ -158,6 +230,10 @@ func (k *kubelet) register(sock string) {
 	ev["code"] = "OK"
 	ev["api"] = k.api
 	k.mu.Lock()
+	if t := k.wipes[info.Name]; t != nil {
+		t.Stop()
+		delete(k.wipes, info.Name)
+	}
 	if old := k.drivers[info.Name]; old != nil {
 		old.conn.Close()
 	}
@@ -199,6 +275,7 @@ func (k *kubelet) scan() {
 			if d.socket == sock {
 				d.conn.Close()
 				delete(k.drivers, name)
+				k.scheduleWipe(name)
 				k.out.emit(map[string]interface{}{"event": "deregister", "driver": name,
 					"socket": sock})
 			}
@@ -283,6 +360,9 @@ func (k *kubelet) watchHealth(d *driver, version string, ev map[string]interface
 	if version == "v1" {
 		stream, err = healthv1.NewDRAResourceHealthClient(d.conn).NodeWatchResources(ctx,
 			&health.NodeWatchResourcesRequest{})
+	} else if version == "v1beta1" {
+		stream, err = healthv1beta1.NewDRAResourceHealthClient(d.conn).NodeWatchResources(ctx,
+			&health.NodeWatchResourcesRequest{})
 	} else {
 		stream, err = healthv1alpha1.NewDRAResourceHealthClient(d.conn).NodeWatchResources(ctx,
 			&health.NodeWatchResourcesRequest{})
@@ -318,6 +398,7 @@ func (k *kubelet) handle(c command) {
 	defer k.out.emit(ev)
 	if c.Cmd == "restart" {
 		k.forget()
+		k.wipe("", "kubelet start")
 		return
 	}
 	k.mu.Lock()
@@ -385,13 +466,23 @@ func (k *kubelet) handle(c command) {
 func main() {
 	root := flag.String("root", "", "kubelet root directory (plugins_registry is watched there)")
 	api := flag.String("api", "v1", "DRAPlugin service version spoken: v1 or v1beta1")
+	apiserver := flag.String("apiserver", "", "API server URL (anonymous) for wiping ResourceSlices")
+	node := flag.String("node", "", "the node's name, whose ResourceSlices are wiped")
+	wipingDelay := flag.Duration("wiping-delay", 30*time.Second,
+		"how long after a driver's socket went away its slices are wiped")
 	flag.Parse()
 	if *root == "" || (*api != "v1" && *api != "v1beta1") {
 		fmt.Fprintln(os.Stderr, "fake-dra-kubelet: --root DIR and --api v1|v1beta1 are required")
 		os.Exit(2)
 	}
 	k := &kubelet{root: *root, api: *api, out: &output{enc: json.NewEncoder(os.Stdout)},
-		seen: map[string]socketID{}, drivers: map[string]*driver{}}
+		seen: map[string]socketID{}, drivers: map[string]*driver{},
+		apiserver: strings.TrimRight(*apiserver, "/"), node: *node, wipingDelay: *wipingDelay,
+		wipes: map[string]*time.Timer{}}
+	if k.apiserver != "" && k.node == "" {
+		fmt.Fprintln(os.Stderr, "fake-dra-kubelet: --apiserver needs --node")
+		os.Exit(2)
+	}
 	if err := os.MkdirAll(filepath.Join(*root, "plugins_registry"), 0o750); err != nil {
 		fmt.Fprintln(os.Stderr, "fake-dra-kubelet:", err)
 		os.Exit(1)
@@ -410,6 +501,7 @@ func main() {
 		}
 		close(cmds)
 	}()
+	k.wipe("", "kubelet start")
 	k.out.emit(map[string]interface{}{"event": "ready", "api": *api})
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()

@@ -72,32 +72,11 @@ static void test_verdict(void **state)
         assert_int_equal(cni_podres_verdict(NULL, 0, &a, "0000:3b:00.2", "net_a", &e), -EACCES);
 }
 
-static void test_dra_claim(void **state)
-{
-        (void)state;
-        char dir[] = "/tmp/test-cni-podres-XXXXXX", sub[64], path[128], claim[64] = "";
-        assert_non_null(mkdtemp(dir));
-        assert_int_equal(cni_dra_claim_of(dir, "0000:3b:00.2", claim, sizeof(claim)), 0);
-        snprintf(sub, sizeof(sub), "%s/dra", dir);
-        assert_int_equal(mkdir(sub, 0755), 0);
-        snprintf(path, sizeof(path), "%s/uid-1.json", sub);
-        const char rec[] = "{\"devices\":[{\"request\":\"nic\",\"pool\":\"n\",\"device\":"
-                           "\"0000-3b-00-2\",\"cdi\":\"x\"}],\"cdi\":{}}";
-        assert_int_equal(write_file_atomic(path, rec, strlen(rec), 0644), 0);
-        assert_int_equal(cni_dra_claim_of(dir, "0000:3b:00.2", claim, sizeof(claim)), 1);
-        assert_string_equal(claim, "uid-1");
-        assert_int_equal(cni_dra_claim_of(dir, "0000:3b:00.3", claim, sizeof(claim)), 0);
-        unlink(path);
-        rmdir(sub);
-        rmdir(dir);
-}
-
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_args_pod),
                 cmocka_unit_test(test_verdict),
-                cmocka_unit_test(test_dra_claim),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* dra_slices_build: the ResourceSlices this node publishes for its DRA pools. */
+/* dra_slices_build: the ResourceSlices this node publishes for its DRA pools, checked against
+ * resource.k8s.io/v1's limits before they are written. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -180,12 +182,107 @@ static void test_128_per_slice(void **state)
         inventory_done(&inv);
 }
 
+/* A policy resourceName of 52 characters is valid, but its resourceName attribute
+ * ("openshift.io/<name>", 65 characters) is over resource.k8s.io/v1's 64: that resource is left
+ * out and named with the field and the limit; the other resource is still published. */
+static void test_one_bad_resource_leaves_the_rest(void **state)
+{
+        static const char long_name[] = "sriov_a_resource_name_of_fifty_two_characters_long_x";
+        assert_int_equal(strlen(long_name), 52);
+        struct inventory inv = { 0 };
+        fx_add_pf(&inv, 0x3b, "ens1f0", "mlx5_core", 2, 0);
+        fx_add_pf(&inv, 0x5e, "ens2f0", "mlx5_core", 2, 0);
+        struct desired_state d = { 0 };
+        fx_add_group(&d, "0000:3b:00.0", "sriov_highnet", DEVICE_TYPE_NETDEVICE, 0, 1);
+        fx_add_group(&d, "0000:5e:00.0", long_name, DEVICE_TYPE_NETDEVICE, 0, 1);
+        struct dp_pool_set pools = { 0 };
+        assert_int_equal(dp_pools_from_desired(&d, &inv, NULL, &pools), 0);
+        assert_int_equal(pools.n_pools, 2);
+        json_t *slices = NULL, *rejected = NULL;
+        assert_int_equal(
+            dra_slices_build_checked(&pools, &inv, "worker-1", DRIVER, NULL, &slices, &rejected),
+            0);
+        assert_int_equal(json_array_size(slices), 1);
+        json_t *devs =
+            json_object_get(json_object_get(json_array_get(slices, 0), "spec"), "devices");
+        assert_int_equal(json_array_size(devs), 2);
+        for (size_t i = 0; i < 2; i++)
+                assert_string_equal(attr_string(json_array_get(devs, i), DRIVER "/resourceName"),
+                                    "openshift.io/sriov_highnet");
+        char why[512];
+        for (size_t i = 0; i < 2; i++)
+                assert_true(dra_device_is_valid(json_array_get(devs, i), why, sizeof(why)));
+        assert_int_equal(json_array_size(rejected), 1);
+        json_t *r = json_array_get(rejected, 0);
+        const char *reason = json_string_value(json_object_get(r, "reason"));
+        assert_non_null(strstr(json_string_value(json_object_get(r, "resourceName")), long_name));
+        assert_non_null(strstr(reason, "resourceName"));
+        assert_non_null(strstr(reason, "65 characters"));
+        assert_non_null(strstr(reason, "allows 64"));
+        json_decref(rejected);
+        json_decref(slices);
+        dp_pool_set_done(&pools);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+/* The limits one by one. */
+static void test_device_limits(void **state)
+{
+        char why[512];
+        json_t *dev = json_loads("{\"name\":\"0000-3b-01-0\",\"attributes\":{\"a.b/c\":"
+                                 "{\"string\":\"x\"}}}",
+                                 0, NULL);
+        assert_true(dra_device_is_valid(dev, why, sizeof(why)));
+        json_object_set_new(dev, "name", json_string("Not_A_Label"));
+        assert_false(dra_device_is_valid(dev, why, sizeof(why)));
+        assert_non_null(strstr(why, "DNS label"));
+        json_object_set_new(dev, "name", json_string("ok"));
+        json_t *attrs = json_object_get(dev, "attributes");
+        json_object_set_new(attrs, "example.com/1bad", json_pack("{s:b}", "bool", 1));
+        assert_false(dra_device_is_valid(dev, why, sizeof(why)));
+        assert_non_null(strstr(why, "example.com/1bad"));
+        json_object_del(attrs, "example.com/1bad");
+        for (int i = 0; i < 32; i++) {
+                char key[32];
+                snprintf(key, sizeof(key), "a%d", i);
+                json_object_set_new(attrs, key, json_pack("{s:i}", "int", i));
+        }
+        assert_false(dra_device_is_valid(dev, why, sizeof(why)));
+        assert_non_null(strstr(why, "33 attributes and capacities"));
+        json_decref(dev);
+}
+
+/* A node name of 253 characters (the most a Node may have) still gives slice names of at most
+ * 253 that are DNS subdomains, distinct per node. */
+static void test_long_node_name(void **state)
+{
+        char node[254], other[254], a[512], b[512];
+        memset(node, 'a', 253);
+        node[253] = 0;
+        node[200] = '.';
+        memcpy(other, node, sizeof(other));
+        other[252] = 'b';
+        dra_slice_name(node, 0, a, sizeof(a));
+        dra_slice_name(other, 0, b, sizeof(b));
+        assert_true(strlen(a) <= 253);
+        assert_string_not_equal(a, b);
+        assert_non_null(strstr(a, "-sriov-agent-0"));
+        assert_null(strstr(a, ".-"));
+        assert_null(strstr(a, "-."));
+        dra_slice_name("worker-1", 3, a, sizeof(a));
+        assert_string_equal(a, "worker-1-sriov-agent-3");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_attributes_of_a_vf),
                 cmocka_unit_test(test_128_per_slice),
                 cmocka_unit_test(test_whole_card_pool),
+                cmocka_unit_test(test_one_bad_resource_leaves_the_rest),
+                cmocka_unit_test(test_device_limits),
+                cmocka_unit_test(test_long_node_name),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
