@@ -81,10 +81,15 @@ static void print_usage(FILE *f)
                 "  --metrics-listen ADDR     serve Prometheus metrics on http://ADDR/metrics:\n"
                 "                            HOST:PORT, [IPV6]:PORT or :PORT for every\n"
                 "                            address (default: none, no endpoint)\n"
+                "  --metrics-pod-labels on|off\n"
+                "                            off: no pod, namespace or container names in\n"
+                "                            the metrics (no sriov_kubepoddevice and\n"
+                "                            sriov_agent_pod_device), for nodes whose\n"
+                "                            metrics port tenants reach (default: on)\n"
                 "  --cni-state-dir DIR       the sriov CNI plugin's records: counted for the\n"
                 "                            metrics; a VF they give to a pod is in use for\n"
-                "                            the disruption guard (default:\n"
-                "                            /var/lib/cni/sriov)\n"
+                "                            the disruption guard, a GUID they give it is\n"
+                "                            the pod's (default: /var/lib/cni/sriov)\n"
                 "Dynamic Resource Allocation:\n"
                 "  --dra-resources NAME,...  resources (policy resourceName, whole-card pool\n"
                 "                            name) served through the DRA driver instead of\n"
@@ -96,16 +101,24 @@ static void print_usage(FILE *f)
                 "                            (default: /var/run/cdi)\n"
                 "RDMA and InfiniBand:\n"
                 "  --rdma-mode MODE          RDMA network namespace mode to bring about at\n"
-                "                            start: exclusive (a pod sees only its own RDMA\n"
-                "                            device) or shared (default: leave the kernel's)\n"
-                "  --modprobe-dir DIR        where the mode is written for the next boot when\n"
-                "                            the kernel cannot change it now (default:\n"
-                "                            /etc/modprobe.d)\n"
+                "                            start, now and for the next boot: exclusive (a\n"
+                "                            pod sees only its own RDMA device) or shared\n"
+                "                            (default: leave the kernel's)\n"
+                "  --modprobe-dir DIR        the modprobe.d directory the next boot's mode is\n"
+                "                            read from and written to, file\n"
+                "                            sriov-agent-rdma.conf (default: /etc/modprobe.d)\n"
                 "  --ib-guid-pool FILE       node and port GUIDs of InfiniBand VFs, upstream's\n"
                 "                            static pool format (default:\n"
                 "                            /etc/sriov-operator/infiniband/guids); without\n"
                 "                            the file each VF gets a stable GUID derived\n"
                 "                            from its PF's GUID and its index\n"
+                "NetworkAttachmentDefinitions:\n"
+                "  --nad-controller on|off   on: also compete for the Lease\n"
+                "                            sriov-agent-networks and render SriovNetworks into\n"
+                "                            NADs while holding it, for setups without\n"
+                "                            `sriov-agent nad-controller` (its RBAC too);\n"
+                "                            default: off (the manifests run the controller\n"
+                "                            as a Deployment)\n"
                 "Loop:\n"
                 "  --resync-interval SEC     periodic drift check (default: 30)\n"
                 "  --log-level LEVEL         err, warning, notice, info (default), debug\n"
@@ -154,11 +167,13 @@ int cmd_run(int argc, char **argv)
                 OPT_READY_TIMEOUT,
                 OPT_STOP_MODE,
                 OPT_LINK_HEALTH,
+                OPT_METRICS_POD_LABELS,
                 OPT_METRICS_LISTEN,
                 OPT_DRA_RESOURCES,
                 OPT_KUBELET_ROOT,
                 OPT_CDI_ROOT,
                 OPT_CNI_STATE_DIR,
+                OPT_NAD_CONTROLLER,
         };
         static const struct option options[] = {
                 { "policy-dir", required_argument, NULL, OPT_POLICY_DIR },
@@ -187,11 +202,13 @@ int cmd_run(int argc, char **argv)
                 { "ready-timeout", required_argument, NULL, OPT_READY_TIMEOUT },
                 { "stop-mode", required_argument, NULL, OPT_STOP_MODE },
                 { "link-health", required_argument, NULL, OPT_LINK_HEALTH },
+                { "metrics-pod-labels", required_argument, NULL, OPT_METRICS_POD_LABELS },
                 { "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
                 { "dra-resources", required_argument, NULL, OPT_DRA_RESOURCES },
                 { "kubelet-root", required_argument, NULL, OPT_KUBELET_ROOT },
                 { "cdi-root", required_argument, NULL, OPT_CDI_ROOT },
                 { "cni-state-dir", required_argument, NULL, OPT_CNI_STATE_DIR },
+                { "nad-controller", required_argument, NULL, OPT_NAD_CONTROLLER },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -301,6 +318,16 @@ int cmd_run(int argc, char **argv)
                 case OPT_CNI_STATE_DIR:
                         config.cni_state_dir = optarg;
                         break;
+                case OPT_NAD_CONTROLLER:
+                        if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+                                fprintf(stderr,
+                                        "sriov-agent run: --nad-controller wants on or off, not "
+                                        "'%s'\n",
+                                        optarg);
+                                return 1;
+                        }
+                        config.nad_controller = strcmp(optarg, "on") == 0;
+                        break;
                 case OPT_READY_TIMEOUT:
                         if (parse_seconds("--ready-timeout", optarg, &config.ready_timeout_usec) <
                             0)
@@ -324,6 +351,16 @@ int cmd_run(int argc, char **argv)
                                 return 1;
                         }
                         config.no_link_health = strcmp(optarg, "off") == 0;
+                        break;
+                case OPT_METRICS_POD_LABELS:
+                        if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+                                fprintf(stderr,
+                                        "sriov-agent run: --metrics-pod-labels wants on or off, "
+                                        "not '%s'\n",
+                                        optarg);
+                                return 1;
+                        }
+                        config.no_metrics_pod_labels = strcmp(optarg, "off") == 0;
                         break;
                 case OPT_RDMA_MODE:
                         config.rdma_mode = host_rdma_netns_mode_from_string(optarg);

@@ -49,6 +49,8 @@ struct agent_config {
         uint64_t ready_timeout_usec; /* READY=1 at the latest this long after the start */
         enum stop_mode stop_mode;    /* what SIGTERM means (stop-mode.h) */
         bool no_link_health;         /* --link-health off: a PF's link never makes VFs Unhealthy */
+        bool nad_controller;         /* --nad-controller on: render NADs (Lease holder) */
+        bool no_metrics_pod_labels;  /* --metrics-pod-labels off: no pod names in metrics */
 };
 
 struct agent;

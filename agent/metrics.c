@@ -58,6 +58,7 @@ struct metrics_podres {
 struct rdma_port_sample {
         const char *device; /* the inventory's: stable for the scrape */
         struct host_rdma_port port;
+        char port_label[12]; /* port.port in decimal: written once, used by every sample */
 };
 
 struct rdma_counter_sample {
@@ -87,8 +88,9 @@ static void on_rdma_port(const struct host_rdma_port *port, const char *counter,
                         s->error = -ENOMEM;
                         return;
                 }
-                s->ports[s->n_ports++] =
-                    (struct rdma_port_sample){ .device = s->device, .port = *port };
+                struct rdma_port_sample *x = &s->ports[s->n_ports++];
+                *x = (struct rdma_port_sample){ .device = s->device, .port = *port };
+                snprintf(x->port_label, sizeof(x->port_label), "%d", port->port);
                 return;
         }
         if (s->n_ports == 0 || strlen(counter) >= sizeof(s->counters[0].name))
@@ -194,15 +196,14 @@ static void write_rdma(struct metrics_writer *w, const struct agent *a)
                 add_rdma(&s, root, nic->rdma, nic->n_rdma);
         }
 
-        char port[16];
         metrics_family(w, "sriov_rdma_port_state", METRICS_GAUGE,
                        "Port state as sysfs numbers it (4 = ACTIVE), with its name.");
         for (size_t i = 0; i < s.n_ports; i++) {
                 const struct rdma_port_sample *x = &s.ports[i];
-                snprintf(port, sizeof(port), "%d", x->port.port);
                 if (x->port.state_code >= 0)
                         metrics_sample(w, "sriov_rdma_port_state",
-                                       METRICS_LABELS({ "device", x->device }, { "port", port },
+                                       METRICS_LABELS({ "device", x->device },
+                                                      { "port", x->port_label },
                                                       { "state", x->port.state }),
                                        x->port.state_code);
         }
@@ -210,20 +211,20 @@ static void write_rdma(struct metrics_writer *w, const struct agent *a)
                        "Port rate from sysfs ports/N/rate (100 Gb/sec: 12.5e9).");
         for (size_t i = 0; i < s.n_ports; i++) {
                 const struct rdma_port_sample *x = &s.ports[i];
-                snprintf(port, sizeof(port), "%d", x->port.port);
                 if (x->port.rate_bps >= 0)
-                        metrics_sample(w, "sriov_rdma_port_rate_bytes_per_second",
-                                       METRICS_LABELS({ "device", x->device }, { "port", port }),
-                                       x->port.rate_bps / 8);
+                        metrics_sample(
+                            w, "sriov_rdma_port_rate_bytes_per_second",
+                            METRICS_LABELS({ "device", x->device }, { "port", x->port_label }),
+                            x->port.rate_bps / 8);
         }
         metrics_family(w, "sriov_rdma_port_link_width_info", METRICS_GAUGE,
                        "Port link width from sysfs ports/N/rate (1).");
         for (size_t i = 0; i < s.n_ports; i++) {
                 const struct rdma_port_sample *x = &s.ports[i];
-                snprintf(port, sizeof(port), "%d", x->port.port);
                 if (x->port.width[0])
                         metrics_sample(w, "sriov_rdma_port_link_width_info",
-                                       METRICS_LABELS({ "device", x->device }, { "port", port },
+                                       METRICS_LABELS({ "device", x->device },
+                                                      { "port", x->port_label },
                                                       { "width", x->port.width }),
                                        1);
         }
@@ -246,10 +247,10 @@ static void write_rdma(struct metrics_writer *w, const struct agent *a)
                         const struct rdma_counter_sample *c = &s.counters[i];
                         if (c->hw != counter_families[f].hw)
                                 continue;
-                        snprintf(port, sizeof(port), "%d", s.ports[c->port].port.port);
                         metrics_sample_u64(w, counter_families[f].name,
                                            METRICS_LABELS({ "device", s.ports[c->port].device },
-                                                          { "port", port }, { "counter", c->name }),
+                                                          { "port", s.ports[c->port].port_label },
+                                                          { "counter", c->name }),
                                            c->value);
                 }
         }
@@ -452,7 +453,9 @@ static int build(struct agent *a, const struct dp_usage *usage, bool asked_kubel
                                "1 when the kubelet's PodResources answered this scrape.");
                 metrics_sample(&w, "sriov_agent_pod_resources_up", METRICS_NO_LABELS, !!usage);
         }
-        agent_metrics_write_pod_devices(&w, usage);
+        /* the kubelet's answer still counts devices in use; only the names stay out */
+        if (!a->config.no_metrics_pod_labels)
+                agent_metrics_write_pod_devices(&w, usage);
         write_pf_links(&w, a);
         /* a generated sysfs root's PFs have no kernel link to ask */
         if (host_sysfs_root_is_live(a->config.sysfs_root))

@@ -29,7 +29,10 @@ static void split_state(const char *line, int *code, char *name, size_t size)
         const char *p = end != line && *end == ':' ? end + 1 : line;
         while (*p == ' ')
                 p++;
-        snprintf(name, size, "%s", p);
+        /* a state name is a word ("ACTIVE"); a longer line is cut on purpose */
+        size_t n = strnlen(p, size - 1);
+        memcpy(name, p, n);
+        name[n] = 0;
 }
 
 /* "100 Gb/sec (4X EDR)" → 1e11 and "4X" */

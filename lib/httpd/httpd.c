@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "httpd/mhd-loader.h"
 #include "util/log.h"
 
 #define LISTEN_BACKLOG 16
@@ -581,8 +582,9 @@ int httpd_new(sd_event *event, const struct httpd_options *opts, struct httpd **
             opts->timeout_s ? opts->timeout_s : 10, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
             MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_END);
         if (!h->daemon)
-                return log_error_errno(-EIO, "metrics endpoint %s: libmicrohttpd did not start",
-                                       opts->listen);
+                return log_error_errno(-EIO, "metrics endpoint %s: libmicrohttpd did not start%s%s",
+                                       opts->listen, mhd_loader_error() ? ": " : "",
+                                       mhd_loader_error() ?: "");
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD);
         if (!info)
                 return log_error_errno(-EIO, "metrics endpoint %s: no epoll fd from libmicrohttpd",

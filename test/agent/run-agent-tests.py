@@ -109,9 +109,13 @@ def main():
         check("a node that already matches gets no writes", tree_digest(sysfs) == before,
               "sysfs tree changed")
         with open("/proc/%d/maps" % agent.p.pid) as f:
-            curl = sorted({l.split()[-1] for l in f if "libcurl" in l or "libssl" in l})
+            maps = f.read().splitlines()
+        curl = sorted({l.split()[-1] for l in maps if "libcurl" in l or "libssl" in l})
         check("standalone: libcurl and its TLS chain are not loaded (~5 MB RSS)", not curl,
               " ".join(curl))
+        mhd = sorted({l.split()[-1] for l in maps if "libmicrohttpd" in l or "libgnutls" in l})
+        check("no --metrics-listen: libmicrohttpd and GnuTLS are not loaded", not mhd,
+              " ".join(mhd))
         record = os.path.join(state, cx["pciAddress"] + ".json")
         end = time.monotonic() + 5
         while time.monotonic() < end and not os.path.exists(record):

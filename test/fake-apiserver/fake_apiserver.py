@@ -42,7 +42,9 @@ agent's), so an anonymous kubectl can drive the test meanwhile:
   watch_errors: N            the next N watches (-1: every watch) get one ERROR event with
                              code watch_error_code (default 500) in their 200 stream, then end
   throttle: N                the next N requests (-1: all) get 429 with Retry-After:
-                             retry_after_s (default 1), as API Priority and Fairness does
+                             retry_after_s (default 1), as API Priority and Fairness does;
+                             with throttle_path: "P" only requests whose path (and query)
+                             contains P count, with throttle_method: "M" only that method
   clear_requests: true       empty the request log (below)
   watch_timeout_scale: F     watches that start from now on end after their timeoutSeconds
                              divided by F (compressed idle windows in fleet benches)
@@ -58,14 +60,16 @@ the Authorization header or null], and "now" on that clock;
 "watching" in the stats is the number of watch streams open now.
 GET /_fake/faults shows the switches and counters; GET /_fake/stats shows request counts, and
 writes (POST/PUT/PATCH/DELETE) per resource ("writes") and per client bearer token
-("writes_by_client"); all requests per client token too ("requests_by_client").
+("writes_by_client") and per object named in the path ("writes_by_object": "resource
+ns/name"); all requests per client token too ("requests_by_client"). DELETE honours
+DeleteOptions.preconditions (resourceVersion, uid: 409 when the object changed).
 
 Finalizers as the real server: DELETE of an object with metadata.finalizers only sets
 deletionTimestamp (once); the update that removes the last finalizer deletes it. Leases
 (coordination.k8s.io/v1) are built in, for leader election.
 
 Start: fake_apiserver.py [--port 0] [--node NAME]... [--token T [--anonymous]]
-                         [--rbac NS:SERVICEACCOUNT]
+                         [--rbac NS:SERVICEACCOUNT [--rbac-token PREFIX=NS:SA]...]
                          [--kubeconfig-out PATH]
                          [--tls-cert F --tls-key F [--client-ca F]]
 With port 0 the chosen port is printed as "PORT <n>" on stdout.
@@ -162,6 +166,20 @@ BUILTINS = [
     # Leader election (the agents' NAD renderer): stored as given, optimistic concurrency
     # through resourceVersion on PUT like every object here.
     Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
+    # The NAD controller's Deployment and API Priority and Fairness objects of manifests/:
+    # stored as given.
+    Resource("apps", "v1", "deployments", "deployment", "Deployment", True, status=True,
+             short=["deploy"]),
+    Resource("flowcontrol.apiserver.k8s.io", "v1", "flowschemas", "flowschema", "FlowSchema",
+             False, status=True),
+    Resource("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations",
+             "prioritylevelconfiguration", "PriorityLevelConfiguration", False, status=True),
+    # The agents' own-node admission policy (manifests/25-admission-policy.yaml): stored as
+    # given; test/manifests/test-admission-policy.py evaluates its CEL.
+    Resource("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies",
+             "validatingadmissionpolicy", "ValidatingAdmissionPolicy", False),
+    Resource("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
+             "validatingadmissionpolicybinding", "ValidatingAdmissionPolicyBinding", False),
 ]
 
 
@@ -512,6 +530,7 @@ class Store:
                        "truncate_events": 0, "huge_events": 0, "reject_token": False,
                        "conflicts": 0, "prune_unknown": True, "watch_errors": 0,
                        "watch_error_code": 500, "throttle": 0, "retry_after_s": 1,
+                       "throttle_path": "", "throttle_method": "",
                        "watch_timeout_scale": 1.0,
                        "endless_continue": False}
         self.request_local = threading.local()  # per request: warnings for the reply
@@ -951,11 +970,18 @@ class Handler(BaseHTTPRequestHandler):
         and gets exactly what the stored RBAC objects grant it; anything else is 403."""
         if not self.server.rbac or not self.headers.get("Authorization"):
             return
+        subject = self.server.rbac
+        # --rbac-token PREFIX=NS:SA: tokens starting with PREFIX are that service account
+        # (a test runs two deployments with their own accounts).
+        for prefix, sa in getattr(self.server, "rbac_tokens", []):
+            if self.headers.get("Authorization").startswith("Bearer " + prefix):
+                subject = sa
+                break
         attrs = request_attributes(method, path, query)
-        if attrs is None or rbac_allows(self.store, self.server.rbac, attrs):
+        if attrs is None or rbac_allows(self.store, subject, attrs):
             return
         verb, group, resource, sub, ns, name = attrs
-        user = "system:serviceaccount:" + self.server.rbac
+        user = "system:serviceaccount:" + subject
         where = f" in the namespace \"{ns}\"" if ns else " at the cluster scope"
         res = f"{resource}/{sub}" if sub else resource
         with self.store.lock:
@@ -986,6 +1012,12 @@ class Handler(BaseHTTPRequestHandler):
                     # ... and per client (bearer token), to tell which agent wrote.
                     c = self.store.stats.setdefault("writes_by_client", {}).setdefault(who, {})
                     c[rest[0]] = c.get(rest[0], 0) + 1
+                    # ... and per object ("resource ns/name"), to show one was never written.
+                    if len(rest) >= 2:
+                        o = self.store.stats.setdefault("writes_by_object", {})
+                        okey = "%s %s/%s" % (rest[0], parts[parts.index("namespaces") + 1]
+                                             if "namespaces" in parts else "", rest[1])
+                        o[okey] = o.get(okey, 0) + 1
         try:
             if url.path.startswith("/_fake/"):
                 return self.fake_control(method, url.path)
@@ -1014,7 +1046,9 @@ class Handler(BaseHTTPRequestHandler):
                     self.store.faults["errors_500"] -= 1
                     raise ApiError(500, "InternalError",
                                    "Internal error occurred: injected fault")
-                if self.store.faults["throttle"] != 0 and self.headers.get("Authorization"):
+                if self.store.faults["throttle"] != 0 and self.headers.get("Authorization") \
+                        and self.store.faults["throttle_path"] in self.path \
+                        and self.store.faults["throttle_method"] in ("", method):
                     # API Priority and Fairness: 429 with Retry-After.
                     if self.store.faults["throttle"] > 0:
                         self.store.faults["throttle"] -= 1
@@ -1139,6 +1173,19 @@ class Handler(BaseHTTPRequestHandler):
                 with self.store.lock:
                     self.store.stats["creates"] += 1
                 return self.send_json(201, self.store.create(res, ns, body, strict))
+            if method == "DELETE":
+                # DeleteCollection with label/field selectors (the kubelet wipes its node's
+                # ResourceSlices this way): every match is deleted, the list of them answered.
+                with self.store.lock:
+                    gone = [self.store.delete(res, o["metadata"].get("namespace"),
+                                              o["metadata"]["name"])
+                            for k, o in list(self.store.objects.items())
+                            if k[:2] == (res.group, res.plural) and
+                            self.matching(res, ns, query, o)]
+                return self.send_json(200, {"kind": res.kind + "List",
+                                            "apiVersion": res.gv,
+                                            "metadata": {"resourceVersion": str(self.store.rv)},
+                                            "items": gone})
             raise ApiError(405, "MethodNotAllowed", "method not allowed")
         strict = query.get("fieldValidation") == "Strict"
         if method == "GET":
@@ -1148,7 +1195,21 @@ class Handler(BaseHTTPRequestHandler):
                                query.get("includeObject"))
             return self.send_json(200, obj)
         if method == "DELETE":
-            self.read_body()
+            opts = self.read_body()
+            # DeleteOptions.preconditions, as the real server: 409 when the object changed.
+            pre = (opts or {}).get("preconditions") or {} if isinstance(opts, dict) else {}
+            if pre:
+                with self.store.lock:
+                    cur = self.store.get(res, ns, name)
+                    for f in ("resourceVersion", "uid"):
+                        if pre.get(f) is not None and pre[f] != cur["metadata"].get(f):
+                            raise ApiError(409, "Conflict", f"Operation cannot be fulfilled "
+                                           f"on {res.gr} \"{name}\": Precondition failed: "
+                                           f"{f} in precondition: {pre[f]}, {f} in object "
+                                           f"meta: {cur['metadata'].get(f)}",
+                                           {"name": name, "group": res.group,
+                                            "kind": res.plural})
+                    return self.send_json(200, self.store.delete(res, ns, name))
             return self.send_json(200, self.store.delete(res, ns, name))
         if method in ("PUT", "PATCH"):
             with self.store.lock:
@@ -1574,6 +1635,10 @@ def main():
                     help="requests with the bearer token act as this service account and get "
                          "exactly what the stored Roles/ClusterRoles and bindings grant it "
                          "(apply manifests/20-rbac.yaml); others are 403")
+    ap.add_argument("--rbac-token", action="append", default=[],
+                    metavar="TOKEN_PREFIX=NS:SERVICEACCOUNT",
+                    help="with --rbac: bearer tokens starting with TOKEN_PREFIX act as this "
+                         "service account instead (repeatable)")
     ap.add_argument("--bookmark-interval", type=float, default=BOOKMARK_INTERVAL,
                     help="seconds between BOOKMARK events of an idle watch (a real server: "
                          "about 60)")
@@ -1587,6 +1652,7 @@ def main():
     srv = Server((args.bind, args.port), store, args.token, args.anonymous, args.verbose,
                  args.rbac)
     srv.bookmark_interval = args.bookmark_interval
+    srv.rbac_tokens = [tuple(t.split("=", 1)) for t in args.rbac_token]
     scheme = "http"
     if args.tls_cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

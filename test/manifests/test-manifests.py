@@ -23,14 +23,15 @@ CASE:
            config and applies the seed policy, and stops cleanly on SIGTERM
   rbac     the RBAC grants exactly the verbs the agent needs, nothing else
   hostpaths every host directory the agent writes (its --state-dir, --kubelet-dir,
-           --devinfo-dir, /sys) and the install-cni init container writes (/opt/cni/bin) is
-           a writable hostPath mount, what it only reads (/dev, the PodResources socket's
-           directory, the CNI plugin's records for the metrics) is read-only, and no other hostPath is mounted; no container is
+           --devinfo-dir, /sys, the CNI plugin's records for their lock) and the install-cni
+           init container writes (/opt/cni/bin) is a writable hostPath mount, what it only
+           reads (/dev, the PodResources socket's directory) is read-only, and no other
+           hostPath is mounted; no container is
            privileged, the agent adds CAP_NET_ADMIN only, the init container none
   image    every container runs the image scripts/build-image builds by default
   helm     manifests/helm/sriov-agent through the real helm (HELM, from scripts/install-deps):
            `helm lint --strict`; `helm template` with default values gives exactly the objects
-           of manifests/00-30 (parsed YAML), --include-crds adds exactly crds/; other values
+           of manifests/*.yaml (parsed YAML), --include-crds adds exactly crds/; other values
            (namespace, image, prefix, node selector, RDMA shared config, resync interval,
            metrics, DRA resources with the hostpaths checks) land where they must; `helm package` carries crds/ as regular files of the same content
   initcni  the install-cni init container's script (busybox sh) installs the plugin
@@ -100,6 +101,8 @@ def one(kind, path):
 
 DAEMONSET = os.path.join(MANIFESTS, "30-daemonset.yaml")
 RBAC = os.path.join(MANIFESTS, "20-rbac.yaml")
+NAD_CONTROLLER = os.path.join(MANIFESTS, "35-nad-controller.yaml")
+FLOWCONTROL = os.path.join(MANIFESTS, "60-flowcontrol.yaml")
 SEED_POLICY = os.path.join(EXAMPLES, "highnet-sriov-policy.yaml")
 IGB_POLICY = os.path.join(EXAMPLES, "vm-lab", "highnet-sriov-policy.yaml")
 
@@ -134,7 +137,9 @@ def case_parse():
 
     # The install set: everything namespaced is in the agent's namespace, except the read
     # grant on the RDMA shared config, which lives next to its ConfigMap.
-    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding",
+                      "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+                      "FlowSchema", "PriorityLevelConfiguration"}
     for path in glob.glob(os.path.join(MANIFESTS, "*.yaml")):
         for kind, name, o in objects_in(path):
             if kind not in cluster_scoped:
@@ -249,13 +254,26 @@ def case_apply():
         check(rc == 0, f"kubectl apply -f manifests/ ({err.strip()[:300]})")
         expect = ["namespace/sriov-network-operator created",
                   "serviceaccount/sriov-agent created",
+                  "serviceaccount/sriov-agent-nad-controller created",
                   "role.rbac.authorization.k8s.io/sriov-agent created",
                   "rolebinding.rbac.authorization.k8s.io/sriov-agent created",
                   "clusterrole.rbac.authorization.k8s.io/sriov-agent created",
                   "clusterrolebinding.rbac.authorization.k8s.io/sriov-agent created",
                   "role.rbac.authorization.k8s.io/sriov-agent-rdma-devices created",
                   "rolebinding.rbac.authorization.k8s.io/sriov-agent-rdma-devices created",
-                  "daemonset.apps/sriov-agent created"]
+                  "role.rbac.authorization.k8s.io/sriov-agent-nad-controller created",
+                  "rolebinding.rbac.authorization.k8s.io/sriov-agent-nad-controller created",
+                  "clusterrole.rbac.authorization.k8s.io/sriov-agent-nad-controller created",
+                  "clusterrolebinding.rbac.authorization.k8s.io/sriov-agent-nad-controller created",
+                  "validatingadmissionpolicy.admissionregistration.k8s.io/sriov-agent-own-node created",
+                  "validatingadmissionpolicybinding.admissionregistration.k8s.io/sriov-agent-own-node created",
+                  "daemonset.apps/sriov-agent created",
+                  "deployment.apps/sriov-agent-nad-controller created",
+                  "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io/sriov-agent-critical created",
+                  "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io/sriov-agent created",
+                  "flowschema.flowcontrol.apiserver.k8s.io/sriov-agent-nad-controller-lease created",
+                  "flowschema.flowcontrol.apiserver.k8s.io/sriov-agent-nodestate-writes created",
+                  "flowschema.flowcontrol.apiserver.k8s.io/sriov-agent created"]
         check(out.splitlines() == expect, f"manifests/ creates the install set in order: {out}")
         rc, out, err = kubectl("apply", "-f", EXAMPLES)
         check(rc == 0, f"kubectl apply -f manifests/examples/ ({err.strip()[:300]})")
@@ -445,6 +463,22 @@ def case_flags():
     check("--resource-prefix=$(RESOURCE_PREFIX)" in args and
           "$RESOURCE_PREFIX" in " ".join(container["livenessProbe"]["exec"]["command"]),
           "liveness probe and agent share RESOURCE_PREFIX")
+    # The NAD controller's Deployment: `sriov-agent nad-controller` with flags its --help lists.
+    r = subprocess.run([AGENT, "nad-controller", "--help"], capture_output=True, text=True,
+                       timeout=30)
+    check(r.returncode == 0, "sriov-agent nad-controller --help exits 0")
+    documented = set(re.findall(r"^\s+(?:-\w, )?(--[a-z][a-z0-9-]*)", r.stdout, re.M))
+    container = one("Deployment", NAD_CONTROLLER)["spec"]["template"]["spec"]["containers"][0]
+    args = container["args"]
+    env = {e["name"] for e in container.get("env", [])}
+    check(args[0] == "nad-controller", f"the Deployment runs 'sriov-agent nad-controller': "
+                                       f"{args[:1]}")
+    for a in args[1:]:
+        flag = a.split("=", 1)[0]
+        check(a.startswith("--") and flag in documented,
+              f"{flag} is listed by sriov-agent nad-controller --help")
+        for var in re.findall(r"\$\((\w+)\)", a):
+            check(var in env, f"{a}: $({var}) is defined in the container's env")
 
 
 # ------------------------------------------------------------------------------------ probe
@@ -589,26 +623,34 @@ def case_rbac():
         (sn, "sriovnetworknodestates"): {"create", "get", "list", "watch", "patch"},
         (sn, "sriovnetworknodestates/status"): {"get", "patch"},
         ("", "events"): {"create", "patch"},
+        ("", "configmaps"): {"get", "list", "watch"},
+    }, "Role: read policies and the supported-nic-ids ConfigMap; create/get/list/watch/patch NodeStates (+status get/patch); create/patch "
+       "Events; nothing more (no SriovNetworks, no Leases: the NAD controller's)")
+    check(rules_of("ClusterRole", "sriov-agent") == {
+        ("", "nodes"): {"get", "list", "watch"},
+        ("resource.k8s.io", "resourceslices"): {"list", "create", "update", "delete"},
+        ("resource.k8s.io", "resourceclaims"): {"get"},
+        ("resource.k8s.io", "resourceclaims/status"): {"update"},
+    }, "ClusterRole: get/list/watch nodes, the node's ResourceSlices (list/create/update/"
+       "delete), ResourceClaims (get, status update), nothing more (no NADs, no namespaces)")
+    # The NAD controller's own account (35-nad-controller.yaml).
+    check(rules_of("Role", "sriov-agent-nad-controller") == {
         (sn, "sriovnetworks"): {"get", "list", "watch", "patch"},
         (sn, "sriovnetworks/status"): {"get", "patch"},
         (sn, "sriovnetworks/finalizers"): {"update"},
         (sn, "sriovibnetworks"): {"get", "list", "watch", "patch"},
         (sn, "sriovibnetworks/status"): {"get", "patch"},
         (sn, "sriovibnetworks/finalizers"): {"update"},
+        ("", "events"): {"create", "patch"},
         ("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "update"},
-        ("", "configmaps"): {"get", "list", "watch"},
-    }, "Role: read policies and the supported-nic-ids ConfigMap; create/get/list/watch/patch NodeStates (+status get/patch); create/patch "
-       "Events; watch/patch SriovNetworks and SriovIBNetworks (+status, +finalizers); get/list/watch/create/update Leases; "
-       "nothing more")
-    check(rules_of("ClusterRole", "sriov-agent") == {
-        ("", "nodes"): {"get", "list", "watch"},
+    }, "Role sriov-agent-nad-controller: watch/patch SriovNetworks and SriovIBNetworks "
+       "(+status, +finalizers), create/patch Events, get/list/watch/create/update Leases")
+    check(rules_of("ClusterRole", "sriov-agent-nad-controller") == {
         ("", "namespaces"): {"get", "list", "watch"},
         ("k8s.cni.cncf.io", "network-attachment-definitions"):
-            {"get", "list", "watch", "create", "update", "delete"},
-        ("resource.k8s.io", "resourceslices"): {"list", "create", "update", "delete"},
-        ("resource.k8s.io", "resourceclaims"): {"get"},
-    }, "ClusterRole: get/list/watch nodes and namespaces, NADs (no patch), the node's "
-       "ResourceSlices (list/create/update/delete), ResourceClaims (get), nothing more")
+            {"get", "list", "watch", "create", "update", "patch", "delete"},
+    }, "ClusterRole sriov-agent-nad-controller: get/list/watch namespaces, NADs (patch: the "
+       "label of NADs an earlier version rendered), nothing more")
     check(rules_of("Role", "sriov-agent-rdma-devices", named=True) == {
         ("", "configmaps", ("rdma-devices",)): {"get", "list", "watch"},
     }, "Role sriov-agent-rdma-devices: get/list/watch the ConfigMap rdma-devices only")
@@ -630,10 +672,66 @@ def case_rbac():
               b["subjects"] == [{"kind": "ServiceAccount", "name": "sriov-agent",
                                  "namespace": NS}],
               f"{kind} binds {ref} sriov-agent to the ServiceAccount only")
-    sa = one("ServiceAccount", os.path.join(MANIFESTS, "10-serviceaccount.yaml"))
+    for kind, ref in (("RoleBinding", "Role"), ("ClusterRoleBinding", "ClusterRole")):
+        b = objs.get((kind, "sriov-agent-nad-controller"))
+        check(b is not None and b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
+                                                 "kind": ref,
+                                                 "name": "sriov-agent-nad-controller"} and
+              b["subjects"] == [{"kind": "ServiceAccount", "name": "sriov-agent-nad-controller",
+                                 "namespace": NS}],
+              f"{kind} binds {ref} sriov-agent-nad-controller to its ServiceAccount only")
+    sas = {n for k, n, _ in objects_in(os.path.join(MANIFESTS, "10-serviceaccount.yaml"))
+           if k == "ServiceAccount"}
+    check(sas == {"sriov-agent", "sriov-agent-nad-controller"},
+          f"two ServiceAccounts: the agents' and the NAD controller's ({sorted(sas)})")
     ds = one("DaemonSet", DAEMONSET)
-    check(ds["spec"]["template"]["spec"]["serviceAccountName"] == sa["metadata"]["name"],
-          "the DaemonSet uses that ServiceAccount")
+    check(ds["spec"]["template"]["spec"]["serviceAccountName"] == "sriov-agent",
+          "the DaemonSet uses the agents' ServiceAccount")
+    dep = one("Deployment", NAD_CONTROLLER)
+    pod = dep["spec"]["template"]["spec"]
+    check(pod["serviceAccountName"] == "sriov-agent-nad-controller" and
+          dep["spec"]["replicas"] == 2,
+          "the NAD controller: its own ServiceAccount, 2 replicas")
+    args = ds["spec"]["template"]["spec"]["containers"][0]["args"]
+    check("--nad-controller=off" in args, "the DaemonSet's agents do not render NADs "
+                                          "(--nad-controller=off)")
+    c = pod["containers"][0]
+    check(c["args"][0] == "nad-controller" and "--identity=$(POD_NAME)" in c["args"] and
+          c["securityContext"].get("runAsNonRoot") is True and
+          c["securityContext"]["capabilities"] == {"drop": ["ALL"]} and
+          not pod.get("hostNetwork") and not [v for v in pod.get("volumes", [])
+                                              if "hostPath" in v],
+          "the NAD controller runs `sriov-agent nad-controller` as the pod (Lease identity), "
+          "non-root, no capability, no host access")
+    # API Priority and Fairness (60-flowcontrol.yaml).
+    fc = {(k, n): o for k, n, o in objects_in(FLOWCONTROL)}
+    lease = fc.get(("FlowSchema", "sriov-agent-nad-controller-lease"))
+    ns_writes = fc.get(("FlowSchema", "sriov-agent-nodestate-writes"))
+    rest = fc.get(("FlowSchema", "sriov-agent"))
+    check(lease and ns_writes and rest and
+          lease["spec"]["priorityLevelConfiguration"]["name"] == "sriov-agent-critical" and
+          ns_writes["spec"]["priorityLevelConfiguration"]["name"] == "sriov-agent-critical" and
+          rest["spec"]["priorityLevelConfiguration"]["name"] == "sriov-agent" and
+          lease["spec"]["matchingPrecedence"] < rest["spec"]["matchingPrecedence"] and
+          ns_writes["spec"]["matchingPrecedence"] < rest["spec"]["matchingPrecedence"] and
+          ("PriorityLevelConfiguration", "sriov-agent-critical") in fc and
+          ("PriorityLevelConfiguration", "sriov-agent") in fc and
+          fc[("PriorityLevelConfiguration", "sriov-agent-critical")]["spec"]["limited"][
+              "lendablePercent"] == 0,
+          "APF: the Lease and the NodeState writes match first, on a level of their own that "
+          "lends nothing; the rest of both accounts on another")
+    check(all(o["spec"]["distinguisherMethod"]["type"] == "ByUser"
+              for (k, _), o in fc.items() if k == "FlowSchema"),
+          "APF: flows distinguished ByUser")
+    subj = lambda f: {s_["serviceAccount"]["name"] for r in f["spec"]["rules"]
+                      for s_ in r["subjects"]}
+    check(lease and subj(lease) == {"sriov-agent-nad-controller"} and ns_writes and
+          subj(ns_writes) == {"sriov-agent"} and
+          [r_["resources"] for r_ in ns_writes["spec"]["rules"][0]["resourceRules"]] ==
+          [["sriovnetworknodestates", "sriovnetworknodestates/status"]] and
+          set(ns_writes["spec"]["rules"][0]["resourceRules"][0]["verbs"]) <= {"create", "patch"},
+          "APF: the Lease schema is the controller's only, the NodeState schema the agents' "
+          "writes only (not their lists or watches)")
 
 
 # ---------------------------------------------------------------------------------- install
@@ -696,7 +794,7 @@ def case_install():
             page = re.sub(r".\x08", "", r.stdout)
             check(r.returncode == 0 and "sriov-agent - SR-IOV node agent" in page,
                   f"the man page renders with its NAME line ({r.stderr.strip()[:200]})")
-            for command in ("run", "plan", "discover", "watch"):
+            for command in ("run", "nad-controller", "plan", "discover", "watch"):
                 h = subprocess.run([os.path.join(prefix, "sbin/sriov-agent"), command, "--help"],
                                    capture_output=True, text=True, timeout=30).stdout
                 flags = set(re.findall(r"^\s+(?:-\w, )?(--[a-z-]+)", h, re.M))
@@ -768,10 +866,12 @@ def check_hostpaths(spec):
         writes |= {f"{root}/plugins_registry", f"{root}/plugins/{DRA_DRIVER}",
                    args.get("--cdi-root") or default_of("--cdi-root")}
     socket = args.get("--pod-resources-socket") or default_of("--pod-resources-socket")
-    # The CNI plugin's records directory: counted for the metrics, never written.
+    # The CNI plugin's records directory: read, and its node-wide re-bind lock taken (a file
+    # the plugin may not have made yet).
     cni_state = args.get("--cni-state-dir") or default_of("--cni-state-dir")
     check(cni_state is not None, f"--cni-state-dir: the directory is known ({cni_state})")
-    reads = {"/dev", os.path.dirname(socket), cni_state}
+    writes.add(cni_state)
+    reads = {"/dev", os.path.dirname(socket)}
     am = mounts_of(agent)
     print("agent hostPath mounts:", am)
     for path in sorted(writes):
@@ -964,7 +1064,7 @@ def case_initcni():
 
 def case_helm():
     """The chart through the real helm (3.17, from scripts/install-deps): lint, template with
-    the default values against manifests/00-30, a few other values, and what `helm package`
+    the default values against manifests/*.yaml, a few other values, and what `helm package`
     ships."""
     helm = os.environ.get("HELM") or shutil.which("helm")
     check(helm is not None, "helm is installed (scripts/install-deps; HELM names it)")
@@ -1004,13 +1104,13 @@ def case_helm():
             check(rc == 0 and "1 chart(s) linted, 0 chart(s) failed" in out,
                   f"helm lint --strict {' '.join(args)}: {(out + err).strip()[-300:]}")
 
-        # Default values: exactly the objects of manifests/00-30, compared as parsed YAML.
+        # Default values: exactly the objects of manifests/*.yaml, compared as parsed YAML.
         plain = {}
         for path in sorted(glob.glob(os.path.join(MANIFESTS, "*.yaml"))):
             for _, _, o in objects_in(path):
                 plain[key(o)] = o
         got = {key(o): o for o in template()}
-        check(set(got) == set(plain), f"default values: the same objects as manifests/00-30 "
+        check(set(got) == set(plain), f"default values: the same objects as manifests/*.yaml "
                                       f"(extra {sorted(set(got) - set(plain))}, "
                                       f"missing {sorted(set(plain) - set(got))})")
         for k in sorted(set(got) & set(plain)):
@@ -1024,12 +1124,23 @@ def case_helm():
         added = {k: o for k, o in with_crds.items() if k not in got}
         check(added == crds, f"--include-crds: the CRDs of crds/ ({sorted(k[2] for k in added)})")
 
+        # The NAD controller's replicas, and APF off for clusters before 1.29.
+        objs = template("--set", "nadController.replicas=3", "--set", "flowControl=false")
+        dep = [o for o in objs if o["kind"] == "Deployment"]
+        check(len(dep) == 1 and dep[0]["spec"]["replicas"] == 3 and
+              not [o for o in objs if o["apiVersion"].startswith("flowcontrol.")],
+              "nadController.replicas sets the Deployment's replicas; flowControl=false: no "
+              "FlowSchema or PriorityLevelConfiguration")
         # Other values land where they must.
         objs = template("--values", values_file)
         kinds = sorted(o["kind"] for o in objs)
         check("Namespace" not in kinds and "ConfigMap" in kinds,
               f"createNamespace false: no Namespace; rdmaSharedConfig: a ConfigMap ({kinds})")
-        namespaced = [o for o in objs if o["kind"] not in ("ClusterRole", "ClusterRoleBinding")]
+        namespaced = [o for o in objs if o["kind"] not in ("ClusterRole", "ClusterRoleBinding",
+                                                           "ValidatingAdmissionPolicy",
+                                                           "ValidatingAdmissionPolicyBinding",
+                                                           "FlowSchema",
+                                                           "PriorityLevelConfiguration")]
         rdma_side = [o for o in namespaced if o["kind"] == "ConfigMap" or
                      o["metadata"]["name"] == "sriov-agent-rdma-devices"]
         check(all(o["metadata"]["namespace"] == "net-agents" for o in namespaced
@@ -1090,6 +1201,12 @@ def case_helm():
               agent.get("ports") == [{"name": "metrics", "containerPort": 9809,
                                       "hostPort": 9809, "protocol": "TCP"}],
               f"default: metrics on :9809, a host port ({agent['args']}, {agent.get('ports')})")
+        check(not any(a.startswith("--metrics-pod-labels") for a in agent["args"]),
+              "default: pod labels in the metrics, as upstream's exporter")
+        agent = agent_of(template("--set", "metrics.podLabels=false"))
+        check("--metrics-pod-labels=off" in agent["args"] and
+              "--metrics-listen=:9809" in agent["args"],
+              f"metrics.podLabels=false: --metrics-pod-labels=off ({agent['args']})")
         objs = template("--set", "metrics.port=0", "--set", "metrics.serviceMonitor.enabled=true")
         agent = agent_of(objs)
         check(not any(a.startswith("--metrics-listen") for a in agent["args"]) and

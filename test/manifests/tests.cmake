@@ -24,3 +24,22 @@ foreach(case ${MANIFEST_CASES})
     set_tests_properties(manifests/${case} PROPERTIES LABELS integration TIMEOUT 180
                          ENVIRONMENT "KUBECTL=${KUBECTL_FOR_MANIFESTS};HELM=${HELM_FOR_MANIFESTS}")
 endforeach()
+# The own-node ValidatingAdmissionPolicy's CEL, through a real CEL evaluator: npm @bufbuild/cel,
+# which scripts/install-deps installs into $SRIOV_TOOLS_DIR.
+find_program(NODE_FOR_MANIFESTS node)
+find_path(CEL_FOR_MANIFESTS node_modules/@bufbuild/cel/package.json
+          HINTS $ENV{SRIOV_TOOLS_DIR}/bufbuild-cel-0.6.1 /opt/sriov-agent-tools/bufbuild-cel-0.6.1
+          NO_DEFAULT_PATH)
+if(NODE_FOR_MANIFESTS AND CEL_FOR_MANIFESTS)
+    set(HELM_FOR_ADMISSION "")
+    if(HELM_FOR_MANIFESTS)
+        set(HELM_FOR_ADMISSION ${HELM_FOR_MANIFESTS})
+    endif()
+    add_test(NAME manifests/admission
+             COMMAND ${PYTHON3_FOR_MANIFESTS} ${CMAKE_SOURCE_DIR}/test/manifests/test-admission-policy.py
+                     ${CMAKE_SOURCE_DIR} ${CEL_FOR_MANIFESTS} ${HELM_FOR_ADMISSION})
+    set_tests_properties(manifests/admission PROPERTIES LABELS "integration;security" TIMEOUT 180)
+else()
+    message(STATUS "node or @bufbuild/cel not found (scripts/install-deps installs it): "
+                   "manifests/admission not registered")
+endif()

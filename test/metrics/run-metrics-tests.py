@@ -134,12 +134,11 @@ def main():
                     "--assignments", assign, "--podresources-qps", "100",
                     "--podresources-burst", "10"], os.path.join(work, "kubelet.err"))
     kubelet.wait_for(ev("ready"), 10)
-    agent = Agent(args.agent, ["--policy-dir", pdir, "--node-labels", "highnet-node=true",
-                               "--sysfs-root", sysfs, "--kubelet-dir", kdir,
-                               "--devinfo-dir", devinfo, "--state-dir", state,
-                               "--pod-resources-socket", prsock, "--cni-state-dir", cni,
-                               "--metrics-listen", "127.0.0.1:0", "--log-level", "debug"],
-                  os.path.join(work, "agent.log"))
+    agent_args = ["--policy-dir", pdir, "--node-labels", "highnet-node=true",
+                  "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--devinfo-dir", devinfo,
+                  "--state-dir", state, "--pod-resources-socket", prsock, "--cni-state-dir", cni,
+                  "--metrics-listen", "127.0.0.1:0", "--log-level", "debug"]
+    agent = Agent(args.agent, agent_args, os.path.join(work, "agent.log"))
     prom = None
     try:
         m = wait(lambda: re.search(r"metrics endpoint listening on \S+ \(port (\d+)\)",
@@ -484,6 +483,35 @@ def main():
         check("a scrape flood: at most about one List a second (%d in %.1f s, %d scrapes)" %
               (lists, took, len(codes)), len(codes) > 2 * took and lists <= took + 2 and
               refused == 0)
+
+        # 5. --metrics-pod-labels off (nodes whose metrics port tenants reach): the same node
+        # and kubelet, and no pod, namespace or container name anywhere in the exposition; the
+        # devices in use are still counted.
+        agent.stop()
+        agent = Agent(args.agent, agent_args + ["--metrics-pod-labels", "off"],
+                      os.path.join(work, "agent-no-pod-labels.log"))
+        m = wait(lambda: re.search(r"metrics endpoint listening on \S+ \(port (\d+)\)",
+                                   agent.text()), 10)
+        if check("--metrics-pod-labels off: endpoint listening", m is not None,
+                 agent.text()[-600:]):
+            url = "http://127.0.0.1:%s/metrics" % m.group(1)
+
+            def allocated():
+                status, _, text = get(url)
+                s = samples(text) if status == 200 else {}
+                return text if find(s, "sriov_agent_pool_allocated_devices",
+                                    resource=RESOURCE) == [1.0] else None
+            text = wait(allocated, 15, 0.5)
+            check("--metrics-pod-labels off: the device in use is still counted", text)
+            names = [n for n in ("train-1", '"ml"', "trainer", "TYPE sriov_kubepoddevice",
+                                 "TYPE sriov_agent_pod_device") if n in (text or "")]
+            check("--metrics-pod-labels off: no pod, namespace or container name", text and
+                  not names, str(names))
+        bad = subprocess.run([args.agent, "run", "--metrics-pod-labels", "no"],
+                             capture_output=True, text=True, timeout=10)
+        check("--metrics-pod-labels no: refused, naming the flag and its values",
+              bad.returncode != 0 and "--metrics-pod-labels wants on or off" in bad.stderr,
+              bad.stderr[-200:])
     finally:
         if prom:
             prom.kill()

@@ -3,10 +3,12 @@
  * TYPE before a family's samples, each family once, escaped label values and HELP texts,
  * cumulative histogram buckets ending in +Inf, exact integers. */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -204,6 +206,57 @@ static void test_special_values(void **state)
                                   "v{k=\"third\"} 0.33333333333333331\n");
 }
 
+/* The integer fast path writes exactly what the general %.15g/%.17g rule writes, on both sides
+ * of its bounds (2^53, 10^15), for negatives, zero and -0. */
+static void test_numbers_as_printf_writes_them(void **state)
+{
+        const double values[] = { 0,
+                                  -0.0,
+                                  1,
+                                  -1,
+                                  7,
+                                  10,
+                                  12345678,
+                                  4294967296.0,
+                                  999999999999999.0,
+                                  1e15,
+                                  1e15 + 1,
+                                  9007199254740992.0,
+                                  9007199254740993.0,
+                                  -999999999999999.0,
+                                  -1e15,
+                                  0.5,
+                                  1e-300,
+                                  123.25,
+                                  -2.5e10,
+                                  18446744073709551615.0 };
+        for (size_t i = 0; i < ELEMENTSOF(values); i++) {
+                struct metrics_writer w = { 0 };
+                metrics_family(&w, "x", METRICS_GAUGE, "x");
+                metrics_sample(&w, "x", METRICS_NO_LABELS, values[i]);
+                _cleanup_free_ char *text = finish(&w);
+                char want[64];
+                snprintf(want, sizeof(want), "%.15g", values[i]);
+                if (strtod(want, NULL) != values[i])
+                        snprintf(want, sizeof(want), "%.17g", values[i]);
+                const char *got = strstr(text, "\nx ");
+                assert_non_null(got);
+                char line[80];
+                snprintf(line, sizeof(line), "\nx %s\n", want);
+                assert_string_equal(got, line);
+        }
+        const uint64_t counts[] = { 0, 9, 10, 4294967295ULL, 18446744073709551615ULL };
+        for (size_t i = 0; i < ELEMENTSOF(counts); i++) {
+                struct metrics_writer w = { 0 };
+                metrics_family(&w, "c", METRICS_COUNTER, "c");
+                metrics_sample_u64(&w, "c", METRICS_NO_LABELS, counts[i]);
+                _cleanup_free_ char *text = finish(&w);
+                char line[64];
+                snprintf(line, sizeof(line), "\nc %" PRIu64 "\n", counts[i]);
+                assert_string_equal(strstr(text, "\nc "), line);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -213,6 +266,7 @@ int main(void)
                 cmocka_unit_test(test_invalid_names_are_refused),
                 cmocka_unit_test(test_histogram_buckets_are_cumulative),
                 cmocka_unit_test(test_special_values),
+                cmocka_unit_test(test_numbers_as_printf_writes_them),
                 cmocka_unit_test(test_openmetrics),
                 cmocka_unit_test(test_accept_negotiation),
         };

@@ -13,6 +13,7 @@
 #   check DESC CMD...          CMD (often `test ...`) must succeed
 #   expect_eq DESC ACTUAL EXPECTED
 #   wait_for DESC SECONDS CMD...   polls CMD until it succeeds
+# FAIL_SHOW=CMD (set or before a step): a failing step also prints the tail of CMD's output.
 # Setup and inspection helpers use sysfs and iproute2 directly, never the code under test.
 
 AGENT=${AGENT:-/usr/bin/sriov-agent}
@@ -46,6 +47,11 @@ fail() {
     _show_output
     echo "    --- kernel log tail"
     dmesg | tail -n 15 | sed 's/^/    | /'
+    # a scenario names what else tells why (e.g. the agent's journal)
+    if [ -n "${FAIL_SHOW:-}" ]; then
+        echo "    --- $FAIL_SHOW (tail)"
+        sh -c "$FAIL_SHOW" 2>&1 | tail -n 30 | sed 's/^/    | /'
+    fi
     exit 1
 }
 

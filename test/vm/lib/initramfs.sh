@@ -126,13 +126,16 @@ build_run_cpio() {
     done
     # The agent runs with this host's libraries (the ones it was linked against).
     copy_with_libs "$stage" "$(host_loader)" "" usr/bin "$agent"
-    # ... and libcurl, which it dlopen()s in cluster mode (lib/kube/curl-loader.c), so no
-    # --list of the agent names it.
-    local curl=/usr/lib/$VM_ARCH_TRIPLET/libcurl.so.4
-    if [ -e "$curl" ]; then
-        copy_with_libs "$stage" "$(host_loader)" "" - "$curl"
-        cp -L "$curl" "$stage/usr/lib/$VM_ARCH_TRIPLET/libcurl.so.4"
-    fi
+    # ... and libcurl and libmicrohttpd, which it dlopen()s in cluster mode
+    # (lib/kube/curl-loader.c) and for the metrics endpoint (lib/httpd/mhd-loader.c), so no
+    # --list of the agent names them.
+    local lib
+    for lib in libcurl.so.4 libmicrohttpd.so.12; do
+        if [ -e "/usr/lib/$VM_ARCH_TRIPLET/$lib" ]; then
+            copy_with_libs "$stage" "$(host_loader)" "" - "/usr/lib/$VM_ARCH_TRIPLET/$lib"
+            cp -L "/usr/lib/$VM_ARCH_TRIPLET/$lib" "$stage/usr/lib/$VM_ARCH_TRIPLET/$lib"
+        fi
+    done
     for f in "${VM_ADD_FILES[@]}"; do
         src=${f%%:*}
         dest=${f#*:}

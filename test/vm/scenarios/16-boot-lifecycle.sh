@@ -383,8 +383,9 @@ MS=$((LIST_T - T0))
 echo "@@vm figure pf-unbound-to-unhealthy $MS ms (the unbind write returned -> ListAndWatch)"
 check "PF unbound -> Unhealthy within 5 s of the unbind ($MS ms)" test "$MS" -lt 5000
 # (the VFs' re-creation just before reset the PF's link a few times: within the 10 s damping
-# window the journal may hold the line back, saying so, until the PF settles)
-wait_for "journal: driver unbound, naming the PF (or held back by the damping window)" 10 sh -c \
+# window the journal may hold the line back, saying so, and says it when the window ends)
+FAIL_SHOW="journalctl -b -u $U -o cat --no-pager" \
+    wait_for "journal: driver unbound, naming the PF (or held back by the damping window)" 20 sh -c \
     "journalctl -b -u $U -o cat --no-pager | grep -Eq 'PF $PF \\(.*\\): driver unbound|PF $PF changed [0-9]+ times within 10 s; further changes are reported when it settles'"
 MARK=$(lines_of /run/kubelet.out)
 STEP_TIMEOUT=60 run_ok "the PF's driver bound again" sh -c "echo $PF >/sys/bus/pci/drivers/igb/bind"
