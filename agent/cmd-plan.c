@@ -18,6 +18,7 @@
 #include "dra/plugin.h"
 #include "dra/slices.h"
 #include "host/discover.h"
+#include "ib-attachments.h"
 #include "kube/cluster.h"
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
@@ -44,6 +45,7 @@ struct plan_args {
         const char *namespace_;
         const char *sysfs_root;
         const char *state_dir;
+        const char *cni_state_dir; /* the GUIDs pods were given are theirs (plan/ib-guids.h) */
         const char *supported_paths[MAX_POLICY_PATHS];
         size_t n_supported_paths;
         bool all_nics;
@@ -66,6 +68,9 @@ static void print_usage(FILE *f)
                    "  --node-name N          node name (adds label kubernetes.io/hostname=N)\n"
                    "  --sysfs-root DIR       discover under DIR instead of /sys\n"
                    "  --state-dir DIR        records of previously applied PFs (<pci>.json)\n"
+                   "  --cni-state-dir DIR    the CNI plugin's records: a GUID an ib-sriov\n"
+                   "                         attachment gave its pod is left to it, as the\n"
+                   "                         agent does (on a node: /var/lib/cni/sriov)\n"
                    "  --supported-nics FILE  more NIC models, in the supported-nic-ids ConfigMap\n"
                    "                         format (Name: \"<vendor> <pf-device> <vf-device>\")\n"
                    "  --all-nics             configure any SR-IOV PF, not only supported models\n"
@@ -84,6 +89,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
                 OPT_NODE,
                 OPT_SYSFS,
                 OPT_STATE,
+                OPT_CNI_STATE,
                 OPT_SUPPORTED,
                 OPT_ALL_NICS,
                 OPT_KUBECONFIG,
@@ -96,6 +102,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
                 { "node-name", required_argument, NULL, OPT_NODE },
                 { "sysfs-root", required_argument, NULL, OPT_SYSFS },
                 { "state-dir", required_argument, NULL, OPT_STATE },
+                { "cni-state-dir", required_argument, NULL, OPT_CNI_STATE },
                 { "supported-nics", required_argument, NULL, OPT_SUPPORTED },
                 { "all-nics", no_argument, NULL, OPT_ALL_NICS },
                 { "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
@@ -129,6 +136,9 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
                         break;
                 case OPT_STATE:
                         a->state_dir = optarg;
+                        break;
+                case OPT_CNI_STATE:
+                        a->cni_state_dir = optarg;
                         break;
                 case OPT_SUPPORTED:
                         if (a->n_supported_paths >= MAX_POLICY_PATHS) {
@@ -499,6 +509,7 @@ static int run(struct plan_args *a)
         _cleanup_(policy_list_done) struct policy_list list = { 0 };
         _cleanup_(inventory_done) struct inventory inv = { 0 };
         _cleanup_(applied_state_done) struct applied_state previous = { 0 };
+        _cleanup_(ib_guid_attachments_done) struct ib_guid_attachments attachments = { 0 };
         _cleanup_(desired_state_done) struct desired_state desired = { 0 };
         _cleanup_(policy_report_done) struct policy_report report = { 0 };
         _cleanup_(plan_done) struct plan plan = { 0 };
@@ -536,6 +547,12 @@ static int run(struct plan_args *a)
         if (r < 0) {
                 log_error_errno(r, "building the desired state: %s", strerror(-r));
                 return 1;
+        }
+        if (a->cni_state_dir) {
+                r = ib_attachments_read(a->cni_state_dir, &attachments);
+                if (r < 0)
+                        return 1; /* logged with the directory */
+                desired.ib_attachments = &attachments;
         }
         r = plan_build(&desired, &inv, &previous, &plan);
         if (r >= 0)
