@@ -62,7 +62,7 @@ int ib_attachments_read(const char *dir, struct ib_guid_attachments *ret)
                 struct newest_record *n = &seen[k];
                 /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
                 *n = (struct newest_record){ .mtime = st.st_mtim };
-                snprintf(n->pci, sizeof(n->pci), "%s", c.device_id);
+                memcpy(n->pci, c.device_id, strlen(c.device_id) + 1); /* bounded above */
                 snprintf(n->name, sizeof(n->name), "%.*s", (int)sizeof(n->name) - 1, de->d_name);
                 if (c.guid[0] && ib_guid_parse(c.guid, &n->guid) < 0)
                         n->guid = 0;
