@@ -339,8 +339,10 @@ def main():
         # team-a since step 4, with its label taken off): the label is
         # added by a merge patch of the label alone; spec and annotations stay as they are.
         before = cluster.nad("team-a", SEED)
-        cluster.ok("label", "network-attachment-definitions", "-n", "team-a", SEED, LABEL + "-")
+        # from before the label's removal: the controller may answer it before the request log
+        # is read again (the kubectl's own PATCH is not the controller's, so not counted)
         t_unlabel = cluster.requests()[-1][0]
+        cluster.ok("label", "network-attachment-definitions", "-n", "team-a", SEED, LABEL + "-")
         nad = wait(lambda: (lambda d: d if ((d or {}).get("metadata") or {}).get(
             "labels", {}).get(LABEL) else None)(cluster.nad("team-a", SEED)), 10)
         check("unlabelled NAD of ours: labelled again", nad is not None,
