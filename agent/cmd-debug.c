@@ -62,17 +62,6 @@ static int usage_error(const char *verb, const char *usage)
         return fail(verb, 0, "usage: sriov-agent debug %s %s", verb, usage);
 }
 
-static int parse_on_off(const char *s, int *ret)
-{
-        if (strcmp(s, "on") == 0)
-                *ret = 1;
-        else if (strcmp(s, "off") == 0)
-                *ret = 0;
-        else
-                return -EINVAL;
-        return 0;
-}
-
 static int debug_set_numvfs(const struct debug_args *a)
 {
         const char *usage = "[--sysfs-root R] [--timeout SEC] PF_PCI N";

@@ -138,6 +138,17 @@ static int parse_seconds(const char *flag, const char *text, uint64_t *ret)
         return 0;
 }
 
+static int parse_switch(const char *flag, const char *text, bool *on)
+{
+        int v;
+        if (parse_on_off(text, &v) < 0) {
+                fprintf(stderr, "sriov-agent run: %s wants on or off, not '%s'\n", flag, text);
+                return -1;
+        }
+        *on = v;
+        return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
         enum {
@@ -227,6 +238,7 @@ int cmd_run(int argc, char **argv)
                 .rdma_shared_configmap = "kube-system/rdma-devices",
         };
         int level = LOG_INFO, c;
+        bool on;
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
@@ -319,14 +331,8 @@ int cmd_run(int argc, char **argv)
                         config.cni_state_dir = optarg;
                         break;
                 case OPT_NAD_CONTROLLER:
-                        if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
-                                fprintf(stderr,
-                                        "sriov-agent run: --nad-controller wants on or off, not "
-                                        "'%s'\n",
-                                        optarg);
+                        if (parse_switch("--nad-controller", optarg, &config.nad_controller) < 0)
                                 return 1;
-                        }
-                        config.nad_controller = strcmp(optarg, "on") == 0;
                         break;
                 case OPT_READY_TIMEOUT:
                         if (parse_seconds("--ready-timeout", optarg, &config.ready_timeout_usec) <
@@ -343,24 +349,14 @@ int cmd_run(int argc, char **argv)
                         }
                         break;
                 case OPT_LINK_HEALTH:
-                        if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
-                                fprintf(stderr,
-                                        "sriov-agent run: --link-health wants on or off, not "
-                                        "'%s'\n",
-                                        optarg);
+                        if (parse_switch("--link-health", optarg, &on) < 0)
                                 return 1;
-                        }
-                        config.no_link_health = strcmp(optarg, "off") == 0;
+                        config.no_link_health = !on;
                         break;
                 case OPT_METRICS_POD_LABELS:
-                        if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
-                                fprintf(stderr,
-                                        "sriov-agent run: --metrics-pod-labels wants on or off, "
-                                        "not '%s'\n",
-                                        optarg);
+                        if (parse_switch("--metrics-pod-labels", optarg, &on) < 0)
                                 return 1;
-                        }
-                        config.no_metrics_pod_labels = strcmp(optarg, "off") == 0;
+                        config.no_metrics_pod_labels = !on;
                         break;
                 case OPT_RDMA_MODE:
                         config.rdma_mode = host_rdma_netns_mode_from_string(optarg);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int path_printf(char *buf, size_t size, const char *fmt, ...)
 {
@@ -19,6 +20,17 @@ int path_printf(char *buf, size_t size, const char *fmt, ...)
                 return -EINVAL;
         if ((size_t)n >= size)
                 return -ENAMETOOLONG;
+        return 0;
+}
+
+int parse_on_off(const char *s, int *ret)
+{
+        if (strcmp(s, "on") == 0)
+                *ret = 1;
+        else if (strcmp(s, "off") == 0)
+                *ret = 0;
+        else
+                return -EINVAL;
         return 0;
 }
 

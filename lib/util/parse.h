@@ -14,5 +14,7 @@ int path_printf(char *buf, size_t size, const char *fmt, ...) __attribute__((for
  * or out-of-range text is -EINVAL/-ERANGE. */
 int parse_int(const char *s, int *ret);
 int parse_hex_u32(const char *s, uint32_t *ret); /* "0x15b3" or "15b3" */
+/* "on" is 1, "off" 0, anything else -EINVAL (an int, so that callers can keep -1 for unset). */
+int parse_on_off(const char *s, int *ret);
 /* 0-15 for a hex digit of either case, -1 for anything else. */
 int hex_digit_value(char c);

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "util/array.h"
+#include "util/dl.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/names.h"
@@ -90,6 +91,42 @@ static void test_parse_hex(void **state)
         assert_int_equal(parse_hex_u32("0x", &v), -EINVAL);
         assert_int_equal(parse_hex_u32("zz", &v), -EINVAL);
         assert_int_equal(parse_hex_u32("-1", &v), -EINVAL);
+}
+
+static void test_parse_on_off(void **state)
+{
+        int v = -1;
+        assert_int_equal(parse_on_off("on", &v), 0);
+        assert_int_equal(v, 1);
+        assert_int_equal(parse_on_off("off", &v), 0);
+        assert_int_equal(v, 0);
+        assert_int_equal(parse_on_off("yes", &v), -EINVAL);
+        assert_int_equal(parse_on_off("On", &v), -EINVAL);
+        assert_int_equal(parse_on_off("", &v), -EINVAL);
+        assert_int_equal(v, 0); /* untouched by a refusal */
+}
+
+static void test_dl_load_symbols(void **state)
+{
+        size_t (*len)(const char *) = NULL;
+        void *missing = NULL;
+        char error[128] = "";
+
+        const struct dl_symbol ok[] = { { "strlen", (void **)&len } };
+        assert_int_equal(dl_load_symbols("libc.so.6", ok, 1, error, sizeof(error)), 0);
+        assert_non_null(len);
+        assert_int_equal(len("four"), 4);
+        assert_true(dl_is_loaded("libc.so.6"));
+
+        const struct dl_symbol bad[] = { { "strlen", (void **)&len },
+                                         { "sriov_no_such_symbol", &missing } };
+        assert_int_equal(dl_load_symbols("libc.so.6", bad, 2, error, sizeof(error)), -ENOENT);
+        assert_non_null(strstr(error, "libc.so.6: no symbol sriov_no_such_symbol"));
+
+        assert_int_equal(dl_load_symbols("libsriov-no-such.so.9", ok, 1, error, sizeof(error)),
+                         -ENOENT);
+        assert_non_null(strstr(error, "libsriov-no-such.so.9"));
+        assert_false(dl_is_loaded("libsriov-no-such.so.9"));
 }
 
 static void test_read_files(void **state)
@@ -308,6 +345,8 @@ int main(void)
                 cmocka_unit_test(test_grow_array),
                 cmocka_unit_test(test_parse_int),
                 cmocka_unit_test(test_parse_hex),
+                cmocka_unit_test(test_parse_on_off),
+                cmocka_unit_test(test_dl_load_symbols),
                 cmocka_unit_test(test_read_files),
                 cmocka_unit_test(test_write_atomic_symlinks),
                 cmocka_unit_test(test_log_no_forged_lines),
