@@ -896,20 +896,25 @@ static void ask_held(struct agent *a)
 /* Resources left out of the slices because a device would break resource.k8s.io/v1's limits:
  * in the journal and a Warning Event on the NodeState when one appears or its reason changes,
  * and in the NodeState (a->dra_rejected, report.c) while it lasts. */
+static bool json_array_has(const json_t *array, const json_t *value)
+{
+        size_t i;
+        const json_t *e;
+        json_array_foreach(array, i, e)
+        {
+                if (json_equal(e, value))
+                        return true;
+        }
+        return false;
+}
+
 static void report_rejected(struct agent *a, json_t *rejected)
 {
         size_t i;
         json_t *e;
         json_array_foreach(rejected, i, e)
         {
-                bool known = false;
-                size_t j;
-                json_t *old;
-                json_array_foreach(a->dra_rejected, j, old)
-                {
-                        known |= json_equal(old, e);
-                }
-                if (!known)
+                if (!json_array_has(a->dra_rejected, e))
                         log_warning("DRA: resource %s left out of the ResourceSlices (every "
                                     "other resource is still published): %s",
                                     json_string_value(json_object_get(e, "resourceName")),
@@ -926,14 +931,7 @@ static void report_rejected(struct agent *a, json_t *rejected)
                 return; /* no NodeState yet: the next publication posts them */
         json_array_foreach(rejected, i, e)
         {
-                bool posted = false;
-                size_t j;
-                json_t *old;
-                json_array_foreach(a->dra_rejected_posted, j, old)
-                {
-                        posted |= json_equal(old, e);
-                }
-                if (posted)
+                if (json_array_has(a->dra_rejected_posted, e))
                         continue;
                 char msg[1024];
                 snprintf(msg, sizeof(msg), "DRA resource %s is not published as ResourceSlices: %s",
