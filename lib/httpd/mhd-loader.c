@@ -11,7 +11,6 @@
  * httpd.c asks for takes none. MHD_start_daemon() goes through MHD_start_daemon_va().
  * When the library cannot be loaded, MHD_start_daemon() returns NULL and mhd_loader_error()
  * says why. */
-#include <dlfcn.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -20,6 +19,7 @@
 #include <stdio.h>
 
 #include "httpd/mhd-loader.h"
+#include "util/dl.h"
 
 /* The soname libmicrohttpd-dev's libmicrohttpd.so points at (and the image's own build). */
 #define LIBMHD_SONAME "libmicrohttpd.so.12"
@@ -59,17 +59,7 @@ static struct {
 
 static void load(void)
 {
-        /* RTLD_LOCAL: nothing else in the process binds to its symbols by accident. */
-        void *h = dlopen(LIBMHD_SONAME, RTLD_NOW | RTLD_LOCAL);
-        if (!h) {
-                const char *e = dlerror();
-                snprintf(loader.error, sizeof(loader.error), "%s", e ? e : LIBMHD_SONAME);
-                return;
-        }
-        struct {
-                const char *name;
-                void **slot;
-        } syms[] = {
+        const struct dl_symbol syms[] = {
 #define SYM(field, name) { #name, (void **)&loader.api.field }
                 SYM(start_daemon_va, MHD_start_daemon_va),
                 SYM(stop_daemon, MHD_stop_daemon),
@@ -87,16 +77,8 @@ static void load(void)
                 SYM(destroy_response, MHD_destroy_response),
 #undef SYM
         };
-        for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-                *syms[i].slot = dlsym(h, syms[i].name);
-                if (!*syms[i].slot) {
-                        snprintf(loader.error, sizeof(loader.error), "%s: no symbol %s",
-                                 LIBMHD_SONAME, syms[i].name);
-                        dlclose(h);
-                        return;
-                }
-        }
-        loader.loaded = true; /* the handle stays open for the life of the process */
+        loader.loaded = dl_load_symbols(LIBMHD_SONAME, syms, sizeof(syms) / sizeof(syms[0]),
+                                        loader.error, sizeof(loader.error)) == 0;
 }
 
 static const struct mhd_api *api(void)
@@ -112,11 +94,7 @@ const char *mhd_loader_error(void)
 
 bool mhd_loader_loaded(void)
 {
-        /* Without loading: tests ask whether a mode loaded the library at all. */
-        void *h = dlopen(LIBMHD_SONAME, RTLD_NOW | RTLD_NOLOAD);
-        if (h)
-                dlclose(h); /* drops only the reference NOLOAD took */
-        return h != NULL;
+        return dl_is_loaded(LIBMHD_SONAME);
 }
 
 /* Every function below is reached only after MHD_start_daemon() succeeded, which loaded the

@@ -11,7 +11,6 @@
  * reports "cannot initialise libcurl"; curl_loader_error() says why. */
 #define CURL_DISABLE_TYPECHECK 1 /* the typecheck macros would rename our definitions */
 #include <curl/curl.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -19,6 +18,7 @@
 #include <stdio.h>
 
 #include "kube/curl-loader.h"
+#include "util/dl.h"
 
 /* The soname libcurl-dev's libcurl.so points at; the ABI these prototypes are compiled for. */
 #define LIBCURL_SONAME "libcurl.so.4"
@@ -57,17 +57,7 @@ static struct {
 
 static void load(void)
 {
-        /* RTLD_LOCAL: nothing else in the process binds to libcurl's symbols by accident. */
-        void *h = dlopen(LIBCURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-        if (!h) {
-                const char *e = dlerror();
-                snprintf(loader.error, sizeof(loader.error), "%s", e ? e : LIBCURL_SONAME);
-                return;
-        }
-        struct {
-                const char *name;
-                void **slot;
-        } syms[] = {
+        const struct dl_symbol syms[] = {
 #define SYM(field, name) { #name, (void **)&loader.api.field }
                 SYM(global_init, curl_global_init),
                 SYM(global_cleanup, curl_global_cleanup),
@@ -91,16 +81,8 @@ static void load(void)
                 SYM(multi_strerror, curl_multi_strerror),
 #undef SYM
         };
-        for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-                *syms[i].slot = dlsym(h, syms[i].name);
-                if (!*syms[i].slot) {
-                        snprintf(loader.error, sizeof(loader.error), "%s: no symbol %s",
-                                 LIBCURL_SONAME, syms[i].name);
-                        dlclose(h);
-                        return;
-                }
-        }
-        loader.loaded = true; /* the handle stays open for the life of the process */
+        loader.loaded = dl_load_symbols(LIBCURL_SONAME, syms, sizeof(syms) / sizeof(syms[0]),
+                                        loader.error, sizeof(loader.error)) == 0;
 }
 
 static const struct curl_api *api(void)
@@ -116,8 +98,7 @@ const char *curl_loader_error(void)
 
 bool curl_loader_loaded(void)
 {
-        /* Without loading: tests ask whether a mode loaded libcurl at all. */
-        return dlopen(LIBCURL_SONAME, RTLD_NOW | RTLD_NOLOAD) != NULL;
+        return dl_is_loaded(LIBCURL_SONAME);
 }
 
 CURLcode curl_global_init(long flags)
