@@ -13,17 +13,15 @@ kubectl. It must skip gpu-0 and the ens1f0 VFs (which come first) and take gpu-1
 ens2f0; the fake DRA kubelet then prepares the claim and the CDI spec hands out that VF.
 Exit 1 on any failure.
 """
-import argparse
 import itertools
 import json
 import os
-import shutil
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from testlib import Agent, Proc, check, ev, finish, pcie_root, seed_sysfs, wait  # noqa: E402
+from testlib import (  # noqa: E402
+    Agent, Proc, check, dra_node_setup, ev, finish, pcie_root, wait)
 import fakecluster as ct  # noqa: E402
 
 
@@ -47,19 +45,7 @@ def match_attribute(requests, candidates, attribute):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--agent", required=True)
-    ap.add_argument("--fake-kubelet", required=True)
-    ap.add_argument("--fake-dra-kubelet", required=True)
-    ap.add_argument("--kubectl", default=shutil.which("kubectl") or "kubectl")
-    args = ap.parse_args()
-    src = os.environ.get("SRCDIR", os.path.join(HERE, "..", ".."))
-
-    work = tempfile.mkdtemp(prefix="dra-alloc-")
-    sysfs, root, state, cdi = (os.path.join(work, d) for d in ("sys", "kubelet", "state", "cdi"))
-    kdir = os.path.join(root, "device-plugins")
-    os.makedirs(kdir)
-    manifest = seed_sysfs(src, sysfs)
+    args, src, work, (sysfs, root, state, cdi, kdir), manifest = dra_node_setup("dra-alloc-")
     pfs = {pf.get("ifname"): pf for pf in manifest["pfs"]}
     cx_root = pcie_root(sysfs, pfs["ens1f0"]["vfs"][0]["pciAddress"])
     ice_root = pcie_root(sysfs, pfs["ens2f0"]["vfs"][0]["pciAddress"])

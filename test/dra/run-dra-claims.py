@@ -17,16 +17,13 @@ kubelet calling the driver.
    status.reservedFor.
 Exit 1 on any failure.
 """
-import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from testlib import Agent, Proc, check, ev, finish, seed_sysfs, wait  # noqa: E402
+from testlib import Agent, Proc, check, dra_node_setup, ev, finish, wait  # noqa: E402
 import fakecluster as ct  # noqa: E402
 
 DRIVER = "sriovnetwork.k8snetworkplumbingwg.io"
@@ -64,19 +61,7 @@ def container_env(specs):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--agent", required=True)
-    ap.add_argument("--fake-kubelet", required=True)
-    ap.add_argument("--fake-dra-kubelet", required=True)
-    ap.add_argument("--kubectl", default=shutil.which("kubectl") or "kubectl")
-    args = ap.parse_args()
-    src = os.environ.get("SRCDIR", os.path.join(HERE, "..", ".."))
-
-    work = tempfile.mkdtemp(prefix="dra-claims-")
-    sysfs, root, state, cdi = (os.path.join(work, d) for d in ("sys", "kubelet", "state", "cdi"))
-    kdir = os.path.join(root, "device-plugins")
-    os.makedirs(kdir)
-    manifest = seed_sysfs(src, sysfs)
+    args, src, work, (sysfs, root, state, cdi, kdir), manifest = dra_node_setup("dra-claims-")
     cx = next(pf for pf in manifest["pfs"] if pf.get("ifname") == "ens1f0")
     vf0, vf1, vf2 = cx["vfs"][0], cx["vfs"][1], cx["vfs"][2]
 

@@ -14,36 +14,22 @@ slices --wiping-delay after its socket went away).
    there to fight it; a restarted agent registers and publishes again.
 Exit 1 on any failure.
 """
-import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from testlib import Agent, Proc, check, ev, finish, seed_sysfs, wait, write_json  # noqa: E402
+from testlib import (  # noqa: E402
+    Agent, Proc, check, dra_node_setup, ev, finish, wait, write_json)
 import fakecluster as ct  # noqa: E402
 
 DRIVER = "sriovnetwork.k8snetworkplumbingwg.io"
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--agent", required=True)
-    ap.add_argument("--fake-kubelet", required=True)
-    ap.add_argument("--fake-dra-kubelet", required=True)
-    ap.add_argument("--kubectl", default=shutil.which("kubectl") or "kubectl")
-    args = ap.parse_args()
-    src = os.environ.get("SRCDIR", os.path.join(HERE, "..", ".."))
-
-    work = tempfile.mkdtemp(prefix="dra-kubelet-life-")
-    sysfs, root, state = (os.path.join(work, d) for d in ("sys", "kubelet", "state"))
-    kdir = os.path.join(root, "device-plugins")
-    os.makedirs(kdir)
-    manifest = seed_sysfs(src, sysfs)
+    args, src, work, (sysfs, root, state, _, kdir), manifest = dra_node_setup("dra-kubelet-life-")
     cx = next(pf for pf in manifest["pfs"] if pf.get("ifname") == "ens1f0")
     n_vfs = len(cx["vfs"])
 

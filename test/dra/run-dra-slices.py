@@ -20,12 +20,9 @@ manifests/20-rbac.yaml), the device-plugin fake kubelet and the fake DRA kubelet
    leaves it out (every write watched).
 Exit 1 on any failure.
 """
-import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -33,7 +30,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from testlib import (  # noqa: E402
-    Agent, Proc, bind_vfio, check, ev, finish, pcie_root, seed_sysfs, wait, write_json)
+    Agent, Proc, bind_vfio, check, dra_node_setup, ev, finish, pcie_root, wait, write_json)
 import fakecluster as ct  # noqa: E402
 
 
@@ -81,19 +78,7 @@ class SliceWrites:
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--agent", required=True)
-    ap.add_argument("--fake-kubelet", required=True)
-    ap.add_argument("--fake-dra-kubelet", required=True)
-    ap.add_argument("--kubectl", default=shutil.which("kubectl") or "kubectl")
-    args = ap.parse_args()
-    src = os.environ.get("SRCDIR", os.path.join(HERE, "..", ".."))
-
-    work = tempfile.mkdtemp(prefix="dra-slices-")
-    sysfs, root, state = (os.path.join(work, d) for d in ("sys", "kubelet", "state"))
-    kdir = os.path.join(root, "device-plugins")
-    os.makedirs(kdir)
-    manifest = seed_sysfs(src, sysfs)
+    args, src, work, (sysfs, root, state, _, kdir), manifest = dra_node_setup("dra-slices-")
     cx = next(pf for pf in manifest["pfs"] if pf.get("ifname") == "ens1f0")
 
     cluster = ct.Cluster(src, work, args.kubectl)

@@ -13,17 +13,13 @@ DRA kubelet calls the driver, the device-plugin fake kubelet watches what is reg
    grants for whole cards, and no PCIDEVICE_* variable. Unprepare removes the spec.
 Exit 1 on any failure.
 """
-import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from testlib import Agent, Proc, check, ev, finish, wait  # noqa: E402
+from testlib import Agent, Proc, check, dra_node_setup, ev, finish, wait  # noqa: E402
 import fakecluster as ct  # noqa: E402
 
 DRIVER = "sriovnetwork.k8snetworkplumbingwg.io"
@@ -35,21 +31,7 @@ def dev_name(pci):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--agent", required=True)
-    ap.add_argument("--fake-kubelet", required=True)
-    ap.add_argument("--fake-dra-kubelet", required=True)
-    ap.add_argument("--kubectl", default=shutil.which("kubectl") or "kubectl")
-    args = ap.parse_args()
-    src = os.environ.get("SRCDIR", os.path.join(HERE, "..", ".."))
-
-    work = tempfile.mkdtemp(prefix="dra-wholecard-")
-    sysfs, root, state, cdi = (os.path.join(work, d) for d in ("sys", "kubelet", "state", "cdi"))
-    kdir = os.path.join(root, "device-plugins")
-    os.makedirs(kdir)
-    manifest = json.loads(subprocess.check_output(
-        [sys.executable, os.path.join(src, "test/sysfs-gen/gen-sysfs.py"), "--out", sysfs,
-         "--profile", "seed", "--manifest"]))
+    args, src, work, (sysfs, root, state, cdi, kdir), manifest = dra_node_setup("dra-wholecard-")
     card = next(pf for pf in manifest["pfs"] if pf.get("ifname") == "ens1f1")
     pci = card["pciAddress"]
     # The card's PCIe root as Kubernetes' helper computes it, read from the tree independently.

@@ -1,5 +1,6 @@
 """Shared helpers for the Python integration drivers: checks that print PASS/FAIL, and child
 processes whose stdout lines (JSON or text) are queued for waiting with a deadline."""
+import argparse
 import json
 import os
 import queue
@@ -8,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import tempfile
 import time
 
 FAILURES = []
@@ -218,3 +220,26 @@ def seed_sysfs(src, out, *extra):
     return json.loads(subprocess.check_output(
         [sys.executable, os.path.join(src, "test/sysfs-gen/gen-sysfs.py"), "--out", out,
          "--profile", "seed"] + list(extra) + ["--manifest"]))
+
+
+def dra_node_setup(prefix, extra_args=()):
+    """What a DRA test driver (test/dra) starts from: its arguments (--agent, --fake-kubelet,
+    --fake-dra-kubelet, --kubectl and extra_args as (flag, default) pairs), the source tree, a
+    new work dir holding the seed node's sysfs (sys/), a kubelet root with device-plugins/
+    (kubelet/) and the paths state/ and cdi/, and the seed node's manifest.
+    Returns (args, src, work, (sysfs, root, state, cdi, kdir), manifest)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--agent", required=True)
+    ap.add_argument("--fake-kubelet", required=True)
+    ap.add_argument("--fake-dra-kubelet", required=True)
+    ap.add_argument("--kubectl", default=shutil.which("kubectl") or "kubectl")
+    for flag, default in extra_args:
+        ap.add_argument(flag, default=default)
+    args = ap.parse_args()
+    src = os.environ.get("SRCDIR", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                "..", ".."))
+    work = tempfile.mkdtemp(prefix=prefix)
+    sysfs, root, state, cdi = (os.path.join(work, d) for d in ("sys", "kubelet", "state", "cdi"))
+    kdir = os.path.join(root, "device-plugins")
+    os.makedirs(kdir)
+    return args, src, work, (sysfs, root, state, cdi, kdir), seed_sysfs(src, sysfs)
