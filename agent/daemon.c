@@ -158,7 +158,7 @@ static int on_resync(sd_event_source *s, uint64_t usec, void *userdata)
         struct agent *a = userdata;
 
         /* A converged node is first compared with the last observation on the facts that
-         * change when VFs are created, bound or reconfigured (~7 system calls per VF instead
+         * change when VFs are created, bound or reconfigured (~4 system calls per VF instead
          * of a full discovery's 30-55, and no planning); every FULL_CHECK_EVERY-th check, and
          * after any difference, it is rediscovered and planned in full. */
         if (a->converged && !a->running && ++a->quick_checks < FULL_CHECK_EVERY) {

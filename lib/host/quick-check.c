@@ -15,11 +15,32 @@
 
 #define IFF_UP_FLAG 0x1
 
-/* fn_fd/<prefix>net/: the same names as nd[], each with the same MTU and admin state. A
- * function that had netdevs is not listed: reading each one's attributes already fails when it
- * went or was renamed (a VF has one netdev; a second one appearing beside it is left to the
- * full check). One that had none is listed, to see one appear. */
-static int netdevs_unchanged(int fn_fd, const char *prefix, const struct netdev_info *nd, size_t n)
+/* prefix + "net/" + name + "/" + attribute into buf, without printf's cost (this runs for every
+ * VF on every periodic check). */
+static int netdev_attr_path(char *buf, size_t size, const char *prefix, const char *name,
+                            const char *attribute)
+{
+        const char *parts[] = { prefix, "net/", name, "/", attribute };
+        size_t len = 0;
+        for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
+                size_t l = strlen(parts[i]);
+                if (len + l >= size)
+                        return -ENAMETOOLONG;
+                memcpy(buf + len, parts[i], l);
+                len += l;
+        }
+        buf[len] = '\0';
+        return 0;
+}
+
+/* fn_fd/<prefix>net/: the same names as nd[], each with the same MTU, and with the same admin
+ * state when with_admin_state (a PF's: the plan brings a PF up; a VF's decides nothing, so its
+ * `flags` is not read: a third of the periodic check's system calls). A function that had
+ * netdevs is not listed: reading each one's attributes already fails when it went or was
+ * renamed (a VF has one netdev; a second one appearing beside it is left to the full check).
+ * One that had none is listed, to see one appear. */
+static int netdevs_unchanged(int fn_fd, const char *prefix, const struct netdev_info *nd, size_t n,
+                             bool with_admin_state)
 {
         char rel[128], buf[64];
 
@@ -39,11 +60,13 @@ static int netdevs_unchanged(int fn_fd, const char *prefix, const struct netdev_
         for (size_t i = 0; i < n; i++) {
                 int mtu;
                 uint32_t flags;
-                if (path_printf(rel, sizeof(rel), "%snet/%s/mtu", prefix, nd[i].name) < 0 ||
+                if (netdev_attr_path(rel, sizeof(rel), prefix, nd[i].name, "mtu") < 0 ||
                     host_sysfs_read_line_at(fn_fd, rel, buf, sizeof(buf)) < 0 ||
                     parse_int(buf, &mtu) < 0 || mtu != nd[i].mtu)
                         return 0;
-                if (path_printf(rel, sizeof(rel), "%snet/%s/flags", prefix, nd[i].name) < 0 ||
+                if (!with_admin_state)
+                        continue;
+                if (netdev_attr_path(rel, sizeof(rel), prefix, nd[i].name, "flags") < 0 ||
                     host_sysfs_read_line_at(fn_fd, rel, buf, sizeof(buf)) < 0 ||
                     parse_hex_u32(buf, &flags) < 0 || !!(flags & IFF_UP_FLAG) != nd[i].admin_up)
                         return 0;
@@ -78,7 +101,7 @@ static int pf_unchanged(int devices_fd, const struct pf_info *pf)
                 return 0;
         if (!driver_unchanged(fd, "", pf->driver))
                 return 0;
-        int r = netdevs_unchanged(fd, "", pf->netdevs, pf->n_netdevs);
+        int r = netdevs_unchanged(fd, "", pf->netdevs, pf->n_netdevs, true);
         /* A PF's operstate decides its VFs' health (no netlink event on a generated tree). */
         for (size_t i = 0; r > 0 && i < pf->n_netdevs; i++) {
                 char rel[64];
@@ -95,7 +118,7 @@ static int pf_unchanged(int devices_fd, const struct pf_info *pf)
                 snprintf(prefix, sizeof(prefix), "virtfn%d/", vf->vf_index);
                 if (!driver_unchanged(fd, prefix, vf->driver))
                         return 0;
-                r = netdevs_unchanged(fd, prefix, vf->netdevs, vf->n_netdevs);
+                r = netdevs_unchanged(fd, prefix, vf->netdevs, vf->n_netdevs, false);
         }
         return r;
 }

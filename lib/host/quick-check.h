@@ -3,12 +3,12 @@
  *
  * A full discovery reads ~30-55 sysfs files per VF; this reads what changes when VFs are
  * created, removed, bound, renamed or reconfigured: each known PF's sriov_numvfs, and for the PF
- * and each of its VFs the driver, the netdev names and their MTU and admin state (~7 system
- * calls per VF), each PF's operstate and the port state of its RDMA devices and of whole-card
- * RDMA NICs (the devices' health), and which RDMA devices exist for our
- * functions and netdevs (one listing of class/infiniband: an rxe device added on a VF makes an
- * isRdma VF ready). New PFs and the rest are left to the full discovery, which the caller still
- * runs regularly (and on every link event). */
+ * and each of its VFs the driver, the netdev names and their MTU (~4 system calls per VF), the
+ * PF's admin state (a VF's decides nothing and is not read), each PF's operstate and the port state
+ * of its RDMA devices and of whole-card RDMA NICs (the devices' health), and which RDMA devices
+ * exist for our functions and netdevs (one listing of class/infiniband: an rxe device added on a VF
+ * makes an isRdma VF ready). New PFs and the rest are left to the full discovery, which the caller
+ * still runs regularly (and on every link event). */
 #pragma once
 
 #include "model/inventory.h"

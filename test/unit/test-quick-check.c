@@ -107,7 +107,7 @@ static void test_unchanged(void **state)
 }
 
 /* Each change is made, seen, and undone. */
-static void test_vf_mtu_and_admin_state(void **state)
+static void test_vf_mtu_and_pf_admin_state(void **state)
 {
         struct tree *t = *state;
         const struct vf_info *vf = &pf_with_vfs(t)->vfs[1];
@@ -121,11 +121,20 @@ static void test_vf_mtu_and_admin_state(void **state)
         write_file(path, old);
         assert_int_equal(quick(t), 1);
 
+        /* A VF's admin state decides nothing (no plan step, no NodeState field): not a change,
+         * and not read, while a PF's is (the plan brings a PF up). */
         snprintf(rel, sizeof(rel), "net/%s/flags", vf->netdevs[0].name);
         path_of(t, path, sizeof(path), vf->pci_address, rel);
         write_file(path, vf->netdevs[0].admin_up ? "0x1002\n" : "0x1003\n");
-        assert_int_equal(quick(t), 0);
+        assert_int_equal(quick(t), 1);
         write_file(path, vf->netdevs[0].admin_up ? "0x1003\n" : "0x1002\n");
+
+        const struct pf_info *pf = pf_with_vfs(t);
+        snprintf(rel, sizeof(rel), "net/%s/flags", pf->netdevs[0].name);
+        path_of(t, path, sizeof(path), pf->pci_address, rel);
+        write_file(path, pf->netdevs[0].admin_up ? "0x1002\n" : "0x1003\n");
+        assert_int_equal(quick(t), 0);
+        write_file(path, pf->netdevs[0].admin_up ? "0x1003\n" : "0x1002\n");
         assert_int_equal(quick(t), 1);
 }
 
@@ -268,7 +277,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_unchanged),
-                cmocka_unit_test(test_vf_mtu_and_admin_state),
+                cmocka_unit_test(test_vf_mtu_and_pf_admin_state),
                 cmocka_unit_test(test_vf_netdev_gone_or_renamed),
                 cmocka_unit_test(test_vf_driver_and_numvfs),
                 cmocka_unit_test(test_pf_mtu_and_missing_root),
