@@ -345,8 +345,13 @@ check "recovery -> Healthy in ListAndWatch within 5 s ($MS ms)" test "$MS" -lt 5
 wait_for "NodeState: the PF's linkState is up again" 20 link_state_is up
 expect_eq "journal: one 'link down' line for the pull" \
     "$(($(journalctl -b -u $U -o cat --no-pager | grep -c "PF $PF ($PFNET): link down") - DOWN_BEFORE))" 1
-wait_for "the Events on the API server" 10 api_get /api/v1/namespaces/$NS/events
-sed '1,/^\r*$/d' /tmp/api.out >"$OUT"
+# Events are posted apart from the reconcile that saw the change (under TCG a POST lands seconds
+# after its firstTimestamp): wait until both reasons are there, then check what they say
+pf_events_posted() {
+    api_get /api/v1/namespaces/$NS/events && sed '1,/^\r*$/d' /tmp/api.out >"$OUT" &&
+        jq -e 'any(.items[]; .reason == "PFDown") and any(.items[]; .reason == "PFUp")' "$OUT" >/dev/null
+}
+wait_for "the PFDown and PFUp Events on the API server" 20 pf_events_posted
 jq_checks "a Warning PFDown Event names the PF and the cause" \
     'any(.items[]; .reason == "PFDown" and .type == "Warning" and (.message | contains($ENV.PF)) and (.message | contains("link down")))' \
     "a Normal PFUp Event names the PF" \
