@@ -49,6 +49,7 @@
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/parse.h"
+#include "util/strv.h"
 
 struct reconcile {
         struct policy_list policies;
@@ -238,19 +239,44 @@ static int persist_applied(const struct agent *a, const struct plan *plan,
         return 0;
 }
 
+/* The VFs with no netdev here that the sriov CNI plugin's allocation records give to a pod
+ * (add_cni_held()'s rule): after an agent restart, the only memory that they are pods'. */
+static int vfs_in_pods(const struct agent *a, const struct inventory *inv, char ***ret, size_t *n)
+{
+        const char *dir = a->config.cni_state_dir ?: CNI_STATE_DIR_DEFAULT;
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < inv->n_pfs; i++)
+                for (size_t j = 0; r >= 0 && j < inv->pfs[i].n_vfs; j++) {
+                        const struct vf_info *vf = &inv->pfs[i].vfs[j];
+                        char holder[256];
+                        if (vf->n_netdevs == 0 &&
+                            cni_pci_holder(dir, vf->pci_address, holder, sizeof(holder)) >= 0)
+                                r = strv_push_dup(ret, n, vf->pci_address);
+                }
+        return r;
+}
+
 static int update_pools(struct agent *a, const struct desired_state *advertised,
                         const struct inventory *inv)
 {
         struct dp_pool_set pools = { 0 }, served = { 0 };
+        char **in_pods = NULL;
+        size_t n_in_pods = 0;
         int r = dp_manager_get_pools(a->plugins, &served);
         if (r >= 0) /* a VF moved into a pod keeps its place on either side */
                 r = dp_pool_set_append_copy(&served, &a->dra_pools);
         if (r >= 0)
-                r = dp_pools_build(
-                    advertised, inv, a->config.resource_prefix,
-                    a->have_rdma_shared ? &a->rdma_shared : NULL, &served,
-                    &(const struct dp_health_options){ .ignore_link = a->config.no_link_health },
-                    &pools);
+                r = vfs_in_pods(a, inv, &in_pods, &n_in_pods);
+        if (r >= 0)
+                r = dp_pools_build(advertised, inv, a->config.resource_prefix,
+                                   a->have_rdma_shared ? &a->rdma_shared : NULL, &served,
+                                   &(const struct dp_health_options){
+                                       .ignore_link = a->config.no_link_health,
+                                       .vfs_in_pods = in_pods,
+                                       .n_vfs_in_pods = n_in_pods,
+                                   },
+                                   &pools);
+        strv_free_n(in_pods, n_in_pods);
         dp_pool_set_done(&served);
         if (r >= 0)
                 r = agent_dra_take_pools(a, &pools);

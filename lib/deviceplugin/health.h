@@ -14,6 +14,10 @@
 
 struct dp_health_options {
         bool ignore_link; /* upstream's behaviour: only gone or unbound devices count */
+        /* VFs (PCI addresses) the sriov CNI plugin's records say it gave to a pod: for the pool
+         * builder (pool.h), the memory of a VF moved into a pod that outlives an agent restart */
+        char *const *vfs_in_pods;
+        size_t n_vfs_in_pods;
 };
 
 /* NULL when the function is up, else why not ("driver unbound", "link down", "InfiniBand port

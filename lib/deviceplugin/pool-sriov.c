@@ -11,6 +11,7 @@
 #include "deviceplugin/pool.h"
 #include "util/array.h"
 #include "util/log.h"
+#include "util/strv.h"
 
 /* Why a VF is not (yet) a usable device of its group; NULL when it is ready. */
 static const char *vf_not_ready_reason(const struct vf_group *g, const struct vf_info *vf)
@@ -233,6 +234,24 @@ static int add_group(struct dp_pool_set *set, const char *prefix,
                                   prev_pool->need_vhost_net == pool->need_vhost_net;
                 const struct dp_device *prev =
                     same_group ? dp_pool_find_device(prev_pool, vf->pci_address) : NULL;
+                /* After an agent restart nothing was advertised: the CNI plugin's record
+                 * of the VF it gave to a pod is the memory that remains (the caller's) */
+                bool in_pod_by_record =
+                    !prev && health &&
+                    strv_contains(health->vfs_in_pods, health->n_vfs_in_pods, vf->pci_address);
+                if (why && in_pod_by_record && vf_maybe_in_pod(g, vf)) {
+                        log_ctx_msg(LOG_DEBUG, 0,
+                                    &(const struct log_ctx){ .pf = pf->pci_address,
+                                                             .vf = vf->pci_address,
+                                                             .resource = pool->resource },
+                                    "VF advertised: %s (the CNI plugin gave it to a pod, whose "
+                                    "network namespace has its netdev)",
+                                    why);
+                        if (!dp_pool_find_device(pool, vf->pci_address) &&
+                            (r = pool_add_device(pool, g, pf, vf, health)) < 0)
+                                return r;
+                        continue;
+                }
                 if (why && prev && vf_maybe_in_pod(g, vf)) {
                         log_ctx_msg(LOG_DEBUG, 0,
                                     &(const struct log_ctx){ .pf = pf->pci_address,

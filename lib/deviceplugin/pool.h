@@ -105,7 +105,10 @@ struct dp_health_options;
 /* dp_pools_from_desired_keep() with health options (deviceplugin/health.h; NULL = defaults). A
  * device's health is its PF's: Unhealthy while the PF's driver is unbound and, unless link
  * health is off, while its link is down or its InfiniBand port is not ACTIVE. A VF that was
- * advertised and whose PCI function is gone while its PF is short of its VFs stays, Unhealthy. */
+ * advertised and whose PCI function is gone while its PF is short of its VFs stays, Unhealthy.
+ * A VF of health->vfs_in_pods in the state of a VF moved into a pod is a device even when
+ * previous does not have it (an agent restart): built from what is seen, without the RDMA
+ * devices the pod's namespace may hold. */
 int dp_pools_from_desired_health(const struct desired_state *desired, const struct inventory *inv,
                                  const char *prefix, const struct dp_pool_set *previous,
                                  const struct dp_health_options *health, struct dp_pool_set *ret);

@@ -16,7 +16,8 @@ fake kubelet.
    back although PodResources lists nothing. The record alone (the netdev back in the host: a
    pod gone before its DEL) holds nothing: the change is applied. (Found by the lab: a PF
    renamed while a pod held one of its VFs made the policy match no PF, and the agent reset it
-   under the pod.)
+   under the pod.) The agent started with that VF in the pod still lists it to the kubelet:
+   the record is its memory that the VF is a pod's (found by the lab's 17-dra-lifecycle).
 Exit 1 on any failure.
 """
 import argparse
@@ -144,6 +145,12 @@ def main():
                       os.path.join(work, "agent3.log"))
         check("CNI-held: pools registered again",
               kubelet.wait_for(ev("register", SEED_RESOURCE), 10) is not None)
+        # The agent started with the VF in the pod: nothing it served before says the VF is a
+        # pod's, the CNI plugin's record does; the kubelet must still see it (not withdrawn).
+        listed = kubelet.wait_for(ev("devices", SEED_RESOURCE), 10) or {}
+        ids = sorted(d.get("id") for d in listed.get("devices") or [])
+        check("CNI-held: the restarted agent still lists the pod's VF %s" % cx_vf,
+              cx_vf in ids and len(ids) == len(cx["vfs"]), "%s; %s" % (ids, agent.text()[-600:]))
         mark = len(agent.text())
         numvfs = read_attr(sysfs, cx["pciAddress"], "sriov_numvfs")
         write_json(os.path.join(pdir, "seed.json"),

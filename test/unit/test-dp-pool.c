@@ -504,6 +504,45 @@ static void test_mark_gone_while_applying(void **state)
         inventory_done(&inv);
 }
 
+/* An agent restart forgets what it advertised: a VF whose netdev the CNI moved into a pod
+ * stays a device when the CNI plugin's record says it gave the VF to a pod, not otherwise. */
+static void test_vf_in_pod_after_agent_restart(void **state)
+{
+        struct inventory inv = { 0 };
+        struct pf_info *pf = fx_add_pf(&inv, 0x3b, "ens1f0", "igb", 3, 0);
+        struct desired_state d = { 0 };
+        fx_add_group(&d, "0000:3b:00.0", "sriov_net", DEVICE_TYPE_NETDEVICE, 0, 2);
+        pf->vfs[1].n_netdevs = 0; /* in a pod's network namespace */
+        pf->vfs[2].n_netdevs = 0; /* not yet probed: no record names it */
+        char vf1[] = "0000:3b:01.1";
+        char *in_pods[] = { vf1 };
+        struct dp_health_options o = { .vfs_in_pods = in_pods, .n_vfs_in_pods = 1 };
+
+        struct dp_pool_set s = { 0 };
+        assert_int_equal(dp_pools_from_desired_health(&d, &inv, NULL, NULL, &o, &s), 0);
+        const struct dp_pool *p = find(&s, "openshift.io/sriov_net");
+        assert_int_equal(p->n_devices, 2);
+        assert_non_null(dp_pool_find_device(p, "0000:3b:01.1"));
+        assert_true(dp_pool_find_device(p, "0000:3b:01.1")->healthy);
+        assert_null(dp_pool_find_device(p, "0000:3b:01.2"));
+        dp_pool_set_done(&s);
+
+        /* a record of a VF that is back on the host (its netdev there) changes nothing */
+        pf->vfs[1].n_netdevs = 1;
+        assert_int_equal(dp_pools_from_desired_health(&d, &inv, NULL, NULL, &o, &s), 0);
+        assert_int_equal(find(&s, "openshift.io/sriov_net")->n_devices, 2);
+        dp_pool_set_done(&s);
+        /* nor one of a VF rebound to vfio-pci or unbound: not in a pod */
+        pf->vfs[1].n_netdevs = 0;
+        pf->vfs[1].driver[0] = 0;
+        assert_int_equal(dp_pools_from_desired_health(&d, &inv, NULL, NULL, &o, &s), 0);
+        assert_null(dp_pool_find_device(find(&s, "openshift.io/sriov_net"), "0000:3b:01.1"));
+        dp_pool_set_done(&s);
+        desired_state_done(&d);
+        inventory_done(&inv);
+        (void)state;
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -515,6 +554,7 @@ int main(void)
                 cmocka_unit_test(test_invalid_names),
                 cmocka_unit_test(test_build_with_rdma_shared),
                 cmocka_unit_test(test_vf_in_pod_keeps_its_slot),
+                cmocka_unit_test(test_vf_in_pod_after_agent_restart),
                 cmocka_unit_test(test_pf_health_sources),
                 cmocka_unit_test(test_vf_gone_is_unhealthy),
                 cmocka_unit_test(test_whole_card_pool_follows_its_cards),
