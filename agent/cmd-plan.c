@@ -41,7 +41,8 @@ struct plan_args {
         struct string_pair *labels;
         size_t n_labels;
         const char *node_name;
-        const char *kubeconfig; /* live-cluster mode: policies and labels from the API */
+        const char *kubeconfig; /* policies and labels from the API, with this kubeconfig */
+        bool live;              /* policies and labels from the API (kubeconfig or in-cluster) */
         const char *namespace_;
         const char *sysfs_root;
         const char *state_dir;
@@ -56,16 +57,21 @@ struct plan_args {
 static void print_usage(FILE *f)
 {
         fprintf(f, "Usage: sriov-agent plan --policies PATH [--policies PATH ...] [OPTIONS]\n"
-                   "       sriov-agent plan --kubeconfig FILE --node-name NODE [OPTIONS]\n\n"
+                   "       sriov-agent plan --kubeconfig FILE --node-name NODE [OPTIONS]\n"
+                   "       sriov-agent plan [OPTIONS]      (in a pod: the live cluster)\n\n"
                    "Show the desired state, the actions and the status of every policy,\n"
                    "without changing anything.\n\n"
                    "  --policies PATH        policy file or directory (*.yaml, *.yml, *.json)\n"
                    "  --kubeconfig FILE      read the live cluster instead: the policies of the\n"
                    "                         namespace, the labels of --node-name, and the\n"
-                   "                         supported-nic-ids ConfigMap (read only)\n"
-                   "  --namespace NS         with --kubeconfig (default sriov-network-operator)\n"
+                   "                         supported-nic-ids ConfigMap (read only). Without\n"
+                   "                         --policies in a pod (KUBERNETES_SERVICE_HOST set)\n"
+                   "                         the pod's service account is used instead\n"
+                   "  --namespace NS         live cluster: where the policies are (default: in a\n"
+                   "                         pod its namespace, else sriov-network-operator)\n"
                    "  --node-labels k=v,...  labels of this node (nodeSelector matching)\n"
-                   "  --node-name N          node name (adds label kubernetes.io/hostname=N)\n"
+                   "  --node-name N          node name (adds label kubernetes.io/hostname=N);\n"
+                   "                         live cluster: default $NODE_NAME (set in the pod)\n"
                    "  --sysfs-root DIR       discover under DIR instead of /sys\n"
                    "  --state-dir DIR        records of previously applied PFs (<pci>.json)\n"
                    "  --cni-state-dir DIR    the CNI plugin's records: a GUID an ib-sriov\n"
@@ -178,15 +184,26 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
                 fprintf(stderr, "sriov-agent plan: unexpected argument \"%s\"\n", argv[optind]);
                 return -EINVAL;
         }
-        if (a->n_paths == 0 && !a->kubeconfig) {
+        /* In a pod (kubectl exec into the DaemonSet) the live cluster is the only source of
+         * policies there is, and the pod's service account its credentials. */
+        a->live = a->kubeconfig || (a->n_paths == 0 && kube_in_cluster());
+        if (a->live && !a->node_name) {
+                const char *env = getenv("NODE_NAME");
+                if (env && *env)
+                        a->node_name = env;
+        }
+        if (a->n_paths == 0 && !a->live) {
                 fprintf(stderr, "sriov-agent plan: --policies PATH is required (or "
-                                "--kubeconfig FILE --node-name NODE)\n");
+                                "--kubeconfig FILE --node-name NODE, or run it in the agent's "
+                                "pod)\n");
                 return -EINVAL;
         }
-        if (a->kubeconfig && (a->n_paths > 0 || labels || !a->node_name)) {
-                fprintf(stderr, "sriov-agent plan: --kubeconfig reads policies and labels from "
-                                "the cluster: give --node-name, and no --policies or "
-                                "--node-labels\n");
+        if (a->live && (a->n_paths > 0 || labels || !a->node_name)) {
+                fprintf(stderr,
+                        "sriov-agent plan: %s reads policies and labels from the "
+                        "cluster: give --node-name (or set NODE_NAME), and no "
+                        "--policies or --node-labels\n",
+                        a->kubeconfig ? "--kubeconfig" : "in a pod, plan");
                 return -EINVAL;
         }
         if (labels) {
@@ -268,14 +285,19 @@ static void fetches_done(struct fetch (*f)[3])
 static int load_cluster(struct plan_args *a, struct policy_list *list,
                         struct supported_nics *supported)
 {
-        const char *ns = a->namespace_ ? a->namespace_ : KUBE_DEFAULT_NAMESPACE;
-        _cleanup_free_ char *ns_esc = kube_http_escape(ns),
-                            *node_esc = kube_http_escape(a->node_name);
         /* released in reverse: the HTTP client, its event loop, the config */
         _cleanup_(kube_config_freep) struct kube_config *config = NULL;
+        int r = kube_config_load(a->kubeconfig, &config);
+        if (r < 0)
+                return r; /* logged, naming the file and field */
+        const char *ns = a->namespace_        ? a->namespace_
+                         : config->namespace_ ? config->namespace_
+                                              : KUBE_DEFAULT_NAMESPACE;
+        _cleanup_free_ char *ns_esc = kube_http_escape(ns),
+                            *node_esc = kube_http_escape(a->node_name);
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         _cleanup_(kube_http_freep) struct kube_http *http = NULL;
-        int pending = 0, r;
+        int pending = 0;
         _cleanup_(fetches_done) struct fetch f[3] = {
                 { .what = "SriovNetworkNodePolicies" },
                 { .what = "the Node" },
@@ -294,9 +316,6 @@ static int load_cluster(struct plan_args *a, struct policy_list *list,
             asprintf(&f[2].path, "/api/v1/namespaces/%s/configmaps/%s", ns_esc,
                      SUPPORTED_NICS_CONFIGMAP) < 0)
                 return log_error_errno(-ENOMEM, "out of memory");
-        r = kube_config_load(a->kubeconfig, &config);
-        if (r < 0)
-                return r; /* logged, naming the file and field */
         r = sd_event_new(&event);
         if (r >= 0)
                 r = kube_http_new(event, config, &http);
@@ -516,7 +535,7 @@ static int run(struct plan_args *a)
         _cleanup_free_ char *state_error = NULL;
         int r;
 
-        r = a->kubeconfig ? load_cluster(a, &list, &supported) : load_policies(a, &list);
+        r = a->live ? load_cluster(a, &list, &supported) : load_policies(a, &list);
         if (r < 0)
                 return 1;
         for (size_t i = 0; i < a->n_supported_paths; i++) {

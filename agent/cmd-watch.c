@@ -71,15 +71,17 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 static void print_usage(FILE *f)
 {
-        fprintf(f, "Usage: sriov-agent watch --node-name NAME [--kubeconfig FILE] "
+        fprintf(f, "Usage: sriov-agent watch [--node-name NAME] [--kubeconfig FILE] "
                    "[--namespace NS]\n\n"
                    "Prints each SriovNetworkNodePolicy and Node change the agent sees as one "
                    "JSON line:\n"
                    "  {\"type\":\"ADDED\",\"kind\":\"SriovNetworkNodePolicy\",\"name\":...,"
                    "\"object\":{...}}\n\n"
-                   "  --node-name NAME   this node (its labels select policies)\n"
+                   "  --node-name NAME   this node (its labels select policies; default\n"
+                   "                     $NODE_NAME, which the agent's pod sets)\n"
                    "  --kubeconfig FILE  default: $KUBECONFIG, in-cluster, ~/.kube/config\n"
-                   "  --namespace NS     where the policies live (default " DEFAULT_NAMESPACE ")\n"
+                   "  --namespace NS     where the policies live (default: in-cluster the pod's\n"
+                   "                     namespace, else " DEFAULT_NAMESPACE ")\n"
                    "  --log-level LEVEL  err, warning, notice, info, debug\n"
                    "  --watch-timeout S  ask the server to end each watch after S seconds\n"
                    "                     (default: random 300..599, renewed transparently)\n"
@@ -107,7 +109,7 @@ int cmd_watch(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        const char *node = NULL, *kubeconfig = NULL, *namespace_ = DEFAULT_NAMESPACE;
+        const char *node = getenv("NODE_NAME"), *kubeconfig = NULL, *namespace_ = NULL;
         unsigned watch_timeout = 0;
         int c, level;
         optind = 0;
@@ -145,8 +147,8 @@ int cmd_watch(int argc, char **argv)
                 }
         }
         if (!node || !*node || optind < argc) {
-                fprintf(stderr, "watch: --node-name is required and no other arguments are "
-                                "accepted\n\n");
+                fprintf(stderr, "watch: --node-name (or NODE_NAME) is required and no other "
+                                "arguments are accepted\n\n");
                 print_usage(stderr);
                 return 2;
         }
@@ -154,6 +156,8 @@ int cmd_watch(int argc, char **argv)
         _cleanup_(kube_config_freep) struct kube_config *config = NULL;
         if (kube_config_load(kubeconfig, &config) < 0)
                 return 1; /* logged, naming the file and field */
+        if (!namespace_)
+                namespace_ = config->namespace_ ? config->namespace_ : DEFAULT_NAMESPACE;
 
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         int k = sd_event_default(&event);

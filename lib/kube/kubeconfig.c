@@ -28,6 +28,7 @@ struct kube_config *kube_config_free(struct kube_config *c)
         if (!c)
                 return NULL;
         free(c->source);
+        free(c->namespace_);
         free(c->server);
         free(c->ca_file);
         free(c->ca_data);
@@ -361,11 +362,56 @@ int kube_config_load_file(const char *path, struct kube_config **ret)
         return 0;
 }
 
+bool kube_in_cluster(void)
+{
+        const char *host = getenv("KUBERNETES_SERVICE_HOST");
+        return host && *host;
+}
+
+static bool is_dns_label(const char *s)
+{
+        size_t n = strlen(s);
+        if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+                return false;
+        return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
+}
+
+/* <sa_dir>/namespace, as client-go's in-cluster namespace: absent or empty is fine (NULL),
+ * anything but a namespace name is an error naming the file. */
+static int read_namespace(const char *sa_dir, char **ret)
+{
+        _cleanup_free_ char *path = NULL;
+        char buf[128];
+        if (asprintf(&path, "%s/namespace", sa_dir) < 0)
+                return -ENOMEM;
+        int k = read_line_file(path, buf, sizeof(buf));
+        if (k == -ENOENT) {
+                *ret = NULL;
+                return 0;
+        }
+        if (k < 0)
+                return log_error_errno(k, "in-cluster configuration: cannot read namespace %s",
+                                       path);
+        buf[strcspn(buf, " \t\r")] = '\0';
+        if (!buf[0]) { /* client-go: an empty file is no namespace */
+                *ret = NULL;
+                return 0;
+        }
+        if (!is_dns_label(buf))
+                return config_error(-EINVAL,
+                                    "in-cluster configuration: %s: \"%s\" is not a namespace name",
+                                    path, buf);
+        *ret = strdup(buf);
+        return *ret ? 0 : -ENOMEM;
+}
+
 int kube_config_load_in_cluster(const char *sa_dir, struct kube_config **ret)
 {
         const char *host = getenv("KUBERNETES_SERVICE_HOST");
         const char *port = getenv("KUBERNETES_SERVICE_PORT");
         if (!sa_dir)
+                sa_dir = getenv("SRIOV_AGENT_SERVICE_ACCOUNT_DIR");
+        if (!sa_dir || !*sa_dir)
                 sa_dir = KUBE_SERVICE_ACCOUNT_DIR;
         if (!host || !*host || !port || !*port)
                 return config_error(-ENXIO, "in-cluster configuration: "
@@ -392,6 +438,9 @@ int kube_config_load_in_cluster(const char *sa_dir, struct kube_config **ret)
         if (access(c->ca_file, R_OK) < 0)
                 return log_error_errno(negative_errno(),
                                        "in-cluster configuration: cannot read CA %s", c->ca_file);
+        k = read_namespace(sa_dir, &c->namespace_);
+        if (k < 0)
+                return k;
         *ret = TAKE_PTR(c);
         return 0;
 }
@@ -417,7 +466,7 @@ int kube_config_load(const char *path, struct kube_config **ret)
                 /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): _cleanup_ frees it */
                 return kube_config_load_file(first, ret);
         }
-        if (getenv("KUBERNETES_SERVICE_HOST"))
+        if (kube_in_cluster())
                 return kube_config_load_in_cluster(NULL, ret);
         const char *home = getenv("HOME");
         if (!home)

@@ -4,7 +4,9 @@
  * Sources: a kubeconfig file (YAML: current-context → context → cluster + user; fields server,
  * certificate-authority(-data), insecure-skip-tls-verify, client-certificate(-data),
  * client-key(-data), token, tokenFile) or the in-cluster service account
- * (KUBERNETES_SERVICE_HOST/PORT, <sa-dir>/token and <sa-dir>/ca.crt). Relative file paths in a
+ * (KUBERNETES_SERVICE_HOST/PORT, <sa-dir>/token, <sa-dir>/ca.crt and, optional,
+ * <sa-dir>/namespace; <sa-dir> is $SRIOV_AGENT_SERVICE_ACCOUNT_DIR when set, else the
+ * standard mount KUBE_SERVICE_ACCOUNT_DIR). Relative file paths in a
  * kubeconfig are relative to the kubeconfig's directory, as kubectl does.
  * TLS verification stays on unless the kubeconfig says insecure-skip-tls-verify: true.
  * Every error is logged naming the file and the field. A token file is re-read whenever its
@@ -19,8 +21,9 @@
 #define KUBE_SERVICE_ACCOUNT_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 struct kube_config {
-        char *source; /* kubeconfig path or "in-cluster", for messages */
-        char *server; /* "https://host:port", no trailing slash */
+        char *source;     /* kubeconfig path or "in-cluster", for messages */
+        char *namespace_; /* in-cluster: the pod's namespace (<sa-dir>/namespace), else NULL */
+        char *server;     /* "https://host:port", no trailing slash */
 
         char *ca_file; /* PEM bundle path, or NULL */
         char *ca_data; /* PEM bytes (decoded certificate-authority-data), or NULL */
@@ -40,7 +43,10 @@ struct kube_config {
 
 /* Parses a kubeconfig file. */
 int kube_config_load_file(const char *path, struct kube_config **ret);
-/* Builds the in-cluster configuration; sa_dir NULL means KUBE_SERVICE_ACCOUNT_DIR. */
+/* True when running in a pod: KUBERNETES_SERVICE_HOST is set and not empty. */
+bool kube_in_cluster(void);
+/* Builds the in-cluster configuration; sa_dir NULL means $SRIOV_AGENT_SERVICE_ACCOUNT_DIR,
+ * else KUBE_SERVICE_ACCOUNT_DIR. */
 int kube_config_load_in_cluster(const char *sa_dir, struct kube_config **ret);
 /* The daemon's choice: explicit path, else $KUBECONFIG, else in-cluster when
  * KUBERNETES_SERVICE_HOST is set, else ~/.kube/config. */

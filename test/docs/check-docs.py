@@ -11,7 +11,12 @@
             "sh runnable lab" needs the VM lab and is reported as skipped, with the reason
   config    docs/configuration.md against the program: each "### `sriov-agent CMD`" table lists
             exactly the flags of `sriov-agent CMD --help`, with the default --help states; the
-            environment table lists every variable the agent's sources getenv()
+            environment table, and the man page's ENVIRONMENT (docs/sriov-agent.h2m), list
+            every variable the agent's sources getenv()
+  events    the Events table of docs/operations.md lists exactly the reasons the sources post:
+            literals in kube_events_post() calls (and the REASON macros they name), in the
+            NodeState's add_event() calls, in `const char *reason = ...` choices and in the NAD
+            controller's `event = json_pack(...)`; Warning/Normal are types, not reasons
   workitems no internal work-item numbers ("issue 13.5", "issues 11.5, 11.9", "#14"); references
             to other projects' trackers are links with an absolute URL and are not counted
   lint      markdownlint (markdownlint-cli, MARKDOWNLINT) with the repository's .markdownlint.json
@@ -260,9 +265,64 @@ def case_config():
     check(len(used) >= 5, f"the agent reads environment variables: {sorted(used)}")
     check(used <= documented, f"every variable the agent reads is in the environment table "
                               f"(missing: {sorted(used - documented)})")
+    # The man page's ENVIRONMENT section (docs/sriov-agent.h2m) names every one of them too.
+    with open(os.path.join(SRC, "docs", "sriov-agent.h2m")) as f:
+        h2m = f.read()
+    env = re.search(r"^\[ENVIRONMENT\]\n(.*?)(?=^\[|\Z)", h2m, re.M | re.S)
+    check(env is not None, "docs/sriov-agent.h2m has an [ENVIRONMENT] section")
+    named = set(re.findall(r"\\fB([A-Z0-9_]+)\\fR", env.group(1))) if env else set()
+    check(used <= named, f"the man page's ENVIRONMENT names every variable the agent reads "
+                         f"(missing: {sorted(used - named)})")
 
 
 WORK_ITEM = re.compile(r"\b(?:issues?|items?|tasks?)\s+\d+(?:\.\d+)?\b|(?<![\w&/])#\d+\b", re.I)
+
+
+def event_reasons_in_code():
+    """{reason: file} of every Event reason the agent's sources can post."""
+    files = sorted(glob.glob(os.path.join(SRC, "agent", "**", "*.c"), recursive=True) +
+                   glob.glob(os.path.join(SRC, "lib", "**", "*.c"), recursive=True))
+    headers = sorted(glob.glob(os.path.join(SRC, "agent", "*.h")) +
+                     glob.glob(os.path.join(SRC, "lib", "**", "*.h"), recursive=True))
+    macros = {}
+    for h in headers:
+        with open(h) as f:
+            macros.update(re.findall(r"#define\s+(\w*REASON\w*)\s+\"(\w+)\"", f.read()))
+    sites = [re.compile(p, re.S) for p in (r"\bkube_events_post\s*\([^;]*;",
+                                           r"\badd_event\s*\([^;]*;",
+                                           r"\bconst char \*reason\s*=[^;]*;",
+                                           r"\bevent\s*=\s*json_pack\s*\([^;]*;")]
+    found = {}
+    for path in files:
+        with open(path) as f:
+            text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+        for site in sites:
+            for m in site.finditer(text):
+                call = re.sub(r"\bstrcmp\s*\([^)]*\)", "", m.group(0))
+                names = re.findall(r'"([A-Z][A-Za-z]+)"', call)
+                names += [macros[n] for n in re.findall(r"\b\w*REASON\w*\b", call) if n in macros]
+                for name in names:
+                    if name not in ("Warning", "Normal"):
+                        found.setdefault(name, rel(path))
+    return found
+
+
+def case_events():
+    code = event_reasons_in_code()
+    check(len(code) >= 10, f"the sources post Events with these reasons: {sorted(code)}")
+    with open(os.path.join(SRC, "docs", "operations.md")) as f:
+        text = f.read()
+    table = re.search(r"^\| Reason \| Type \| On \| When \|\n((?:\|.*\n)+)", text, re.M)
+    check(table is not None, "docs/operations.md has the Events table (| Reason | Type | On | When |)")
+    documented = set()
+    for line in (table.group(1).split("\n") if table else []):
+        cells = line.split("|")
+        if len(cells) > 2:
+            documented |= set(re.findall(r"`([A-Za-z]+)`", cells[1]))
+    for name, where in sorted(code.items()):
+        check(name in documented, f"Event reason {name} ({where}) is in the Events table")
+    for name in sorted(documented - set(code)):
+        check(False, f"the Events table lists {name}, which no source posts")
 
 
 def case_workitems():
@@ -297,6 +357,7 @@ def case_lint():
 
 
 CASES = {"links": case_links, "runnable": case_runnable, "config": case_config,
+         "events": case_events,
          "workitems": case_workitems, "lint": case_lint}
 CASES[CASE]()
 print(f"{CASE}: {'FAILED' if failures else 'passed'} ({failures} failures)")

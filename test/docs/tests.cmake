@@ -1,8 +1,8 @@
 # The user documentation (README.md, docs/): links and anchors, runnable shell blocks on a
 # generated sysfs tree, the configuration reference against the program's --help, no internal
-# work-item numbers, markdownlint (test/docs/check-docs.py says what each case asserts).
+# work-item numbers, the Events table against the sources' reasons, markdownlint (test/docs/check-docs.py says what each case asserts).
 find_program(PYTHON3_FOR_DOCS python3 REQUIRED)
-set(DOCS_CASES links runnable config workitems)
+set(DOCS_CASES links runnable config events workitems)
 find_program(MARKDOWNLINT_FOR_DOCS markdownlint
              HINTS $ENV{SRIOV_TOOLS_DIR}/bin /opt/sriov-agent-tools/bin)
 if(MARKDOWNLINT_FOR_DOCS)

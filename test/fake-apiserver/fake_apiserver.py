@@ -13,6 +13,9 @@ resources are 415. With --rbac the agent's token is held to the stored RBAC obje
 watch with fieldSelector metadata.name=X is a request for X, so resourceNames can grant it, as
 on a real server). The built-in kinds of manifests/ (ServiceAccount, ConfigMap, Pod,
 DaemonSet, Role/ClusterRole and their bindings) are stored as given, without validation.
+ConfigMaps (and DeleteOptions) are also accepted as application/vnd.kubernetes.protobuf, the
+way helm's typed client writes its release records (HELM_DRIVER=configmap), so that helm
+install/upgrade/rollback/uninstall work (test/operator-journey); answers are JSON.
 
 Fault switches (for tests), POST /_fake/faults with a JSON object, any subset of the list
 below. errors_500, conflicts and reject_token only hit requests that carry a bearer token (the
@@ -110,6 +113,94 @@ class ApiError(Exception):
         if self.details:
             s["details"] = self.details
         return s
+
+
+def protobuf_fields(data):
+    """(field number, value) of a protobuf message: ints for varints, bytes otherwise."""
+    i, out = 0, []
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            v |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return v
+    while i < len(data):
+        tag = varint()
+        wire = tag & 7
+        if wire == 0:
+            out.append((tag >> 3, varint()))
+        elif wire == 2:
+            n = varint()
+            out.append((tag >> 3, data[i:i + n]))
+            i += n
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        else:
+            raise ApiError(400, "BadRequest", f"protobuf wire type {wire} not understood")
+    return out
+
+
+def protobuf_object(data):
+    """A ConfigMap or Secret (or DeleteOptions) sent as application/vnd.kubernetes.protobuf
+    (Helm's release records: helm's typed client sends core kinds so), as the JSON object.
+    Only the fields those records use: metadata name, namespace, resourceVersion, labels,
+    annotations, finalizers; data (and a Secret's type)."""
+    if not data.startswith(b"k8s\x00"):
+        raise ApiError(400, "BadRequest", "protobuf body without the k8s envelope")
+    env = dict(protobuf_fields(data[4:]))
+    tm = dict(protobuf_fields(env.get(1, b"")))
+    api_version, kind = tm.get(1, b"").decode(), tm.get(2, b"").decode()
+    if kind == "DeleteOptions":  # Helm's delete of its release records
+        policy = [v.decode() for n, v in protobuf_fields(env.get(2, b"")) if n == 4]
+        return {"kind": kind, "apiVersion": api_version,
+                **({"propagationPolicy": policy[-1]} if policy else {})}
+    if kind not in ("ConfigMap", "Secret"):
+        raise ApiError(415, "UnsupportedMediaType",
+                       f"this fake decodes protobuf only for ConfigMaps and Secrets, not {kind}")
+
+    def string_map(entries):
+        m = {}
+        for e in entries:
+            kv = dict(protobuf_fields(e))
+            m[kv.get(1, b"").decode()] = kv.get(2, b"")
+        return m
+    obj = {"apiVersion": api_version, "kind": kind, "metadata": {}}
+    meta_fields = ()
+    fields = protobuf_fields(env.get(2, b""))
+    for num, val in fields:
+        if num == 1:
+            meta_fields = protobuf_fields(val)
+    meta = obj["metadata"]
+    labels = [v for n, v in meta_fields if n == 11]
+    annotations = [v for n, v in meta_fields if n == 12]
+    for num, key in ((1, "name"), (3, "namespace"), (6, "resourceVersion"), (5, "uid")):
+        val = [v for n, v in meta_fields if n == num]
+        if val:
+            meta[key] = val[-1].decode()
+    if labels:
+        meta["labels"] = {k: v.decode() for k, v in string_map(labels).items()}
+    if annotations:
+        meta["annotations"] = {k: v.decode() for k, v in string_map(annotations).items()}
+    finalizers = [v.decode() for n, v in meta_fields if n == 14]
+    if finalizers:
+        meta["finalizers"] = finalizers
+    data_field = 2
+    entries = [v for n, v in fields if n == data_field]
+    if kind == "ConfigMap":
+        if entries:
+            obj["data"] = {k: v.decode() for k, v in string_map(entries).items()}
+    else:
+        if entries:
+            obj["data"] = {k: base64.b64encode(v).decode() for k, v in string_map(entries).items()}
+        typ = [v for n, v in fields if n == 3]
+        if typ:
+            obj["type"] = typ[-1].decode()
+    return obj
 
 
 class Resource:
@@ -949,6 +1040,9 @@ class Handler(BaseHTTPRequestHandler):
         data = self.rfile.read(n) if n else b""
         if not data:
             return None
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        if ctype == "application/vnd.kubernetes.protobuf":
+            return protobuf_object(data)
         try:
             return json.loads(data)
         except ValueError as e:

@@ -8,6 +8,7 @@ Environment: SRCDIR, BUILDDIR (set by ctest), KUBECTL (optional, default "kubect
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -78,6 +79,7 @@ class Env:
             f.write(kubeconfig_text(self.url, TOKEN))
         self.env = dict(os.environ, HOME=self.dir, KUBECONFIG=self.kubectl_kc)
         self.env.pop("KUBERNETES_SERVICE_HOST", None)
+        self.env.pop("NODE_NAME", None)
 
     def close(self):
         for p in self.procs:
@@ -132,13 +134,13 @@ class Env:
 class Watcher:
     """`sriov-agent watch` in the background; collects its JSON lines and stderr."""
 
-    def __init__(self, env, extra=(), kubeconfig=None, prefix=()):
+    def __init__(self, env, extra=(), kubeconfig=None, prefix=(), argv=None, proc_env=None):
         self.lines, self.errors = [], []
         self.cond = threading.Condition()
-        args = [*prefix, AGENT, "watch", "--node-name", "node1", "--kubeconfig",
-                kubeconfig or env.agent_kc, *extra]
+        args = argv or [*prefix, AGENT, "watch", "--node-name", "node1", "--kubeconfig",
+                        kubeconfig or env.agent_kc, *extra]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=env.env)
+                                     text=True, env=proc_env or env.env)
         env.procs.append(self.proc)
         threading.Thread(target=self._read, args=(self.proc.stdout, self.lines, True),
                          daemon=True).start()
@@ -386,8 +388,8 @@ def case_crds_and_policy(env):
 
 def case_watch_events(env):
     r = subprocess.run([AGENT, "watch"], capture_output=True, text=True, env=env.env)
-    check(r.returncode == 2 and "--node-name is required" in r.stderr,
-          "sriov-agent watch without --node-name is a usage error")
+    check(r.returncode == 2 and "--node-name (or NODE_NAME) is required" in r.stderr,
+          "sriov-agent watch without --node-name or NODE_NAME is a usage error")
     r = subprocess.run([AGENT, "watch", "--help"], capture_output=True, text=True, env=env.env)
     check(r.returncode == 0 and "--kubeconfig" in r.stdout, "sriov-agent watch --help")
     r = subprocess.run([AGENT, "--help"], capture_output=True, text=True, env=env.env)
@@ -568,6 +570,22 @@ def case_nodestate(env):
     check(table[0].startswith("NAME") and "SYNC STATUS" in table[0] and
           table[1].split()[:2] == ["node1", "InProgress"],
           "kubectl get sriovnetworknodestates prints the Sync Status column")
+    # -o wide: every column shows something the agent wrote (no column the agent never fills)
+    env.harness(*base, "--spec", json.dumps(spec), "--interfaces", json.dumps(ifaces),
+                "--sync-status", "Failed", "--error", "PF 0000:3b:00.0: 16 VFs wanted")
+    wide = env.kubectl("get", "sriovnetworknodestates", "-n", NS, "-o", "wide").stdout
+    head, row = wide.split("\n")[:2]
+    starts = [m.start() for m in re.finditer(r"(?:^|(?<=  ))\S", head)]
+    empty = [head[i:].split("  ")[0] for i in starts if i >= len(row) or row[i] == " "]
+    ours = os.environ.get("KUBE_TEST_CRDS") != "upstream"  # upstream's has no such column
+    check(not empty and "<none>" not in row and
+          (not ours or ("LAST SYNC ERROR" in head and "16 VFs wanted" in row)),
+          f"kubectl get -o wide: every column filled (empty: {empty}), the last sync error "
+          f"shown: {wide!r}")
+    env.harness(*base, "--spec", json.dumps(spec), "--interfaces", json.dumps(ifaces),
+                "--sync-status", "InProgress")
+    obj = json.loads(env.kubectl("get", "sriovnetworknodestates", "node1", "-n", NS,
+                                 "-o", "json").stdout)
     rv = obj["metadata"]["resourceVersion"]
 
     r = env.harness(*base, "--spec", json.dumps(spec), "--interfaces", json.dumps(ifaces),
@@ -1030,6 +1048,93 @@ def case_kubeconfig(env):
           "in-cluster without the service variables is a clear error")
 
 
+def case_in_cluster(env):
+    """`kubectl exec` into the agent's pod: plan and watch with no kubeconfig use the pod's
+    service account (KUBERNETES_SERVICE_HOST/PORT, token, ca.crt, namespace) over HTTPS, take
+    the node from NODE_NAME and the namespace from the service account, and follow a rotated
+    token as client-go does."""
+    d = env.dir
+    make_pki(d)
+    tls = Env(nodes=("node1",), tls=["--tls-cert", os.path.join(d, "server.crt"), "--tls-key",
+                                     os.path.join(d, "server.key")])
+    try:
+        import ssl
+        tls.ssl_ctx = ssl.create_default_context(cafile=os.path.join(d, "ca.crt"))
+        kc = os.path.join(d, "admin.kubeconfig")
+        with open(kc, "w") as f:
+            f.write(kubeconfig_text(tls.url, TOKEN, extra_cluster=(
+                f"    certificate-authority: {d}/ca.crt\n")))
+        tls.env["KUBECONFIG"] = kc
+        tls.setup_crds()
+        ns = "highnet-ops"  # not the default: proves the namespace file is read
+        tls.kubectl("apply", "-f", "-", stdin=f"apiVersion: v1\nkind: Namespace\nmetadata:\n"
+                                            f"  name: {ns}\n")
+        tls.kubectl("apply", "-f", "-", stdin=open(POLICY).read().replace(
+            "namespace: sriov-network-operator", f"namespace: {ns}"))
+        tls.kubectl("label", "node", "node1", "highnet-node=true")
+        sysfs = os.path.join(d, "sys")
+        subprocess.run([sys.executable, os.path.join(SRCDIR, "test/sysfs-gen/gen-sysfs.py"),
+                        "--out", sysfs, "--pf", "cx6:ens1f0:0"], check=True,
+                       capture_output=True)
+
+        sa = os.path.join(d, "serviceaccount")
+        os.mkdir(sa)
+        shutil.copy(os.path.join(d, "ca.crt"), os.path.join(sa, "ca.crt"))
+        with open(os.path.join(sa, "token"), "w") as f:
+            f.write(TOKEN)
+        with open(os.path.join(sa, "namespace"), "w") as f:
+            f.write(ns)
+        pod = {k: v for k, v in tls.env.items() if k not in ("KUBECONFIG",)}
+        pod.update(KUBERNETES_SERVICE_HOST="127.0.0.1", KUBERNETES_SERVICE_PORT=str(tls.port),
+                   SRIOV_AGENT_SERVICE_ACCOUNT_DIR=sa, NODE_NAME="node1",
+                   HOME=os.path.join(d, "no-home"))
+
+        r = subprocess.run([AGENT, "plan", "--sysfs-root", sysfs, "-o", "json"], env=pod,
+                           capture_output=True, text=True, timeout=30)
+        check(r.returncode == 0, f"plan in a pod needs no flags for the cluster: {r.stderr[-400:]}")
+        st = {p["name"]: p for p in json.loads(r.stdout).get("policies", [])}
+        got = st.get("highnet-sriov-policy", {})
+        check(got.get("status") == "applied" and f"{ns}/highnet-sriov-policy" in got.get(
+            "reason", ""), f"plan read the policy of the pod's namespace, node from NODE_NAME: {got}")
+
+        r = subprocess.run([AGENT, "plan", "--sysfs-root", sysfs], env=dict(pod, NODE_NAME=""),
+                           capture_output=True, text=True, timeout=30)
+        check(r.returncode == 1 and "NODE_NAME" in r.stderr,
+              f"plan in a pod without a node name says how to give one: {r.stderr.strip()}")
+        r = subprocess.run([AGENT, "plan", "--sysfs-root", sysfs], env=dict(
+            pod, SRIOV_AGENT_SERVICE_ACCOUNT_DIR=os.path.join(d, "nothing")),
+            capture_output=True, text=True, timeout=30)
+        check(r.returncode == 1 and os.path.join(d, "nothing", "token") in r.stderr,
+              f"a missing service-account token is named: {r.stderr.strip()}")
+        outside = {k: v for k, v in pod.items() if not k.startswith("KUBERNETES_SERVICE")}
+        r = subprocess.run([AGENT, "plan", "--sysfs-root", sysfs], env=outside,
+                           capture_output=True, text=True, timeout=30)
+        check(r.returncode == 1 and "--policies PATH is required" in r.stderr,
+              "outside a pod plan still wants --policies or --kubeconfig")
+
+        watcher = Watcher(tls, argv=[AGENT, "watch"], proc_env=pod)
+        watcher.wait_for(event_is("ADDED", "Node", "node1"),
+                         "watch in a pod: the Node named by NODE_NAME over HTTPS")
+        watcher.wait_for(event_is("ADDED", "SriovNetworkNodePolicy", "highnet-sriov-policy"),
+                         "watch in a pod: the policies of the service account's namespace")
+        # The kubelet rotates the projected token: the agent re-reads the file.
+        tls.fault(token="rotated-sa-token")
+        with open(os.path.join(sa, "token.new"), "w") as f:
+            f.write("rotated-sa-token")
+        os.rename(os.path.join(sa, "token.new"), os.path.join(sa, "token"))
+        tls.fault(close_watches=True)
+        with open(kc, "w") as f:
+            f.write(kubeconfig_text(tls.url, "rotated-sa-token", extra_cluster=(
+                f"    certificate-authority: {d}/ca.crt\n")))
+        tls.kubectl("label", "node", "node1", "rotated=yes")
+        watcher.wait_for(event_is("MODIFIED", "Node", "node1",
+                                  lambda o: o["metadata"]["labels"].get("rotated") == "yes"),
+                         "after the token rotates the watch resumes with the new token")
+        watcher.stop()
+    finally:
+        tls.close()
+
+
 CASES = {
     "crds_and_policy": (case_crds_and_policy, ("node1",)),
     "watch_events": (case_watch_events, ("node1",)),
@@ -1040,6 +1145,7 @@ CASES = {
     "kubeconfig": (case_kubeconfig, ("node1",)),
     "http2_tls": (case_http2_tls, ("node1",)),
     "http2_one_connection": (case_http2_one_connection, ("node1",)),
+    "in_cluster": (case_in_cluster, ("node1",)),
 }
 
 

@@ -6,7 +6,7 @@ find_program(KUBECTL kubectl)
 find_package(Python3 COMPONENTS Interpreter)
 if(KUBECTL AND Python3_FOUND)
     foreach(case crds_and_policy watch_events node_labels faults nodestate events kubeconfig http2_tls
-            http2_one_connection)
+            http2_one_connection in_cluster)
         add_test(NAME kube/${case}
             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kube.py ${case})
         set_tests_properties(kube/${case} PROPERTIES LABELS integration TIMEOUT 180

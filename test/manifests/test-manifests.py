@@ -25,7 +25,8 @@ CASE:
   hostpaths every host directory the agent writes (its --state-dir, --kubelet-dir,
            --devinfo-dir, /sys, the CNI plugin's records for their lock) and the install-cni
            init container writes (/opt/cni/bin) is a writable hostPath mount, what it only
-           reads (/dev, the PodResources socket's directory) is read-only, and no other
+           reads (/dev, the PodResources socket's directory, /etc/sriov-operator with the
+           InfiniBand GUID pool) is read-only, and no other
            hostPath is mounted; no container is
            privileged, the agent adds CAP_NET_ADMIN only, the init container none
   image    every container runs the image scripts/build-image builds by default
@@ -33,7 +34,14 @@ CASE:
            `helm lint --strict`; `helm template` with default values gives exactly the objects
            of manifests/*.yaml (parsed YAML), --include-crds adds exactly crds/; other values
            (namespace, image, prefix, node selector, RDMA shared config, resync interval,
-           metrics, DRA resources with the hostpaths checks) land where they must; `helm package` carries crds/ as regular files of the same content
+           metrics, DRA resources with the hostpaths checks, imagePullSecrets, resources,
+           tolerations, affinity, priorityClassName, podAnnotations, extraArgs,
+           updateStrategy) land where they must; `helm package` carries crds/ as regular
+           files of the same content
+  netop    migration from NVIDIA's Network Operator: the chart with rdmaSharedConfigMap.namespace
+           nvidia-network-operator, the agent run with that DaemonSet's arguments against
+           test/fake-apiserver takes the rdma-devices ConfigMap in the shape the Network
+           Operator renders it (config.json a single-quoted JSON string)
   initcni  the install-cni init container's script (busybox sh) installs the plugin
            atomically (rename over the old file, mode 0755, no leftover) with its bundle of
            loader and libraries (a new directory renamed into place) and fails without one;
@@ -386,6 +394,126 @@ def case_cluster():
         check(len(ifaces) == 1 and ifaces[0].get("name") == "ens1f0" and
               ifaces[0].get("numVfs") == 8,
               f"NodeState node1 in {NS} wants ens1f0 with 8 VFs: {ifaces}")
+    finally:
+        if agent and agent.poll() is None:
+            agent.terminate()
+            try:
+                agent.wait(30)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+        server.terminate()
+        server.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------ netop
+
+# The ConfigMap NVIDIA's Network Operator renders from its NicClusterPolicy's
+# spec.rdmaSharedDevicePlugin.config (its manifests/state-rdma-shared-device-plugin/
+# 0050_rdma-shared-dev-plugin-config-map.yaml): named rdma-devices, in the operator's own
+# namespace, the config string as the single-quoted value of config.json.
+NETOP_NS = "nvidia-network-operator"
+NETOP_CONFIGMAP = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: rdma-devices
+  namespace: nvidia-network-operator
+data:
+  config.json: '{
+  "configList": [
+    {
+      "resourceName": "rdma_shared_device_a",
+      "rdmaHcaMax": 63,
+      "selectors": {
+        "vendors": ["15b3"]
+      }
+    }
+  ]
+}'
+"""
+
+
+def case_netop():
+    """Migrating from the Network Operator: the chart pointed at its rdma-devices ConfigMap
+    (value rdmaSharedConfigMap.namespace), the agent run with the rendered DaemonSet's
+    arguments against the fake API server takes the config in that ConfigMap's shape."""
+    helm = os.environ.get("HELM") or shutil.which("helm")
+    fake = os.path.join(SRC, "test", "fake-apiserver", "fake_apiserver.py")
+    gen = os.path.join(SRC, "test", "sysfs-gen", "gen-sysfs.py")
+    tmp = tempfile.mkdtemp(prefix="sriov-manifests-netop-")
+    kc = os.path.join(tmp, "kubeconfig")
+    server = subprocess.Popen([sys.executable, fake, "--port", "0", "--node", "node1",
+                               "--kubeconfig-out", kc],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    agent = None
+    try:
+        server.stdout.readline()
+        env = dict(os.environ, HOME=tmp, KUBECONFIG=kc, HELM_CACHE_HOME=tmp,
+                   HELM_CONFIG_HOME=tmp, HELM_DATA_HOME=tmp)
+        env.pop("KUBERNETES_SERVICE_HOST", None)
+
+        def kubectl(*args, stdin=None):
+            r = subprocess.run([KUBECTL, *args], env=env, capture_output=True, text=True,
+                               timeout=120, input=stdin)
+            check(r.returncode == 0, f"kubectl {' '.join(args)} ({r.stderr.strip()[:200]})")
+            return r.stdout
+
+        r = subprocess.run([helm, "template", "sriov-agent", os.path.join(MANIFESTS, "helm",
+                                                                          "sriov-agent"),
+                            "--set", f"rdmaSharedConfigMap.namespace={NETOP_NS}"],
+                           env=env, capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, f"helm template --set rdmaSharedConfigMap.namespace={NETOP_NS}")
+        rendered = [o for o in yaml.safe_load_all(r.stdout) if o]
+        role = next((o for o in rendered if o["kind"] == "Role" and
+                     o["metadata"]["name"] == "sriov-agent-rdma-devices"), None)
+        check(role is not None and role["metadata"]["namespace"] == NETOP_NS and
+              role["rules"][0]["resourceNames"] == ["rdma-devices"],
+              "the read grant on the ConfigMap is in the Network Operator's namespace")
+        kubectl("apply", "-f", CRDS)
+        kubectl("wait", "--for", "condition=established", "--timeout=30s", "crd", "--all")
+        kubectl("apply", "-f", "-", stdin=yaml.safe_dump(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NETOP_NS}}))
+        kubectl("apply", "-f", "-", stdin=NETOP_CONFIGMAP)
+        kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(rendered))
+
+        ds = next(o for o in rendered if o["kind"] == "DaemonSet")
+        container = ds["spec"]["template"]["spec"]["containers"][0]
+        check(f"--rdma-shared-configmap={NETOP_NS}/rdma-devices" in container["args"],
+              f"the DaemonSet reads {NETOP_NS}/rdma-devices")
+        values = {"NODE_NAME": "node1", "POD_NAMESPACE": ds["metadata"]["namespace"]}
+        values.update({e["name"]: e["value"] for e in container["env"] if "value" in e})
+        host_dirs = {m["mountPath"]: os.path.join(tmp, m["name"])
+                     for m in container["volumeMounts"]}
+        argv = [AGENT]
+        for a in container["args"]:
+            a = re.sub(r"\$\((\w+)\)", lambda m: values[m.group(1)], a)
+            for path, moved in host_dirs.items():
+                a = a.replace("=" + path, "=" + moved)
+            argv.append(a)
+        for d in host_dirs.values():
+            os.makedirs(d, exist_ok=True)
+        root = os.path.join(tmp, "sysfs")
+        subprocess.run([sys.executable, gen, "--out", root, "--profile", "seed"], check=True,
+                       capture_output=True)
+        argv += ["--kubeconfig", kc, "--sysfs-root", root, "--dry-run",
+                 "--pod-resources-socket", os.path.join(tmp, "pod-resources", "kubelet.sock")]
+        # no port of this machine taken
+        argv = [a for a in argv if not a.startswith("--metrics-listen=")]
+        log_path = os.path.join(tmp, "agent.log")
+        log = open(log_path, "w")
+        agent = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, env=env)
+        want = f"RDMA shared config in use: ConfigMap {NETOP_NS}/rdma-devices"
+        text, deadline = "", time.monotonic() + 60
+        while time.monotonic() < deadline and agent.poll() is None:
+            with open(log_path) as f:
+                text = f.read()
+            if want in text:
+                break
+            time.sleep(0.3)
+        used = [ln for ln in text.splitlines() if want in ln]
+        print("agent log:\n  " + "\n  ".join(text.splitlines()[:30]))
+        check(bool(used) and "rdma_shared_device_a" in used[0],
+              f"the agent takes the Network Operator's ConfigMap: {used[:1]}")
     finally:
         if agent and agent.poll() is None:
             agent.terminate()
@@ -871,7 +999,11 @@ def check_hostpaths(spec):
     cni_state = args.get("--cni-state-dir") or default_of("--cni-state-dir")
     check(cni_state is not None, f"--cni-state-dir: the directory is known ({cni_state})")
     writes.add(cni_state)
-    reads = {"/dev", os.path.dirname(socket)}
+    # The InfiniBand GUID pool (upstream's /etc/sriov-operator/infiniband/guids): its
+    # directory's parent, upstream's configuration directory, read only.
+    guid_pool = args.get("--ib-guid-pool") or default_of("--ib-guid-pool")
+    check(guid_pool is not None, f"--ib-guid-pool: the file is known ({guid_pool})")
+    reads = {"/dev", os.path.dirname(socket), os.path.dirname(os.path.dirname(guid_pool or "/x"))}
     am = mounts_of(agent)
     print("agent hostPath mounts:", am)
     for path in sorted(writes):
@@ -913,6 +1045,14 @@ def check_hostpaths(spec):
               sc.get("readOnlyRootFilesystem") is True and
               sc.get("seccompProfile", {}).get("type") == "RuntimeDefault",
               f"{c['name']}: no privilege escalation, read-only root, default seccomp")
+
+
+def check_hostpaths_mounts_guid_pool(spec):
+    vols = {v["name"]: v.get("hostPath", {}).get("path") for v in spec["volumes"]}
+    agent = next(c for c in spec["containers"] if c["name"] == "sriov-agent")
+    return any(vols.get(m["name"]) == "/etc/sriov-operator" and
+               m["mountPath"] == "/etc/sriov-operator" and m.get("readOnly")
+               for m in agent["volumeMounts"])
 
 
 def case_image():
@@ -1255,6 +1395,56 @@ def case_helm():
         rc, out, err = run_helm("lint", "--strict", chart, "--set", "dra.resources={a}")
         check(rc == 0, f"helm lint --strict with dra.resources: {(out + err).strip()[-300:]}")
 
+        # What an operator sets on a DaemonSet, as values (so that `helm upgrade` keeps it).
+        op_values = {
+            "imagePullSecrets": [{"name": "regcred"}],
+            "resources": {"requests": {"cpu": "20m", "memory": "32Mi"},
+                          "limits": {"memory": "256Mi"}},
+            "tolerations": [{"key": "sriov", "operator": "Equal", "value": "yes",
+                             "effect": "NoSchedule"}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "feature.node.kubernetes.io/network-sriov.capable",
+                     "operator": "In", "values": ["true"]}]}]}}},
+            "priorityClassName": "sriov-critical",
+            "podAnnotations": {"example.com/owner": "net-team"},
+            "extraArgs": ["--vf-timeout=180"],
+            "updateStrategy": {"type": "OnDelete"},
+        }
+        op_file = os.path.join(tmp, "operator-values.json")
+        with open(op_file, "w") as f:
+            json.dump(op_values, f)
+        rc, out, err = run_helm("lint", "--strict", chart, "--values", op_file)
+        check(rc == 0 and "0 chart(s) failed" in out,
+              f"helm lint --strict with the operator values: {(out + err).strip()[-300:]}")
+        objs = template("--values", op_file)
+        ds_obj = next(o for o in objs if o["kind"] == "DaemonSet")
+        ds = ds_obj["spec"]["template"]["spec"]
+        agent = ds["containers"][0]
+        dep = next(o for o in objs if o["kind"] == "Deployment")["spec"]["template"]["spec"]
+        check(ds.get("imagePullSecrets") == [{"name": "regcred"}] and
+              dep.get("imagePullSecrets") == [{"name": "regcred"}],
+              "imagePullSecrets: on the DaemonSet's and the NAD controller's pods")
+        check(agent["resources"] == op_values["resources"],
+              f"resources: the agent container's ({agent['resources']})")
+        check(ds.get("tolerations") == op_values["tolerations"] and
+              ds.get("affinity") == op_values["affinity"] and
+              ds.get("priorityClassName") == "sriov-critical",
+              "tolerations, affinity, priorityClassName: on the agent's pods")
+        check(ds_obj["spec"]["template"]["metadata"].get("annotations") ==
+              op_values["podAnnotations"], "podAnnotations: on the agent's pods")
+        check(agent["args"][-1] == "--vf-timeout=180", f"extraArgs: appended ({agent['args']})")
+        check(ds_obj["spec"]["updateStrategy"] == {"type": "OnDelete"},
+              f"updateStrategy: {ds_obj['spec']['updateStrategy']}")
+        r = subprocess.run([AGENT, "run", "--help"], capture_output=True, text=True, timeout=30)
+        check("--vf-timeout" in r.stdout, "the extraArgs example is a flag of run --help")
+        objs = template("--set", "priorityClassName=", "--set", "tolerations=null")
+        ds = next(o for o in objs if o["kind"] == "DaemonSet")["spec"]["template"]["spec"]
+        check("priorityClassName" not in ds and "tolerations" not in ds,
+              "priorityClassName and tolerations empty: none on the pods")
+        check(check_hostpaths_mounts_guid_pool(ds_obj["spec"]["template"]["spec"]),
+              "the InfiniBand GUID pool directory is mounted read-only whatever the values")
+
         # --set with a single value, as docs/install.md shows it.
         objs = template("--set", "image=registry.example/sriov-agent:1.2")
         ds = next(o for o in objs if o["kind"] == "DaemonSet")["spec"]["template"]["spec"]
@@ -1291,7 +1481,7 @@ def case_helm():
 CASES = {"parse": case_parse, "apply": case_apply, "plan": case_plan, "flags": case_flags,
          "rbac": case_rbac, "install": case_install, "probe": case_probe,
          "host": case_host, "cluster": case_cluster, "hostpaths": case_hostpaths,
-         "image": case_image, "initcni": case_initcni, "helm": case_helm}
+         "image": case_image, "initcni": case_initcni, "helm": case_helm, "netop": case_netop}
 if CASE not in CASES:
     sys.exit(f"unknown case {CASE}; one of {', '.join(CASES)}")
 CASES[CASE]()

@@ -32,7 +32,10 @@ def gen(out, *args):
 
 
 def plan(*args):
-    r = subprocess.run([AGENT, "plan", *args], capture_output=True, text=True, timeout=60)
+    # as outside a pod: in one, `plan` with no --policies reads the live cluster
+    env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
+    r = subprocess.run([AGENT, "plan", *args], capture_output=True, text=True, timeout=60,
+                       env=env)
     out = None
     if "-o" in args and r.stdout.strip():
         try:

@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "util/base64.h"
 #include "kube/kubeconfig.h"
+#include "util/base64.h"
 #include "util/log.h"
 #include "util/yaml-json.h"
 
@@ -364,9 +364,35 @@ static void test_in_cluster(void **state)
         assert_int_equal(kube_config_current_token(c, &t), 0);
         assert_string_equal(t, "sa-token");
         assert_non_null(strstr(c->ca_file, "/sa/ca.crt"));
+        assert_null(c->namespace_); /* no namespace file: the caller's default applies */
         kube_config_free(c);
 
+        /* The pod's namespace, as client-go reads it; garbage is refused naming the file. */
+        write_file(sa, "namespace", "sriov-network-operator\n");
+        assert_int_equal(kube_config_load_in_cluster(sa, &c), 0);
+        assert_string_equal(c->namespace_, "sriov-network-operator");
+        kube_config_free(c);
+        write_file(sa, "namespace", "\n");
+        assert_int_equal(kube_config_load_in_cluster(sa, &c), 0);
+        assert_null(c->namespace_); /* empty, as client-go: no namespace */
+        kube_config_free(c);
+        write_file(sa, "namespace", "../nodes");
+        assert_int_equal(kube_config_load_in_cluster(sa, &c), -EINVAL);
+        char ns_path[160];
+        snprintf(ns_path, sizeof(ns_path), "%s/namespace", sa);
+        assert_int_equal(unlink(ns_path), 0);
+
+        /* SRIOV_AGENT_SERVICE_ACCOUNT_DIR moves the service-account directory. */
+        setenv("SRIOV_AGENT_SERVICE_ACCOUNT_DIR", sa, 1);
+        unsetenv("KUBECONFIG");
+        assert_true(kube_in_cluster());
+        assert_int_equal(kube_config_load(NULL, &c), 0);
+        assert_non_null(strstr(c->source, "/sa)"));
+        kube_config_free(c);
+        unsetenv("SRIOV_AGENT_SERVICE_ACCOUNT_DIR");
+
         unsetenv("KUBERNETES_SERVICE_HOST");
+        assert_false(kube_in_cluster());
         assert_int_equal(kube_config_load_in_cluster(sa, &c), -ENXIO);
         unsetenv("KUBERNETES_SERVICE_PORT");
 }

@@ -4,7 +4,9 @@
 # already there), status with the STATUS= text, VFs bound (igbvf and vfio-pci through the
 # sandbox: ProtectKernelTunables with /sys/bus/pci and /sys/devices writable, DevicePolicy=closed,
 # CAP_NET_ADMIN only), RDMA through the sandbox, each journalctl recipe of docs/operations.md, reload, stop
-# (VFs stay), and the watchdog restarting a SIGSTOPped agent.
+# (VFs stay), the watchdog restarting a SIGSTOPped agent, and --rdma-mode and --dra-resources
+# writing through the sandbox (modprobe.d, plugins_registry, the DRA driver's plugins/ directory,
+# the CDI directory) with nothing else of /etc or /var/lib/kubelet writable.
 
 PF=$IGB_PF
 U=sriov-agent
@@ -300,3 +302,54 @@ run_ok "systemctl stop $U kubelet.service" systemctl stop $U kubelet.service
 mv /etc/default/sriov-agent.standalone /etc/default/sriov-agent
 rm -f /run/systemd/system/kubelet.service
 systemctl daemon-reload
+
+# --- --rdma-mode and --dra-resources through the sandbox (docs/install.md "Install on a host
+# with systemd" offers both): ProtectSystem=strict leaves /etc, /var/lib and /run read-only, so
+# the unit must open exactly the modprobe.d directory, the kubelet's plugins_registry, the DRA
+# driver's directory under plugins/ and the CDI directory (and, for every start, the CNI
+# plugin's lock directory under /var/lib/cni/sriov: the journal of the whole scenario, at debug
+# level, must have no "Read-only file system"). As on a host without a kubelet (and
+# without those directories yet) the unit must create them before its sandbox is set up.
+PARAM=/sys/module/ib_core/parameters/netns_mode
+DRA_DRIVER=sriovnetwork.k8snetworkplumbingwg.io
+for ns in $($IPR netns list 2>/dev/null | cut -d' ' -f1); do $IPR netns del "$ns"; done
+check "ib_core is loaded ($PARAM)" test -r $PARAM
+expect_eq "the kernel starts in shared mode" "$(cat $PARAM)" Y
+rm -rf /var/lib/kubelet/plugins_registry /var/lib/kubelet/plugins /run/cdi /etc/modprobe.d
+cp /etc/default/sriov-agent /etc/default/sriov-agent.standalone
+echo 'SRIOV_AGENT_ARGS="--policy-dir=/etc/sriov-agent/policies --node-labels=highnet-node=true --rdma-mode=exclusive --dra-resources=sriov_highnet_vfio"' \
+    >/etc/default/sriov-agent
+systemctl_ok "systemctl start $U (--rdma-mode exclusive, --dra-resources)" start $U
+wait_journal "rdma-mode: the journal says both modes" 30 \
+    'mode: exclusive now, exclusive at the next boot'
+expect_eq "ib_core is exclusive (N) under the sandbox" "$(cat $PARAM)" N
+run_ok "the next boot's mode in /etc/modprobe.d (ReadWritePaths)" \
+    cat /etc/modprobe.d/sriov-agent-rdma.conf
+out_has "options ib_core netns_mode=0" '^options ib_core netns_mode=0$'
+wait_for "DRA: the registration socket in /var/lib/kubelet/plugins_registry" 30 \
+    test -S /var/lib/kubelet/plugins_registry/$DRA_DRIVER-reg.sock
+check "DRA: the service socket in /var/lib/kubelet/plugins/$DRA_DRIVER" \
+    test -S /var/lib/kubelet/plugins/$DRA_DRIVER/dra.sock
+MAINPID=$(systemctl show -p MainPID --value $U)
+# CDI specs are written when the kubelet prepares a claim (no kubelet here): the agent's own
+# mount namespace shows whether it could.
+check "DRA: /run/cdi is writable inside the agent's sandbox" \
+    nsenter -t "$MAINPID" -m sh -c 'touch /run/cdi/.probe && rm /run/cdi/.probe'
+run_fails "the rest of /etc stays read-only inside the sandbox" \
+    nsenter -t "$MAINPID" -m touch /etc/sriov-agent-probe
+run_fails "the rest of /var/lib/kubelet stays read-only inside the sandbox" \
+    nsenter -t "$MAINPID" -m touch /var/lib/kubelet/plugins/probe
+run_ok "journalctl: no read-only file system errors" journalctl -u $U --no-pager -o cat
+out_lacks "no EROFS in the journal" "Read-only file system"
+systemctl_ok "systemctl stop $U (rdma-mode, DRA)" stop $U
+# back to shared (live switch, no namespace exists): the agent removes its exclusive file
+echo 'SRIOV_AGENT_ARGS="--policy-dir=/etc/sriov-agent/policies --node-labels=highnet-node=true --rdma-mode=shared"' \
+    >/etc/default/sriov-agent
+systemctl_ok "systemctl start $U (--rdma-mode shared)" start $U
+wait_journal "rdma-mode: shared now and at the next boot" 30 \
+    'mode: shared now, shared at the next boot'
+expect_eq "ib_core is shared again (Y)" "$(cat $PARAM)" Y
+check "the exclusive file is gone from /etc/modprobe.d" \
+    test ! -e /etc/modprobe.d/sriov-agent-rdma.conf
+systemctl_ok "systemctl stop $U (end of rdma-mode)" stop $U
+mv /etc/default/sriov-agent.standalone /etc/default/sriov-agent
