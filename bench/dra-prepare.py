@@ -24,6 +24,9 @@ API server set up with kubectl, the fake DRA kubelet (grpc-go) as the caller:
     (polled every 5 ms over loopback). A generated tree has no netlink, so the agent is told
     with SIGHUP when the netdev appears (on a node a link event does this): median and max of
     4; and with no trigger, by the periodic check every second: max of 2.
+ 5. Slices back after a kubelet restart: the fake DRA kubelet restarts as the kubelet does
+    (deletes every ResourceSlice of the node, registers the driver again); the time from its
+    wipe until the slice lists every device again: median and max of 3.
 bench/run runs this as its section 13 (measure() gives the rows).
 """
 import argparse
@@ -57,7 +60,7 @@ def slice_devices(port):
 
 
 def measure(b, calls=2000, kubectl=None):
-    """The rows (what, figure, target, met or None) of the four figures."""
+    """The rows (what, figure, target, met or None) of the five figures."""
     kubectl = kubectl or shutil.which("kubectl") or "kubectl"
     work = tempfile.mkdtemp(prefix="bench-dra-")
     sysfs, root, state, cdi = (os.path.join(work, d) for d in ("sys", "kubelet", "state", "cdi"))
@@ -83,7 +86,9 @@ def measure(b, calls=2000, kubectl=None):
     kubelet = Proc([os.path.join(b, "fake-kubelet"), "--dir", kdir],
                    os.path.join(work, "kubelet.err"))
     kubelet.wait_for(ev("ready"), 10)
-    dra = Proc([os.path.join(b, "go-bin", "fake-dra-kubelet"), "--root", root],
+    # with the API server, it wipes the node's slices at each (re)start, as the kubelet does
+    dra = Proc([os.path.join(b, "go-bin", "fake-dra-kubelet"), "--root", root,
+                "--apiserver", "http://127.0.0.1:%d" % cluster.port, "--node", ct.NODE],
                os.path.join(work, "dra.err"))
     dra.wait_for(ev("ready"), 10)
     agent = None
@@ -166,6 +171,23 @@ def measure(b, calls=2000, kubectl=None):
         hup = sorted(ready_to_published(True) for _ in range(4))
         periodic = [ready_to_published(False) for _ in range(2)]
 
+        def back_after_wipe():
+            """A kubelet restart: it wipes the node's slices and registers the driver again;
+            the time from the wipe to every device published again."""
+            want = slice_devices(cluster.port)
+            dra.send({"cmd": "restart"})
+            wiped = dra.wait_for(
+                lambda e: ev("wipe")(e) and e.get("why") == "kubelet start", 10) or {}
+            if wiped.get("code") != "OK":
+                raise RuntimeError("the fake DRA kubelet did not wipe the slices: %s" % wiped)
+            start = time.monotonic()
+            while time.monotonic() - start < 30:
+                if slice_devices(cluster.port) == want:
+                    return (time.monotonic() - start) * 1000
+                time.sleep(0.005)
+            raise RuntimeError("slices not back 30 s after the wipe (log %s)" % agent.log)
+        wipes = sorted(back_after_wipe() for _ in range(3))
+
         return [
             ("NodePrepareResources, one VF, prepared claim (no API read), %d calls" % calls,
              "median %.0f µs, p99 %.0f µs" % (rep.get("median_us", -1), rep.get("p99_us", -1)),
@@ -190,6 +212,9 @@ def measure(b, calls=2000, kubectl=None):
              "%.0f ms (%.0f)" % (statistics.median(hup), hup[-1]), "<= 1 s", hup[-1] <= 1000),
             ("VF ready -> in the ResourceSlice, no trigger, --resync-interval 1 (max of 2)",
              "%.0f ms" % max(periodic), "<= 1 s + the interval", max(periodic) <= 2000),
+            ("ResourceSlices back after a kubelet restart wiped them, median of 3 (max)",
+             "%.0f ms (%.0f)" % (statistics.median(wipes), wipes[-1]), "<= 5 s",
+             wipes[-1] <= 5000),
         ]
     finally:
         if agent:
