@@ -239,9 +239,14 @@ static int persist_applied(const struct agent *a, const struct plan *plan,
         return 0;
 }
 
-/* The VFs with no netdev here that the sriov CNI plugin's allocation records give to a pod
- * (add_cni_held()'s rule): after an agent restart, the only memory that they are pods'. */
-static int vfs_in_pods(const struct agent *a, const struct inventory *inv, char ***ret, size_t *n)
+/* Calls fn for each VF the sriov CNI plugin has given to a pod that is still there: the
+ * plugin's allocation record names a holder and its netdev is not in this namespace (a pod's
+ * has it), or it has none (a DPDK VF, which never moves). A stale record alone (a pod gone
+ * before its DEL, whose VF the kernel returned) holds nothing. */
+static int for_each_cni_held_vf(const struct agent *a, const struct inventory *inv,
+                                int (*fn)(const struct vf_info *vf, const char *holder,
+                                          const char *dir, void *userdata),
+                                void *userdata)
 {
         const char *dir = a->config.cni_state_dir ?: CNI_STATE_DIR_DEFAULT;
         int r = 0;
@@ -251,32 +256,45 @@ static int vfs_in_pods(const struct agent *a, const struct inventory *inv, char 
                         char holder[256];
                         if (vf->n_netdevs == 0 &&
                             cni_pci_holder(dir, vf->pci_address, holder, sizeof(holder)) >= 0)
-                                r = strv_push_dup(ret, n, vf->pci_address);
+                                r = fn(vf, holder, dir, userdata);
                 }
         return r;
+}
+
+struct address_list {
+        char **addresses;
+        size_t n;
+};
+
+static int collect_address(const struct vf_info *vf, const char *holder, const char *dir,
+                           void *userdata)
+{
+        struct address_list *l = userdata;
+        return strv_push_dup(&l->addresses, &l->n, vf->pci_address);
 }
 
 static int update_pools(struct agent *a, const struct desired_state *advertised,
                         const struct inventory *inv)
 {
         struct dp_pool_set pools = { 0 }, served = { 0 };
-        char **in_pods = NULL;
-        size_t n_in_pods = 0;
+        /* after an agent restart, the CNI plugin's records are the only memory that a VF
+         * whose netdev is gone is a pod's */
+        struct address_list in_pods = { 0 };
         int r = dp_manager_get_pools(a->plugins, &served);
         if (r >= 0) /* a VF moved into a pod keeps its place on either side */
                 r = dp_pool_set_append_copy(&served, &a->dra_pools);
         if (r >= 0)
-                r = vfs_in_pods(a, inv, &in_pods, &n_in_pods);
+                r = for_each_cni_held_vf(a, inv, collect_address, &in_pods);
         if (r >= 0)
                 r = dp_pools_build(advertised, inv, a->config.resource_prefix,
                                    a->have_rdma_shared ? &a->rdma_shared : NULL, &served,
                                    &(const struct dp_health_options){
                                        .ignore_link = a->config.no_link_health,
-                                       .vfs_in_pods = in_pods,
-                                       .n_vfs_in_pods = n_in_pods,
+                                       .vfs_in_pods = in_pods.addresses,
+                                       .n_vfs_in_pods = in_pods.n,
                                    },
                                    &pools);
-        strv_free_n(in_pods, n_in_pods);
+        strv_free_n(in_pods.addresses, in_pods.n);
         dp_pool_set_done(&served);
         if (r >= 0)
                 r = agent_dra_take_pools(a, &pools);
@@ -352,29 +370,20 @@ static void on_in_use(void *userdata, int error, const char *message, const stru
         reconcile_guard_and_apply(a);
 }
 
+static int mark_in_use(const struct vf_info *vf, const char *holder, const char *dir,
+                       void *userdata)
+{
+        log_debug("VF %s: held by %s (the sriov CNI plugin's record in %s): in use",
+                  vf->pci_address, holder, dir);
+        return vf_usage_add(userdata, vf->pci_address);
+}
+
 /* VFs the sriov CNI plugin has given to a pod that are still there count as in use whatever
  * the kubelet says: PodResources lists only what the kubelet allocated, not a VF a NAD named
- * by its deviceID (where the node allows it), nor one of a pod the kubelet has forgotten. A
- * VF is there when the plugin's allocation record names a holder and its netdev is not in
- * this namespace (a pod's has it), or it has none (a DPDK VF, which never moves). A stale
- * record alone (a pod gone before its DEL, whose VF the kernel returned) holds nothing. */
+ * by its deviceID (where the node allows it), nor one of a pod the kubelet has forgotten. */
 static int add_cni_held(struct agent *a, struct vf_usage *in_use, const struct inventory *inv)
 {
-        const char *dir = a->config.cni_state_dir ?: CNI_STATE_DIR_DEFAULT;
-        int r = 0;
-        for (size_t i = 0; r >= 0 && i < inv->n_pfs; i++)
-                for (size_t j = 0; r >= 0 && j < inv->pfs[i].n_vfs; j++) {
-                        const struct vf_info *vf = &inv->pfs[i].vfs[j];
-                        char holder[256];
-                        if (vf->n_netdevs > 0 ||
-                            cni_pci_holder(dir, vf->pci_address, holder, sizeof(holder)) < 0)
-                                continue;
-                        log_debug("VF %s: held by %s (the sriov CNI plugin's record in %s): in "
-                                  "use",
-                                  vf->pci_address, holder, dir);
-                        r = vf_usage_add(in_use, vf->pci_address);
-                }
-        return r;
+        return for_each_cni_held_vf(a, inv, mark_in_use, in_use);
 }
 
 /* Asks the kubelet's PodResources service which device IDs pods hold, on the loop: Allocate

@@ -24,11 +24,6 @@ STEP_TIMEOUT=60 # read by lib.sh's _run (kubectl steps)
 export HOME=/root KUBECONFIG=/root/.kube/config
 : >"$TRANSCRIPT"
 
-cmdline_value() {
-    for word in $(cat /proc/cmdline); do
-        case $word in "$1"=*) echo "${word#*=}" ;; esac
-    done
-}
 API=$(cmdline_value sriovvm.api)
 NODE=$(cmdline_value sriovvm.node)
 TOKEN=$(cmdline_value sriovvm.token)

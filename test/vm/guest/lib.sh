@@ -35,6 +35,13 @@ _show_output() {
     fi
 }
 
+# the value of NAME=VALUE on the kernel command line (sriovvm.api, sriovvm.node, ...)
+cmdline_value() {
+    for word in $(cat /proc/cmdline); do
+        case $word in "$1"=*) echo "${word#*=}" ;; esac
+    done
+}
+
 # the guest uptime at the end of each step shows where a slow scenario spends its time
 ok() { echo "@@vm step-ok $VM_SCENARIO: $1 [t=$(cut -d' ' -f1 /proc/uptime)]"; }
 

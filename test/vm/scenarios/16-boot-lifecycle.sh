@@ -18,11 +18,6 @@
 
 PF=$IGB_PF
 U=sriov-agent
-cmdline_value() {
-    for word in $(cat /proc/cmdline); do
-        case $word in "$1"=*) echo "${word#*=}" ;; esac
-    done
-}
 API=$(cmdline_value sriovvm.api)
 NODE=$(cmdline_value sriovvm.node)
 TOKEN=$(cmdline_value sriovvm.token)

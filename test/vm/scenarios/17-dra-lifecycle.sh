@@ -20,11 +20,6 @@
 
 PF=$IGB_PF
 PFNET=$(netdev_of "$PF")
-cmdline_value() {
-    for word in $(cat /proc/cmdline); do
-        case $word in "$1"=*) echo "${word#*=}" ;; esac
-    done
-}
 API=$(cmdline_value sriovvm.api)
 TOKEN=$(cmdline_value sriovvm.token)
 NODE=dra-lab-node
