@@ -3,7 +3,7 @@
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 add_test(NAME integration/agent-standalone
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-agent-tests.py
-                 --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
+                 --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
                  --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
 set_tests_properties(integration/agent-standalone PROPERTIES LABELS integration TIMEOUT 300
     ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
@@ -14,7 +14,7 @@ set_tests_properties(integration/agent-standalone PROPERTIES LABELS integration 
 # stream ends (0 failed Allocates on SIGTERM); the windows without an endpoint are printed.
 add_test(NAME integration/agent-restart-allocate
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-restart-allocate-tests.py
-                 --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
+                 --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
                  --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
 set_tests_properties(integration/agent-restart-allocate PROPERTIES LABELS integration TIMEOUT 120
     ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
@@ -26,8 +26,8 @@ add_executable(fake-logind ${CMAKE_SOURCE_DIR}/test/agent/fake-logind.c)
 target_link_libraries(fake-logind PRIVATE PkgConfig::SYSTEMD)
 add_test(NAME integration/agent-stop-mode
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-stop-mode-tests.py
-                 --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
-                 --fake-logind $<TARGET_FILE:fake-logind>
+                 --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
+                 --fake-logind ${SRIOV_TEST_FAKE_LOGIND}
                  --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
 set_tests_properties(integration/agent-stop-mode PROPERTIES LABELS integration TIMEOUT 120
     ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
@@ -37,7 +37,7 @@ set_tests_properties(integration/agent-stop-mode PROPERTIES LABELS integration T
 # removed, the PF's driver unbound, each one and its recovery in ListAndWatch.
 add_test(NAME integration/agent-device-health
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-device-health-tests.py
-                 --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
+                 --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
                  --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
 set_tests_properties(integration/agent-device-health PROPERTIES LABELS integration TIMEOUT 120
     ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
@@ -47,13 +47,13 @@ find_program(KUBECTL kubectl)
 if(KUBECTL)
     add_test(NAME integration/agent-cluster
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-cluster-tests.py
-                     --agent $<TARGET_FILE:sriov-agent>
+                     --agent ${SRIOV_TEST_AGENT}
                      --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet --kubectl ${KUBECTL})
     # The same daemon under a NodeState CRD shaped like upstream's (prunes unknown status
     # fields): the NodeState checks only, the policy workflow does not depend on it.
     add_test(NAME integration/agent-cluster-upstream-crds
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-cluster-tests.py
-                     --agent $<TARGET_FILE:sriov-agent>
+                     --agent ${SRIOV_TEST_AGENT}
                      --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet --kubectl ${KUBECTL}
                      --crds upstream)
     set_tests_properties(integration/agent-cluster-upstream-crds PROPERTIES LABELS integration
@@ -62,7 +62,7 @@ if(KUBECTL)
     # within 100 ms of kubelet.sock), a policy deleted while down, rolling restarts.
     add_test(NAME integration/agent-lifecycle
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-lifecycle-tests.py
-                     --agent $<TARGET_FILE:sriov-agent>
+                     --agent ${SRIOV_TEST_AGENT}
                      --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet --kubectl ${KUBECTL})
     set_tests_properties(integration/agent-lifecycle PROPERTIES LABELS integration
         TIMEOUT 180 ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
@@ -70,7 +70,7 @@ if(KUBECTL)
     # private network namespace (root; skipped otherwise), --link-health off.
     add_test(NAME integration/agent-link-health
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-link-health-tests.py
-                     --agent $<TARGET_FILE:sriov-agent>
+                     --agent ${SRIOV_TEST_AGENT}
                      --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet --kubectl ${KUBECTL})
     set_tests_properties(integration/agent-link-health PROPERTIES LABELS integration
         TIMEOUT 180 SKIP_RETURN_CODE 77
@@ -79,7 +79,7 @@ if(KUBECTL)
     # max_inotify_instances is 0): the NodeState checks, and its InotifyUnavailable Event.
     add_test(NAME integration/agent-cluster-no-inotify
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/run-cluster-tests.py
-                     --agent $<TARGET_FILE:sriov-agent>
+                     --agent ${SRIOV_TEST_AGENT}
                      --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet --kubectl ${KUBECTL}
                      --no-inotify)
     set_tests_properties(integration/agent-cluster-no-inotify PROPERTIES LABELS integration
@@ -88,7 +88,7 @@ if(KUBECTL)
     # measurements); its own smoke test: 3 agents, every NodeState Succeeded.
     add_test(NAME integration/fleet-smoke
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/lib/fleet.py
-                     --agent $<TARGET_FILE:sriov-agent> --kubectl ${KUBECTL} --agents 3)
+                     --agent ${SRIOV_TEST_AGENT} --kubectl ${KUBECTL} --agents 3)
     set_tests_properties(integration/fleet-smoke PROPERTIES LABELS integration
         TIMEOUT 120 ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")
     # bench/fleet at a small N: 20 real agents over HTTP/2 and TLS (nghttpx) through every
@@ -101,7 +101,7 @@ if(KUBECTL)
     if(NOT SANITIZE)
         add_test(NAME integration/fleet-bench-small
                  COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/fleet
-                         --agent $<TARGET_FILE:sriov-agent> --kubectl ${KUBECTL} --nodes 20
+                         --agent ${SRIOV_TEST_AGENT} --kubectl ${KUBECTL} --nodes 20
                          --quick --check)
         set_tests_properties(integration/fleet-bench-small PROPERTIES LABELS "integration;fleet"
             TIMEOUT 300 SKIP_RETURN_CODE 77 PROCESSORS 2
@@ -119,7 +119,7 @@ set_tests_properties(integration/agent-cluster PROPERTIES LABELS integration TIM
 # namespaces.
 add_test(NAME integration/agent-inotify-fallback
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/agent/inotify_fallback.py
-                 --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
+                 --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
                  --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
 set_tests_properties(integration/agent-inotify-fallback PROPERTIES LABELS integration
     TIMEOUT 120 SKIP_RETURN_CODE 77 ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};BUILDDIR=${CMAKE_BINARY_DIR}")

@@ -43,7 +43,7 @@ endif()
 if(Python3_Interpreter_FOUND AND NOT SANITIZE)
     add_test(NAME integration/discovery-syscalls
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/bench/syscall-budget.py
-                     --agent $<TARGET_FILE:sriov-agent>
+                     --agent ${SRIOV_TEST_AGENT}
                      --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
     set_tests_properties(integration/discovery-syscalls PROPERTIES LABELS integration TIMEOUT 60)
 endif()
@@ -52,7 +52,7 @@ endif()
 if(Python3_Interpreter_FOUND)
     add_test(NAME integration/idle-wakeups
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/bench/idle-wakeups.py
-                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
+                     --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
                      --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
     set_tests_properties(integration/idle-wakeups PROPERTIES LABELS integration TIMEOUT 60)
 endif()

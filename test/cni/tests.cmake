@@ -3,7 +3,7 @@
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 add_test(NAME integration/cni-plugin
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/cni/check-cni.py
-                 $<TARGET_FILE:sriov-cni>)
+                 ${SRIOV_TEST_CNI})
 set_tests_properties(integration/cni-plugin PROPERTIES LABELS "integration;conformance" TIMEOUT 60)
 # their cases come from upstream sriov-cni's config and allocator tests, and (netlink-netns)
 # its SetupVF "Remove altName" case (pkg/sriov/sriov_test.go); test-cni-conf-ib from upstream
@@ -20,6 +20,6 @@ set_tests_properties(unit/test-link-mac PROPERTIES LABELS "unit;conformance")
 # kubelet (grpc-go; test/deviceplugin/tests.cmake builds it, 77 = skipped without Go)
 add_test(NAME integration/cni-podresources
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/cni/check-cni-podres.py
-                 $<TARGET_FILE:sriov-cni> ${CMAKE_BINARY_DIR}/fake-kubelet)
+                 ${SRIOV_TEST_CNI} ${CMAKE_BINARY_DIR}/fake-kubelet)
 set_tests_properties(integration/cni-podresources PROPERTIES LABELS integration TIMEOUT 90
                      SKIP_RETURN_CODE 77)

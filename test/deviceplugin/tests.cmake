@@ -55,7 +55,7 @@ foreach(mode ${DP_DIAL_MODES})
     if(TARGET fake-kubelet AND Python3_Interpreter_FOUND)
         add_test(NAME integration/deviceplugin/${mode}
                  COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-dp-tests.py
-                         --harness $<TARGET_FILE:dp-harness> --fake-kubelet ${DP_FAKE_KUBELET}
+                         --harness ${SRIOV_TEST_DP_HARNESS} --fake-kubelet ${DP_FAKE_KUBELET}
                          --dial-mode ${mode}
                          --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
         set_tests_properties(integration/deviceplugin/${mode} PROPERTIES
@@ -73,7 +73,7 @@ endforeach()
 if(TARGET fake-kubelet AND Python3_Interpreter_FOUND)
     add_test(NAME integration/agent-kubelet-guard
              COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-kubelet-guard-tests.py
-                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${DP_FAKE_KUBELET}
                      --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
     set_tests_properties(integration/agent-kubelet-guard PROPERTIES
         LABELS "integration;deviceplugin" TIMEOUT 120
@@ -84,7 +84,7 @@ endif()
 if(TARGET fake-kubelet AND Python3_Interpreter_FOUND)
     add_test(NAME integration/agent-rdma-config
              COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-rdma-config-tests.py
-                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${DP_FAKE_KUBELET}
                      --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
     set_tests_properties(integration/agent-rdma-config PROPERTIES
         LABELS "integration;deviceplugin" TIMEOUT 120
@@ -97,7 +97,7 @@ find_program(DP_KUBECTL kubectl)
 if(TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DP_KUBECTL)
     add_test(NAME integration/agent-cluster-reports
              COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-cluster-reports.py
-                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${DP_FAKE_KUBELET}
                      --kubectl ${DP_KUBECTL})
     set_tests_properties(integration/agent-cluster-reports PROPERTIES
         LABELS "integration;deviceplugin" TIMEOUT 180
@@ -110,7 +110,7 @@ endif()
 if(TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DP_KUBECTL)
     add_test(NAME integration/whole-card-configmap
              COMMAND ${Python3_EXECUTABLE} ${DP_TEST_DIR}/run-whole-card-configmap.py
-                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${DP_FAKE_KUBELET}
                      --kubectl ${DP_KUBECTL})
     set_tests_properties(integration/whole-card-configmap PROPERTIES
         LABELS "integration;deviceplugin" TIMEOUT 240

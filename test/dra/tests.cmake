@@ -51,7 +51,7 @@ foreach(api v1 v1beta1)
     if(TARGET fake-dra-kubelet AND Python3_Interpreter_FOUND)
         add_test(NAME integration/dra/registration-${api}
                  COMMAND ${Python3_EXECUTABLE} ${DRA_TEST_DIR}/run-dra-registration.py
-                         --harness $<TARGET_FILE:dra-harness>
+                         --harness ${SRIOV_TEST_DRA_HARNESS}
                          --fake-kubelet ${DRA_FAKE_KUBELET} --api ${api})
         set_tests_properties(integration/dra/registration-${api} PROPERTIES
             LABELS "integration;dra" TIMEOUT 120)
@@ -66,7 +66,7 @@ endforeach()
 if(TARGET fake-dra-kubelet AND TARGET fake-kubelet AND Python3_Interpreter_FOUND)
     add_test(NAME integration/dra/resource-choice
              COMMAND ${Python3_EXECUTABLE} ${DRA_TEST_DIR}/run-dra-resource-choice.py
-                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${DP_FAKE_KUBELET}
                      --fake-dra-kubelet ${DRA_FAKE_KUBELET}
                      --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
     set_tests_properties(integration/dra/resource-choice PROPERTIES
@@ -78,7 +78,7 @@ find_program(DRA_KUBECTL kubectl)
 if(TARGET fake-dra-kubelet AND TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DRA_KUBECTL)
     add_test(NAME integration/dra/resource-slices
              COMMAND ${Python3_EXECUTABLE} ${DRA_TEST_DIR}/run-dra-slices.py
-                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${DP_FAKE_KUBELET}
                      --fake-dra-kubelet ${DRA_FAKE_KUBELET} --kubectl ${DRA_KUBECTL})
     set_tests_properties(integration/dra/resource-slices PROPERTIES
         LABELS "integration;dra" TIMEOUT 180
@@ -91,7 +91,7 @@ endif()
 if(TARGET fake-dra-kubelet AND TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DRA_KUBECTL)
     add_test(NAME integration/dra/kubelet-life
              COMMAND ${Python3_EXECUTABLE} ${DRA_TEST_DIR}/run-dra-kubelet-life.py
-                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${DP_FAKE_KUBELET}
                      --fake-dra-kubelet ${DRA_FAKE_KUBELET} --kubectl ${DRA_KUBECTL})
     set_tests_properties(integration/dra/kubelet-life PROPERTIES
         LABELS "integration;dra" TIMEOUT 180
@@ -104,7 +104,7 @@ endif()
 if(TARGET fake-dra-kubelet AND TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DRA_KUBECTL)
     add_test(NAME integration/dra/claims
              COMMAND ${Python3_EXECUTABLE} ${DRA_TEST_DIR}/run-dra-claims.py
-                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${DP_FAKE_KUBELET}
                      --fake-dra-kubelet ${DRA_FAKE_KUBELET} --kubectl ${DRA_KUBECTL})
     set_tests_properties(integration/dra/claims PROPERTIES
         LABELS "integration;dra" TIMEOUT 180
@@ -128,7 +128,7 @@ foreach(api v1 v1beta1)
        DRA_KUBECTL)
         add_test(NAME integration/dra/prepare-${api}
                  COMMAND ${Python3_EXECUTABLE} ${DRA_TEST_DIR}/run-dra-prepare.py
-                         --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                         --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${DP_FAKE_KUBELET}
                          --fake-dra-kubelet ${DRA_FAKE_KUBELET} --api ${api}
                          --kubectl ${DRA_KUBECTL})
         set_tests_properties(integration/dra/prepare-${api} PROPERTIES
@@ -141,7 +141,7 @@ endforeach()
 if(TARGET fake-dra-kubelet AND TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DRA_KUBECTL)
     add_test(NAME integration/dra/whole-card
              COMMAND ${Python3_EXECUTABLE} ${DRA_TEST_DIR}/run-dra-wholecard.py
-                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${DP_FAKE_KUBELET}
                      --fake-dra-kubelet ${DRA_FAKE_KUBELET} --kubectl ${DRA_KUBECTL})
     set_tests_properties(integration/dra/whole-card PROPERTIES
         LABELS "integration;dra" TIMEOUT 180
@@ -153,7 +153,7 @@ endif()
 if(TARGET fake-dra-kubelet AND TARGET fake-kubelet AND Python3_Interpreter_FOUND AND DRA_KUBECTL)
     add_test(NAME integration/dra/gpu-nic-allocation
              COMMAND ${Python3_EXECUTABLE} ${DRA_TEST_DIR}/run-dra-allocation.py
-                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${DP_FAKE_KUBELET}
                      --fake-dra-kubelet ${DRA_FAKE_KUBELET} --kubectl ${DRA_KUBECTL})
     set_tests_properties(integration/dra/gpu-nic-allocation PROPERTIES
         LABELS "integration;dra" TIMEOUT 180

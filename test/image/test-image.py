@@ -24,6 +24,8 @@ Builds the image from BUILDDIR (a temp archive), then checks:
     .sriov-agent/ (the image's loader and every library it needs, as files); there its
     interpreter and RPATH are the bundle, and sriov and ib-sriov answer VERSION in a chroot
     holding nothing but that dir as /opt/cni/bin (no host library, loader or ld.so.cache);
+  - `--index` writes an OCI image index naming the image as linux/amd64 (its digest
+    unchanged) and refuses a second image of one architecture;
   - the uncompressed size is at most 15 MB (issue 19's target; bench/run prints it beside
     upstream's images);
   - libcurl.so.4 is the HTTP/HTTPS-only build of scripts/image-deps: it needs only OpenSSL,
@@ -342,6 +344,27 @@ def test(tmp):
     # -- reproducible
     info2, _ = build(os.path.join(tmp, "again.oci.tar"))
     check(info2.get("digest") == info.get("digest"), "a second build has the same digest")
+
+    # -- the image index (--index): names the image under its architecture, unchanged (its
+    # digest), so that a node pulls its own; two images of one architecture are refused
+    multi = os.path.join(tmp, "index.oci.tar")
+    r = run([SCRIPT, "--index", multi, archive])
+    if check(r.returncode == 0, f"build-image --index exits 0: {r.stderr.strip()}"):
+        with tarfile.open(multi) as t:
+            top = json.loads(t.extractfile("index.json").read())
+            entry = top["manifests"][0]
+            algo, hexd = entry["digest"].split(":")
+            inner = json.loads(t.extractfile(f"blobs/{algo}/{hexd}").read())
+        check(entry.get("annotations", {}).get("org.opencontainers.image.ref.name") == name,
+              f"the index archive names {name}")
+        check(inner.get("mediaType") == "application/vnd.oci.image.index.v1+json",
+              f"an OCI image index: {inner.get('mediaType')}")
+        check([(m["digest"], m.get("platform")) for m in inner.get("manifests", [])] ==
+              [(info.get("digest"), {"architecture": "amd64", "os": "linux"})],
+              f"the index names the image as linux/amd64: {inner.get('manifests')}")
+    r = run([SCRIPT, "--index", os.path.join(tmp, "twice.oci.tar"), archive, archive])
+    check(r.returncode != 0 and "a second amd64 image" in r.stderr,
+          f"two amd64 images in one index are refused: {r.stderr.strip()}")
 
     # -- unpack (umoci, as a user inspecting the image would)
     layout_dir, bundle = os.path.join(tmp, "layout"), os.path.join(tmp, "bundle")

@@ -23,7 +23,7 @@ endif()
 foreach(case ${MANIFEST_CASES})
     add_test(NAME manifests/${case}
              COMMAND ${PYTHON3_FOR_MANIFESTS} ${CMAKE_SOURCE_DIR}/test/manifests/test-manifests.py
-                     ${case} $<TARGET_FILE:sriov-agent> ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR})
+                     ${case} ${SRIOV_TEST_AGENT} ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR})
     set_tests_properties(manifests/${case} PROPERTIES LABELS integration TIMEOUT 180
                          ENVIRONMENT "KUBECTL=${KUBECTL_FOR_MANIFESTS};HELM=${HELM_FOR_MANIFESTS}")
 endforeach()

@@ -7,7 +7,7 @@ find_program(METRICS_PROMETHEUS prometheus)
 if(TARGET fake-kubelet AND Python3_Interpreter_FOUND AND METRICS_PROMTOOL AND METRICS_PROMETHEUS)
     add_test(NAME integration/metrics
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/metrics/run-metrics-tests.py
-                     --agent $<TARGET_FILE:sriov-agent> --fake-kubelet ${DP_FAKE_KUBELET}
+                     --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${DP_FAKE_KUBELET}
                      --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py
                      --promtool ${METRICS_PROMTOOL} --prometheus ${METRICS_PROMETHEUS})
     set_tests_properties(integration/metrics PROPERTIES

@@ -10,7 +10,7 @@ find_package(Python3 COMPONENTS Interpreter)
 if(KUBECTL AND Python3_FOUND)
     add_test(NAME integration/nad-cluster
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/nad/run-nad-tests.py
-                     --agent $<TARGET_FILE:sriov-agent> --kubectl ${KUBECTL})
+                     --agent ${SRIOV_TEST_AGENT} --kubectl ${KUBECTL})
     set_tests_properties(integration/nad-cluster PROPERTIES LABELS "integration;conformance"
         TIMEOUT 180 ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR};NAD_IDLE_SECONDS=10")
 endif()
@@ -21,7 +21,7 @@ endif()
 if(KUBECTL AND Python3_FOUND)
     add_test(NAME integration/nad-scale
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/nad/run-nad-scale-tests.py
-                     --agent $<TARGET_FILE:sriov-agent> --kubectl ${KUBECTL})
+                     --agent ${SRIOV_TEST_AGENT} --kubectl ${KUBECTL})
     set_tests_properties(integration/nad-scale PROPERTIES LABELS "integration;conformance"
         TIMEOUT 200 ENVIRONMENT "SRCDIR=${CMAKE_SOURCE_DIR}")
 endif()

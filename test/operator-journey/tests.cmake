@@ -9,7 +9,7 @@ if(KUBECTL_FOR_JOURNEY AND HELM_FOR_JOURNEY)
     add_test(NAME operator-journey
              COMMAND ${PYTHON3_FOR_JOURNEY}
                      ${CMAKE_SOURCE_DIR}/test/operator-journey/test-operator-journey.py
-                     ${CMAKE_SOURCE_DIR} $<TARGET_FILE:sriov-agent>)
+                     ${CMAKE_SOURCE_DIR} ${SRIOV_TEST_AGENT})
     # ~50 s on a loaded 2-core machine
     set_tests_properties(operator-journey PROPERTIES LABELS "integration;manifests" TIMEOUT 300
                          ENVIRONMENT "KUBECTL=${KUBECTL_FOR_JOURNEY};HELM=${HELM_FOR_JOURNEY}")

@@ -3,10 +3,12 @@
 
 Usage: test-release.py SRCDIR BUILDDIR
 
-Runs `scripts/release VERSION --build-dir BUILDDIR --registry registry.example/net` (VERSION:
-the build's `sriov-agent version`; the image build reuses BUILDDIR/image-deps, as image/build
-does) into a temp dir and checks:
+Runs `scripts/release VERSION --arch amd64 --build-dir BUILDDIR --registry registry.example/net`
+(VERSION: the build's `sriov-agent version`; the image build reuses BUILDDIR/image-deps, as
+image/build does; amd64 alone: the arm64 image's first build takes minutes, test/arm64/run
+--image builds and tests it) into a temp dir and checks:
   - every artifact is there and SHA256SUMS verifies all of them (sha256sum -c);
+  - the image index archive names the amd64 image as linux/amd64 by its digest;
   - the version is stamped everywhere: the image's org.opencontainers.image.version label and
     its name registry.example/net/sriov-agent:VERSION, the chart's version and appVersion, its
     default image (every container of `helm template` of the package), the plain manifests'
@@ -83,16 +85,17 @@ def main(tmp):
         check(r.returncode != 0 and want in r.stderr and not os.path.exists(bad_out),
               f"VERSION {bad} refused ({r.returncode}: {r.stderr.strip()[-200:]})")
 
-    r = run([release, version, "--build-dir", BUILD, "--output", out, "--registry", REGISTRY],
-            env=env)
+    r = run([release, version, "--arch", "amd64", "--build-dir", BUILD, "--output", out,
+             "--registry", REGISTRY], env=env)
     print(r.stdout, r.stderr[-2000:])
     check(r.returncode == 0, f"scripts/release {version} exits 0")
-    check(f"skopeo copy oci-archive:{out}/sriov-agent-{version}-image.oci.tar docker://{image}"
-          in r.stdout, "it prints the command that pushes the image")
+    check(f"skopeo copy --all oci-archive:{out}/sriov-agent-{version}-image.oci.tar "
+          f"docker://{image}" in r.stdout, "it prints the command that pushes the image index")
     if r.returncode != 0:
         return
     arch = run(["dpkg", "--print-architecture"]).stdout.strip()
-    names = {"image": f"sriov-agent-{version}-image.oci.tar",
+    names = {"index": f"sriov-agent-{version}-image.oci.tar",
+             "image": f"sriov-agent-{version}-image-linux-{arch}.oci.tar",
              "chart": f"sriov-agent-{version}.tgz",
              "crds": f"sriov-agent-{version}-crds.yaml",
              "manifests": f"sriov-agent-{version}-manifests.yaml",
@@ -117,6 +120,21 @@ def main(tmp):
     refs = {m.get("annotations", {}).get("org.opencontainers.image.ref.name")
             for m in index["manifests"]}
     check(image in refs, f"the archive names the image {image} ({refs})")
+    # -- the index: one archive naming the image by its digest, as linux/ARCH
+    digest = run(["skopeo", "inspect", "--format", "{{.Digest}}",
+                  f"oci-archive:{path['image']}"]).stdout.strip()
+    r = run(["skopeo", "inspect", "--raw", f"oci-archive:{path['index']}"])
+    listed = json.loads(r.stdout) if r.returncode == 0 else {}
+    platforms = {(m.get("platform", {}).get("os"), m.get("platform", {}).get("architecture")):
+                 m.get("digest") for m in listed.get("manifests", [])}
+    check(listed.get("mediaType") == "application/vnd.oci.image.index.v1+json" and
+          platforms == {("linux", arch): digest},
+          f"the index archive names linux/{arch} {digest} and nothing else ({platforms})")
+    with tarfile.open(path["index"]) as t:
+        index = json.load(t.extractfile("index.json"))
+    refs = {m.get("annotations", {}).get("org.opencontainers.image.ref.name")
+            for m in index["manifests"]}
+    check(image in refs, f"the index archive is named {image} ({refs})")
 
     # -- the chart
     with tarfile.open(path["chart"]) as t:

@@ -15,7 +15,7 @@ foreach(run ${SOAK_RUNS})
     if(KUBECTL)
         add_test(NAME integration/${name}
                  COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/soak/run-soak.py
-                         --agent $<TARGET_FILE:sriov-agent>
+                         --agent ${SRIOV_TEST_AGENT}
                          --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet --kubectl ${KUBECTL}
                          --seconds ${seconds})
     else()

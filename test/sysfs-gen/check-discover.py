@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end check of `sriov-agent discover` on generated sysfs trees.
 
-Usage: check-discover.py SRIOV_AGENT_BINARY
+Usage: check-discover.py [EMULATOR...] SRIOV_AGENT_BINARY (an emulator for a cross build)
 Generates trees with gen-sysfs.py, runs the agent with -o json and -o text and compares the
 output with the generator's manifest: every SR-IOV network PF and VF with the status field
 names, NVMe ignored, per-device errors for garbled trees, exit 1 for a missing sysfs root.
@@ -32,7 +32,7 @@ def generate(tmp, name, *args):
 
 
 def discover(agent, root, fmt="json"):
-    p = subprocess.run([agent, "discover", "--sysfs-root", root, "-o", fmt],
+    p = subprocess.run([*agent, "discover", "--sysfs-root", root, "-o", fmt],
                        capture_output=True, text=True)
     return p.returncode, p.stdout, p.stderr
 
@@ -83,7 +83,7 @@ def check_tree(agent, root, manifest):
 
 
 def main():
-    agent = os.path.abspath(sys.argv[1])
+    agent = sys.argv[1:-1] + [os.path.abspath(sys.argv[-1])]
     # tmpfs when there is one: creating trees on a disk-backed /tmp is slow on a busy machine
     base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     with tempfile.TemporaryDirectory(prefix="sriov-check-discover-", dir=base) as tmp:
@@ -108,7 +108,7 @@ def main():
 
         rc, _, err = discover(agent, os.path.join(tmp, "does-not-exist"))
         check(rc == 1 and "does-not-exist" in err, "missing root: exit %d, %r" % (rc, err))
-        p = subprocess.run([agent, "discover", "-o", "yaml"], capture_output=True, text=True)
+        p = subprocess.run([*agent, "discover", "-o", "yaml"], capture_output=True, text=True)
         check(p.returncode == 1 and "yaml" in p.stderr, "bad -o accepted")
 
     if failures:

@@ -72,6 +72,25 @@ MODELS = {
         subsys_device=0x0007, vf_subsys_device=0, cls=0x020000, driver="mlx5_core",
         vf_driver="", totalvfs=0, offset=0, stride=0, speed=100000, net_type=1,
         rdma=True, link_layer="Ethernet", net=True, sriov=False),
+    # ConnectX-7 (Ethernet): the NIC of NVIDIA's Grace servers (GH200, GB200 trays).
+    "cx7": dict(
+        vendor=0x15B3, device=0x1021, vf_device=0x101E, subsys_vendor=0x15B3,
+        subsys_device=0x0041, vf_subsys_device=0x0041, cls=0x020000, driver="mlx5_core",
+        vf_driver="mlx5_core", totalvfs=16, offset=2, stride=1, speed=400000, net_type=1,
+        rdma=True, link_layer="Ethernet", net=True),
+    # ConnectX-7 on InfiniBand (the compute fabric of a GB200 NVL72 rack).
+    "cx7-ib": dict(
+        vendor=0x15B3, device=0x1021, vf_device=0x101E, subsys_vendor=0x15B3,
+        subsys_device=0x0042, vf_subsys_device=0x0042, cls=0x020700, driver="mlx5_core",
+        vf_driver="mlx5_core", totalvfs=16, offset=2, stride=1, speed=400000, net_type=32,
+        rdma=True, link_layer="InfiniBand", net=True),
+    # A Hopper/Blackwell GPU beside the NICs (3D controller, nvidia driver): no netdev, no
+    # SR-IOV, must not be reported.
+    "gpu": dict(
+        vendor=0x10DE, device=0x2342, vf_device=0, subsys_vendor=0x10DE, subsys_device=0x16EB,
+        vf_subsys_device=0, cls=0x030200, driver="nvidia", vf_driver="", totalvfs=0,
+        offset=0, stride=0, speed=0, net_type=0, rdma=False, link_layer="", net=False,
+        sriov=False),
     # A network function without SR-IOV (virtio-net): not a PF, must not be reported.
     "virtio": dict(
         vendor=0x1AF4, device=0x1041, vf_device=0, subsys_vendor=0x1AF4, subsys_device=0x1100,
@@ -96,8 +115,27 @@ PROFILES["mixed"] = PROFILES["seed"] + [
     ("cx6-ib", "ibs3f0", 4, None, 2),
     ("virtio", "enp0s3", 0, None, 0),
 ]
+# An arm64 Grace server, GB200-tray-like: two Grace sockets (NUMA nodes 0 and 1), each with its
+# own PCIe root complexes, one per device, named by PCI domain (segment) rather than by bus:
+# 0000:01:00.0, 0002:01:00.0, ... each below its root port DDDD:00:00.0 in devices/pciDDDD:00.
+# GPUs sit beside the ConnectX NICs in root complexes of their own; their memory is NUMA nodes
+# of its own after the CPUs' (PROFILE_NUMA), as on Grace Hopper/Blackwell, which is why a NIC's
+# numa_node is its socket and never its GPU's memory node. The specs' sixth field is the domain.
+PROFILES["grace"] = [
+    ("cx7", "enP2p1s0f0np0", 4, None, 0, 0x0002),
+    ("cx7-ib", "ibp1s0", 4, None, 0, 0x0000),
+    ("gpu", "gpu0", 0, None, 0, 0x0009),
+    ("cx7", "enP8p1s0f0np0", 4, None, 1, 0x0008),
+    ("cx7-ib", "ibP6p1s0", 0, None, 1, 0x0006),
+    ("gpu", "gpu1", 0, None, 1, 0x0019),
+]
+# NUMA nodes written to devices/system/node (other profiles write none): (node, cpulist); an
+# empty cpulist is a memory-only node. Grace: CPUs in 0 and 1, then each GPU's memory nodes
+# (GH200 exposes 8 per GPU for MIG partitions, only the first with memory online).
+PROFILE_NUMA = {"grace": [(0, "0-71"), (1, "72-143")] + [(n, "") for n in range(2, 18)]}
 # Soft-RoCE devices per profile: (rdma name, netdev it is tied to through `parent`)
-PROFILE_RXE = {"none": [], "seed": [("rxe0", "eno1")], "mixed": [("rxe0", "eno1")]}
+PROFILE_RXE = {"none": [], "seed": [("rxe0", "eno1")], "mixed": [("rxe0", "eno1")],
+               "grace": []}
 
 GARBLE_KINDS = {
     "numvfs-nonnumeric": "the PF's sriov_numvfs holds text that is not a number",
@@ -159,8 +197,8 @@ class Counters:
         self.noiommu = False
 
 
-def pci_addr(rid):
-    return "0000:%02x:%02x.%d" % (rid >> 8, (rid >> 3) & 0x1F, rid & 7)
+def pci_addr(rid, domain=0):
+    return "%04x:%02x:%02x.%d" % (domain, rid >> 8, (rid >> 3) & 0x1F, rid & 7)
 
 
 def fmt_mac(prefix, n):
@@ -253,22 +291,31 @@ def write_function(t, c, fn_dir, addr, model, is_vf, numa, driver):
 
 def generate_pf(t, c, spec, bus, pf_index):
     """Writes one PF (function 0 on `bus`) and its VFs; returns (manifest entry, next free bus)."""
-    model_name, ifname, numvfs, totalvfs, numa = spec
+    model_name, ifname, numvfs, totalvfs, numa = spec[:5]
+    # a sixth field: the PF's own PCI domain, root complex pciDDDD:00, root port DDDD:00:00.0
+    domain = spec[5] if len(spec) > 5 else None
     m = MODELS[model_name]
     if totalvfs is None:
         totalvfs = m["totalvfs"]
     if not m.get("sriov", True):
         numvfs = totalvfs = 0
 
-    root_bus = bus - 1
-    bridge_dir = "devices/pci0000:%02x/0000:%02x:00.0" % (root_bus, root_bus)
+    bus0_next = bus
+    if domain is None:
+        domain, root_bus = 0, bus - 1
+        port = (0x8086, 0x2030)  # an Intel Xeon root port
+    else:
+        bus, root_bus = 1, 0
+        port = (0x10DE, 0x22B2)  # NVIDIA Grace root port
+    bridge = "%04x:%02x:00.0" % (domain, root_bus)
+    bridge_dir = "devices/pci%04x:%02x/%s" % (domain, root_bus, bridge)
     t.write(bridge_dir + "/class", "0x060400")
-    t.write(bridge_dir + "/vendor", "0x8086")
-    t.write(bridge_dir + "/device", "0x2030")
-    t.link("bus/pci/devices/0000:%02x:00.0" % root_bus, bridge_dir)
+    t.write(bridge_dir + "/vendor", "0x%04x" % port[0])
+    t.write(bridge_dir + "/device", "0x%04x" % port[1])
+    t.link("bus/pci/devices/" + bridge, bridge_dir)
 
     pf_rid = bus << 8
-    addr = pci_addr(pf_rid)
+    addr = pci_addr(pf_rid, domain)
     pf_dir = "%s/%s" % (bridge_dir, addr)
     group = write_function(t, c, pf_dir, addr, m, False, numa, m["driver"])
     entry = {"model": model_name, "pciAddress": addr, "ifname": ifname if m["net"] else None,
@@ -292,7 +339,7 @@ def generate_pf(t, c, spec, bus, pf_index):
     last_bus = bus
     for i in range(numvfs):
         rid = pf_rid + m["offset"] + m["stride"] * i
-        vaddr = pci_addr(rid)
+        vaddr = pci_addr(rid, domain)
         last_bus = max(last_bus, rid >> 8)
         vdir = "%s/%s" % (bridge_dir, vaddr)
         vgroup = write_function(t, c, vdir, vaddr, m, True, numa, m["vf_driver"])
@@ -308,6 +355,10 @@ def generate_pf(t, c, spec, bus, pf_index):
         if m["rdma"]:
             vf["rdma"].append(write_rdma(t, c, vdir, m, False))
         entry["vfs"].append(vf)
+    # the root complex the PF is under: what DRA publishes as resource.kubernetes.io/pcieRoot
+    entry["pcieRoot"] = "pci%04x:%02x" % (domain, root_bus)
+    if len(spec) > 5:
+        return entry, bus0_next  # a domain of its own: the next PF's buses are untouched
     return entry, last_bus + 2
 
 
@@ -468,7 +519,8 @@ def main():
         # A replaced profile PF keeps its place, so it keeps its PCI address.
         names = [s[1] for s in specs]
         if pf[1] in names:
-            specs[names.index(pf[1])] = pf
+            i = names.index(pf[1])
+            specs[i] = pf + specs[i][5:]  # a Grace PF keeps its PCI domain
         else:
             specs.append(pf)
     if args.scale:
@@ -476,7 +528,7 @@ def main():
     rxe = PROFILE_RXE[profile] if args.rxe is None else [
         tuple(x.split(":", 1)) for x in args.rxe]
 
-    for model_name, ifname, numvfs, totalvfs, _ in specs:
+    for model_name, ifname, numvfs, totalvfs, *_ in specs:
         limit = MODELS[model_name]["totalvfs"] if totalvfs is None else totalvfs
         if model_name != "virtio" and numvfs > limit:
             sys.exit("gen-sysfs: %s: numvfs %d > totalvfs %d" % (ifname, numvfs, limit))
@@ -498,6 +550,9 @@ def main():
         entry, bus = generate_pf(t, c, spec, bus, i)
         entry.pop("mac_n", None)
         manifest["pfs"].append(entry)
+    for node, cpulist in PROFILE_NUMA.get(profile, []):
+        t.write("devices/system/node/node%d/cpulist" % node, cpulist)
+    manifest["numaNodes"] = [n for n, _ in PROFILE_NUMA.get(profile, [])]
     for name, netdev in rxe:
         manifest["rxe"].append(write_rxe(t, c, name, netdev))
     for spec in args.netns_vf:
