@@ -321,6 +321,28 @@ def case_apply():
 
 # ---------------------------------------------------------------------------------- cluster
 
+def daemonset_argv(ds, container, tmp, gen):
+    """The agent's command line as the kubelet would start the DaemonSet's container on node1
+    ($(VAR) from the downward API and env values), each mounted host path moved under tmp
+    (created), and a generated seed node's sysfs under tmp/sysfs: (argv, sysfs root)."""
+    values = {"NODE_NAME": "node1", "POD_NAMESPACE": ds["metadata"]["namespace"]}
+    values.update({e["name"]: e["value"] for e in container["env"] if "value" in e})
+    host_dirs = {m["mountPath"]: os.path.join(tmp, m["name"])
+                 for m in container["volumeMounts"]}
+    argv = [AGENT]
+    for a in container["args"]:
+        a = re.sub(r"\$\((\w+)\)", lambda m: values[m.group(1)], a)
+        for path, moved in host_dirs.items():
+            a = a.replace("=" + path, "=" + moved)
+        argv.append(a)
+    for d in host_dirs.values():
+        os.makedirs(d, exist_ok=True)
+    root = os.path.join(tmp, "sysfs")
+    subprocess.run([sys.executable, gen, "--out", root, "--profile", "seed"], check=True,
+                   capture_output=True)
+    return argv, root
+
+
 def case_cluster():
     """The DaemonSet's own command line, run against the fake API server."""
     if not shutil.which(KUBECTL):
@@ -353,22 +375,7 @@ def case_cluster():
 
         ds = one("DaemonSet", DAEMONSET)
         container = ds["spec"]["template"]["spec"]["containers"][0]
-        # What the kubelet would pass: $(VAR) from the downward API and env values.
-        values = {"NODE_NAME": "node1", "POD_NAMESPACE": ds["metadata"]["namespace"]}
-        values.update({e["name"]: e["value"] for e in container["env"] if "value" in e})
-        host_dirs = {m["mountPath"]: os.path.join(tmp, m["name"])
-                     for m in container["volumeMounts"]}
-        argv = [AGENT]
-        for a in container["args"]:
-            a = re.sub(r"\$\((\w+)\)", lambda m: values[m.group(1)], a)
-            for path, moved in host_dirs.items():
-                a = a.replace("=" + path, "=" + moved)
-            argv.append(a)
-        for d in host_dirs.values():
-            os.makedirs(d, exist_ok=True)
-        root = os.path.join(tmp, "sysfs")
-        subprocess.run([sys.executable, gen, "--out", root, "--profile", "seed"], check=True,
-                       capture_output=True)
+        argv, root = daemonset_argv(ds, container, tmp, gen)
         # Only what keeps the run off this machine: the fake's kubeconfig instead of the
         # in-cluster service account, a generated sysfs, no host changes.
         argv += ["--kubeconfig", kc, "--sysfs-root", root, "--dry-run",
@@ -480,21 +487,7 @@ def case_netop():
         container = ds["spec"]["template"]["spec"]["containers"][0]
         check(f"--rdma-shared-configmap={NETOP_NS}/rdma-devices" in container["args"],
               f"the DaemonSet reads {NETOP_NS}/rdma-devices")
-        values = {"NODE_NAME": "node1", "POD_NAMESPACE": ds["metadata"]["namespace"]}
-        values.update({e["name"]: e["value"] for e in container["env"] if "value" in e})
-        host_dirs = {m["mountPath"]: os.path.join(tmp, m["name"])
-                     for m in container["volumeMounts"]}
-        argv = [AGENT]
-        for a in container["args"]:
-            a = re.sub(r"\$\((\w+)\)", lambda m: values[m.group(1)], a)
-            for path, moved in host_dirs.items():
-                a = a.replace("=" + path, "=" + moved)
-            argv.append(a)
-        for d in host_dirs.values():
-            os.makedirs(d, exist_ok=True)
-        root = os.path.join(tmp, "sysfs")
-        subprocess.run([sys.executable, gen, "--out", root, "--profile", "seed"], check=True,
-                       capture_output=True)
+        argv, root = daemonset_argv(ds, container, tmp, gen)
         argv += ["--kubeconfig", kc, "--sysfs-root", root, "--dry-run",
                  "--pod-resources-socket", os.path.join(tmp, "pod-resources", "kubelet.sock")]
         # no port of this machine taken
