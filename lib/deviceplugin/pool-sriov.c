@@ -239,22 +239,30 @@ static int add_group(struct dp_pool_set *set, const char *prefix,
                 bool in_pod_by_record =
                     !prev && health &&
                     strv_contains(health->vfs_in_pods, health->n_vfs_in_pods, vf->pci_address);
-                /* a VF moved into a pod keeps its place: as advertised before, or, known
-                 * only from the CNI plugin's record, built from what the host sees */
-                if (why && (prev || in_pod_by_record) && vf_maybe_in_pod(g, vf)) {
+                if (why && in_pod_by_record && vf_maybe_in_pod(g, vf)) {
                         log_ctx_msg(LOG_DEBUG, 0,
                                     &(const struct log_ctx){ .pf = pf->pci_address,
                                                              .vf = vf->pci_address,
                                                              .resource = pool->resource },
-                                    prev ? "VF still advertised: %s (its netdev is in a pod's "
-                                           "network namespace)"
-                                         : "VF advertised: %s (the CNI plugin gave it to a pod, "
-                                           "whose network namespace has its netdev)",
+                                    "VF advertised: %s (the CNI plugin gave it to a pod, whose "
+                                    "network namespace has its netdev)",
+                                    why);
+                        if (!dp_pool_find_device(pool, vf->pci_address) &&
+                            (r = pool_add_device(pool, g, pf, vf, health)) < 0)
+                                return r;
+                        continue;
+                }
+                if (why && prev && vf_maybe_in_pod(g, vf)) {
+                        log_ctx_msg(LOG_DEBUG, 0,
+                                    &(const struct log_ctx){ .pf = pf->pci_address,
+                                                             .vf = vf->pci_address,
+                                                             .resource = pool->resource },
+                                    "VF still advertised: %s (its netdev is in a pod's network "
+                                    "namespace)",
                                     why);
                         if (dp_pool_find_device(pool, vf->pci_address))
                                 continue;
-                        r = prev ? pool_keep_device(pool, pf_healthy(pf, health), prev)
-                                 : pool_add_device(pool, g, pf, vf, health);
+                        r = pool_keep_device(pool, pf_healthy(pf, health), prev);
                         if (r < 0)
                                 return r;
                         continue;
