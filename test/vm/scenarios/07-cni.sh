@@ -377,8 +377,17 @@ check "VF 3 still allocated to pod F, pod E's record gone" sh -c "test \"\$(cat 
 check "pod F still has net1" $IPR -n podF link show dev net1
 # the PF is renamed while pod F runs: DEL finds it through the VF's physfn, not the name in
 # the record (restoring through the recorded name failed every DEL: no such device)
-$IPR link set dev "$PF" down && $IPR link set dev "$PF" name pfren0 && $IPR link set dev pfren0 up ||
-    fail "setup: rename PF $PF to pfren0"
+# (a rename needs the link down, and the agent brings its PF up again on the link event it
+# sees: the rename is retried until it comes first)
+rename_link() {
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        $IPR link set dev "$1" down && $IPR link set dev "$1" name "$2" 2>/dev/null &&
+            $IPR link set dev "$2" up && return 0
+        sleep 0.2
+    done
+    return 1
+}
+rename_link "$PF" pfren0 || fail "setup: rename PF $PF to pfren0"
 # the policy (pfNames) now matches no PF, so the agent would reset the PF it configured; the
 # kubelet lists no pod, but the CNI plugin's record says pod F has VF 3: held back (it used to
 # destroy the VFs under the pod when a resync came before the DEL)
@@ -386,8 +395,7 @@ wait_for "the agent holds the PF's reset back: VF 3 is pod F's (the CNI plugin's
     grep -q "held back until the VFs are free: .*in use: .*$VF3" /tmp/agent.log
 check "the PF keeps its 4 VFs while pod F has one" vfs_are 4
 run_ok "DEL pod F while its PF is called pfren0" /tmp/cni.sh DEL /run/netns/podF net1 ctr-f /tmp/f.json
-$IPR link set dev pfren0 down && $IPR link set dev pfren0 name "$PF" && $IPR link set dev "$PF" up ||
-    fail "setup: rename PF back to $PF"
+rename_link pfren0 "$PF" || fail "setup: rename PF back to $PF"
 wait_for "PF $PF has carrier again" 30 has_carrier "$PF"
 # (a wait: igbvf re-probes its VF state for a moment after the PF came back up)
 wait_for "VF 3 back in the host, no vlan" 10 vf3_home_untagged
