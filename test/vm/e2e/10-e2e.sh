@@ -180,24 +180,8 @@ start_agent() {
 # --- setup: the control-plane NIC, kubeconfigs, the fake kubelet --------------------------
 PF=$(netdev_of "$IGB_PF")
 setup_link_up "$PF"
-CTL=
-for n in /sys/class/net/*; do
-    [ "$(basename "$(readlink "$n/device/driver" 2>/dev/null)")" = virtio_net ] && CTL=$(basename "$n")
-done
-check "virtio-net control NIC present" test -n "$CTL"
-$IPR addr add "${API%.*}.15/24" dev "$CTL" || fail "setup: address on $CTL"
-setup_link_up "$CTL"
+lab_control_nic
 mkdir -p /root/.kube "$KDIR" "$(dirname "$PRSOCK")" "$STATE_DIR"
-write_kubeconfig() {
-    cat >"$1" <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: lab, cluster: {server: "http://$API"}}]
-users: [{name: $2, user: {token: "$TOKEN"}}]
-contexts: [{name: lab, context: {cluster: lab, user: $2}}]
-current-context: lab
-EOF
-}
 write_kubeconfig "$KUBECONFIG" admin
 write_kubeconfig "$KUBECONFIG.agent" sriov-agent
 

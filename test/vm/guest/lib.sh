@@ -42,6 +42,31 @@ cmdline_value() {
     done
 }
 
+# The e2e boot's control NIC (virtio-net): its name in CTL, an address beside the fake API
+# server's ($API, from sriovvm.api), up.
+lab_control_nic() {
+    CTL=
+    for n in /sys/class/net/*; do
+        [ "$(basename "$(readlink "$n/device/driver" 2>/dev/null)")" = virtio_net ] && CTL=$(basename "$n")
+    done
+    check "virtio-net control NIC present" test -n "$CTL"
+    $IPR addr add "${API%.*}.15/24" dev "$CTL" || fail "setup: address on $CTL"
+    setup_link_up "$CTL"
+}
+
+# write_kubeconfig FILE USER: a kubeconfig for the fake API server ($API, plain http) with the
+# lab's bearer token ($TOKEN)
+write_kubeconfig() {
+    cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: lab, cluster: {server: "http://$API"}}]
+users: [{name: $2, user: {token: "$TOKEN"}}]
+contexts: [{name: lab, context: {cluster: lab, user: $2}}]
+current-context: lab
+EOF
+}
+
 # the guest uptime at the end of each step shows where a slow scenario spends its time
 ok() { echo "@@vm step-ok $VM_SCENARIO: $1 [t=$(cut -d' ' -f1 /proc/uptime)]"; }
 

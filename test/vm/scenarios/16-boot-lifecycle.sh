@@ -77,14 +77,7 @@ if [ ! -e $LAB/rebooted ]; then
     wait_for "policy boot-vfio is on the API server" 30 api_get "$POLICIES/boot-vfio"
 
     mkdir -p /etc/sriov-agent /etc/default
-    cat >/etc/sriov-agent/kubeconfig <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: lab, cluster: {server: "http://$API"}}]
-users: [{name: sriov-agent, user: {token: "$TOKEN"}}]
-contexts: [{name: lab, context: {cluster: lab, user: sriov-agent}}]
-current-context: lab
-EOF
+    write_kubeconfig /etc/sriov-agent/kubeconfig sriov-agent
     # (the lab's API server is plain http on a non-loopback address: the bearer token goes
     # there only with SRIOV_AGENT_INSECURE_HTTP_TOKEN=1, as in the e2e scenario)
     cat >/etc/default/sriov-agent <<EOF

@@ -33,13 +33,7 @@ SLICES="/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D$N
 CLAIMS=/apis/resource.k8s.io/v1/namespaces/tenant-a/resourceclaims
 FAIL_SHOW="tail -n 25 /tmp/agent.log; echo '--- fake DRA kubelet'; tail -n 8 $DRA_OUT"
 
-CTL=
-for n in /sys/class/net/*; do
-    [ "$(basename "$(readlink "$n/device/driver" 2>/dev/null)")" = virtio_net ] && CTL=$(basename "$n")
-done
-check "virtio-net control NIC present" test -n "$CTL"
-$IPR addr add "${API%.*}.15/24" dev "$CTL" || fail "setup: address on $CTL"
-setup_link_up "$CTL"
+lab_control_nic
 setup_link_up "$PFNET"
 
 # api_call METHOD PATH [JSON]: one anonymous request to the fake API server (busybox nc, as
@@ -106,14 +100,7 @@ api_ok "node $NODE" POST /api/v1/nodes \
 api_ok "policy dra-vf: 2 netdevice VFs of $PFNET as sriov_dra" POST \
     /apis/sriovnetwork.openshift.io/v1/namespaces/$NS/sriovnetworknodepolicies \
     "{\"apiVersion\":\"sriovnetwork.openshift.io/v1\",\"kind\":\"SriovNetworkNodePolicy\",\"metadata\":{\"name\":\"dra-vf\",\"namespace\":\"$NS\"},\"spec\":{\"resourceName\":\"sriov_dra\",\"nodeSelector\":{\"kubernetes.io/hostname\":\"$NODE\"},\"priority\":50,\"numVfs\":2,\"nicSelector\":{\"vendor\":\"8086\",\"pfNames\":[\"$PFNET\"]},\"deviceType\":\"netdevice\"}}"
-cat >/tmp/kubeconfig <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: lab, cluster: {server: "http://$API"}}]
-users: [{name: sriov-agent, user: {token: "$TOKEN"}}]
-contexts: [{name: lab, context: {cluster: lab, user: sriov-agent}}]
-current-context: lab
-EOF
+write_kubeconfig /tmp/kubeconfig sriov-agent
 mkdir -p "$KROOT/device-plugins" "$STATE" "$CDI"
 
 # --- the agent before any DRA kubelet: VFs made, nothing published
