@@ -14,6 +14,7 @@
 #include "host/sysfs-at.h"
 #include "util/fileio.h"
 #include "util/macro.h"
+#include "util/parse.h"
 
 static const char *root_or_sys(const char *sysfs_root)
 {
@@ -52,20 +53,20 @@ static void parse_rate(const char *line, double *bps, char *width, size_t size)
         }
 }
 
-static void read_counter_dir(int port_fd, const char *dir, bool hw, size_t max,
+/* One directory open per listing: the listed directory's fd is the base for its files. A
+ * scrape reads a dozen or more files per port for hundreds of ports, so every system call per
+ * directory counts. */
+static void read_counter_dir(int ports_fd, const char *dir, bool hw, size_t max,
                              const struct host_rdma_port *port, host_rdma_port_fn fn,
                              void *userdata)
 {
-        _cleanup_close_ int fd = host_sysfs_open_dir_at(port_fd, dir);
-        if (fd < 0)
-                return; /* hw_counters/ only where the driver has them */
         _cleanup_sysfs_dir_ struct sysfs_dir d;
-        if (host_sysfs_dir_open_at(&d, fd, ".") < 0)
-                return;
+        if (host_sysfs_dir_open_kept_at(&d, ports_fd, dir) < 0)
+                return; /* hw_counters/ only where the driver has them */
         size_t n = 0;
         char line[64];
         for (const char *name; n < max && (name = host_sysfs_dir_next(&d));) {
-                if (host_sysfs_read_line_at(fd, name, line, sizeof(line)) < 0)
+                if (host_sysfs_read_line_at(d.fd, name, line, sizeof(line)) < 0)
                         continue; /* some counters refuse reads on some firmware */
                 char *end;
                 errno = 0;
@@ -77,40 +78,45 @@ static void read_counter_dir(int port_fd, const char *dir, bool hw, size_t max,
         }
 }
 
+static void read_port(int ports_fd, const char *name, size_t max_counters, host_rdma_port_fn fn,
+                      void *userdata)
+{
+        char rel[64], line[128];
+        struct host_rdma_port port = { .state_code = -1, .rate_bps = -1 };
+        char *end;
+        port.port = (int)strtol(name, &end, 10);
+        if (end == name || *end || port.port < 0)
+                return;
+        /* "N/state" from the ports directory: no directory of its own opened per port */
+        if (path_printf(rel, sizeof(rel), "%s/state", name) >= 0 &&
+            host_sysfs_read_line_at(ports_fd, rel, line, sizeof(line)) >= 0)
+                split_state(line, &port.state_code, port.state, sizeof(port.state));
+        int phys_code;
+        if (path_printf(rel, sizeof(rel), "%s/phys_state", name) >= 0 &&
+            host_sysfs_read_line_at(ports_fd, rel, line, sizeof(line)) >= 0)
+                split_state(line, &phys_code, port.phys_state, sizeof(port.phys_state));
+        if (path_printf(rel, sizeof(rel), "%s/rate", name) >= 0 &&
+            host_sysfs_read_line_at(ports_fd, rel, line, sizeof(line)) >= 0)
+                parse_rate(line, &port.rate_bps, port.width, sizeof(port.width));
+        fn(&port, NULL, false, 0, userdata);
+        if (path_printf(rel, sizeof(rel), "%s/counters", name) >= 0)
+                read_counter_dir(ports_fd, rel, false, max_counters, &port, fn, userdata);
+        if (path_printf(rel, sizeof(rel), "%s/hw_counters", name) >= 0)
+                read_counter_dir(ports_fd, rel, true, max_counters, &port, fn, userdata);
+}
+
 int host_rdma_read_ports(const char *sysfs_root, const char *device, size_t max_counters,
                          host_rdma_port_fn fn, void *userdata)
 {
         char path[4096];
         snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports", root_or_sys(sysfs_root),
                  device);
-        _cleanup_close_ int ports_fd = host_sysfs_open_dir_at(AT_FDCWD, path);
-        if (ports_fd < 0)
-                return ports_fd;
         _cleanup_sysfs_dir_ struct sysfs_dir d;
-        int r = host_sysfs_dir_open_at(&d, ports_fd, ".");
+        int r = host_sysfs_dir_open_kept_at(&d, AT_FDCWD, path);
         if (r < 0)
                 return r;
-        for (const char *name; (name = host_sysfs_dir_next(&d));) {
-                char line[128];
-                struct host_rdma_port port = { .state_code = -1, .rate_bps = -1 };
-                char *end;
-                port.port = (int)strtol(name, &end, 10);
-                if (end == name || *end)
-                        continue;
-                _cleanup_close_ int port_fd = host_sysfs_open_dir_at(ports_fd, name);
-                if (port_fd < 0)
-                        continue;
-                if (host_sysfs_read_line_at(port_fd, "state", line, sizeof(line)) >= 0)
-                        split_state(line, &port.state_code, port.state, sizeof(port.state));
-                int phys_code;
-                if (host_sysfs_read_line_at(port_fd, "phys_state", line, sizeof(line)) >= 0)
-                        split_state(line, &phys_code, port.phys_state, sizeof(port.phys_state));
-                if (host_sysfs_read_line_at(port_fd, "rate", line, sizeof(line)) >= 0)
-                        parse_rate(line, &port.rate_bps, port.width, sizeof(port.width));
-                fn(&port, NULL, false, 0, userdata);
-                read_counter_dir(port_fd, "counters", false, max_counters, &port, fn, userdata);
-                read_counter_dir(port_fd, "hw_counters", true, max_counters, &port, fn, userdata);
-        }
+        for (const char *name; (name = host_sysfs_dir_next(&d));)
+                read_port(d.fd, name, max_counters, fn, userdata);
         return 0;
 }
 

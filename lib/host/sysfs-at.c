@@ -91,22 +91,39 @@ int host_sysfs_dir_open_at(struct sysfs_dir *d, int dir_fd, const char *path)
 {
         d->pos = d->len = 0;
         d->error = 0;
+        d->keep_fd = d->ended = false;
         d->fd = openat(dir_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         return d->fd < 0 ? negative_errno() : 0;
+}
+
+int host_sysfs_dir_open_kept_at(struct sysfs_dir *d, int dir_fd, const char *path)
+{
+        int r = host_sysfs_dir_open_at(d, dir_fd, path);
+        d->keep_fd = true;
+        return r;
+}
+
+/* The listing is over: its fd goes unless the caller keeps it as a base for openat(). */
+static void end_listing(struct sysfs_dir *d)
+{
+        d->ended = true;
+        if (d->keep_fd)
+                return;
+        close(d->fd);
+        d->fd = -1;
 }
 
 const char *host_sysfs_dir_next(struct sysfs_dir *d)
 {
         for (;;) {
                 if (d->pos >= d->len) {
-                        if (d->fd < 0)
+                        if (d->fd < 0 || d->ended)
                                 return NULL;
                         ssize_t n = getdents64(d->fd, d->buf, sizeof(d->buf));
                         if (n <= 0) {
                                 if (n < 0)
                                         d->error = negative_errno();
-                                close(d->fd);
-                                d->fd = -1;
+                                end_listing(d);
                                 return NULL;
                         }
                         d->pos = 0;
@@ -114,10 +131,8 @@ const char *host_sysfs_dir_next(struct sysfs_dir *d)
                         /* kernfs (sysfs), tmpfs and ext4 fill the buffer while entries remain,
                          * so a reply with room left for a longest record was the last one:
                          * skip the getdents64() that would only say "end". */
-                        if ((size_t)n + DIRENT64_MAX_RECLEN <= sizeof(d->buf)) {
-                                close(d->fd);
-                                d->fd = -1;
-                        }
+                        if ((size_t)n + DIRENT64_MAX_RECLEN <= sizeof(d->buf))
+                                end_listing(d);
                 }
                 struct dirent64 *de = (struct dirent64 *)(d->buf + d->pos);
                 d->pos += de->d_reclen;

@@ -40,15 +40,20 @@ bool host_sysfs_exists_at(int dir_fd, const char *name);
  *           host_sysfs_dir_close(&d);
  *   }
  * A read error ends the listing early and is kept in d.error. d.fd is closed as soon as the
- * last entry was read, so it is no base for openat(): use the parent's fd and "dir/name". */
+ * last entry was read, so it is no base for openat(): use the parent's fd and "dir/name", or
+ * host_sysfs_dir_open_kept_at(). */
 struct sysfs_dir {
         int fd;
         int error;
+        bool keep_fd, ended;
         size_t pos, len;
         char buf[8192] __attribute__((aligned(8)));
 };
 
 int host_sysfs_dir_open_at(struct sysfs_dir *d, int dir_fd, const char *path);
+/* The same, but d.fd stays open after the last entry, as the base for openat() of the entries
+ * (a directory both listed and read from is opened once); host_sysfs_dir_close() closes it. */
+int host_sysfs_dir_open_kept_at(struct sysfs_dir *d, int dir_fd, const char *path);
 const char *host_sysfs_dir_next(struct sysfs_dir *d);
 void host_sysfs_dir_close(struct sysfs_dir *d);
 /* Declare right before host_sysfs_dir_open_at(), which sets d.fd even when it fails; an initializer
