@@ -69,7 +69,7 @@ struct kube_lease {
         void *release_userdata;
 };
 
-static uint64_t now_usec(struct kube_lease *l)
+static uint64_t now_usec(const struct kube_lease *l)
 {
         uint64_t now = 0;
         sd_event_now(kube_http_event(l->http), CLOCK_MONOTONIC, &now);
@@ -162,7 +162,7 @@ static int start(struct kube_lease *l, enum lease_op op, const char *method, con
         return k;
 }
 
-static bool deadline_passed(struct kube_lease *l)
+static bool deadline_passed(const struct kube_lease *l)
 {
         return now_usec(l) - l->renewed_usec >= l->renew_deadline_usec;
 }
@@ -666,7 +666,12 @@ struct kube_lease *kube_lease_free(struct kube_lease *l)
 
 bool kube_lease_is_leader(const struct kube_lease *l)
 {
-        return l && l->leader;
+        if (!l || !l->leader)
+                return false;
+        /* Past the renew deadline it does not lead, even before deadline_cb ran: a process
+         * resumed after a stop (SIGSTOP, a frozen VM) finds its timers and I/O due together, and
+         * sd-event may dispatch a watch event or a pump before the step-down. */
+        return !deadline_passed(l);
 }
 
 int kube_lease_release(struct kube_lease *l, void (*done)(void *), void *userdata)

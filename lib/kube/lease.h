@@ -66,6 +66,8 @@ static inline void kube_lease_freep(struct kube_lease **l)
         kube_lease_free(*l);
 }
 
+/* Whether it holds the Lease and its last renewal is within the renew deadline (checked on the
+ * clock, not only by the step-down's timer). */
 bool kube_lease_is_leader(const struct kube_lease *lease);
 /* Stops competing. A leader gives the Lease up (one write) and calls done when that finished
  * or failed; returns 1 when done was already called (nothing to release), 0 when pending. */

@@ -378,6 +378,60 @@ static void test_429_elsewhere_does_not_hold_renewals(void **state)
         stop_pair(&p);
 }
 
+struct resumed {
+        struct candidate *c;
+        int ran, is_leader, told_leader;
+};
+
+static int first_after_resume(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct resumed *r = userdata;
+        r->ran = 1;
+        r->is_leader = kube_lease_is_leader(r->c->lease);
+        r->told_leader = r->c->leader;
+        return 0;
+}
+
+/* A holder whose process was stopped (SIGSTOP, a frozen VM) for longer than the lease wakes up
+ * with its renew deadline, its watch events and its users' timers all due at once. Whatever
+ * sd-event dispatches first must already see that it does not lead: the NAD controller asks
+ * kube_lease_is_leader() before every write. */
+static void test_resumed_past_deadline_not_leader(void **state)
+{
+        struct fake *f = *state;
+        struct candidate a;
+        start_candidate(f, &a, "node-a");
+        assert_true(run_until(f, &a.leader, 1, WAIT_USEC));
+        run_until(f, NULL, 0, 2 * RETRY_USEC);
+        assert_true(kube_lease_is_leader(a.lease));
+        while (sd_event_run(f->event, 0) > 0)
+                ; /* nothing left pending from before the stop */
+        /* Stopped: the loop does not run for longer than the lease. */
+        const struct timespec stop = { .tv_sec = (DURATION_USEC + RETRY_USEC) / 1000000,
+                                       .tv_nsec = (DURATION_USEC + RETRY_USEC) % 1000000 * 1000 };
+        nanosleep(&stop, NULL);
+        /* The first thing dispatched after the resume, ahead of the step-down's own timer. */
+        struct resumed r = { .c = &a };
+        sd_event_source *first = NULL;
+        assert_int_equal(
+            sd_event_add_time(f->event, &first, CLOCK_MONOTONIC, 1, 0, first_after_resume, &r), 0);
+        assert_int_equal(sd_event_source_set_priority(first, SD_EVENT_PRIORITY_IMPORTANT - 1), 0);
+        run_until(f, &r.ran, 1, WAIT_USEC);
+        sd_event_source_disable_unref(first);
+        assert_int_equal(r.ran, 1);
+        if (!r.told_leader)
+                print_message("the step-down ran first: this run does not tell\n");
+        if (r.is_leader)
+                fail_msg("resumed %llu ms after its last renewal (renew deadline %llu ms), it "
+                         "still said it leads",
+                         (unsigned long long)(DURATION_USEC + RETRY_USEC) / 1000,
+                         (unsigned long long)RENEW_USEC / 1000);
+        /* Then it is told, and (the only candidate, the Lease naming it) leads again. */
+        assert_true(run_until(f, &a.changes, 3, WAIT_USEC));
+        assert_true(run_until(f, &a.leader, 1, WAIT_USEC));
+        kube_lease_free(a.lease);
+}
+
 static int new_lease(struct fake *f, uint64_t duration, uint64_t renew_deadline, uint64_t retry,
                      char *why, size_t why_size)
 {
@@ -437,6 +491,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_429_on_renewal_never_two_leaders, setup,
                                                 stop_fake),
                 cmocka_unit_test_setup_teardown(test_429_elsewhere_does_not_hold_renewals, setup,
+                                                stop_fake),
+                cmocka_unit_test_setup_teardown(test_resumed_past_deadline_not_leader, setup,
                                                 stop_fake),
                 cmocka_unit_test_setup_teardown(test_timings_validated, setup, stop_fake),
         };
