@@ -114,7 +114,48 @@ static int take_move_lock(const struct apply_options *opts, const struct action 
         return 0;
 }
 
-/* Runs one action. 1 when skipped (its VF does not exist yet), 0 done, negative errno. */
+/* Under the lock: whether a CNI attachment holds the VF now. The plan was made before this
+ * apply, and a pod's ADD may have taken the VF since (its allocation record is written before
+ * it sets the pod's GUID or moves anything): re-binding it or overwriting its GUID would break
+ * the pod. Such an action is left for the next plan, which sees the attachment. 1 (logged)
+ * when held, else 0; a record that cannot be read is logged and counts as none, as a lock that
+ * cannot be taken does. */
+static int held_by_attachment(const struct apply_options *opts, const struct action *a)
+{
+        const char *dir = opts->cni_state_dir ?: CNI_STATE_DIR_DEFAULT;
+        const struct log_ctx ctx = { .pf = a->pf,
+                                     .vf = a->vf_address,
+                                     .action = action_kind_to_string(a->kind) };
+        char holder[4096], name[256] = "";
+        struct cni_cache rec;
+
+        int r = cni_pci_holder(dir, a->vf_address, holder, sizeof(holder));
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0) {
+                log_ctx_msg(LOG_WARNING, r, &ctx,
+                            "cannot read the CNI plugin's allocation record of VF %s in %s/pci: "
+                            "changing it as planned",
+                            a->vf_address, dir);
+                return 0;
+        }
+        if (cni_cache_find_latest(dir, a->vf_address, name, sizeof(name), &rec) < 0)
+                snprintf(name, sizeof(name), "?");
+        log_ctx_msg(LOG_NOTICE, 0, &ctx,
+                    "%s on PF %s VF %d (%s) left alone: the CNI attachment %s (network namespace "
+                    "%s) took the VF after the plan was made; the next reconcile plans again",
+                    action_kind_to_string(a->kind), a->pf, a->vf_index, a->vf_address, name,
+                    holder);
+        return 1;
+}
+
+/* What apply_action() returns besides 0 (done) and a negative errno. */
+enum {
+        ACTION_DEFERRED = 1, /* its VF does not exist yet */
+        ACTION_HELD = 2,     /* a CNI attachment took its VF after the plan was made */
+};
+
+/* Runs one action: 0 done, ACTION_DEFERRED, ACTION_HELD, or a negative errno. */
 static int apply_action(const struct apply_options *opts, const struct action *a,
                         const struct inventory *observed)
 {
@@ -136,25 +177,29 @@ static int apply_action(const struct apply_options *opts, const struct action *a
                 return host_netlink_set_up(a->pf_name);
         case ACTION_BIND_DRIVER: {
                 if (!a->vf_address[0])
-                        return 1;
-                _cleanup_close_ int lock = -1;
-                int r = take_move_lock(opts, a, &lock);
-                return r < 0
-                           ? r
-                           : host_bind_vf_driver(&bind, a->vf_address, a->text[0] ? a->text : NULL);
-        }
-        case ACTION_SET_VF_MTU:
-                ifname = vf_netdev(observed, a);
-                if (!a->vf_address[0] || !ifname)
-                        return 1;
-                return host_netlink_set_mtu(ifname, a->value);
-        case ACTION_SET_VF_GUID: {
-                if (!a->vf_address[0] || !a->pf_name[0])
-                        return 1;
+                        return ACTION_DEFERRED;
                 _cleanup_close_ int lock = -1;
                 int r = take_move_lock(opts, a, &lock);
                 if (r < 0)
                         return r;
+                if (held_by_attachment(opts, a))
+                        return ACTION_HELD;
+                return host_bind_vf_driver(&bind, a->vf_address, a->text[0] ? a->text : NULL);
+        }
+        case ACTION_SET_VF_MTU:
+                ifname = vf_netdev(observed, a);
+                if (!a->vf_address[0] || !ifname)
+                        return ACTION_DEFERRED;
+                return host_netlink_set_mtu(ifname, a->value);
+        case ACTION_SET_VF_GUID: {
+                if (!a->vf_address[0] || !a->pf_name[0])
+                        return ACTION_DEFERRED;
+                _cleanup_close_ int lock = -1;
+                int r = take_move_lock(opts, a, &lock);
+                if (r < 0)
+                        return r;
+                if (held_by_attachment(opts, a))
+                        return ACTION_HELD;
                 r = host_netlink_set_vf_guids(NULL, a->pf_name, 0, a->vf_index, a->guid, a->guid);
                 /* the VF's RDMA device reads its GUIDs when its driver probes it */
                 return r < 0 ? r : host_rebind_vf_driver(&bind, a->vf_address);
@@ -194,8 +239,10 @@ int apply_plan(const struct apply_options *opts, const struct plan *plan,
                         .action = action_kind_to_string(a->kind),
                 };
                 int rr = apply_action(opts, a, observed);
-                if (rr == 1) {
+                if (rr == ACTION_DEFERRED)
                         log_ctx_msg(LOG_DEBUG, 0, &ctx, "deferred until the VF exists: %s", line);
+                /* logged by apply_action(); no failure: the PF's other actions go on */
+                if (rr == ACTION_DEFERRED || rr == ACTION_HELD) {
                         r.n_skipped++;
                         continue;
                 }

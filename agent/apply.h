@@ -5,7 +5,10 @@
  * is recorded with the PF, the error and the user-facing fix; other PFs go on. Actions on VFs
  * that do not exist yet (the plan was made before their creation) are skipped: the caller
  * re-discovers and re-plans after a VF-count change, so they are planned again with real
- * addresses and netdev names. */
+ * addresses and netdev names. So are driver binds and GUID changes of a VF that a CNI
+ * attachment took after the plan was made (the plugin's allocation record, read under its
+ * node-wide lock): the next plan sees the attachment, and the pod's VF is not re-bound under
+ * it nor its GUID overwritten. */
 #pragma once
 
 #include <stdbool.h>

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "deviceplugin.pb-c.h"
+#include "dra-owner.h"
 #include "util/base64.h"
 #include "util/fileio.h"
 #include "util/macro.h"
@@ -181,5 +182,91 @@ int cni_alloc_rdma_devices(const char *checkpoint, const char *args, const char 
                  json_string_value(json_object_get(match, "PodUID")),
                  json_string_value(json_object_get(match, "ContainerName")) ?: "?",
                  json_string_value(json_object_get(match, "ResourceName")) ?: "?");
+        return 1;
+}
+
+/* The CDI device name ("<claim uid>-<device>") the record gives its device `device`, from
+ * its devices[].cdi ("<driver>/vf=<name>"); NULL when the record does not list it. */
+static const char *record_cdi_name(json_t *record, const char *device)
+{
+        size_t i;
+        json_t *d;
+        json_array_foreach(json_object_get(record, "devices"), i, d)
+        {
+                const char *name = json_string_value(json_object_get(d, "device"));
+                const char *cdi = json_string_value(json_object_get(d, "cdi"));
+                if (!name || strcmp(name, device) != 0)
+                        continue;
+                const char *eq = cdi ? strchr(cdi, '=') : NULL;
+                return eq && eq[1] ? eq + 1 : NULL;
+        }
+        return NULL;
+}
+
+/* The RDMA char devices among the deviceNodes of the record's CDI device `name`: the host
+ * paths, whose device numbers the runtime gives the container. */
+static bool from_cdi(json_t *record, const char *name, struct host_rdma_char_devices *ret)
+{
+        size_t i;
+        json_t *d;
+        json_array_foreach(json_object_get(json_object_get(record, "cdi"), "devices"), i, d)
+        {
+                const char *n = json_string_value(json_object_get(d, "name"));
+                if (!n || strcmp(n, name) != 0)
+                        continue;
+                size_t j;
+                json_t *node;
+                json_array_foreach(
+                    json_object_get(json_object_get(d, "containerEdits"), "deviceNodes"), j, node)
+                {
+                        const char *host = json_string_value(json_object_get(node, "hostPath"))
+                                               ?: json_string_value(json_object_get(node, "path"));
+                        if (!host)
+                                continue;
+                        if (is_kind(host, "uverbs") && !ret->uverbs[0])
+                                set_path(ret->uverbs, sizeof(ret->uverbs), host);
+                        else if (is_kind(host, "umad") && !ret->umad[0])
+                                set_path(ret->umad, sizeof(ret->umad), host);
+                        else if (is_kind(host, "issm") && !ret->issm[0])
+                                set_path(ret->issm, sizeof(ret->issm), host);
+                }
+                break;
+        }
+        return ret->uverbs[0] || ret->umad[0] || ret->issm[0];
+}
+
+struct handed_walk {
+        struct host_rdma_char_devices *ret;
+        char *source;
+        size_t source_size;
+        int n_listing;
+};
+
+static int take_handed(json_t *record, const char *device, const char *claim_file, void *userdata)
+{
+        struct handed_walk *w = userdata;
+        /* two claims' records listing one VF: one is stale, and which cannot be told */
+        if (++w->n_listing > 1)
+                return 1;
+        const char *name = record_cdi_name(record, device);
+        if (name && from_cdi(record, name, w->ret))
+                snprintf(w->source, w->source_size, "the DRA ResourceClaim %s/%s (CDI device %s)",
+                         json_string_value(json_object_get(record, "namespace")) ?: "?",
+                         json_string_value(json_object_get(record, "name")) ?: "?", name);
+        return 0;
+}
+
+int cni_dra_rdma_devices(const char *agent_dir, const char *pci, struct host_rdma_char_devices *ret,
+                         char *source, size_t source_size)
+{
+        *ret = (struct host_rdma_char_devices){ 0 };
+        source[0] = '\0';
+        struct handed_walk w = { .ret = ret, .source = source, .source_size = source_size };
+        int r = cni_dra_for_each_record(agent_dir, pci, take_handed, &w);
+        if (r < 0 || w.n_listing != 1 || !source[0]) {
+                *ret = (struct host_rdma_char_devices){ 0 };
+                source[0] = '\0';
+                return r < 0 ? r : 0;
+        }
         return 1;
 }

@@ -25,3 +25,10 @@
  * -ENOMEM. args: CNI_ARGS (K8S_POD_UID), may be NULL. */
 int cni_alloc_rdma_devices(const char *checkpoint, const char *args, const char *pci,
                            struct host_rdma_char_devices *ret, char *source, size_t source_size);
+
+/* The same for a VF the agent's DRA driver prepared: the device nodes of the VF's own CDI device
+ * in the claim's record (<agent_dir>/dra/<claim uid>.json, written at NodePrepareResources with
+ * the CDI spec the runtime reads, before the sandbox and so before the ADD). A VF no record
+ * lists, or that several list (a stale record): 0, nothing known. -ENOMEM. */
+int cni_dra_rdma_devices(const char *agent_dir, const char *pci, struct host_rdma_char_devices *ret,
+                         char *source, size_t source_size);

@@ -12,21 +12,18 @@
 #include "host/driver-bind.h"
 #include "host/netlink-link.h"
 #include "host/netlink-netns.h"
+#include "util/ipoib.h"
 #include "util/macro.h"
 
-#define GUID_ALL_ONES    UINT64_MAX
-#define IPOIB_HWADDR_LEN 20 /* INFINIBAND_ALEN */
+#define GUID_ALL_ONES UINT64_MAX
 
 uint64_t cni_ib_current_guid(const struct vf_location *loc, uint64_t vf_info_guid)
 {
         struct host_link l;
+        uint64_t guid;
         if (!loc->vf_ifname[0] || host_link_get(loc->vf_ifname, &l) < 0 ||
-            l.hwaddr_len != IPOIB_HWADDR_LEN)
+            ipoib_hwaddr_guid(l.hwaddr, l.hwaddr_len, &guid) < 0)
                 return vf_info_guid;
-        /* QPN (4 bytes), then the port's GID: subnet prefix (8), port GUID (8) */
-        uint64_t guid = 0;
-        for (int i = IPOIB_HWADDR_LEN - 8; i < IPOIB_HWADDR_LEN; i++)
-                guid = guid << 8 | l.hwaddr[i];
         return guid;
 }
 

@@ -698,13 +698,19 @@ static int cmd_add(struct plugin *p)
          * not when cmd_add returns (closep leaves -1 for the cleanup) */
         closep(&guid_lock);
 
-        /* what the kubelet handed the pod for the VF's RDMA device, read before the lock */
+        /* what the kubelet handed the pod for the VF's RDMA device (its device plugin's
+         * Allocate answer, else the agent's DRA driver's CDI device), read before the lock */
         struct host_rdma_char_devices handed = { .uverbs = "" };
         char handed_by[512] = "";
-        if (((p->ib && p->ib_conf.has_guid) || rec.rdma_moved) &&
-            (r = cni_alloc_rdma_devices(p->kubelet_checkpoint, p->args, conf->device_id, &handed,
-                                        handed_by, sizeof(handed_by))) < 0)
-                return fail(p, CNI_ERR_GENERIC, r, "out of memory");
+        if ((p->ib && p->ib_conf.has_guid) || rec.rdma_moved) {
+                r = cni_alloc_rdma_devices(p->kubelet_checkpoint, p->args, conf->device_id, &handed,
+                                           handed_by, sizeof(handed_by));
+                if (r == 0)
+                        r = cni_dra_rdma_devices(p->agent_state_dir, conf->device_id, &handed,
+                                                 handed_by, sizeof(handed_by));
+                if (r < 0)
+                        return fail(p, CNI_ERR_GENERIC, r, "out of memory");
+        }
 
         /* from here on, every failure undoes what was done */
         bool moved = false, ipam_added = false, guid_set = false, rdma_in_pod = false;

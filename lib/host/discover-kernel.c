@@ -7,7 +7,30 @@
 #include "host/devlink.h"
 #include "host/netlink-link.h"
 #include "host/rdma-verbs.h"
+#include "util/ipoib.h"
 #include "util/log.h"
+
+void host_discover_vf_guids(struct vf_info *vf, const struct netlink_vf_info *info)
+{
+        if (!info || !info->has_guids)
+                return;
+        vf->has_ib_guids = true;
+        vf->ib_node_guid = info->node_guid;
+        vf->ib_port_guid = info->port_guid;
+        for (size_t k = 0; k < vf->n_netdevs; k++) {
+                uint64_t guid;
+                if (vf->netdevs[k].link_type != LINK_TYPE_IB ||
+                    ipoib_hwaddr_text_guid(vf->netdevs[k].mac, &guid) < 0)
+                        continue;
+                vf->ib_port_guid = guid;
+                /* The agent (and the plugin) set both GUIDs to one value; a node GUID the VF
+                 * info reports as 0 is one not set through netlink since the driver loaded,
+                 * not a wrong one: judged by the port GUID the VF carries. */
+                if (vf->ib_node_guid == 0)
+                        vf->ib_node_guid = guid;
+                return;
+        }
+}
 
 static void query_vf_vlans(struct pf_info *pf)
 {
@@ -26,9 +49,7 @@ static void query_vf_vlans(struct pf_info *pf)
                 for (size_t j = 0; j < n; j++)
                         if (list[j].vf == pf->vfs[i].vf_index) {
                                 pf->vfs[i].vlan = list[j].vlan;
-                                pf->vfs[i].has_ib_guids = list[j].has_guids;
-                                pf->vfs[i].ib_node_guid = list[j].node_guid;
-                                pf->vfs[i].ib_port_guid = list[j].port_guid;
+                                host_discover_vf_guids(&pf->vfs[i], &list[j]);
                         }
         free(list);
 }

@@ -7,6 +7,15 @@
  * (vlan -1, eswitch_mode "") and never fails discovery. */
 #pragma once
 
+#include "host/netlink-link.h"
 #include "model/inventory.h"
 
 void host_discover_query_kernel(struct inventory *inv);
+
+/* The VF's InfiniBand GUIDs (vf->has_ib_guids, ib_node_guid, ib_port_guid) from info, its entry
+ * in the PF's VF info (NULL or without GUIDs: an Ethernet PF, or a kernel before 5.5: left
+ * alone), preferring the port GUID its IPoIB netdev's address carries (vf->netdevs, as
+ * discovery read them): the VF info reports 0 on mlx5 for a GUID not set through netlink since
+ * the driver loaded. The VF info's values for a VF without an IPoIB netdev in this namespace
+ * (vfio-pci, or in a pod). */
+void host_discover_vf_guids(struct vf_info *vf, const struct netlink_vf_info *info);

@@ -16,13 +16,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include <cmocka.h>
 
 #include "alloc-specs.h"
 #include "deviceplugin.pb-c.h"
+#include "deviceplugin/allocate.h"
 #include "deviceplugin/devinfo.h" /* links the device plugin layer (its protobuf messages) */
+#include "dra/claim.h"
 #include "host/rdma-function.h"
 
 static char path[64];
@@ -222,6 +227,95 @@ static void test_garbled_or_absent_is_not_known(void **state)
         assert_int_equal(lookup(NULL, "0000:3b:00.2", &d, source), 0);
 }
 
+/* A prepared claim's record as the agent's DRA driver writes it (agent/dra.c): its devices with
+ * their CDI IDs and the CDI spec itself, made by dra_cdi_spec() from each VF's own device
+ * nodes. VF .2 has uverbs3/umad3/issm3, VF .3 uverbs4 and rdma_cm. */
+static void write_dra_record(const char *agent_dir, const char *uid, const char *name)
+{
+        struct dp_device_spec specs2[] = {
+                { "/dev/infiniband/uverbs3", "/dev/infiniband/uverbs3", "rw" },
+                { "/dev/infiniband/umad3", "/dev/infiniband/umad3", "rw" },
+                { "/dev/infiniband/issm3", "/dev/infiniband/issm3", "rw" },
+                { "/dev/infiniband/rdma_cm", "/dev/infiniband/rdma_cm", "rw" },
+        };
+        struct dp_device_spec specs3[] = {
+                { "/dev/infiniband/rdma_cm", "/dev/infiniband/rdma_cm", "rw" },
+                { "/dev/infiniband/uverbs4", "/dev/infiniband/uverbs4", "rw" },
+        };
+        const struct dp_container_allocation own2 = { .specs = specs2, .n_specs = 4 },
+                                             own3 = { .specs = specs3, .n_specs = 2 }, pool = { 0 };
+        const struct dra_cdi_device devs[] = {
+                { .name = "0000-3b-00-2",
+                  .pci = "0000:3b:00.2",
+                  .rdma_device = "mlx5_3",
+                  .own = &own2,
+                  .pool = &pool },
+                { .name = "0000-3b-00-3",
+                  .pci = "0000:3b:00.3",
+                  .rdma_device = "mlx5_4",
+                  .own = &own3,
+                  .pool = &pool },
+        };
+        json_auto_t *cdi = dra_cdi_spec("sriovnetwork.k8snetworkplumbingwg.io", uid, devs, 2);
+        assert_non_null(cdi);
+        json_auto_t *listed = json_array();
+        for (size_t i = 0; i < 2; i++) {
+                char id[256];
+                assert_int_equal(dra_cdi_device_id("sriovnetwork.k8snetworkplumbingwg.io", uid,
+                                                   devs[i].name, id, sizeof(id)),
+                                 0);
+                json_array_append_new(listed,
+                                      json_pack("{s:s,s:s,s:s,s:s}", "request", "vf", "pool",
+                                                "node-a", "device", devs[i].name, "cdi", id));
+        }
+        json_auto_t *record =
+            json_pack("{s:s,s:s,s:s,s:[],s:O,s:O}", "namespace", "team", "name", name, "uid", uid,
+                      "reservedFor", "devices", listed, "cdi", cdi);
+        assert_non_null(record);
+        char dir[128], file[160];
+        snprintf(dir, sizeof(dir), "%s/dra", agent_dir);
+        (void)mkdir(dir, 0755);
+        snprintf(file, sizeof(file), "%s/%s.json", dir, uid);
+        assert_int_equal(json_dump_file(record, file, 0), 0);
+}
+
+/* A VF the agent's DRA driver prepared: its own CDI device's nodes (not the claim's other VF's),
+ * named by the claim; a VF no claim lists, a garbled record, no records, or two claims listing
+ * one VF (one stale): nothing known. */
+static void test_dra_claims_cdi_device(void **state)
+{
+        (void)state;
+        char agent[64] = "/tmp/test-cni-alloc-dra.XXXXXX";
+        assert_non_null(mkdtemp(agent));
+        struct host_rdma_char_devices d;
+        char source[512], file[160];
+        assert_int_equal(cni_dra_rdma_devices(agent, "0000:3b:00.2", &d, source, 512), 0);
+        write_dra_record(agent, "c1a1", "ib-claim");
+        snprintf(file, sizeof(file), "%s/dra/garbled.json", agent);
+        FILE *fp = fopen(file, "w");
+        assert_non_null(fp);
+        fputs("{\"devices\": [", fp);
+        fclose(fp);
+        assert_int_equal(cni_dra_rdma_devices(agent, "0000:3b:00.2", &d, source, 512), 1);
+        assert_string_equal(d.uverbs, "/dev/infiniband/uverbs3");
+        assert_string_equal(d.umad, "/dev/infiniband/umad3");
+        assert_string_equal(d.issm, "/dev/infiniband/issm3");
+        print_message("  source: %s\n", source);
+        assert_non_null(strstr(source, "DRA ResourceClaim team/ib-claim"));
+        assert_non_null(strstr(source, "c1a1-0000-3b-00-2"));
+        assert_int_equal(cni_dra_rdma_devices(agent, "0000:3b:00.3", &d, source, 512), 1);
+        assert_string_equal(d.uverbs, "/dev/infiniband/uverbs4");
+        assert_string_equal(d.umad, ""); /* not handed out: not compared */
+        assert_int_equal(cni_dra_rdma_devices(agent, "0000:3b:00.9", &d, source, 512), 0);
+        assert_string_equal(source, "");
+        write_dra_record(agent, "c2b2", "stale");
+        assert_int_equal(cni_dra_rdma_devices(agent, "0000:3b:00.2", &d, source, 512), 0);
+        assert_string_equal(d.uverbs, "");
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", agent);
+        assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -231,6 +325,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_ambiguous_without_uid, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_garbled_or_absent_is_not_known, setup,
                                                 teardown),
+                cmocka_unit_test(test_dra_claims_cdi_device),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

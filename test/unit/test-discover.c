@@ -24,7 +24,9 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "host/discover-kernel.h"
 #include "host/discover.h"
+#include "model/inventory-json.h"
 #include "model/inventory.h"
 #include "util/fileio.h"
 #include "util/log.h"
@@ -400,6 +402,50 @@ static void test_infiniband_link(void **state)
         tree_free(&t);
 }
 
+/* An InfiniBand VF as mlx5 shows it after a driver load: the PF's VF info reports GUID 0, its
+ * IPoIB netdev's 20-byte address ends with the GUID the VF carries. The inventory (and the
+ * NodeState's "guid", as `sriov-agent discover` prints it) says that GUID; a node GUID the VF
+ * info does report is kept. */
+static void test_ib_guid_from_ipoib_address(void **state)
+{
+        struct tree t = {};
+        const char *args[] = { "--profile", "mixed", NULL };
+        tree_make(&t, args);
+        tree_discover(&t);
+
+        struct vf_info *vf = (struct vf_info *)&find_pf(&t, "ibs3f0")->vfs[0];
+        const char *address = vf->netdevs[0].mac;
+        assert_int_equal(strlen(address), 59);
+        unsigned o[8];
+        assert_int_equal(sscanf(address + 36, "%x:%x:%x:%x:%x:%x:%x:%x", &o[0], &o[1], &o[2], &o[3],
+                                &o[4], &o[5], &o[6], &o[7]),
+                         8);
+        uint64_t carried = 0;
+        for (size_t i = 0; i < 8; i++)
+                carried = carried << 8 | o[i];
+        assert_true(carried != 0);
+
+        host_discover_vf_guids(vf, &(const struct netlink_vf_info){ .has_guids = true });
+        assert_true(vf->has_ib_guids);
+        assert_true(vf->ib_port_guid == carried && vf->ib_node_guid == carried);
+        json_t *j = vf_info_to_json(vf);
+        assert_non_null(j);
+        assert_string_equal(json_string_value(json_object_get(j, "guid")), address + 36);
+        json_decref(j);
+
+        host_discover_vf_guids(vf, &(const struct netlink_vf_info){
+                                       .has_guids = true, .node_guid = 0x0200000000aa0001ULL });
+        assert_true(vf->ib_port_guid == carried && vf->ib_node_guid == 0x0200000000aa0001ULL);
+
+        /* without its IPoIB netdev here (vfio-pci, in a pod): what the VF info says */
+        size_t n = vf->n_netdevs;
+        vf->n_netdevs = 0;
+        host_discover_vf_guids(vf, &(const struct netlink_vf_info){ .has_guids = true });
+        assert_true(vf->ib_port_guid == 0 && vf->ib_node_guid == 0);
+        vf->n_netdevs = n;
+        tree_free(&t);
+}
+
 static void test_rxe_tied_by_parent(void **state)
 {
         struct tree t = {};
@@ -634,6 +680,7 @@ int main(void)
                 cmocka_unit_test(test_only_network_pfs),
                 cmocka_unit_test(test_numa_and_iommu),
                 cmocka_unit_test(test_infiniband_link),
+                cmocka_unit_test(test_ib_guid_from_ipoib_address),
                 cmocka_unit_test(test_rxe_tied_by_parent),
                 cmocka_unit_test(test_rdma_cm_absent),
                 cmocka_unit_test(test_garble_numvfs_nonnumeric),

@@ -15,6 +15,7 @@
 
 #include "agent/applied-store.h"
 #include "fake-inventory.h"
+#include "host/discover-kernel.h"
 #include "plan/ib-guids.h"
 #include "plan/plan.h"
 #include "util/fileio.h"
@@ -301,6 +302,56 @@ static void test_ib_vf_guids(void **state)
                 pf->vfs[i].ib_node_guid = pf->vfs[i].ib_port_guid = 0;
         assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
         assert_int_equal(count_kind(&p, ACTION_SET_VF_GUID), 0);
+        plan_done(&p);
+        desired_state_done(&d);
+        inventory_done(&inv);
+}
+
+/* The GUIDs as discovery reads them on mlx5 after a driver load: the PF's VF info reports 0 for
+ * every VF (only GUIDs set through netlink since the load show there), while the VFs' IPoIB
+ * netdevs carry what they have. VF 1's address carries its pool GUID: it is left alone (no
+ * set-vf-guid, no re-bind of a VF that is right); VF 0's carries another GUID and VF 2 has
+ * no IPoIB netdev here (vfio-pci, or in a pod): both are set. */
+static void test_ib_vf_guid_from_ipoib_address(void **state)
+{
+        struct inventory inv = { 0 };
+        struct desired_state d = { 0 };
+        struct vf_group g = make_group("ib", 0, 2, DEVICE_TYPE_NETDEVICE, 4092);
+        struct plan p;
+        char error[256];
+        uint64_t want1;
+
+        struct pf_info *pf =
+            fake_add_pf(&inv, PF_A, "ibp59s0f0", 0x15b3, 0x101b, 16, 3, 4092, "mlx5_core");
+        pf->netdevs[0].link_type = LINK_TYPE_IB;
+        assert_int_equal(ib_guid_for_vf(NULL, pf, 1, &want1, error, sizeof(error)), 0);
+        for (size_t i = 0; i < pf->n_vfs; i++) {
+                struct netdev_info *nd = &pf->vfs[i].netdevs[0];
+                nd->mtu = 4092;
+                nd->link_type = LINK_TYPE_IB;
+                /* QPN, the GID's subnet prefix, then the port GUID */
+                uint64_t u = i == 1 ? want1 : 0x0c42a10300112233ULL;
+                snprintf(nd->mac, sizeof(nd->mac),
+                         "00:00:10:87:fe:80:00:00:00:00:00:00:%02x:%02x:%02x:%02x:%02x:%02x:%02x:"
+                         "%02x",
+                         (unsigned)(u >> 56) & 0xff, (unsigned)(u >> 48) & 0xff,
+                         (unsigned)(u >> 40) & 0xff, (unsigned)(u >> 32) & 0xff,
+                         (unsigned)(u >> 24) & 0xff, (unsigned)(u >> 16) & 0xff,
+                         (unsigned)(u >> 8) & 0xff, (unsigned)u & 0xff);
+        }
+        pf->vfs[2].n_netdevs = 0;
+        for (size_t i = 0; i < pf->n_vfs; i++) {
+                const struct netlink_vf_info vf_info = { .vf = (int)i, .has_guids = true };
+                host_discover_vf_guids(&pf->vfs[i], &vf_info);
+        }
+        assert_true(pf->vfs[1].ib_port_guid == want1 && pf->vfs[1].ib_node_guid == want1);
+        assert_true(pf->vfs[2].has_ib_guids && pf->vfs[2].ib_port_guid == 0);
+        want(&d, PF_A, "ibp59s0f0", 3, 0, 1, &g);
+        assert_int_equal(plan_build(&d, &inv, NULL, &p), 0);
+        dump(&p);
+        assert_int_equal(count_kind(&p, ACTION_SET_VF_GUID), 2);
+        for (size_t i = 0; i < p.n_actions; i++)
+                assert_true(p.actions[i].kind != ACTION_SET_VF_GUID || p.actions[i].vf_index != 1);
         plan_done(&p);
         desired_state_done(&d);
         inventory_done(&inv);
@@ -806,6 +857,7 @@ int main(void)
                 cmocka_unit_test(test_bind_only_group_vfs),
                 cmocka_unit_test(test_netdevice_rebind),
                 cmocka_unit_test(test_ib_vf_guids),
+                cmocka_unit_test(test_ib_vf_guid_from_ipoib_address),
                 cmocka_unit_test(test_ib_pod_guid_has_one_owner),
                 cmocka_unit_test(test_order),
                 cmocka_unit_test(test_reset_previously_owned),

@@ -13,10 +13,12 @@ if(TARGET test-cni-ib)
 endif()
 
 # test-cni-alloc-specs: what the kubelet handed a pod for a VF's RDMA device, read from its
-# device manager checkpoint (agent/cni/alloc-specs.c).
+# device manager checkpoint or the agent's DRA claim records (agent/cni/alloc-specs.c).
 if(TARGET test-cni-alloc-specs)
-    target_sources(test-cni-alloc-specs PRIVATE ${CMAKE_SOURCE_DIR}/agent/cni/alloc-specs.c)
+    target_sources(test-cni-alloc-specs PRIVATE ${CMAKE_SOURCE_DIR}/agent/cni/alloc-specs.c
+                                                ${CMAKE_SOURCE_DIR}/agent/cni/dra-owner.c)
     target_include_directories(test-cni-alloc-specs PRIVATE ${CMAKE_SOURCE_DIR}/agent/cni)
+    target_link_libraries(test-cni-alloc-specs PRIVATE layer-cni) # dra-owner.h's cni/conf.h
 endif()
 
 # test-apply-lock: the agent's driver binds and GUID changes (agent/apply.c) wait for the CNI
