@@ -21,11 +21,13 @@
 #include "util/log.h"
 #include "util/macro.h"
 
-#define MAX_CONNECTIONS      64
-#define MAX_STREAMS_PER_CONN 100
-#define MAX_PATH_HEADER      256
-#define MAX_QUEUED_OUTPUT    (16u * 1024u * 1024u)
-/* Memory budgets (issue 12.11: 100 streams x ~4 MiB from one peer took RSS to 413 MiB). A
+#define MAX_CONNECTIONS           64
+#define MAX_STREAMS_PER_CONN      100
+#define MAX_PATH_HEADER           256
+#define MAX_QUEUED_OUTPUT         (16u * 1024u * 1024u)
+#define ACCEPT_RETRY_USEC         (100 * 1000ULL)
+#define REFUSED_LOG_INTERVAL_USEC (10 * 1000 * 1000ULL)
+/* Memory budgets (100 streams x ~4 MiB from one peer once took RSS to 413 MiB). A
  * stream holds at most one request message (GRPC_MESSAGE_MAX_DEFAULT); the streams of one
  * connection together, and all connections together, hold at most these. A stream that would
  * go over is failed with RESOURCE_EXHAUSTED; the others go on. */
@@ -76,6 +78,10 @@ struct grpc_server {
         sd_event *event;
         int listen_fd;
         sd_event_source *accept_source;
+        sd_event_source *accept_retry; /* accepting paused while out of descriptors */
+        bool accept_failing;           /* ... and said so once */
+        uint64_t refused_logged_usec;  /* refusals at the limit: one line per interval */
+        unsigned refused_unlogged;
         char *socket_path;
         dev_t socket_dev;
         ino_t socket_ino;
@@ -678,20 +684,62 @@ static int server_session_new(struct server_conn *sc, nghttp2_session **ret)
         return 0;
 }
 
+static int on_accept_retry(sd_event_source *source, uint64_t usec, void *userdata)
+{
+        struct grpc_server *s = userdata;
+        return sd_event_source_set_enabled(s->accept_source, SD_EVENT_ON);
+}
+
+/* Out of descriptors, accept4() fails at once again until one is closed: accepting pauses for
+ * ACCEPT_RETRY_USEC instead of spinning the loop (and the journal). */
+static void pause_accepting(struct grpc_server *s, int error)
+{
+        if (!s->accept_failing)
+                log_warning_errno(error, "grpc: accept on %s failed, new connections wait",
+                                  s->socket_path);
+        s->accept_failing = true;
+        if (!s->accept_source || !s->accept_retry)
+                return; /* quiesce's last look: the socket closes next */
+        (void)sd_event_source_set_enabled(s->accept_source, SD_EVENT_OFF);
+        (void)sd_event_source_set_time_relative(s->accept_retry, ACCEPT_RETRY_USEC);
+        (void)sd_event_source_set_enabled(s->accept_retry, SD_EVENT_ONESHOT);
+}
+
+/* At the limit a client is refused (closed at once: only root reaches these sockets, and a
+ * kubelet reconnects); the journal gets one line per interval with the count, not one per
+ * client. */
+static void refuse_connection(struct grpc_server *s, int cfd)
+{
+        close(cfd);
+        s->refused_unlogged++;
+        uint64_t now = 0;
+        (void)sd_event_now(s->event, CLOCK_MONOTONIC, &now);
+        if (s->refused_logged_usec && now - s->refused_logged_usec < REFUSED_LOG_INTERVAL_USEC)
+                return;
+        log_warning("grpc: %s: %zu connections open, the limit: refused %u", s->socket_path,
+                    s->n_conns, s->refused_unlogged);
+        s->refused_logged_usec = now;
+        s->refused_unlogged = 0;
+}
+
 static int on_accept(sd_event_source *source, int fd, uint32_t revents, void *userdata)
 {
         struct grpc_server *s = userdata;
-        for (;;) {
+        /* a few per wake-up, so a connection flood cannot starve the rest of the loop */
+        for (int i = 0; i < 32; i++) {
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (cfd < 0) {
-                        if (errno != EAGAIN && errno != EINTR)
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                            errno == ENOMEM)
+                                pause_accepting(s, errno);
+                        else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
                                 log_warning_errno(errno, "grpc: accept on %s failed",
                                                   s->socket_path);
                         return 0;
                 }
+                s->accept_failing = false;
                 if (s->n_conns >= MAX_CONNECTIONS) {
-                        log_warning("grpc: %s: too many connections, refusing one", s->socket_path);
-                        close(cfd);
+                        refuse_connection(s, cfd);
                         continue;
                 }
                 struct server_conn *sc = calloc(1, sizeof(*sc));
@@ -713,6 +761,7 @@ static int on_accept(sd_event_source *source, int fd, uint32_t revents, void *us
                 s->n_conns++;
                 (void)grpc_conn_flush(&sc->conn);
         }
+        return 0;
 }
 
 int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_method *methods,
@@ -755,6 +804,12 @@ int grpc_server_new(sd_event *event, const char *socket_path, const struct grpc_
         int r = sd_event_add_io(event, &s->accept_source, s->listen_fd, EPOLLIN, on_accept, s);
         if (r < 0)
                 return r;
+        /* made now, off: out of descriptors there would be none for its clock's timerfd */
+        r = sd_event_add_time_relative(event, &s->accept_retry, CLOCK_MONOTONIC, ACCEPT_RETRY_USEC,
+                                       10 * 1000, on_accept_retry, s);
+        if (r < 0)
+                return r;
+        (void)sd_event_source_set_enabled(s->accept_retry, SD_EVENT_OFF);
         *ret = TAKE_PTR(s);
         return 0;
 }
@@ -803,6 +858,7 @@ struct grpc_server *grpc_server_free(struct grpc_server *s)
         s->drain_defer = sd_event_source_disable_unref(s->drain_defer);
         close_connections(s);
         s->accept_source = sd_event_source_disable_unref(s->accept_source);
+        s->accept_retry = sd_event_source_disable_unref(s->accept_retry);
         if (s->listen_fd >= 0)
                 close(s->listen_fd);
         unlink_own_socket(s);
@@ -829,6 +885,7 @@ void grpc_server_quiesce(struct grpc_server *s)
                 /* A client that connected just now may already have sent its first call. */
                 (void)on_accept(NULL, s->listen_fd, EPOLLIN, s);
                 s->accept_source = sd_event_source_disable_unref(s->accept_source);
+                s->accept_retry = sd_event_source_disable_unref(s->accept_retry);
                 close(s->listen_fd);
                 s->listen_fd = -1;
         }

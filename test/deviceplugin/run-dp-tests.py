@@ -333,6 +333,25 @@ def run_checks(kubelet, harness, expected, manifest, sysfs, kdir, devinfo, prsoc
     r = allocate(kubelet, "openshift.io/sriov_net", [ice["vfs"][0]["pciAddress"]])
     check("plugin still answers after garbage / truncated / empty connections",
           r.get("code") == "OK", json.dumps(r))
+    # The same, 200 at once and held, far over the server's 64 connections: the kubelet's own
+    # connection is served meanwhile, and the restarted kubelet below connects anew after them.
+    held = []
+    for i in range(200):
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(5)
+        try:
+            s.connect(sock)
+            if i % 3:
+                s.send(b"PRI * HTTP/2.0\r\n"[:8 * (i % 3)])
+        except OSError:
+            pass  # a client over the limit is closed by the server at once
+        held.append(s)
+    time.sleep(0.5)
+    r = allocate(kubelet, "openshift.io/sriov_net", [ice["vfs"][0]["pciAddress"]])
+    check("plugin answers while 200 silent or half-sent clients hold its socket",
+          r.get("code") == "OK", json.dumps(r))
+    for s in held:
+        s.close()
 
     # PodResources client.
     harness.send("podresources " + prsock)

@@ -7,12 +7,14 @@ plugin is found in plugins_registry, GetInfo names type DRAPlugin, the driver, t
 reports the registration, and NodePrepareResources/NodeUnprepareResources answer claim by claim
 over the version under test (--api). Then: the same claims again (idempotent), a claim the
 node has no allocation for (an error in its entry, the others still served), a restarted
-kubelet, a registration socket removed under the plugin, and a restarted plugin.
+kubelet, a registration socket removed under the plugin, and a restarted plugin. Between them,
+400 hostile clients on the two sockets (silent, half a preface, half a frame), then gone.
 """
 import argparse
 import json
 import os
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -111,6 +113,33 @@ def main():
         errs = {u: c.get("error") for u, c in (ans.get("claims") or {}).items()}
         check("unprepare #%d: every claim answered without error" % attempt,
               ans.get("code") == "OK" and errs == {"uid-a": "", "uid-b": ""}, json.dumps(ans))
+
+    # Hostile clients on both sockets (root on the node: nobody else can open them): 200 each,
+    # far over the server's 64 connections, that send nothing, half the HTTP/2 preface, or the
+    # preface and half a frame, held together, then gone. The kubelet's own connection is
+    # served meanwhile, and the restarted kubelet below connects anew after them.
+    held = []
+    preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    halves = (b"", preface[:10], preface + b"\x00\x00\x40\x04\x00\x00\x00\x00\x00")
+    for path in (endpoint, reg_sock):
+        for i in range(200):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(5)
+            try:
+                s.connect(path)
+                if halves[i % 3]:
+                    s.send(halves[i % 3])
+            except OSError:
+                pass  # a client over the limit is closed by the server at once
+            held.append(s)
+    time.sleep(0.5)
+    kubelet.send({"cmd": "prepare", "driver": DRIVER, "claims": claims[:1]})
+    ans = kubelet.wait_for(ev("prepare"), 10) or {}
+    check("prepare while 400 hostile clients hold the sockets: answered",
+          ans.get("code") == "OK" and got(ans, "uid-a") == expected("uid-a"), json.dumps(ans))
+    for s in held:
+        s.close()
+    check("plugin still running after the hostile clients", plugin.p.poll() is None)
 
     # A restarted kubelet finds the socket again and registers the driver anew.
     kubelet.send({"cmd": "restart"})

@@ -47,13 +47,17 @@ def evaluate(policy, requests):
     return [json.loads(line) for line in r.stdout.splitlines()]
 
 
-def user(username=AGENT, node="node-a", extra=None):
+def user(username=None, node="node-a", extra=None):
+    username = username or AGENT
     u = {"username": username, "groups": ["system:serviceaccounts", "system:authenticated"]}
     if extra is not None:
         u["extra"] = extra
     elif node is not None:
         u["extra"] = {NODE_NAME: [node], "authentication.kubernetes.io/pod-name": ["sriov-agent-x"]}
     return u
+
+
+user_as = user
 
 
 def nodestate(name):
@@ -73,19 +77,22 @@ def slice_(node, driver=DRIVER, name=None):
             "metadata": {"name": name or f"{node}-{driver}-x"}, "spec": spec}
 
 
-def request(op, obj=None, old=None, u=None, sub=""):
+def request(op, obj=None, old=None, u=None, sub="", agent=None):
     o = obj or old
     res = ({"group": "sriovnetwork.openshift.io", "version": "v1",
             "resource": "sriovnetworknodestates"} if o["kind"] == "SriovNetworkNodeState" else
            {"group": "resource.k8s.io", "version": "v1", "resource": "resourceslices"})
     req = {"uid": "1", "kind": {"group": res["group"], "version": "v1", "kind": o["kind"]},
            "resource": res, "operation": op, "name": o["metadata"]["name"],
-           "userInfo": u or user()}
+           "userInfo": u or user(username=agent)}
     if sub:
         req["subResource"] = sub
     if "namespace" in o["metadata"]:
         req["namespace"] = o["metadata"]["namespace"]
     return {"request": req, "object": copy.deepcopy(obj), "oldObject": copy.deepcopy(old)}
+
+
+request_as = request
 
 
 def policy_and_binding(docs):
@@ -94,9 +101,20 @@ def policy_and_binding(docs):
     return (pol[0] if len(pol) == 1 else None), (bind[0] if len(bind) == 1 else None)
 
 
-def run_cases(policy):
+def run_cases(policy, agent=AGENT, where="manifests/"):
+    """Every case against `policy`, whose agents' account is `agent`."""
     own_ns, other_ns = nodestate("node-a"), nodestate("node-b")
     own_sl, other_sl = slice_("node-a"), slice_("node-b")
+    on_selector = slice_("node-a")
+    del on_selector["spec"]["nodeName"]
+    on_selector["spec"]["nodeSelector"] = {"nodeSelectorTerms": [{"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": ["node-a"]}]}]}
+
+    def request(op, obj=None, old=None, u=None, sub=""):
+        return request_as(op, obj, old, u, sub, agent)
+
+    def user(username=None, node="node-a", extra=None):
+        return user_as(username or agent, node, extra)
     cases = [
         # (what, request, allowed, applies)
         ("agent of node-a creates NodeState node-a", request("CREATE", own_ns), True, True),
@@ -118,6 +136,10 @@ def run_cases(policy):
          request("UPDATE", slice_("node-a", name=other_sl["metadata"]["name"]), other_sl), False, True),
         ("agent of node-a deletes node-b's ResourceSlice", request("DELETE", None, other_sl), False, True),
         ("agent of node-a creates a slice for all nodes", request("CREATE", slice_(None)), False, True),
+        ("agent of node-a creates a slice on a node selector naming node-a",
+         request("CREATE", on_selector), False, True),
+        ("agent of node-a moves its ResourceSlice to node-b",
+         request("UPDATE", slice_("node-b", name=own_sl["metadata"]["name"]), own_sl), False, True),
         ("agent of node-a creates a slice of another driver on node-a",
          request("CREATE", slice_("node-a", driver="gpu.example.com")), False, True),
         ("a token naming no node (legacy Secret token) writes NodeState node-a",
@@ -126,6 +148,8 @@ def run_cases(policy):
          request("CREATE", own_sl, u=user(extra={})), False, True),
         ("a token naming two nodes writes NodeState node-a",
          request("CREATE", own_ns, u=user(extra={NODE_NAME: ["node-a", "node-b"]})), False, True),
+        ("a token naming an empty node writes a NodeState named ''",
+         request("CREATE", nodestate(""), u=user(extra={NODE_NAME: [""]})), False, True),
         ("the kubelet of node-b deletes node-a's slices (its own wipe: not the policy's business)",
          request("DELETE", None, own_sl, u={"username": "system:node:node-b",
                                            "groups": ["system:nodes"]}), True, False),
@@ -134,17 +158,47 @@ def run_cases(policy):
                                                  "groups": ["system:masters"]}), True, False),
         ("another ServiceAccount of the namespace is not matched",
          request("CREATE", other_ns, u=user(
-             username="system:serviceaccount:sriov-network-operator:other")), True, False),
+             username=agent.rsplit(":", 1)[0] + ":other")), True, False),
+        ("the same account name in another namespace is not matched",
+         request("CREATE", other_ns, u=user(
+             username="system:serviceaccount:elsewhere:sriov-agent")), True, False),
     ]
     got = evaluate(policy, [c[1] for c in cases])
     for (what, _, allowed, applies), g in zip(cases, got):
         verdict = "allowed" if allowed else "refused"
         check(g["allowed"] == allowed and g["applies"] == applies,
-              f"{what}: {verdict} ({'applies' if applies else 'not matched'}); got {g}")
+              f"{where}: {what}: {verdict} ({'applies' if applies else 'not matched'}); got {g}")
         if g["applies"] and not allowed and "token" not in what:
             check("node-a" in g["message"] and "evaluation error" not in g["message"],
-                  f"{what}: the message names the requester's node ({g['message']!r})")
+                  f"{where}: {what}: the message names the requester's node ({g['message']!r})")
     return got
+
+
+def check_rbac_covered(rbac_docs, spec, where):
+    """Every write verb RBAC grants the agent on NodeStates and ResourceSlices reaches the
+    policy: a verb it does not match would be one a node's token can use on any node."""
+    verbs_to_ops = {"create": "CREATE", "update": "UPDATE", "patch": "UPDATE",
+                    "delete": "DELETE", "deletecollection": "DELETE", "*": "*"}
+    granted = set()
+    for d in rbac_docs:
+        if d["kind"] not in ("Role", "ClusterRole"):
+            continue
+        for rule in d.get("rules", []):
+            for res in rule.get("resources", []):
+                if res == "*" or res.split("/")[0] in ("sriovnetworknodestates", "resourceslices"):
+                    granted |= {(res, verbs_to_ops[v]) for v in rule["verbs"] if v in verbs_to_ops}
+    covered = {(r, op) for rule in spec["matchConstraints"]["resourceRules"]
+               for r in rule["resources"] for op in rule["operations"]}
+    check(granted and granted <= covered,
+          f"{where}: every write RBAC grants on NodeStates and ResourceSlices is matched "
+          f"(granted {sorted(granted)}, not matched {sorted(granted - covered)})")
+
+
+def check_binding(policy, binding, where):
+    check(binding is not None and binding["spec"]["policyName"] == policy["metadata"]["name"] and
+          binding["spec"]["validationActions"] == ["Deny"] and
+          "paramRef" not in binding["spec"] and "matchResources" not in binding["spec"],
+          f"{where}: the binding applies the policy cluster-wide with Deny")
 
 
 def main():
@@ -158,27 +212,9 @@ def main():
     check(policy["apiVersion"] == "admissionregistration.k8s.io/v1" and
           spec["failurePolicy"] == "Fail",
           "admissionregistration.k8s.io/v1, failurePolicy Fail (an evaluation error refuses)")
-    check(binding["spec"]["policyName"] == policy["metadata"]["name"] and
-          binding["spec"]["validationActions"] == ["Deny"] and
-          "paramRef" not in binding["spec"] and "matchResources" not in binding["spec"],
-          "the binding applies the policy cluster-wide with Deny")
+    check_binding(policy, binding, "manifests/")
 
-    # Every write verb RBAC grants the agent on these resources reaches the policy.
-    verbs_to_ops = {"create": "CREATE", "update": "UPDATE", "patch": "UPDATE",
-                    "delete": "DELETE", "deletecollection": "DELETE"}
-    granted = set()
-    for d in load(os.path.join(MANIFESTS, "20-rbac.yaml")):
-        if d["kind"] not in ("Role", "ClusterRole"):
-            continue
-        for rule in d.get("rules", []):
-            for res in rule.get("resources", []):
-                if res.split("/")[0] in ("sriovnetworknodestates", "resourceslices"):
-                    granted |= {(res, verbs_to_ops[v]) for v in rule["verbs"] if v in verbs_to_ops}
-    covered = {(r, op) for rule in spec["matchConstraints"]["resourceRules"]
-               for r in rule["resources"] for op in rule["operations"]}
-    check(granted and granted <= covered,
-          f"every write RBAC grants on NodeStates and ResourceSlices is matched "
-          f"(granted {sorted(granted)}, not matched {sorted(granted - covered)})")
+    check_rbac_covered(load(os.path.join(MANIFESTS, "20-rbac.yaml")), spec, "manifests/")
 
     run_cases(policy)
 
@@ -194,20 +230,24 @@ def main():
             chart = os.path.join(MANIFESTS, "helm", "sriov-agent")
             env = dict(os.environ, HELM_CACHE_HOME=tmp, HELM_CONFIG_HOME=tmp, HELM_DATA_HOME=tmp)
             out = subprocess.run([HELM, "template", "x", chart, "--set", "namespace=net-agents",
-                                  "--show-only", "templates/25-admission-policy.yaml"],
+                                  "--show-only", "templates/25-admission-policy.yaml",
+                                  "--show-only", "templates/20-rbac.yaml"],
                                  capture_output=True, text=True, env=env, timeout=120)
             check(out.returncode == 0, f"helm template the policy ({out.stderr.strip()[-300:]})")
-            hp, hb = policy_and_binding([d for d in yaml.safe_load_all(out.stdout) if d])
+            docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+            hp, hb = policy_and_binding(docs)
             cond = hp and hp["spec"]["matchConditions"][0]["expression"]
             check(hp is not None and hb is not None and
                   "'system:serviceaccount:net-agents:sriov-agent'" in cond,
                   f"the chart's policy matches the release namespace's account ({cond!r})")
             if hp:
-                moved = request("CREATE", nodestate("node-b"), u=user(
-                    username="system:serviceaccount:net-agents:sriov-agent"))
-                g = evaluate(hp, [moved])[0]
-                check(g["applies"] and not g["allowed"],
-                      f"the chart's policy refuses that account another node's NodeState ({g})")
+                check(hp["apiVersion"] == "admissionregistration.k8s.io/v1" and
+                      hp["spec"]["failurePolicy"] == "Fail",
+                      "chart: admissionregistration.k8s.io/v1, failurePolicy Fail")
+                check_binding(hp, hb, "chart")
+                check_rbac_covered(docs, hp["spec"], "chart")
+                # the same requests, from the release namespace's account
+                run_cases(hp, agent="system:serviceaccount:net-agents:sriov-agent", where="chart")
             off = subprocess.run([HELM, "template", "x", chart, "--set",
                                   "ownNodeAdmissionPolicy=false"],
                                  capture_output=True, text=True, env=env, timeout=120)

@@ -2,9 +2,11 @@
 /* Unit tests for the gRPC server and client together on a unix socket in a temp dir, on one
  * sd-event loop: unary calls, errors with percent-encoded messages, trailers-only errors,
  * unknown methods, oversized requests, a held server stream answered later (deferred data),
- * client deadlines and the server learning that a client went away; and the HTTP/2 request
- * rules the server enforces itself (any :authority, every other rule of RFC 9113 §8); a graceful
- * stop answering the calls already sent before it ends the streams. */
+ * client deadlines and the server learning that a client went away; silent and half-sent
+ * clients at and far beyond the connection limit, and what they held given back when they go;
+ * and the HTTP/2 request rules the server enforces itself (any :authority, every other rule
+ * of RFC 9113 §8); a graceful stop answering the calls already sent before it ends the
+ * streams. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,9 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -292,6 +296,47 @@ static void test_connection_limit_then_released(void **state)
         assert_int_equal(f->st.code, GRPC_STATUS_OK);
         assert_int_equal(f->resp_len, 2);
         assert_memory_equal(f->resp, "ok", 2);
+}
+
+/* Out of descriptors: accept4() fails with EMFILE while the client waits in the listen queue.
+ * The server pauses accepting instead of being woken for it again at once (which spun the loop
+ * and logged a line per turn), and takes the client once descriptors are free again. */
+static void test_out_of_descriptors_pauses_accepting(void **state)
+{
+        struct fixture *f = *state;
+        struct rlimit old;
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+        int waiting = raw_connect(f->path); /* queued: nothing accepted it yet */
+        /* every descriptor below a small limit taken, so accept4() gets EMFILE */
+        struct rlimit low = { .rlim_cur = 256, .rlim_max = old.rlim_max };
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+        int filler[256], n_filler = 0;
+        for (int fd; n_filler < 256 && (fd = dup(waiting)) >= 0;)
+                filler[n_filler++] = fd;
+        assert_int_equal(errno, EMFILE);
+
+        /* the listen socket stays readable: without the pause each run returned at once on it
+         * (an accept4() that failed, a warning), 30 runs in well under a millisecond; paused,
+         * each run waits out its 10 ms but for the retry timer's wake-ups */
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int i = 0; i < 30; i++)
+                (void)sd_event_run(f->event, 10000);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        int64_t waited_ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+        size_t n_conns = grpc_server_n_connections(f->server);
+
+        for (int i = 0; i < n_filler; i++)
+                close(filler[i]);
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+        assert_int_equal(n_conns, 0);
+        assert_true(waited_ms >= 150);
+        for (int i = 0; i < 100 && grpc_server_n_connections(f->server) == 0; i++)
+                assert_true(sd_event_run(f->event, 10000) >= 0);
+        assert_int_equal(grpc_server_n_connections(f->server), 1);
+        close(waiting);
+        call(f, "/t.T/Echo", "ok", 2, 2000000);
+        assert_int_equal(f->st.code, GRPC_STATUS_OK);
 }
 
 /* A hand-driven nghttp2 client that sends exactly the header fields it is given. */
@@ -593,6 +638,57 @@ static void test_connection_memory_budget(void **state)
         assert_int_equal(f->st.code, GRPC_STATUS_OK);
 }
 
+/* The device-plugin and DRA sockets under a flood of half-sent calls, far beyond the 64
+ * connections the server takes: each client sends the preface, a call's HEADERS and the first
+ * 100 bytes of a message announced at 3.5 MiB, then nothing; together they announce far more
+ * than the 24 MiB the server reserves for request data. The server stays at its limit, and
+ * once the clients go a call is answered, one as large as the budget lets (so whatever the
+ * half-sent messages reserved was given back). */
+static void test_half_sent_flood_then_released(void **state)
+{
+        enum { N = 200, LIMIT = 64 };
+        struct fixture *f = *state;
+        int fds[N];
+        const nghttp2_nv hdrs[] = { GOOD_HEAD, GOOD_TAIL };
+        nghttp2_session_callbacks *cbs;
+        assert_int_equal(nghttp2_session_callbacks_new(&cbs), 0);
+        for (int i = 0; i < N; i++) {
+                fds[i] = raw_connect(f->path);
+                nghttp2_session *s;
+                assert_int_equal(nghttp2_session_client_new(&s, cbs, NULL), 0);
+                assert_int_equal(nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, NULL, 0), 0);
+                struct budget_stream bs = { .left = 100 };
+                nghttp2_data_provider prd = { .source.ptr = &bs, .read_callback = budget_body };
+                assert_true(nghttp2_submit_request(s, NULL, hdrs, ELEMENTSOF(hdrs), &prd, NULL) >
+                            0);
+                const uint8_t *d;
+                ssize_t k;
+                /* a client over the limit is closed by the server: its writes may fail */
+                while ((k = nghttp2_session_mem_send(s, &d)) > 0)
+                        (void)send(fds[i], d, (size_t)k, MSG_NOSIGNAL | MSG_DONTWAIT);
+                nghttp2_session_del(s);
+                for (int j = 0; j < 3; j++)
+                        assert_true(sd_event_run(f->event, 1000) >= 0);
+        }
+        nghttp2_session_callbacks_del(cbs);
+        for (int i = 0; i < 50; i++)
+                assert_true(sd_event_run(f->event, 1000) >= 0);
+        assert_int_equal(grpc_server_n_connections(f->server), LIMIT);
+        for (int i = 0; i < N; i++)
+                close(fds[i]);
+        for (int i = 0; i < 1000 && grpc_server_n_connections(f->server) > 0; i++)
+                assert_true(sd_event_run(f->event, 10000) >= 0);
+        assert_int_equal(grpc_server_n_connections(f->server), 0);
+        size_t n = 3u * 1024u * 1024u;
+        uint8_t *big = calloc(1, n);
+        assert_non_null(big);
+        big[0] = 'o';
+        call(f, "/t.T/Echo", big, n, 5000000);
+        free(big);
+        assert_int_equal(f->st.code, GRPC_STATUS_OK);
+        assert_int_equal(f->resp[0], 'o');
+}
+
 /* ---- graceful stop: grpc_server_quiesce, _finish_calls, _drain ---- */
 
 /* One client connection carrying several streams, as the kubelet's to a device plugin. */
@@ -781,10 +877,14 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_garbage_peers, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_connection_limit_then_released, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(test_out_of_descriptors_pauses_accepting, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_any_authority_accepted, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_malformed_requests_reset, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_socket_mode, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_connection_memory_budget, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_half_sent_flood_then_released, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_graceful_stop_answers_calls_already_sent,
                                                 setup, teardown),
                 cmocka_unit_test_setup_teardown(test_graceful_stop_grace, setup, teardown),

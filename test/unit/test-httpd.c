@@ -180,6 +180,99 @@ static void test_limit_reached_then_released(void **state)
         sd_event_unref(e);
 }
 
+/* The agent's handler answers later, from the loop (it waits for the kubelet): here every
+ * waiting request is answered 50 ms after the last one came. */
+struct later {
+        sd_event_source *timer;
+        struct httpd_request *waiting[HTTPD_MAX_CONNECTIONS];
+        size_t n;
+};
+
+static int answer_waiting(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct later *l = userdata;
+        for (size_t i = 0; i < l->n; i++) {
+                char *body = strdup("ok\n");
+                httpd_respond(l->waiting[i], 200, "text/plain", body, body ? 3 : 0);
+        }
+        l->n = 0;
+        return 0;
+}
+
+static void answer_later(struct httpd_request *req, void *userdata)
+{
+        struct later *l = userdata;
+        assert_true(l->n < HTTPD_MAX_CONNECTIONS);
+        l->waiting[l->n++] = req;
+        assert_int_equal(sd_event_source_set_time_relative(l->timer, 50 * 1000), 0);
+        assert_int_equal(sd_event_source_set_enabled(l->timer, SD_EVENT_ONESHOT), 0);
+}
+
+/* Ordinary scrapers, as many as the limit, from two addresses, all at once, each waiting for
+ * its answer: every one is answered, and so are the scrapes after them. */
+static void test_concurrent_scrapers_at_limit(void **state)
+{
+        enum { MAX = HTTPD_MAX_CONNECTIONS };
+        static const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        sd_event *e;
+        assert_int_equal(sd_event_new(&e), 0);
+        struct later l = { .n = 0 };
+        assert_int_equal(
+            sd_event_add_time_relative(e, &l.timer, CLOCK_MONOTONIC, 0, 1000, answer_waiting, &l),
+            0);
+        assert_int_equal(sd_event_source_set_enabled(l.timer, SD_EVENT_OFF), 0);
+        struct httpd *h = NULL;
+        const struct httpd_options o = {
+                .listen = "127.0.0.1:0", .path = "/metrics", .handler = answer_later, .userdata = &l
+        };
+        assert_int_equal(httpd_new(e, &o, &h), 0);
+        int port = httpd_port(h);
+        int fds[MAX];
+        bool sent[MAX] = { false }, done[MAX] = { false };
+        char got[MAX][64];
+        size_t n[MAX] = { 0 };
+        for (int i = 0; i < MAX; i++)
+                fds[i] = client(i < MAX / 2 ? "127.0.0.1" : "127.0.0.2", port);
+        int answered = 0;
+        for (double end = now_s() + 30; answered < MAX && now_s() < end;) {
+                assert_true(sd_event_run(e, 10000) >= 0);
+                for (int i = 0; i < MAX; i++) {
+                        if (done[i])
+                                continue;
+                        if (!sent[i]) {
+                                sent[i] = send(fds[i], get, sizeof(get) - 1,
+                                               MSG_NOSIGNAL | MSG_DONTWAIT) == sizeof(get) - 1;
+                                continue;
+                        }
+                        ssize_t k =
+                            recv(fds[i], got[i] + n[i], sizeof(got[i]) - 1 - n[i], MSG_DONTWAIT);
+                        if (k > 0)
+                                n[i] += (size_t)k;
+                        if (k == 0 || (k < 0 && errno != EAGAIN) || memchr(got[i], '\n', n[i]) ||
+                            n[i] == sizeof(got[i]) - 1) {
+                                done[i] = true;
+                                answered++;
+                        }
+                }
+        }
+        for (int i = 0; i < MAX; i++) {
+                got[i][n[i]] = 0;
+                char *eol = strpbrk(got[i], "\r\n");
+                if (eol)
+                        *eol = 0;
+                assert_string_equal(got[i], "HTTP/1.1 200 OK");
+                close(fds[i]);
+        }
+        char status[256];
+        scrape(e, port, "127.0.0.1", status, sizeof(status));
+        assert_string_equal(status, "HTTP/1.1 200 OK");
+        scrape(e, port, "127.0.0.2", status, sizeof(status));
+        assert_string_equal(status, "HTTP/1.1 200 OK");
+        httpd_free(h);
+        sd_event_source_unref(l.timer);
+        sd_event_unref(e);
+}
+
 /* Hundreds of requests stopped half-way, from eight addresses, held while the server runs;
  * once they are gone a scrape is answered. (Some of them may hold their slot until the
  * whole-request deadline: libmicrohttpd can miss an end of stream that arrives together with
@@ -222,6 +315,7 @@ int main(void)
                 cmocka_unit_test(test_listen_forms),
                 cmocka_unit_test(test_bad_address_is_refused),
                 cmocka_unit_test(test_limit_reached_then_released),
+                cmocka_unit_test(test_concurrent_scrapers_at_limit),
                 cmocka_unit_test(test_half_sent_requests),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
