@@ -248,3 +248,15 @@ void rdma_mode_reboot_message(int wanted, const struct rdma_mode_outcome *o, cha
                          o->next_boot.source[0] ? o->next_boot.source
                                                 : "the kernel's default, no modprobe option");
 }
+
+json_t *rdma_mode_status_json(int live, int next_boot, const char *next_boot_source, int wanted)
+{
+        const char *live_s = host_rdma_netns_mode_to_string(live);
+        const char *next_s = host_rdma_netns_mode_to_string(next_boot);
+        if (!next_s || (!live_s && wanted < 0))
+                return NULL;
+        return json_pack(
+            "{s:s*, s:s, s:s, s:s*}", "live", live_s, "nextBoot", next_s, "nextBootFrom",
+            next_boot_source && next_boot_source[0] ? next_boot_source : "the kernel's default",
+            "wanted", host_rdma_netns_mode_to_string(wanted));
+}

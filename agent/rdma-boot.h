@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 struct nl_sock;
 
 struct rdma_next_boot {
@@ -57,3 +59,10 @@ void rdma_mode_bring_about(struct nl_sock *sk, int wanted, bool persist, const c
  * next boot loads from where; "" when the live mode is wanted (or unknown, or none wanted). */
 void rdma_mode_reboot_message(int wanted, const struct rdma_mode_outcome *o, char *buf,
                               size_t size);
+
+/* The NodeState's rdmaMode (status-extra annotation; upstream's status.system.rdmaMode has
+ * only the live one): {"live", "nextBoot", "nextBootFrom", "wanted"}, modes as strings (-1:
+ * live and wanted left out), nextBootFrom the deciding file or "the kernel's default". NULL
+ * when there is nothing to report (the next boot unknown, or neither a live mode nor one
+ * wanted) or out of memory. */
+json_t *rdma_mode_status_json(int live, int next_boot, const char *next_boot_source, int wanted);

@@ -13,6 +13,7 @@
 #include "model/desired-json.h"
 #include "model/inventory-json.h"
 #include "plan/node-status.h"
+#include "rdma-boot.h"
 #include "util/log.h"
 #include "util/macro.h"
 
@@ -131,21 +132,6 @@ static json_t *rdma_shared_json(const struct agent *a)
                          "resources", resources);
 }
 
-/* The RDMA network namespace mode now and at the next boot, for the status-extra annotation
- * (upstream's status.system.rdmaMode has only the live one); NULL when the node has no mode
- * to report (no ib_core and no --rdma-mode, or a generated sysfs tree). */
-static json_t *rdma_mode_json(const struct agent *a)
-{
-        const char *live = host_rdma_netns_mode_to_string(a->rdma_mode_now);
-        const char *next = host_rdma_netns_mode_to_string(a->rdma_mode_next_boot);
-        if (!next || (!live && a->config.rdma_mode < 0))
-                return NULL;
-        return json_pack("{s:s*, s:s, s:s, s:s*}", "live", live, "nextBoot", next, "nextBootFrom",
-                         a->rdma_mode_next_boot_source[0] ? a->rdma_mode_next_boot_source
-                                                          : "the kernel's default",
-                         "wanted", host_rdma_netns_mode_to_string(a->config.rdma_mode));
-}
-
 /* The NodeState: spec = the desired state, status = what discovery sees now (every interface)
  * and how the last reconcile went, and its Warning Events (plan/node-status.h decides both).
  * The writer only sends what changed. */
@@ -163,7 +149,9 @@ void report_node_state(struct agent *a, const struct desired_state *desired,
         status_json = inventory_to_json(inv);
         json_auto_t *node_extra =
             json_pack("{s:o*, s:o*, s:O*}", "rdmaSharedConfig", rdma_shared_json(a), "rdmaMode",
-                      rdma_mode_json(a), "draRejectedResources", a->dra_rejected);
+                      rdma_mode_status_json(a->rdma_mode_now, a->rdma_mode_next_boot,
+                                            a->rdma_mode_next_boot_source, a->config.rdma_mode),
+                      "draRejectedResources", a->dra_rejected);
         if (status_json)
                 kube_nodestate_set_status_extra(ns, json_object_get(status_json, "interfaces"),
                                                 node_extra, to_kube_sync(status->sync),

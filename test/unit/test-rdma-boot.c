@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "host/rdma-netlink.h"
 #include "netlink-double.h"
@@ -85,6 +86,21 @@ static void write_conf(const struct fixture *f, const char *name, const char *te
         assert_int_equal(write_file_atomic(path, text, strlen(text), 0644), 0);
 }
 
+/* The NodeState's rdmaMode as a user reads it (kubectl get sriovnetworknodestate -o yaml, the
+ * status-extra annotation) after the outcome o of wanting `wanted`. */
+static void assert_status(const struct rdma_mode_outcome *o, int wanted, const char *live,
+                          const char *next_boot, const char *next_boot_from)
+{
+        json_auto_t *j = rdma_mode_status_json(o->live, o->have_next_boot ? o->next_boot.mode : -1,
+                                               o->next_boot.source, wanted);
+        assert_non_null(j);
+        assert_string_equal(json_string_value(json_object_get(j, "live")), live);
+        assert_string_equal(json_string_value(json_object_get(j, "nextBoot")), next_boot);
+        assert_string_equal(json_string_value(json_object_get(j, "nextBootFrom")), next_boot_from);
+        assert_string_equal(json_string_value(json_object_get(j, "wanted")),
+                            host_rdma_netns_mode_to_string(wanted));
+}
+
 /* A live switch to exclusive: the next boot must not come back shared. */
 static void test_live_switch_to_exclusive_survives_a_reboot(void **state)
 {
@@ -101,6 +117,7 @@ static void test_live_switch_to_exclusive_survives_a_reboot(void **state)
         assert_string_equal(o.next_boot.source, f->ours);
         rdma_mode_reboot_message(EXCLUSIVE, &o, msg, sizeof(msg));
         assert_string_equal(msg, ""); /* nothing to tell: it is live */
+        assert_status(&o, EXCLUSIVE, "exclusive", "exclusive", f->ours);
 
         reboot(f);
         assert_int_equal(f->d.netns_mode, EXCLUSIVE);
@@ -151,6 +168,8 @@ static void test_busy_kernel_gets_the_mode_at_the_next_boot(void **state)
         assert_non_null(strstr(msg, "RDMA network namespace mode exclusive needs a reboot"));
         assert_non_null(strstr(msg, "the kernel keeps shared while other network namespaces"));
         assert_non_null(strstr(msg, f->ours));
+        /* the NodeState says the kernel keeps shared and the next boot loads exclusive */
+        assert_status(&o, EXCLUSIVE, "shared", "exclusive", f->ours);
         reboot(f);
         assert_int_equal(f->d.netns_mode, EXCLUSIVE);
 
@@ -162,6 +181,7 @@ static void test_busy_kernel_gets_the_mode_at_the_next_boot(void **state)
         assert_int_equal(access(f->ours, F_OK), -1);
         rdma_mode_reboot_message(SHARED, &o, msg, sizeof(msg));
         assert_non_null(strstr(msg, "the next boot loads shared (the kernel's default"));
+        assert_status(&o, SHARED, "exclusive", "shared", "the kernel's default");
         reboot(f);
         assert_int_equal(f->d.netns_mode, SHARED);
 }
@@ -178,6 +198,13 @@ static void test_read_only(void **state)
         assert_int_equal(o.live, SHARED);
         assert_false(o.changed);
         assert_int_equal(o.next_boot.mode, EXCLUSIVE);
+        /* reported without --rdma-mode too: another tool's file decides the next boot */
+        json_auto_t *j = rdma_mode_status_json(o.live, o.next_boot.mode, o.next_boot.source, -1);
+        assert_non_null(j);
+        assert_string_equal(json_string_value(json_object_get(j, "live")), "shared");
+        assert_string_equal(json_string_value(json_object_get(j, "nextBoot")), "exclusive");
+        assert_non_null(strstr(json_string_value(json_object_get(j, "nextBootFrom")), "mlnx.conf"));
+        assert_null(json_object_get(j, "wanted"));
         rdma_mode_bring_about(f->sk, SHARED, false, f->dir, &o);
         assert_int_equal(o.next_boot.mode, EXCLUSIVE);
         assert_int_equal(access(f->ours, F_OK), -1);
