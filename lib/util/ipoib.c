@@ -3,16 +3,7 @@
 
 #include <errno.h>
 
-static int hex_digit(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
+#include "util/parse.h"
 
 int ipoib_hwaddr_guid(const uint8_t *hwaddr, size_t len, uint64_t *ret)
 {
@@ -31,7 +22,7 @@ int ipoib_hwaddr_text_guid(const char *text, uint64_t *ret)
         const char *p = text;
 
         for (size_t i = 0; i < IPOIB_HWADDR_LEN; i++) {
-                int hi = hex_digit(p[0]), lo = hi < 0 ? -1 : hex_digit(p[1]);
+                int hi = hex_digit_value(p[0]), lo = hi < 0 ? -1 : hex_digit_value(p[1]);
                 if (lo < 0)
                         return -EINVAL;
                 hw[i] = (uint8_t)(hi << 4 | lo);
