@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The floor under the metrics scrape's RDMA part: the files a scrape reads, read alone.
+ *
+ *   bench-scrape-floor SYSFS_ROOT
+ *
+ * For every device of SYSFS_ROOT/class/infiniband and every port, the names of the port's
+ * state, phys_state, rate and of its counters/ and hw_counters/ files are listed once,
+ * untimed; then each run opens each device's ports directory and opens, reads and closes
+ * every one of those files relative to it: the least a scrape that reads sysfs can do (no
+ * listing, no parsing, no exposition). Prints the median of the runs. What a scrape costs
+ * above it is the agent's; the rest is the kernel's price per file on this machine. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RUNS 11
+
+struct device {
+        char ports[NAME_MAX + 8]; /* "<device>/ports", relative to class/infiniband */
+        char **files;             /* relative to ports: "1/state", "1/counters/port_rcv_data" */
+        size_t n_files;
+};
+
+static int add_file(struct device *d, const char *port, const char *rel)
+{
+        char **p = realloc(d->files, (d->n_files + 1) * sizeof(*p));
+        if (!p)
+                return -1;
+        d->files = p;
+        if (asprintf(&d->files[d->n_files], "%s/%s", port, rel) < 0)
+                return -1;
+        d->n_files++;
+        return 0;
+}
+
+static int add_dir(struct device *d, int ports_fd, const char *port, const char *dir)
+{
+        char rel[NAME_MAX * 2 + 2];
+        snprintf(rel, sizeof(rel), "%s/%s", port, dir);
+        int fd = openat(ports_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return 0; /* hw_counters/ only where the driver has them */
+        DIR *dir_stream = fdopendir(fd);
+        if (!dir_stream) {
+                close(fd);
+                return -1;
+        }
+        int r = 0;
+        for (struct dirent *e; r == 0 && (e = readdir(dir_stream));) {
+                char file[NAME_MAX * 2 + 2];
+                if (e->d_name[0] == '.')
+                        continue;
+                snprintf(file, sizeof(file), "%s/%s", dir, e->d_name);
+                r = add_file(d, port, file);
+        }
+        closedir(dir_stream);
+        return r;
+}
+
+static int list_device(int class_fd, const char *name, struct device *d)
+{
+        snprintf(d->ports, sizeof(d->ports), "%s/ports", name);
+        int ports_fd = openat(class_fd, d->ports, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (ports_fd < 0)
+                return 0;
+        DIR *ports = fdopendir(ports_fd);
+        if (!ports) {
+                close(ports_fd);
+                return -1;
+        }
+        int r = 0;
+        for (struct dirent *e; r == 0 && (e = readdir(ports));) {
+                if (e->d_name[0] == '.')
+                        continue;
+                r = add_file(d, e->d_name, "state");
+                if (r == 0)
+                        r = add_file(d, e->d_name, "phys_state");
+                if (r == 0)
+                        r = add_file(d, e->d_name, "rate");
+                if (r == 0)
+                        r = add_dir(d, dirfd(ports), e->d_name, "counters");
+                if (r == 0)
+                        r = add_dir(d, dirfd(ports), e->d_name, "hw_counters");
+        }
+        closedir(ports);
+        return r;
+}
+
+static double now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+        return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+        if (argc != 2) {
+                fprintf(stderr, "usage: bench-scrape-floor SYSFS_ROOT\n");
+                return 2;
+        }
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/class/infiniband", argv[1]);
+        int class_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *class_dir = class_fd < 0 ? NULL : fdopendir(dup(class_fd));
+        if (!class_dir) {
+                perror(path);
+                return 1;
+        }
+        struct device *devices = NULL;
+        size_t n = 0, n_files = 0;
+        for (struct dirent *e; (e = readdir(class_dir));) {
+                if (e->d_name[0] == '.')
+                        continue;
+                struct device *p = realloc(devices, (n + 1) * sizeof(*p));
+                if (!p)
+                        return 1;
+                devices = p;
+                devices[n] = (struct device){ 0 };
+                if (list_device(class_fd, e->d_name, &devices[n]) < 0)
+                        return 1;
+                n_files += devices[n].n_files;
+                n++;
+        }
+        closedir(class_dir);
+
+        double ms[RUNS];
+        for (int run = 0; run <= RUNS; run++) { /* run 0 warms the caches up */
+                double t0 = now_ms();
+                for (size_t i = 0; i < n; i++) {
+                        int ports_fd =
+                            openat(class_fd, devices[i].ports, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        if (ports_fd < 0)
+                                continue;
+                        for (size_t k = 0; k < devices[i].n_files; k++) {
+                                char buf[64];
+                                int fd = openat(ports_fd, devices[i].files[k],
+                                                O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                                if (fd < 0)
+                                        continue;
+                                (void)!read(fd, buf, sizeof(buf));
+                                close(fd);
+                        }
+                        close(ports_fd);
+                }
+                if (run > 0)
+                        ms[run - 1] = now_ms() - t0;
+        }
+        qsort(ms, RUNS, sizeof(ms[0]), compare_double);
+        printf("%zu RDMA devices, %zu files: median %.1f ms (min %.1f, max %.1f)\n", n, n_files,
+               ms[RUNS / 2], ms[0], ms[RUNS - 1]);
+        for (size_t i = 0; i < n; i++) {
+                for (size_t k = 0; k < devices[i].n_files; k++)
+                        free(devices[i].files[k]);
+                free(devices[i].files);
+        }
+        free(devices);
+        close(class_fd);
+        return 0;
+}
