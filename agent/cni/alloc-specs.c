@@ -82,6 +82,17 @@ static bool is_kind(const char *path, const char *kind)
                strspn(base + n, "0123456789") == strlen(base + n);
 }
 
+/* host, a device node handed to the pod, into ret's slot of its kind (the first of each). */
+static void take_char_device(struct host_rdma_char_devices *ret, const char *host)
+{
+        if (is_kind(host, "uverbs") && !ret->uverbs[0])
+                set_path(ret->uverbs, sizeof(ret->uverbs), host);
+        else if (is_kind(host, "umad") && !ret->umad[0])
+                set_path(ret->umad, sizeof(ret->umad), host);
+        else if (is_kind(host, "issm") && !ret->issm[0])
+                set_path(ret->issm, sizeof(ret->issm), host);
+}
+
 /* The VF's RDMA paths from the answer: its PCIDEVICE_*_INFO entry, else (alone is it) the
  * device specs. true when at least one was found. */
 static bool from_answer(const V1beta1__ContainerAllocateResponse *resp, const char *pci, bool alone,
@@ -111,12 +122,7 @@ static bool from_answer(const V1beta1__ContainerAllocateResponse *resp, const ch
                 const char *host = resp->devices[i]->host_path;
                 if (!host)
                         continue;
-                if (is_kind(host, "uverbs") && !ret->uverbs[0])
-                        set_path(ret->uverbs, sizeof(ret->uverbs), host);
-                else if (is_kind(host, "umad") && !ret->umad[0])
-                        set_path(ret->umad, sizeof(ret->umad), host);
-                else if (is_kind(host, "issm") && !ret->issm[0])
-                        set_path(ret->issm, sizeof(ret->issm), host);
+                take_char_device(ret, host);
         }
         return ret->uverbs[0] || ret->umad[0] || ret->issm[0];
 }
@@ -223,12 +229,7 @@ static bool from_cdi(json_t *record, const char *name, struct host_rdma_char_dev
                                                ?: json_string_value(json_object_get(node, "path"));
                         if (!host)
                                 continue;
-                        if (is_kind(host, "uverbs") && !ret->uverbs[0])
-                                set_path(ret->uverbs, sizeof(ret->uverbs), host);
-                        else if (is_kind(host, "umad") && !ret->umad[0])
-                                set_path(ret->umad, sizeof(ret->umad), host);
-                        else if (is_kind(host, "issm") && !ret->issm[0])
-                                set_path(ret->issm, sizeof(ret->issm), host);
+                        take_char_device(ret, host);
                 }
                 break;
         }

@@ -40,19 +40,15 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from testlib import check, finish, wait  # noqa: E402
+import nadfake  # noqa: E402
+from nadfake import LABEL, LEASE, NAD_API, NS  # noqa: E402
 
-NS = "sriov-network-operator"
-LEASE = "sriov-agent-networks"
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (NS, LEASE)
-NAD_API = "/apis/k8s.cni.cncf.io/v1/namespaces/%s/network-attachment-definitions"
 NET_API = "/apis/sriovnetwork.openshift.io/v1/namespaces/%s/sriovnetworks" % NS
 REPLICAS = ("nad-ctl-a", "nad-ctl-b")
-LABEL = "sriovnetwork.openshift.io/rendered-by"
 # The controller's Lease: 30 s, renew deadline 20 s; a takeover comes 30-32 s after the last
 # renewal the other replica saw. Waits are hang bounds well past that.
 TAKEOVER_BOUND = 90
@@ -130,53 +126,18 @@ class Proxy:
                     pass
 
 
-class Server:
-    def __init__(self, src, work, kubectl):
-        self.work, self.kubectl = work, kubectl
-        self.env = dict(os.environ, HOME=os.path.join(work, "home"),
-                        KUBECONFIG=os.path.join(work, "kubeconfig"))
-        os.makedirs(self.env["HOME"])
-        argv = [sys.executable, os.path.join(src, "test/fake-apiserver/fake_apiserver.py"),
-                "--port", "0", "--kubeconfig-out", self.env["KUBECONFIG"], "--node", "worker-1",
-                "--rbac", NS + ":sriov-agent",
-                "--rbac-token", "controller-=" + NS + ":sriov-agent-nad-controller"]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True,
-                                     stderr=open(os.path.join(work, "api.err"), "w"))
-        self.port = int(self.proc.stdout.readline().split()[1])
-        self.base = "http://127.0.0.1:%d" % self.port
-
-    def kubectl_ok(self, *args):
-        p = subprocess.run([self.kubectl] + list(args), env=self.env, capture_output=True,
-                           text=True, timeout=120)
-        check("kubectl " + " ".join(args[:4]), p.returncode == 0, (p.stdout + p.stderr)[-400:])
-
-    def call(self, method, path, body=None, ctype="application/json"):
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": ctype})
-        try:
-            with urllib.request.urlopen(req) as r:
-                return r.status, json.loads(r.read() or b"null")
-        except urllib.error.HTTPError as e:
-            return e.code, None
-
-    def get(self, path):
-        code, obj = self.call("GET", path)
-        return obj if code == 200 else None
-
+class Server(nadfake.Server):
     def holder(self):
         return ((self.get(LEASE_PATH) or {}).get("spec") or {}).get("holderIdentity")
 
     def writes_of(self, token):
         """{resource: writes} the server counted for the bearer token."""
-        return dict(self.get("/_fake/stats").get("writes_by_client", {}).get(
-            "Bearer " + token, {}))
+        return dict(self.stats().get("writes_by_client", {}).get("Bearer " + token, {}))
 
     def lease_writes_ok(self, token):
         """Lease writes of the token the server accepted (a write on a stale resourceVersion,
         refused with 409, is how a candidate learns it lost the Lease, and is not counted)."""
-        return sum(1 for _t, method, path, _refused, error, auth in
-                   self.get("/_fake/requests")["requests"]
+        return sum(1 for _t, method, path, _refused, error, auth in self.requests()
                    if method in ("PUT", "POST") and "/leases" in path and error is None and
                    auth == "Bearer " + token)
 
@@ -192,20 +153,6 @@ class Server:
                 return t + shift
         return None
 
-    def kubeconfig_via(self, proxy, token):
-        path = os.path.join(self.work, "kubeconfig." + token)
-        with open(self.env["KUBECONFIG"]) as f:
-            text = f.read()
-        if proxy:
-            text = text.replace("127.0.0.1:%d" % self.port, "127.0.0.1:%d" % proxy.port)
-        with open(path, "w") as f:
-            f.write(text.replace("user:\n    {}", "user:\n    token: " + token))
-        return path
-
-    def stop(self):
-        self.proc.kill()
-        self.proc.wait()
-
 
 class Replica:
     """A replica of the Deployment, its stderr read line by line with the time it was read."""
@@ -217,7 +164,7 @@ class Replica:
         self.logf = open(os.path.join(work, name + ".log"), "w")
         self.proc = subprocess.Popen(
             [binary, "nad-controller", "--identity", name, "--namespace", NS,
-             "--kubeconfig", server.kubeconfig_via(self.proxy, self.token), "--log-level",
+             "--kubeconfig", server.kubeconfig_for(self.token, self.proxy.port if self.proxy else None), "--log-level",
              "info"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -283,7 +230,7 @@ def upgrade(args, work, server, replicas):
     agent_log = os.path.join(work, "worker-1.log")
     agent = subprocess.Popen(
         [args.agent, "run", "--dry-run", "--nad-controller=on", "--node-name", "worker-1",
-         "--kubeconfig", server.kubeconfig_via(None, "agent-worker-1"),
+         "--kubeconfig", server.kubeconfig_for("agent-worker-1"),
          "--sysfs-root", os.path.join(work, "sys"), "--kubelet-dir", os.path.join(d, "dp"),
          "--state-dir", os.path.join(d, "state"), "--devinfo-dir", os.path.join(d, "devinfo"),
          "--pod-resources-socket", os.path.join(d, "none.sock")],
@@ -318,7 +265,7 @@ def upgrade(args, work, server, replicas):
         check("two NADs without the label, one with it",
               [bool((before[n]["metadata"].get("labels") or {}).get(LABEL)) for n in names] ==
               [False, False, True])
-        log0 = len(server.get("/_fake/requests")["requests"])
+        log0 = len(server.requests())
         agent.send_signal(signal.SIGTERM)
         agent.wait(timeout=30)
         took = wait(lambda: server.holder() in REPLICAS, TAKEOVER_BOUND, step=0.5)
@@ -335,7 +282,7 @@ def upgrade(args, work, server, replicas):
                   a["metadata"].get("annotations") == b["metadata"].get("annotations") and
                   a["metadata"].get("ownerReferences") == b["metadata"].get("ownerReferences"))
             writes = [(r[1], (r[5] or "")[7:]) for r in
-                      server.get("/_fake/requests")["requests"][log0:]
+                      server.requests()[log0:]
                       if r[1] != "GET" and r[2].split("?")[0] == nad_path(n) and
                       r[4] is None]
             want = [] if n == "old-3" else [("PATCH", "controller-" + server.holder())]
@@ -390,7 +337,7 @@ def main():
         leases0 = server.lease_writes_ok(old.token)
         t_cut = time.monotonic()
         old.proxy.partition()
-        requests_cut = server.get("/_fake/stats").get("requests_by_client", {}).get(
+        requests_cut = server.stats().get("requests_by_client", {}).get(
             "Bearer " + old.token, 0)
         took = wait(lambda: server.holder() == other, TAKEOVER_BOUND, step=0.5)
         check("partition: %s takes the Lease (%.1f s after the cut)" %
@@ -411,7 +358,7 @@ def main():
               old.proxy.dropped, old.proxy.dropped > 0)
         old.proxy.mend()
         check("mended: %s reaches the server again" % leader,
-              wait(lambda: server.get("/_fake/stats").get("requests_by_client", {}).get(
+              wait(lambda: server.stats().get("requests_by_client", {}).get(
                   "Bearer " + old.token, 0) > requests_cut, 30))
         # It watches the Lease again and sees the new holder; a leader that thought it still
         # led would write the NAD of the network created meanwhile.
@@ -454,7 +401,7 @@ def main():
               server.holder() == waker.name and
               vlan_of(server.get(NAD_API % "team-1" + "/net-2")) == 42)
         check("no request outside manifests/20-rbac.yaml",
-              server.get("/_fake/stats").get("forbidden", 0) == 0)
+              server.stats().get("forbidden", 0) == 0)
         errs = [line for r in replicas.values() for line in r.errors()]
         check("no errors logged", not errs, "\n".join(errs[:5]))
     finally:

@@ -35,74 +35,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from testlib import check, finish, wait  # noqa: E402
+from nadfake import LABEL, LEASE, NAD_API, NS, Server  # noqa: E402
 
-NS = "sriov-network-operator"
-LEASE = "sriov-agent-networks"
-LABEL = "sriovnetwork.openshift.io/rendered-by"
 OWNER = "SriovNetwork.sriovnetwork.openshift.io/%s/%%s" % NS
-NAD_API = "/apis/k8s.cni.cncf.io/v1/namespaces/%s/network-attachment-definitions"
 FILLERS = 1600
 TEAMS = 10
-
-
-class Server:
-    def __init__(self, src, work, kubectl, rbac):
-        self.work, self.kubectl = work, kubectl
-        self.env = dict(os.environ, HOME=os.path.join(work, "home"),
-                        KUBECONFIG=os.path.join(work, "kubeconfig"))
-        os.makedirs(self.env["HOME"])
-        argv = [sys.executable, os.path.join(src, "test/fake-apiserver/fake_apiserver.py"),
-                "--port", "0", "--kubeconfig-out", self.env["KUBECONFIG"], "--node", "worker-1",
-                "--node", "worker-2"]
-        if rbac:
-            argv += ["--rbac", NS + ":sriov-agent",
-                     "--rbac-token", "controller-=" + NS + ":sriov-agent-nad-controller"]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True,
-                                     stderr=open(os.path.join(work, "api.err"), "w"))
-        self.port = int(self.proc.stdout.readline().split()[1])
-        self.base = "http://127.0.0.1:%d" % self.port
-
-    def kubectl_ok(self, *args, stdin=None):
-        p = subprocess.run([self.kubectl] + list(args), env=self.env, input=stdin,
-                           capture_output=True, text=True, timeout=120)
-        check("kubectl " + " ".join(args[:4]), p.returncode == 0, (p.stdout + p.stderr)[-400:])
-
-    def call(self, method, path, body=None):
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req) as r:
-                return r.status, json.loads(r.read() or b"null")
-        except urllib.error.HTTPError as e:
-            return e.code, None
-
-    def get(self, path):
-        code, obj = self.call("GET", path)
-        return obj if code == 200 else None
-
-    def stats(self):
-        return self.get("/_fake/stats")
-
-    def requests(self):
-        return self.get("/_fake/requests")["requests"]
-
-    def kubeconfig_for(self, token):
-        path = os.path.join(self.work, "kubeconfig." + token)
-        with open(self.env["KUBECONFIG"]) as f:
-            text = f.read()
-        with open(path, "w") as f:
-            f.write(text.replace("user:\n    {}", "user:\n    token: " + token))
-        return path
-
-    def stop(self):
-        self.proc.kill()
-        self.proc.wait()
 
 
 def nad(ns, name, annotations=None, config=None, labels=None):
@@ -187,7 +127,7 @@ def main():
     src = os.environ.get("SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
     work = tempfile.mkdtemp(prefix="nad-scale-")
     controller = args.renderer == "controller"
-    server = Server(src, work, args.kubectl, rbac=controller)
+    server = Server(src, work, args.kubectl, nodes=("worker-1", "worker-2"), rbac=controller)
     rend = Renderers(args.agent, work, server, args.renderer)
     try:
         server.kubectl_ok("apply", "-f", os.path.join(src, "crds"))
