@@ -67,6 +67,16 @@ current-context: lab
 EOF
 }
 
+# Where the agent's processes wait in the kernel, for a step that hangs (the apply process in a
+# sysfs write, a lock): state, wchan and kernel stack of every sriov-agent process.
+agent_stacks() {
+    for p in /proc/[0-9]*; do
+        [ "$(cat "$p/comm" 2>/dev/null)" = sriov-agent ] || continue
+        echo "pid ${p#/proc/} $(grep '^State:' "$p/status" 2>/dev/null) wchan $(cat "$p/wchan" 2>/dev/null)"
+        head -n 12 "$p/stack" 2>/dev/null
+    done
+}
+
 # the guest uptime at the end of each step shows where a slow scenario spends its time
 ok() { echo "@@vm step-ok $VM_SCENARIO: $1 [t=$(cut -d' ' -f1 /proc/uptime)]"; }
 

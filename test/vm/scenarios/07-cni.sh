@@ -59,7 +59,7 @@ say() { printf '%s\n' "$*" >>"$T"; }
 said() { say "\$ $1"; cat "$OUT" >>"$T"; }
 
 # on a failure: what the agent and the fake kubelet said (fail() exits the scenario's shell)
-trap 'rc=$?; if [ $rc -ne 0 ]; then echo "    --- agent log tail"; tail -n 25 /tmp/agent.log | sed "s/^/    | /"; echo "    --- fake kubelet (last events)"; tail -n 4 "$KL_OUT" | cut -c1-300 | sed "s/^/    | /"; fi' EXIT
+trap 'rc=$?; if [ $rc -ne 0 ]; then echo "    --- agent log tail"; tail -n 25 /tmp/agent.log | sed "s/^/    | /"; echo "    --- fake kubelet (last events)"; tail -n 4 "$KL_OUT" | cut -c1-300 | sed "s/^/    | /"; echo "    --- the agent in the kernel; PF sriov_numvfs $(cat /sys/bus/pci/devices/$IGB_PF/sriov_numvfs 2>/dev/null)"; agent_stacks | sed "s/^/    | /"; fi' EXIT
 
 # --- the agent makes the VFs; the fake kubelet takes the pools -----------------------------
 METRICS_ADDR=127.0.0.1:9809
