@@ -68,7 +68,8 @@ EOF
 }
 
 # Where the agent's processes wait in the kernel, for a step that hangs (the apply process in a
-# sysfs write, a lock): state, wchan and kernel stack of every sriov-agent process.
+# sysfs write, a lock): state, wchan and kernel stack of every sriov-agent process. (Not the
+# PF's sriov_numvfs: reading it waits for the device lock a hung write holds.)
 agent_stacks() {
     for p in /proc/[0-9]*; do
         [ "$(cat "$p/comm" 2>/dev/null)" = sriov-agent ] || continue

@@ -59,7 +59,7 @@ say() { printf '%s\n' "$*" >>"$T"; }
 said() { say "\$ $1"; cat "$OUT" >>"$T"; }
 
 # on a failure: what the agent and the fake kubelet said (fail() exits the scenario's shell)
-trap 'rc=$?; if [ $rc -ne 0 ]; then echo "    --- agent log tail"; tail -n 25 /tmp/agent.log | sed "s/^/    | /"; echo "    --- fake kubelet (last events)"; tail -n 4 "$KL_OUT" | cut -c1-300 | sed "s/^/    | /"; echo "    --- the agent in the kernel; PF sriov_numvfs $(cat /sys/bus/pci/devices/$IGB_PF/sriov_numvfs 2>/dev/null)"; agent_stacks | sed "s/^/    | /"; fi' EXIT
+trap 'rc=$?; if [ $rc -ne 0 ]; then echo "    --- agent log tail"; tail -n 25 /tmp/agent.log | sed "s/^/    | /"; echo "    --- fake kubelet (last events)"; tail -n 4 "$KL_OUT" | cut -c1-300 | sed "s/^/    | /"; echo "    --- the agent in the kernel"; agent_stacks | sed "s/^/    | /"; fi' EXIT
 
 # --- the agent makes the VFs; the fake kubelet takes the pools -----------------------------
 METRICS_ADDR=127.0.0.1:9809
@@ -394,18 +394,22 @@ rename_link "$PF" pfren0 || fail "setup: rename PF $PF to pfren0"
 wait_for "the agent holds the PF's reset back: VF 3 is pod F's (the CNI plugin's record)" 20 \
     grep -q "held back until the VFs are free: .*in use: .*$VF3" /tmp/agent.log
 check "the PF keeps its 4 VFs while pod F has one" vfs_are 4
+# The agent is held (SIGSTOP) from the DEL until the PF has its name back: once the DEL frees
+# VF 3 it would carry out the held-back reset (its policy matches no PF called pfren0), and
+# writing 0 to sriov_numvfs while the rename bounces the PF's link hung igb/igbvf under QEMU
+# (the write never returned, in 2 of 3 CI runs). A reset after the pods are gone is the
+# disruption guard's (unit/test-disruption, integration/agent-kubelet-guard).
+kill -STOP "$AGENT_PID"
 run_ok "DEL pod F while its PF is called pfren0" /tmp/cni.sh DEL /run/netns/podF net1 ctr-f /tmp/f.json
-rename_link pfren0 "$PF" || fail "setup: rename PF back to $PF"
+rename_link pfren0 "$PF" || { kill -CONT "$AGENT_PID"; fail "setup: rename PF back to $PF"; }
 wait_for "PF $PF has carrier again" 30 has_carrier "$PF"
+kill -CONT "$AGENT_PID"
 # (a wait: igbvf re-probes its VF state for a moment after the PF came back up)
 wait_for "VF 3 back in the host, no vlan" 10 vf3_home_untagged
 echo "    VF 3 after DEL: netdev $(netdev_of "$VF3"); PF: $(pf_vf_line 3)"
 $IPR netns del podF
 check "no records left" test -z "$(find "$STATE" -type f ! -name '*.lock')"
-# Once pod F's DEL freed VF 3 the agent may carry out the held-back reset of the PF (its policy
-# matches no PF while it is called pfren0) before the rename back: then it makes the 4 VFs
-# again when the policy matches again. Either order ends with the whole pool; 60 s only
-# catches a hang (the re-creation and igbvf's probes take seconds under TCG).
+# 60 s only catches a hang (the agent's resync and igbvf's probes take seconds under TCG).
 wait_for "kubelet: $R_NET = VFs 0-3, healthy, after everything" 60 pool_is "$R_NET" "$VF0 $VF1 $VF2 $VF3"
 echo "@@vm transcript-begin"
 cat "$T"
