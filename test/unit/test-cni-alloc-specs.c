@@ -9,6 +9,7 @@
  * VF. Absent, garbled or ambiguous: nothing known (the ADD does not fail on the kubelet's
  * file). */
 #include <errno.h>
+#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -279,6 +280,11 @@ static void write_dra_record(const char *agent_dir, const char *uid, const char 
         assert_int_equal(json_dump_file(record, file, 0), 0);
 }
 
+static int remove_entry(const char *entry, const struct stat *st, int type, struct FTW *ftw)
+{
+        return remove(entry);
+}
+
 /* A VF the agent's DRA driver prepared: its own CDI device's nodes (not the claim's other VF's),
  * named by the claim; a VF no claim lists, a garbled record, no records, or two claims listing
  * one VF (one stale): nothing known. */
@@ -311,9 +317,7 @@ static void test_dra_claims_cdi_device(void **state)
         write_dra_record(agent, "c2b2", "stale");
         assert_int_equal(cni_dra_rdma_devices(agent, "0000:3b:00.2", &d, source, 512), 0);
         assert_string_equal(d.uverbs, "");
-        char cmd[128];
-        snprintf(cmd, sizeof(cmd), "rm -rf %s", agent);
-        assert_int_equal(system(cmd), 0);
+        assert_int_equal(nftw(agent, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
 }
 
 int main(void)

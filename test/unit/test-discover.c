@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -17,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <limits.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -416,13 +416,16 @@ static void test_ib_guid_from_ipoib_address(void **state)
         struct vf_info *vf = (struct vf_info *)&find_pf(&t, "ibs3f0")->vfs[0];
         const char *address = vf->netdevs[0].mac;
         assert_int_equal(strlen(address), 59);
-        unsigned o[8];
-        assert_int_equal(sscanf(address + 36, "%x:%x:%x:%x:%x:%x:%x:%x", &o[0], &o[1], &o[2], &o[3],
-                                &o[4], &o[5], &o[6], &o[7]),
-                         8);
+        /* the last 8 of the address's 20 octets: the port GUID */
         uint64_t carried = 0;
-        for (size_t i = 0; i < 8; i++)
-                carried = carried << 8 | o[i];
+        const char *p = address + 36;
+        for (size_t i = 0; i < 8; i++) {
+                char *end;
+                unsigned long octet = strtoul(p, &end, 16);
+                assert_true(end == p + 2 && octet <= 0xff);
+                carried = carried << 8 | octet;
+                p = *end == ':' ? end + 1 : end;
+        }
         assert_true(carried != 0);
 
         host_discover_vf_guids(vf, &(const struct netlink_vf_info){ .has_guids = true });
