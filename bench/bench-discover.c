@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-time.h"
 #include "host/discover.h"
 #include "util/log.h"
 
@@ -67,19 +68,6 @@ static int find_generator(const char *argv0, char *buf, size_t size)
                         return 0;
         }
         return -1;
-}
-
-static double now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-        return (x > y) - (x < y);
 }
 
 struct result {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench-time.h"
 #include "model/desired.h"
 #include "plan/plan.h"
 #include "policy/policy-merge.h"
@@ -23,19 +24,6 @@
 #define N_PFS     64
 #define N_VFS     128
 #define TARGET_MS 20.0
-
-static double now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-        return (x > y) - (x < y);
-}
 
 static void build_inventory(struct inventory *inv)
 {
@@ -125,7 +113,7 @@ static double median_run(const struct policy_list *list, const struct inventory 
         double times[RUNS];
         for (int r = 0; r < RUNS; r++)
                 times[r] = run_once(list, inv, prev, n_actions, NULL);
-        qsort(times, RUNS, sizeof(times[0]), cmp_double);
+        qsort(times, RUNS, sizeof(times[0]), compare_double);
         return times[RUNS / 2];
 }
 

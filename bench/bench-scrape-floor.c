@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-time.h"
+
 #define RUNS 11
 
 struct device {
@@ -89,19 +91,6 @@ static int list_device(int class_fd, const char *name, struct device *d)
         }
         closedir(ports);
         return r;
-}
-
-static double now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-        return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
