@@ -16,6 +16,14 @@ LABEL = "sriovnetwork.openshift.io/rendered-by"
 NAD_API = "/apis/k8s.cni.cncf.io/v1/namespaces/%s/network-attachment-definitions"
 
 
+def network(name, team, **spec):
+    """A SriovNetwork rendered into team's namespace, with spec's extra fields (vlan=...)."""
+    return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetwork",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": dict({"resourceName": "sriov_" + name.replace("-", "_"),
+                          "networkNamespace": team, "ipam": '{"type": "dhcp"}'}, **spec)}
+
+
 class Server:
     def __init__(self, src, work, kubectl, nodes=("worker-1",), rbac=True):
         """rbac: the agents' accounts as the manifests give them (tokens "controller-*" are

@@ -44,7 +44,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from testlib import check, finish, wait  # noqa: E402
 import nadfake  # noqa: E402
-from nadfake import LABEL, LEASE, NAD_API, NS  # noqa: E402
+from nadfake import LABEL, LEASE, NAD_API, NS, network  # noqa: E402
 
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (NS, LEASE)
 NET_API = "/apis/sriovnetwork.openshift.io/v1/namespaces/%s/sriovnetworks" % NS
@@ -191,13 +191,6 @@ class Replica:
             self.proc.wait()
 
 
-def network(name, team, vlan=0):
-    return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetwork",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"resourceName": "sriov_" + name.replace("-", "_"), "vlan": vlan,
-                     "networkNamespace": team, "ipam": '{"type": "dhcp"}'}}
-
-
 def vlan_of(nad):
     return json.loads(((nad or {}).get("spec") or {}).get("config") or "{}").get("vlan")
 
@@ -238,7 +231,7 @@ def upgrade(args, work, server, replicas):
     try:
         names = ("old-1", "old-2", "old-3")
         for name in names:
-            server.call("POST", NET_API, network(name, "team-1"))
+            server.call("POST", NET_API, network(name, "team-1", vlan=0))
         nad_path = lambda n: NAD_API % "team-1" + "/" + n  # noqa: E731
         check("old layout: the node agent renders the three networks",
               wait(lambda: all(server.get(nad_path(n)) for n in names), 60))
@@ -319,7 +312,7 @@ def main():
             upgrade(args, work, server, replicas)
             return finish(work)
         for name in ("net-1", "net-2"):
-            server.call("POST", NET_API, network(name, "team-1"))
+            server.call("POST", NET_API, network(name, "team-1", vlan=0))
         for name in REPLICAS:
             replicas[name] = Replica(args.agent, work, server, name)
         rendered = wait(lambda: all(server.get(NAD_API % "team-1" + "/" + n)
@@ -350,7 +343,7 @@ def main():
               "(step-down %.1f s, takeover %.1f s after the cut)" %
               (other, (t_down or 0) - t_cut, (t_taken or 0) - t_cut),
               t_down is not None and t_taken is not None and t_down < t_taken)
-        code, _ = server.call("POST", NET_API, network("during-partition", "team-1"))
+        code, _ = server.call("POST", NET_API, network("during-partition", "team-1", vlan=0))
         check("partition: %s renders a network created meanwhile" % other,
               code == 201 and wait(lambda: server.get(NAD_API % "team-1" + "/during-partition"),
                                    30) is not None)

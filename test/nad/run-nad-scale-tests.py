@@ -38,7 +38,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from testlib import check, finish, wait  # noqa: E402
-from nadfake import LABEL, LEASE, NAD_API, NS, Server  # noqa: E402
+from nadfake import LABEL, LEASE, NAD_API, NS, Server, network  # noqa: E402
 
 OWNER = "SriovNetwork.sriovnetwork.openshift.io/%s/%%s" % NS
 FILLERS = 1600
@@ -62,13 +62,6 @@ def legacy_config(name):
     return ('{\n    "cniVersion": "1.0.0",\n    "name": "%s",\n    "type": "sriov",\n'
             '    "vlan": 0,\n    "vlanQoS": 0,\n    "logLevel": "info",\n    "ipam": {\n'
             '        "type": "dhcp"\n    }\n}' % name)
-
-
-def network(name, team):
-    return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetwork",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"resourceName": "sriov_" + name.replace("-", "_"),
-                     "networkNamespace": team, "ipam": '{"type": "dhcp"}'}}
 
 
 def ready(obj):
