@@ -125,13 +125,14 @@ int host_pci_function_read_iommu_group(int fn_fd, int *group, char **error)
         return 0;
 }
 
-int host_pci_function_read_net_rdma(const struct discover_scan *scan, int fn_fd, bool is_vf,
+int host_pci_function_read_net_rdma(const struct discover_scan *scan, int fn_fd,
+                                    const char *pci_address, bool is_vf,
                                     struct netdev_info **netdevs, size_t *n_netdevs,
                                     struct rdma_device **rdma, size_t *n_rdma, char **error)
 {
         int r = host_netdev_sysfs_read_function(fn_fd, !is_vf, netdevs, n_netdevs, error);
         if (r < 0)
                 return r;
-        return host_rdma_sysfs_read_function(&scan->rdma, fn_fd, *netdevs, *n_netdevs, rdma, n_rdma,
-                                             error);
+        return host_rdma_sysfs_read_function(&scan->rdma, fn_fd, pci_address, *netdevs, *n_netdevs,
+                                             rdma, n_rdma, error);
 }

@@ -35,7 +35,8 @@ int host_pci_function_read_pcie_root(const struct discover_scan *scan, int fn_fd
 int host_pci_function_read_iommu_group(int fn_fd, int *group, char **error);
 /* Netdevs, then RDMA devices (which may be tied to those netdevs). VF netdevs are read
  * without speed (see netdev-sysfs.h). */
-int host_pci_function_read_net_rdma(const struct discover_scan *scan, int fn_fd, bool is_vf,
+int host_pci_function_read_net_rdma(const struct discover_scan *scan, int fn_fd,
+                                    const char *pci_address, bool is_vf,
                                     struct netdev_info **netdevs, size_t *n_netdevs,
                                     struct rdma_device **rdma, size_t *n_rdma, char **error);
 

@@ -147,8 +147,9 @@ static int read_pf(const struct discover_scan *scan, const char *addr, struct pf
         if (r >= 0)
                 r = read_sriov_counts(fd, pf);
         if (r >= 0)
-                r = host_pci_function_read_net_rdma(scan, fd, false, &pf->netdevs, &pf->n_netdevs,
-                                                    &pf->rdma, &pf->n_rdma, &pf->error);
+                r = host_pci_function_read_net_rdma(scan, fd, pf->pci_address, false, &pf->netdevs,
+                                                    &pf->n_netdevs, &pf->rdma, &pf->n_rdma,
+                                                    &pf->error);
         if (r >= 0)
                 r = host_sriov_read_vfs(scan, fd, pf);
         return r;
@@ -290,8 +291,9 @@ static int read_rdma_nic(const struct discover_scan *scan, const char *addr, str
         if (r >= 0)
                 r = host_pci_function_read_pcie_root(scan, fd, nic->pcie_root);
         if (r >= 0)
-                r = host_pci_function_read_net_rdma(scan, fd, false, &nic->netdevs, &nic->n_netdevs,
-                                                    &nic->rdma, &nic->n_rdma, &nic->error);
+                r = host_pci_function_read_net_rdma(scan, fd, nic->pci_address, false,
+                                                    &nic->netdevs, &nic->n_netdevs, &nic->rdma,
+                                                    &nic->n_rdma, &nic->error);
         return r < 0 ? r : 1;
 }
 

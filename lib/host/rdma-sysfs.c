@@ -146,8 +146,44 @@ static int read_local_char_devices(int fn_fd, const char *class_dir, struct rdma
         return r;
 }
 
+static int compare_function_char_devices(const void *a, const void *b)
+{
+        const struct rdma_function_char_device *x = a, *y = b;
+        int c = strcmp(x->pci_address, y->pci_address);
+        return c ? c : strcmp(x->name, y->name);
+}
+
+/* The function's own entries of the class walk, all its one RDMA device's. */
+static int add_function_char_devices(const struct rdma_scan *scan, const char *pci_address,
+                                     struct rdma_device *dev)
+{
+        struct rdma_function_char_device key = { 0 };
+        const struct rdma_function_char_device *all = scan->function_char_devices;
+        size_t lo = 0, hi = scan->n_function_char_devices;
+
+        strcpy(key.pci_address, pci_address); /* the caller's, bounded by PCI_ADDR_MAX */
+        while (lo < hi) {                     /* the first entry not before (pci_address, "") */
+                size_t mid = lo + (hi - lo) / 2;
+                if (compare_function_char_devices(&all[mid], &key) < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        for (size_t i = lo;
+             i < scan->n_function_char_devices && strcmp(all[i].pci_address, pci_address) == 0;
+             i++) {
+                char path[RDMA_NAME_MAX + 32];
+                snprintf(path, sizeof(path), DEV_INFINIBAND "%s", all[i].name);
+                int r = add_char_device(dev, path);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* RDMA devices under the PCI function directory (ConnectX style). */
-static int read_pci_devices(int fn_fd, struct rdma_device **list, size_t *n, char **error)
+static int read_pci_devices(const struct rdma_scan *scan, int fn_fd, const char *pci_address,
+                            struct rdma_device **list, size_t *n, char **error)
 {
         _cleanup_sysfs_dir_ struct sysfs_dir d;
         if (host_sysfs_dir_open_at(&d, fn_fd, "infiniband") < 0)
@@ -176,6 +212,9 @@ static int read_pci_devices(int fn_fd, struct rdma_device **list, size_t *n, cha
         }
         if (r < 0 || *n == 0)
                 return r;
+        if (*n == 1 && scan->function_char_devices_valid && pci_address &&
+            strlen(pci_address) < PCI_ADDR_MAX)
+                return add_function_char_devices(scan, pci_address, &(*list)[0]);
         r = read_local_char_devices(fn_fd, "infiniband_verbs", *list, *n, error);
         if (r >= 0)
                 r = read_local_char_devices(fn_fd, "infiniband_mad", *list, *n, error);
@@ -216,13 +255,14 @@ static int read_tied_devices(const struct rdma_scan *scan, const struct netdev_i
 }
 
 int host_rdma_sysfs_read_function(const struct rdma_scan *scan, int fn_dir_fd,
-                                  const struct netdev_info *netdevs, size_t n_netdevs,
-                                  struct rdma_device **ret, size_t *ret_n, char **error)
+                                  const char *pci_address, const struct netdev_info *netdevs,
+                                  size_t n_netdevs, struct rdma_device **ret, size_t *ret_n,
+                                  char **error)
 {
         struct rdma_device *list = NULL;
         size_t n = 0;
 
-        int r = read_pci_devices(fn_dir_fd, &list, &n, error);
+        int r = read_pci_devices(scan, fn_dir_fd, pci_address, &list, &n, error);
         if (r >= 0)
                 r = read_tied_devices(scan, netdevs, n_netdevs, &list, &n, error);
         for (size_t i = 0; r >= 0 && i < n; i++) {
@@ -243,17 +283,17 @@ int host_rdma_sysfs_read_function(const struct rdma_scan *scan, int fn_dir_fd,
         return 0;
 }
 
-/* The PCI function in a class/infiniband link's target: "../../devices/pci0000:3a/.../
- * 0000:3b:00.0/infiniband/mlx5_0" names 0000:3b:00.0. False for any other target (rxe, siw
- * under devices/virtual). */
-static bool rdma_link_pci_function(char *target, const char *name, char addr[static 16])
+/* The PCI function in a class link's target: "../../devices/pci0000:3a/.../0000:3b:00.0/
+ * <dir>/<name>" (dir "infiniband", "infiniband_verbs" or "infiniband_mad") names 0000:3b:00.0.
+ * False for any other target (rxe, siw under devices/virtual). */
+static bool link_pci_function(char *target, const char *dir, const char *name,
+                              char addr[static PCI_ADDR_MAX])
 {
-        size_t len = strlen(target), n = strlen(name);
-        static const char dir[] = "/infiniband/";
-        if (len < n + sizeof(dir) - 1 || strcmp(target + len - n, name) != 0 ||
-            memcmp(target + len - n - (sizeof(dir) - 1), dir, sizeof(dir) - 1) != 0)
+        size_t len = strlen(target), n = strlen(name), d = strlen(dir);
+        if (len < n + d + 2 || strcmp(target + len - n, name) != 0 || target[len - n - 1] != '/' ||
+            memcmp(target + len - n - 1 - d, dir, d) != 0 || target[len - n - d - 2] != '/')
                 return false;
-        target[len - n - (sizeof(dir) - 1)] = '\0';
+        target[len - n - d - 2] = '\0';
         const char *slash = strrchr(target, '/');
         const char *fn = slash ? slash + 1 : target;
         if (!pci_address_is_valid(fn))
@@ -286,7 +326,7 @@ static int read_ties(struct rdma_scan *scan)
         const char *name;
         while (r >= 0 && (name = host_sysfs_dir_next(&d))) {
                 char rel[NAME_MAX + 32], parent[IFNAME_MAX + 1], shown[64], target[PATH_MAX],
-                    addr[16];
+                    addr[PCI_ADDR_MAX];
 
                 if (name[0] == '.')
                         continue;
@@ -294,7 +334,7 @@ static int read_ties(struct rdma_scan *scan)
                 ssize_t len = readlinkat(scan->root_fd, rel, target, sizeof(target) - 1);
                 if (len > 0) {
                         target[len] = '\0';
-                        if (rdma_link_pci_function(target, name, addr)) {
+                        if (link_pci_function(target, "infiniband", name, addr)) {
                                 r = add_rdma_function(scan, addr);
                                 continue; /* a card's device: no `parent` */
                         }
@@ -321,44 +361,73 @@ static int read_ties(struct rdma_scan *scan)
         return r;
 }
 
-/* class/<class_dir>/<entry>/ibdev for every entry: the char devices of virtual RDMA devices,
- * which the kernel places under devices/virtual/ rather than under a PCI function. */
-static int read_class_char_devices(struct rdma_scan *scan, const char *class_dir)
+static int add_function_char_device(struct rdma_scan *scan, const char *addr, const char *name)
 {
-        _cleanup_sysfs_dir_ struct sysfs_dir d;
-        if (host_sysfs_dir_open_at(&d, scan->root_fd, class_dir) < 0)
-                return 0;
+        if (GROW_ARRAY(scan->function_char_devices, scan->cap_function_char_devices,
+                       scan->n_function_char_devices + 1) < 0)
+                return -ENOMEM;
+        struct rdma_function_char_device *p =
+            &scan->function_char_devices[scan->n_function_char_devices++];
+        strcpy(p->pci_address, addr);
+        strcpy(p->name, name); /* rdma_name_is_valid() bounded it */
+        return 0;
+}
 
-        int r = 0;
+/* A virtual device's entry (under devices/virtual/): its ibdev, kept when a tie names it. */
+static int add_class_char_device(struct rdma_scan *scan, const char *rel_entry, const char *name)
+{
+        char rel[512], ibdev[RDMA_NAME_MAX + 1], path[sizeof(scan->class_char_devices->path)];
+
+        if (path_printf(rel, sizeof(rel), "%s/ibdev", rel_entry) < 0 ||
+            host_sysfs_read_line_at(scan->root_fd, rel, ibdev, sizeof(ibdev)) < 0 ||
+            !rdma_name_is_valid(ibdev) ||
+            path_printf(path, sizeof(path), DEV_INFINIBAND "%s", name) < 0)
+                return 0;
+        bool tied = false;
+        for (size_t t = 0; t < scan->n_ties && !tied; t++)
+                tied = strcmp(scan->ties[t].rdma_name, ibdev) == 0;
+        if (!tied)
+                return 0;
+        if (GROW_ARRAY(scan->class_char_devices, scan->cap_class_char_devices,
+                       scan->n_class_char_devices + 1) < 0)
+                return -ENOMEM;
+        struct rdma_char_device *p = &scan->class_char_devices[scan->n_class_char_devices++];
+        strcpy(p->ibdev, ibdev);
+        strcpy(p->path, path);
+        return 0;
+}
+
+/* Every entry of class/<class_name>: one readlinkat tells a PCI function's entry from a virtual
+ * device's. Returns 1 when the class was walked or is absent, 0 when it could not be read. */
+static int read_class_char_devices(struct rdma_scan *scan, const char *class_name)
+{
+        char class_dir[48];
+        snprintf(class_dir, sizeof(class_dir), "class/%s", class_name);
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
+        int r = host_sysfs_dir_open_at(&d, scan->root_fd, class_dir);
+        if (r < 0)
+                return r == -ENOENT ? 1 : 0;
+
+        r = 0;
         const char *name;
         while (r >= 0 && (name = host_sysfs_dir_next(&d))) {
-                char rel[512], ibdev[RDMA_NAME_MAX + 1];
+                char rel[512], target[PATH_MAX], addr[PCI_ADDR_MAX];
 
-                if (name[0] == '.' || !rdma_name_is_valid(name))
+                if (name[0] == '.' || !rdma_name_is_valid(name) ||
+                    path_printf(rel, sizeof(rel), "%s/%s", class_dir, name) < 0)
                         continue;
-                if (path_printf(rel, sizeof(rel), "%s/%s/ibdev", class_dir, name) < 0 ||
-                    host_sysfs_read_line_at(scan->root_fd, rel, ibdev, sizeof(ibdev)) < 0 ||
-                    !rdma_name_is_valid(ibdev))
-                        continue;
-                char path[sizeof(scan->class_char_devices->path)];
-                if (path_printf(path, sizeof(path), DEV_INFINIBAND "%s", name) < 0)
-                        continue;
-                bool tied = false;
-                for (size_t t = 0; t < scan->n_ties && !tied; t++)
-                        tied = strcmp(scan->ties[t].rdma_name, ibdev) == 0;
-                if (!tied)
-                        continue;
-                if (GROW_ARRAY(scan->class_char_devices, scan->cap_class_char_devices,
-                               scan->n_class_char_devices + 1) < 0) {
-                        r = -ENOMEM;
-                        break;
-                }
-                struct rdma_char_device *p =
-                    &scan->class_char_devices[scan->n_class_char_devices++];
-                strcpy(p->ibdev, ibdev);
-                strcpy(p->path, path);
+                ssize_t len = readlinkat(scan->root_fd, rel, target, sizeof(target) - 1);
+                if (len <= 0)
+                        continue; /* abi_version, a file */
+                target[len] = '\0';
+                if (link_pci_function(target, class_name, name, addr))
+                        r = add_function_char_device(scan, addr, name);
+                else if (scan->n_ties > 0)
+                        r = add_class_char_device(scan, rel, name);
         }
-        return r;
+        if (r < 0)
+                return r;
+        return d.error >= 0;
 }
 
 int host_rdma_scan_init(struct rdma_scan *scan, int root_fd)
@@ -366,14 +435,21 @@ int host_rdma_scan_init(struct rdma_scan *scan, int root_fd)
         *scan = (struct rdma_scan){ .root_fd = root_fd };
         scan->has_rdma_cm = host_sysfs_exists_at(root_fd, "class/misc/rdma_cm");
 
-        int r = read_ties(scan);
-        if (r >= 0 && scan->n_ties > 0)
-                r = read_class_char_devices(scan, "class/infiniband_verbs");
-        if (r >= 0 && scan->n_ties > 0)
-                r = read_class_char_devices(scan, "class/infiniband_mad");
-        if (r < 0)
+        int r = read_ties(scan), verbs = 0, mad = 0;
+        /* No RDMA device at all: nothing to attribute, nothing to walk. */
+        if (r >= 0 && (scan->n_rdma_functions > 0 || scan->n_ties > 0))
+                r = verbs = read_class_char_devices(scan, "infiniband_verbs");
+        if (r >= 0 && (scan->n_rdma_functions > 0 || scan->n_ties > 0))
+                r = mad = read_class_char_devices(scan, "infiniband_mad");
+        if (r < 0) {
                 host_rdma_scan_done(scan);
-        return r;
+                return r;
+        }
+        scan->function_char_devices_valid = verbs > 0 && mad > 0;
+        if (scan->n_function_char_devices > 1)
+                qsort(scan->function_char_devices, scan->n_function_char_devices,
+                      sizeof(*scan->function_char_devices), compare_function_char_devices);
+        return 0;
 }
 
 void host_rdma_scan_done(struct rdma_scan *scan)
@@ -381,5 +457,6 @@ void host_rdma_scan_done(struct rdma_scan *scan)
         free(scan->rdma_functions);
         free(scan->ties);
         free(scan->class_char_devices);
+        free(scan->function_char_devices);
         *scan = (struct rdma_scan){ .root_fd = -1 };
 }

@@ -130,8 +130,9 @@ static int read_vf(const struct discover_scan *scan, int pf_fd, const struct pf_
                     strcmp(name, "vfio-noiommu") == 0;
         }
         if (r >= 0)
-                r = host_pci_function_read_net_rdma(scan, fd, true, &vf->netdevs, &vf->n_netdevs,
-                                                    &vf->rdma, &vf->n_rdma, &vf->error);
+                r = host_pci_function_read_net_rdma(scan, fd, vf->pci_address, true, &vf->netdevs,
+                                                    &vf->n_netdevs, &vf->rdma, &vf->n_rdma,
+                                                    &vf->error);
         return r;
 }
 

@@ -438,10 +438,13 @@ def garble(t, manifest, kind, target):
         t.link(vdir + "/physfn", os.path.dirname(d) + "/0000:ff:1f.7")
     elif kind == "hostile-names":
         # A netdev directory whose name is not an interface name, an ibdev naming a path, and
-        # an rxe device whose parent climbs out of class/net.
+        # an rxe device whose parent climbs out of class/net. The function gets a second RDMA
+        # device: only then are its char devices' ibdev files read (with one, they are all its).
         t.write("%s/net/bad name/address" % d, "00:11:22:33:44:55")
         for r in e["rdma"][:1]:
             t.write("%s/infiniband_verbs/%s/ibdev" % (d, r["uverbs"]), "../../../etc")
+            t.write("%s/infiniband/mlx5_99/node_guid" % d, "0c42:a103:0099:0099")
+            t.link("class/infiniband/mlx5_99", "%s/infiniband/mlx5_99" % d)
         t.write("devices/virtual/infiniband/rxe66/parent", "../../etc")
         t.write("devices/virtual/infiniband/rxe66/node_guid", "0000:0000:0000:0000")
         t.link("class/infiniband/rxe66", "devices/virtual/infiniband/rxe66")

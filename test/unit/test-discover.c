@@ -30,6 +30,7 @@
 #include "model/inventory.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/macro.h"
 
 extern char **environ;
 
@@ -607,15 +608,52 @@ static void test_garble_hostile_names(void **state)
         assert_non_null(strstr(pf->error, "'../../../etc' is not a valid RDMA device name"));
         assert_int_equal(pf->n_netdevs, 1);
         assert_string_equal(pf->netdevs[0].name, "ens1f0");
-        /* the uverbs entry with the hostile ibdev is not attributed to any device */
-        assert_int_equal(pf->n_rdma, 1);
-        assert_false(has_char_device(&pf->rdma[0], "/dev/infiniband/uverbs0"));
-        assert_true(has_char_device(&pf->rdma[0], "/dev/infiniband/umad0"));
+        /* With two RDMA devices on the function its entries' ibdev files decide: the uverbs
+         * entry with the hostile ibdev is attributed to neither, umad0 to the device it names. */
+        assert_int_equal(pf->n_rdma, 2);
+        for (size_t i = 0; i < pf->n_rdma; i++) {
+                assert_false(has_char_device(&pf->rdma[i], "/dev/infiniband/uverbs0"));
+                assert_int_equal(has_char_device(&pf->rdma[i], "/dev/infiniband/umad0"),
+                                 strcmp(pf->rdma[i].name, "mlx5_99") != 0);
+        }
         /* rxe66's parent "../../etc" is ignored; rxe0 stays on eno1 */
         for (size_t p = 0; p < t.inv.n_pfs; p++)
                 for (size_t r = 0; r < t.inv.pfs[p].n_rdma; r++)
                         assert_string_not_equal(t.inv.pfs[p].rdma[r].name, "rxe66");
         assert_string_equal(find_pf(&t, "eno1")->rdma[0].name, "rxe0");
+        tree_free(&t);
+}
+
+/* A function with one RDMA device owns every char device under it: found by the class walk,
+ * without reading their ibdev files (here removed: discovery neither needs nor misses them). */
+static void test_char_devices_of_one_device_without_ibdev(void **state)
+{
+        struct tree t = {};
+        tree_make(&t, NULL);
+        json_t *expected = json_array_get(json_object_get(manifest_pf(&t, "ens1f0"), "rdma"), 0);
+        const char *entries[][2] = { { "infiniband_verbs", "uverbs" },
+                                     { "infiniband_mad", "umad" },
+                                     { "infiniband_mad", "issm" } };
+        for (size_t i = 0; i < ELEMENTSOF(entries); i++) {
+                char path[512];
+                snprintf(path, sizeof(path), "%s/class/%s/%s/ibdev", t.root, entries[i][0],
+                         json_string_value(json_object_get(expected, entries[i][1])));
+                assert_int_equal(unlink(path), 0);
+        }
+        tree_discover(&t);
+
+        const struct pf_info *pf = find_pf(&t, "ens1f0");
+        assert_null(pf->error);
+        assert_int_equal(pf->n_rdma, 1);
+        assert_rdma_matches(&pf->rdma[0], expected, true);
+        /* and every VF's, whose ibdev files are there, as before */
+        json_t *vfs = json_object_get(manifest_pf(&t, "ens1f0"), "vfs");
+        assert_int_equal(pf->n_vfs, json_array_size(vfs));
+        for (size_t v = 0; v < pf->n_vfs; v++) {
+                assert_null(pf->vfs[v].error);
+                assert_int_equal(pf->vfs[v].n_rdma, 1);
+                assert_int_equal(pf->vfs[v].rdma[0].n_char_devices, 4);
+        }
         tree_free(&t);
 }
 
@@ -692,6 +730,7 @@ int main(void)
                 cmocka_unit_test(test_garble_missing_files),
                 cmocka_unit_test(test_garble_orphan_vf),
                 cmocka_unit_test(test_garble_hostile_names),
+                cmocka_unit_test(test_char_devices_of_one_device_without_ibdev),
                 cmocka_unit_test(test_hostile_virtfn_link),
                 cmocka_unit_test(test_empty_and_missing_roots),
                 cmocka_unit_test(test_scale),
