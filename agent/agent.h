@@ -39,9 +39,10 @@ enum agent_reconcile_result {
 struct agent_stats {
         uint64_t reconciles[_AGENT_RECONCILE_RESULT_MAX];
         struct metrics_histogram reconcile_seconds;
-        int last_result;         /* enum agent_reconcile_result */
-        double last_end_seconds; /* CLOCK_REALTIME; 0 before the first */
-        uint64_t started_usec;   /* CLOCK_MONOTONIC start of the one running */
+        int last_result;           /* enum agent_reconcile_result */
+        double last_end_seconds;   /* CLOCK_REALTIME; 0 before the first */
+        uint64_t started_usec;     /* CLOCK_MONOTONIC start of the one running */
+        uint64_t started_cpu_usec; /* the process's CPU time then: the debug log's figure */
 };
 
 struct agent {
