@@ -46,6 +46,12 @@ if(Python3_Interpreter_FOUND AND NOT SANITIZE)
                      --agent ${SRIOV_TEST_AGENT}
                      --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
     set_tests_properties(integration/discovery-syscalls PROPERTIES LABELS integration TIMEOUT 60)
+    add_test(NAME integration/quick-check-syscalls
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/bench/quick-check-syscalls.py
+                     --agent ${SRIOV_TEST_AGENT} --fake-kubelet ${CMAKE_BINARY_DIR}/fake-kubelet
+                     --gen-sysfs ${CMAKE_SOURCE_DIR}/test/sysfs-gen/gen-sysfs.py)
+    set_tests_properties(integration/quick-check-syscalls PROPERTIES LABELS integration
+                         TIMEOUT 90)
 endif()
 
 # Counted, not timed: an idle agent's event loop does not wake up between periodic checks.
