@@ -26,6 +26,7 @@ struct apply_report;
 struct prepare_job;
 struct reconcile;
 struct httpd;
+struct host_rdma_names;
 
 enum agent_reconcile_result {
         AGENT_RECONCILE_OK,
@@ -100,6 +101,8 @@ struct agent {
         struct link_health *link_health; /* each served PF's up/down, as last reported */
         struct httpd *metrics;           /* --metrics-listen; NULL when off */
         struct metrics_podres *metrics_podres; /* scrapes' shared PodResources answer */
+        struct host_rdma_names *rdma_names;    /* scrapes' RDMA counter names, in their order */
+        size_t n_rdma_names, cap_rdma_names;
         struct agent_stats stats;
         int sync_status; /* enum node_sync_status of the last reconcile, -1 before */
 

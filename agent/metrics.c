@@ -69,6 +69,8 @@ struct rdma_counter_sample {
 };
 
 struct rdma_samples {
+        struct agent *agent;
+        size_t n_devices; /* read so far: the index of the next one's names in agent->rdma_names */
         const char *device;
         struct rdma_port_sample *ports;
         size_t n_ports, cap_ports;
@@ -149,21 +151,48 @@ static void write_vf_counters(struct metrics_writer *w, const struct inventory *
                 log_error_errno(r, "metrics: no VF counters this scrape");
 }
 
+/* The names kept for the scrape's next device (zeroed the first time: listed by the read). */
+static struct host_rdma_names *next_rdma_names(struct rdma_samples *s)
+{
+        struct agent *a = s->agent;
+        size_t i = s->n_devices++;
+        if (i < a->n_rdma_names)
+                return &a->rdma_names[i];
+        if (GROW_ARRAY(a->rdma_names, a->cap_rdma_names, i + 1) < 0)
+                return NULL; /* listed this time, kept next time */
+        a->rdma_names[i] = (struct host_rdma_names){ 0 };
+        a->n_rdma_names = i + 1;
+        return &a->rdma_names[i];
+}
+
 static void add_rdma(struct rdma_samples *s, const char *sysfs_root, const struct rdma_device *d,
                      size_t n)
 {
         for (size_t i = 0; i < n; i++) {
                 s->device = d[i].name;
                 (void)host_rdma_read_ports(sysfs_root, d[i].name, RDMA_MAX_COUNTERS_PER_PORT,
-                                           on_rdma_port, s);
+                                           next_rdma_names(s), on_rdma_port, s);
         }
 }
 
-static void write_rdma(struct metrics_writer *w, const struct agent *a)
+static void drop_rdma_names(struct agent *a, size_t keep)
+{
+        for (size_t i = keep; i < a->n_rdma_names; i++)
+                host_rdma_names_done(&a->rdma_names[i]);
+        if (keep < a->n_rdma_names)
+                a->n_rdma_names = keep;
+        if (keep == 0) {
+                free(a->rdma_names);
+                a->rdma_names = NULL;
+                a->cap_rdma_names = 0;
+        }
+}
+
+static void write_rdma(struct metrics_writer *w, struct agent *a)
 {
         const struct inventory *inv = &a->observed;
         const char *root = a->config.sysfs_root;
-        struct rdma_samples s = { 0 };
+        struct rdma_samples s = { .agent = a };
 
         metrics_family(w, "sriov_rdma_device_info", METRICS_GAUGE,
                        "An RDMA device and the PCI function it belongs to (1); join on "
@@ -256,6 +285,7 @@ static void write_rdma(struct metrics_writer *w, const struct agent *a)
         }
         free(s.ports);
         free(s.counters);
+        drop_rdma_names(s.agent, s.n_devices); /* the devices the inventory no longer has */
 }
 
 static void write_pf_links(struct metrics_writer *w, const struct agent *a)
@@ -576,6 +606,7 @@ void agent_metrics_stop(struct agent *a)
         struct metrics_podres *m = a->metrics_podres;
         if (!m)
                 return;
+        drop_rdma_names(a, 0);
         dp_podresources_call_cancel(m->call);
         dp_usage_done(&m->usage);
         free(m);

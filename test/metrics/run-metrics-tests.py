@@ -192,6 +192,28 @@ def main():
               find(s, "sriov_rdma_port_hw_stat", device="mlx5_0", counter="out_of_buffer")
               and find(s, "sriov_rdma_port_state", device="mlx5_0", state="ACTIVE") == [4.0]
               and find(s, "sriov_rdma_port_rate_bytes_per_second", device="mlx5_0") == [12.5e9])
+        # Scrapes keep each port's counter names (no listing): the next one reads the files'
+        # new values and leaves out a counter that went; that makes the one after list again,
+        # so a counter the driver added shows then.
+        port1 = os.path.join(sysfs, "class/infiniband/mlx5_0/ports/1")
+        with open(os.path.join(port1, "counters/port_rcv_data"), "w") as f:
+            f.write("123456789\n")
+        os.remove(os.path.join(port1, "counters/port_xmit_discards"))
+        s2 = samples(get(base + "/metrics")[2])
+        check("next scrape: a counter's new value read, a removed counter left out",
+              find(s2, "sriov_rdma_port_stat", device="mlx5_0", counter="port_rcv_data") ==
+              [123456789.0] and
+              not find(s2, "sriov_rdma_port_stat", device="mlx5_0", counter="port_xmit_discards"),
+              str([(k, v) for k, v in s2.items() if ("device", "mlx5_0") in k[1]]))
+        with open(os.path.join(port1, "hw_counters/rx_icrc_encapsulated"), "w") as f:
+            f.write("7\n")
+        s3 = samples(get(base + "/metrics")[2])
+        check("the scrape after lists the names again: a counter the driver added shows",
+              find(s3, "sriov_rdma_port_hw_stat", device="mlx5_0",
+                   counter="rx_icrc_encapsulated") == [7.0] and
+              find(s3, "sriov_rdma_port_stat", device="mlx5_0", counter="port_rcv_data") ==
+              [123456789.0],
+              str([(k, v) for k, v in s3.items() if ("device", "mlx5_0") in k[1]]))
         check("the agent's own families",
               find(s, "sriov_agent_reconciles_total", result="ok") and
               find(s, "sriov_agent_build_info") == [1.0] and
