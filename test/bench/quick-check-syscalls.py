@@ -20,7 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from testlib import FAILURES, Proc, check, ev  # noqa: E402
+from testlib import FAILURES, Agent, Proc, check, ev  # noqa: E402
 
 BUDGET_PER_VF = 3.6
 PFS, VFS = 2, 64
@@ -57,23 +57,18 @@ def main():
     trace = os.path.join(work, "trace")
     try:
         kubelet.wait_for(ev("ready"), 10)
-        log = os.path.join(work, "agent.log")
-        agent = subprocess.Popen(
-            [args.agent, "run", "--policy-dir", pdir, "--node-labels", "quick=true",
-             "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--state-dir",
-             os.path.join(work, "state"), "--devinfo-dir", os.path.join(work, "devinfo"),
-             "--pod-resources-socket", os.path.join(work, "none.sock"),
-             "--resync-interval", "1", "--log-level", "debug"],
-            stdout=subprocess.DEVNULL, stderr=open(log, "w"))
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and QUICK not in open(log).read():
-            time.sleep(0.2)
-        check("the agent converged and made a quick check", QUICK in open(log).read(),
-              open(log).read()[-600:])
+        agent = Agent(args.agent, [
+            "--policy-dir", pdir, "--node-labels", "quick=true", "--sysfs-root", sysfs,
+            "--kubelet-dir", kdir, "--state-dir", os.path.join(work, "state"),
+            "--devinfo-dir", os.path.join(work, "devinfo"),
+            "--pod-resources-socket", os.path.join(work, "none.sock"),
+            "--resync-interval", "1", "--log-level", "debug"], os.path.join(work, "agent.log"))
+        check("the agent converged and made a quick check", agent.wait_log(QUICK, 30),
+              agent.text()[-600:])
         if FAILURES:
             return 1
         tracer = subprocess.Popen(["strace", "-f", "-qq", "-s", "256", "-e", "signal=none",
-                                   "-o", trace, "-p", str(agent.pid)], stderr=subprocess.DEVNULL)
+                                   "-o", trace, "-p", str(agent.p.pid)], stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 40
         while time.monotonic() < deadline:
             time.sleep(0.5)
@@ -104,8 +99,7 @@ def main():
         if tracer:
             tracer.kill()
         if agent:
-            agent.terminate()
-            agent.wait(timeout=10)
+            agent.stop()
         kubelet.send({"cmd": "quit"})
         kubelet.stop()
         if not FAILURES:
