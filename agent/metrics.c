@@ -156,12 +156,14 @@ static struct host_rdma_names *next_rdma_names(struct rdma_samples *s)
 {
         struct agent *a = s->agent;
         size_t i = s->n_devices++;
-        if (i < a->n_rdma_names)
-                return &a->rdma_names[i];
-        if (GROW_ARRAY(a->rdma_names, a->cap_rdma_names, i + 1) < 0)
-                return NULL; /* listed this time, kept next time */
-        a->rdma_names[i] = (struct host_rdma_names){ 0 };
-        a->n_rdma_names = i + 1;
+        if (i >= a->n_rdma_names) {
+                if (GROW_ARRAY(a->rdma_names, a->cap_rdma_names, i + 1) < 0)
+                        return NULL; /* listed this time, kept next time */
+                /* from the first not yet zeroed: an earlier ENOMEM may have left a gap */
+                for (size_t k = a->n_rdma_names; k <= i; k++)
+                        a->rdma_names[k] = (struct host_rdma_names){ 0 };
+                a->n_rdma_names = i + 1;
+        }
         return &a->rdma_names[i];
 }
 
