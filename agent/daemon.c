@@ -166,11 +166,13 @@ static int on_resync(sd_event_source *s, uint64_t usec, void *userdata)
          * of a full discovery's 30-55, and no planning); every FULL_CHECK_EVERY-th check, and
          * after any difference, it is rediscovered and planned in full. */
         if (a->converged && !a->running && ++a->quick_checks < FULL_CHECK_EVERY) {
-                uint64_t cpu = clock_process_cpu_usec();
+                /* CLOCK_PROCESS_CPUTIME_ID is a system call: read only for the debug line */
+                bool timed = log_get_max_level() >= LOG_DEBUG;
+                uint64_t cpu = timed ? clock_process_cpu_usec() : 0;
                 int r = host_quick_check(a->config.sysfs_root, &a->observed);
                 if (r > 0)
                         log_debug("periodic check: nothing changed (quick check, CPU %.1f ms)",
-                                  (double)(clock_process_cpu_usec() - cpu) / 1e3);
+                                  timed ? (double)(clock_process_cpu_usec() - cpu) / 1e3 : 0.0);
                 else {
                         a->quick_checks = 0;
                         schedule(a,

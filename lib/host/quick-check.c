@@ -185,12 +185,6 @@ static bool vfs_are_siblings(int pf_fd, const struct pf_info *pf)
         return true;
 }
 
-static int open_parent(int fd)
-{
-        int parent = host_sysfs_open_dir_at(fd, "..");
-        return parent < 0 ? -1 : parent;
-}
-
 static int pf_unchanged(int devices_fd, struct bound_listings *bound, const struct pf_info *pf)
 {
         char buf[32];
@@ -217,7 +211,9 @@ static int pf_unchanged(int devices_fd, struct bound_listings *bound, const stru
         }
         if (r <= 0 || pf->n_vfs == 0)
                 return r;
-        _cleanup_close_ int siblings_fd = vfs_are_siblings(fd, pf) ? open_parent(fd) : -1;
+        /* negative when not siblings or not opened: the virtfn links are followed */
+        _cleanup_close_ int siblings_fd =
+            vfs_are_siblings(fd, pf) ? host_sysfs_open_dir_at(fd, "..") : -1;
         for (size_t i = 0; r > 0 && i < pf->n_vfs; i++) {
                 const struct vf_info *vf = &pf->vfs[i];
                 char prefix[PCI_ADDR_MAX + 16];
