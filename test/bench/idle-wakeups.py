@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from testlib import FAILURES, Proc, check, ev  # noqa: E402
+from testlib import FAILURES, Agent, Proc, check, ev, policy, write_json  # noqa: E402
 
 WINDOW_S = 16
 
@@ -42,36 +42,29 @@ def main():
     manifest = json.loads(subprocess.check_output(
         [sys.executable, args.gen_sysfs, "--out", sysfs, "--profile", "seed", "--manifest"]))
     pf = next(p for p in manifest["pfs"] if p.get("ifname") == "ens1f0")
-    with open(os.path.join(pdir, "p.json"), "w") as f:
-        json.dump({"apiVersion": "sriovnetwork.openshift.io/v1",
-                   "kind": "SriovNetworkNodePolicy",
-                   "metadata": {"name": "p", "namespace": "sriov-network-operator"},
-                   "spec": {"resourceName": "idle", "numVfs": pf["numVfs"], "priority": 50,
-                            "nodeSelector": {"idle": "true"},
-                            "nicSelector": {"pfNames": ["ens1f0"]}}}, f)
+    write_json(os.path.join(pdir, "p.json"), policy("p", "idle", ["ens1f0"], pf["numVfs"]))
     kubelet = Proc([args.fake_kubelet, "--dir", kdir], os.path.join(work, "kubelet.err"))
     agent = None
     try:
         kubelet.wait_for(ev("ready"), 10)
-        agent = subprocess.Popen(
-            [args.agent, "run", "--policy-dir", pdir, "--node-labels", "idle=true",
-             "--sysfs-root", sysfs, "--kubelet-dir", kdir, "--state-dir",
-             os.path.join(work, "state"), "--devinfo-dir", os.path.join(work, "devinfo"),
-             "--pod-resources-socket", os.path.join(work, "none.sock"), "--resync-interval", "30"],
-            stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "agent.log"), "w"))
+        agent = Agent(args.agent, [
+            "--policy-dir", pdir, "--node-labels", "highnet-node=true", "--sysfs-root", sysfs,
+            "--kubelet-dir", kdir, "--state-dir", os.path.join(work, "state"),
+            "--devinfo-dir", os.path.join(work, "devinfo"),
+            "--pod-resources-socket", os.path.join(work, "none.sock"), "--resync-interval", "30"],
+            os.path.join(work, "agent.log"))
         listed = kubelet.wait_for(lambda e: ev("devices", "openshift.io/idle")(e) and
                                   len(e["devices"] or []) == pf["numVfs"], 20)
         check("pool listed", listed is not None, "no device list")
         time.sleep(1)
-        before = switches(agent.pid)
+        before = switches(agent.p.pid)
         time.sleep(WINDOW_S)
-        woke = switches(agent.pid) - before
+        woke = switches(agent.p.pid) - before
         check("idle agent woke up at most once in %d s (--resync-interval 30)" % WINDOW_S,
               woke <= 1, "%d wake-ups" % woke)
     finally:
         if agent:
-            agent.terminate()
-            agent.wait(timeout=10)
+            agent.stop()
         kubelet.send({"cmd": "quit"})
         kubelet.stop()
         if not FAILURES:

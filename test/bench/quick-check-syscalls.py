@@ -20,7 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from testlib import FAILURES, Agent, Proc, check, ev  # noqa: E402
+from testlib import FAILURES, Agent, Proc, check, ev, policy, write_json  # noqa: E402
 
 BUDGET_PER_VF = 3.6
 PFS, VFS = 2, 64
@@ -45,20 +45,14 @@ def main():
         [sys.executable, args.gen_sysfs, "--out", sysfs, "--scale", "%dx%d:cx6" % (PFS, VFS),
          "--manifest"]))
     pf = next(p for p in manifest["pfs"] if p.get("numVfs") == VFS)
-    with open(os.path.join(pdir, "p.json"), "w") as f:
-        json.dump({"apiVersion": "sriovnetwork.openshift.io/v1",
-                   "kind": "SriovNetworkNodePolicy",
-                   "metadata": {"name": "p", "namespace": "sriov-network-operator"},
-                   "spec": {"resourceName": "quick", "numVfs": VFS, "priority": 50,
-                            "nodeSelector": {"quick": "true"},
-                            "nicSelector": {"pfNames": [pf["ifname"]]}}}, f)
+    write_json(os.path.join(pdir, "p.json"), policy("p", "quick", [pf["ifname"]], VFS))
     kubelet = Proc([args.fake_kubelet, "--dir", kdir], os.path.join(work, "kubelet.err"))
     agent = tracer = None
     trace = os.path.join(work, "trace")
     try:
         kubelet.wait_for(ev("ready"), 10)
         agent = Agent(args.agent, [
-            "--policy-dir", pdir, "--node-labels", "quick=true", "--sysfs-root", sysfs,
+            "--policy-dir", pdir, "--node-labels", "highnet-node=true", "--sysfs-root", sysfs,
             "--kubelet-dir", kdir, "--state-dir", os.path.join(work, "state"),
             "--devinfo-dir", os.path.join(work, "devinfo"),
             "--pod-resources-socket", os.path.join(work, "none.sock"),
