@@ -105,9 +105,60 @@ struct kube_nodestate {
         uint64_t last_create_usec;  /* when we last (re)created it after a 404, 0 = never */
         bool held;                  /* the last body was refused as invalid: wait for a new one */
         char *last_permanent_error; /* logged once until the body changes */
+        /* While the server holds the status we set and nothing is being written, that status
+         * is kept only as its compact text (keys sorted): desired and acknowledged status are
+         * NULL and the server's copy has no status.interfaces. Decoded, with hundreds of VFs,
+         * it is the largest thing the agent holds (~0.6 MiB for 512 VFs, ~0.1 MiB as text).
+         * NULL when not parked. */
+        char *parked_status;
 };
 
 static void writer_pump(struct kube_nodestate *st);
+
+/* Parks the status (see parked_status) when it is written and the writer is idle: desired and
+ * acknowledged are one tree, and the server's status.interfaces is that tree's. */
+static void park_status(struct kube_nodestate *st)
+{
+        if (st->parked_status || st->op != OP_NONE || st->request || st->next_status ||
+            !st->desired_status || st->desired_status != st->acked_status)
+                return;
+        json_t *interfaces = json_object_get(st->desired_status, "interfaces");
+        json_t *server_status = json_object_get(st->server, "status");
+        if (!interfaces || json_object_get(server_status, "interfaces") != interfaces)
+                return;
+        char *text = json_dumps(st->desired_status, JSON_COMPACT | JSON_SORT_KEYS);
+        if (!text)
+                return; /* out of memory: stay as we are */
+        json_object_del(server_status, "interfaces");
+        json_decref(st->acked_status);
+        json_decref(st->desired_status);
+        st->acked_status = st->desired_status = NULL;
+        st->parked_status = text;
+}
+
+/* Back to the decoded status, as it was before park_status(). */
+static int unpark_status(struct kube_nodestate *st)
+{
+        if (!st->parked_status)
+                return 0;
+        json_t *status = json_loads(st->parked_status, 0, NULL);
+        if (!status)
+                return log_error_errno(-ENOMEM, "NodeState %s: cannot decode the status kept",
+                                       st->node_name);
+        json_t *server_status = json_object_get(st->server, "status");
+        if (json_is_object(server_status) &&
+            json_object_set(server_status, "interfaces", json_object_get(status, "interfaces")) <
+                0) {
+                json_decref(status);
+                return log_error_errno(-ENOMEM, "NodeState %s: cannot decode the status kept",
+                                       st->node_name);
+        }
+        st->desired_status = status;
+        st->acked_status = json_incref(status);
+        free(st->parked_status);
+        st->parked_status = NULL;
+        return 0;
+}
 
 static void forget_acked(struct kube_nodestate *st)
 {
@@ -180,6 +231,7 @@ struct kube_nodestate *kube_nodestate_free(struct kube_nodestate *st)
         json_decref(st->server);
         forget_acked(st);
         clear_inflight(st);
+        free(st->parked_status);
         free(st->last_permanent_error);
         free(st->namespace_);
         free(st->node_name);
@@ -435,6 +487,9 @@ static void request_done(struct kube_request *req, int error, long status, const
         enum writer_op op = st->op;
         st->request = NULL;
         st->op = OP_NONE;
+        /* A spec write may have started while the status was parked. Should decoding it fail,
+         * the status stays parked (and unwritten until it changes). */
+        (void)unpark_status(st);
 
         /* The syncStatus before this write (a short enum value), for the Event. */
         char before_buf[64];
@@ -737,6 +792,7 @@ static void writer_pump(struct kube_nodestate *st)
                 if (!spec_due)
                         status_diff = status_write_due(st);
                 if (!spec_due && !status_diff) {
+                        park_status(st);
                         report(st, 0);
                         return;
                 }
@@ -772,6 +828,7 @@ void kube_nodestate_observe(struct kube_nodestate *st, json_t *object)
                         return;
                 log_info("NodeState %s/%s: deleted by someone else; re-creating it", st->namespace_,
                          st->node_name);
+                (void)unpark_status(st); /* the new object is created with the status */
                 json_decref(st->server);
                 st->server = NULL;
                 forget_acked(st);
@@ -791,6 +848,7 @@ void kube_nodestate_observe(struct kube_nodestate *st, json_t *object)
                 log_debug("NodeState %s: resourceVersion %s is not our write's (%s): comparing "
                           "afresh",
                           st->node_name, rv, st->acked_rv ? st->acked_rv : "none");
+                (void)unpark_status(st); /* compared with the changed object below */
                 json_decref(st->server);
                 st->server = copy_for_sharing(object);
                 remember_rv(st, st->server);
@@ -833,8 +891,10 @@ int kube_nodestate_set_spec(struct kube_nodestate *st, json_t *spec)
                 return log_error_errno(-EINVAL, "NodeState %s: spec must be a JSON object",
                                        st->node_name);
         bool same = st->desired_spec && json_equal(st->desired_spec, spec);
-        json_decref(st->desired_spec);
-        st->desired_spec = json_incref(spec);
+        if (!same) { /* an equal spec keeps the object the acknowledged one shares */
+                json_decref(st->desired_spec);
+                st->desired_spec = json_incref(spec);
+        }
         if (!same || !kube_nodestate_busy(st))
                 desired_changed(st);
         return 0;
@@ -906,6 +966,18 @@ int kube_nodestate_set_status_extra(struct kube_nodestate *st, json_t *interface
         json_auto_t *extra = NULL;
         if (extra_text && !(extra = json_string(extra_text)))
                 return -ENOMEM;
+        if (st->parked_status) { /* written: compare as text, decode only for a change */
+                _cleanup_free_ char *text = json_dumps(status, JSON_COMPACT | JSON_SORT_KEYS);
+                if (text && strcmp(text, st->parked_status) == 0 &&
+                    streq_null(json_string_value(st->desired_extra), extra_text)) {
+                        if (!kube_nodestate_busy(st))
+                                desired_changed(st);
+                        return 0;
+                }
+                k = unpark_status(st);
+                if (k < 0)
+                        return k;
+        }
         /* A Failed status not written yet stays until it is: queue this one behind it. */
         if (failed_unwritten(st) && !is_failed(status)) {
                 json_decref(st->next_status);
@@ -920,12 +992,18 @@ int kube_nodestate_set_status_extra(struct kube_nodestate *st, json_t *interface
         st->next_extra = NULL;
         bool same = st->desired_status && json_equal(st->desired_status, status) &&
                     streq_null(json_string_value(st->desired_extra), extra_text);
+        if (same) {
+                /* Keep the tree we hold: the acknowledged status and the server's copy share
+                 * it, and a second one of equal content is hundreds of KiB with many VFs. */
+                if (!kube_nodestate_busy(st))
+                        desired_changed(st);
+                return 0;
+        }
         json_decref(st->desired_status);
         st->desired_status = TAKE_PTR(status);
         json_decref(st->desired_extra);
         st->desired_extra = TAKE_PTR(extra);
-        if (!same || !kube_nodestate_busy(st))
-                desired_changed(st);
+        desired_changed(st);
         return 0;
 }
 

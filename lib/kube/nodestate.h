@@ -94,7 +94,9 @@ void kube_nodestate_observe(struct kube_nodestate *state, json_t *object);
 
 /* True while a write is pending or on the wire. */
 bool kube_nodestate_busy(const struct kube_nodestate *state);
-/* The object as the server last returned it, or NULL (borrowed). */
+/* The object as the server last returned it, or NULL (borrowed): for its metadata. Once the
+ * server holds the status set, status.interfaces is not kept in it (the writer holds that status
+ * as text until it changes). */
 json_t *kube_nodestate_object(const struct kube_nodestate *state);
 /* Number of PATCH/POST writes sent so far (lets tests prove "no write when unchanged"). */
 unsigned kube_nodestate_writes(const struct kube_nodestate *state);
