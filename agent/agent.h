@@ -101,6 +101,7 @@ struct agent {
         struct link_health *link_health; /* each served PF's up/down, as last reported */
         struct httpd *metrics;           /* --metrics-listen; NULL when off */
         struct metrics_podres *metrics_podres; /* scrapes' shared PodResources answer */
+        size_t metrics_last_len;               /* the last exposition's size, for the next */
         struct host_rdma_names *rdma_names;    /* scrapes' RDMA counter names, in their order */
         size_t n_rdma_names, cap_rdma_names;
         struct agent_stats stats;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* sriov-agent run: the node daemon. */
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -396,6 +397,11 @@ int cmd_run(int argc, char **argv)
                 fprintf(stderr, "sriov-agent run: note: no --node-labels; only policies without "
                                 "a nodeSelector can apply\n");
         log_setup(LOG_TARGET_AUTO, level);
+        /* Blocks of 128 KiB and more stay mmap()ed, returned to the kernel when freed. glibc
+         * otherwise raises this threshold to the largest such block freed (a scrape's 0.6 MiB
+         * exposition, a NodeState echo), and the next ones then come from the heap and stay
+         * resident while the agent idles: 0.8 MB more after 50 scrapes, measured. */
+        mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 
         struct agent *agent = NULL;
         int r = agent_new(&config, &agent);

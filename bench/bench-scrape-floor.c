@@ -8,7 +8,11 @@
  * untimed; then each run opens each device's ports directory and opens, reads and closes
  * every one of those files relative to it: the least a scrape that reads sysfs can do (no
  * listing, no parsing, no exposition). Prints the median of the runs. What a scrape costs
- * above it is the agent's; the rest is the kernel's price per file on this machine. */
+ * above it is the agent's; the rest is the kernel's price per file on this machine.
+ *
+ * Then the same number of reads from this machine's real sysfs (kernfs, which a node's scrape
+ * reads), where a generated tree sits on tmpfs: the read-only attributes of the PCI devices in
+ * /sys/bus/pci/devices, taken in turn, each opened relative to its device directory. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -93,6 +97,70 @@ static int list_device(int class_fd, const char *name, struct device *d)
         return r;
 }
 
+/* Attributes every PCI device has, read-only and without side effects on read. */
+static const char *const pci_attributes[] = {
+        "vendor",
+        "device",
+        "class",
+        "subsystem_vendor",
+        "subsystem_device",
+        "revision",
+        "numa_node",
+        "enable",
+        "irq",
+        "local_cpulist",
+        "dma_mask_bits",
+        "msi_bus",
+        "d3cold_allowed",
+        "consistent_dma_mask_bits",
+};
+
+/* Median ms of `reads` opens, reads and closes of the real /sys PCI attributes, or < 0. */
+static double real_sysfs_ms(size_t reads, size_t *ret_files)
+{
+        DIR *devices = opendir("/sys/bus/pci/devices");
+        if (!devices)
+                return -1;
+        char names[64][NAME_MAX + 1];
+        size_t n_devices = 0;
+        for (struct dirent *e; n_devices < 64 && (e = readdir(devices));)
+                if (e->d_name[0] != '.')
+                        snprintf(names[n_devices++], sizeof(names[0]), "%s", e->d_name);
+        closedir(devices);
+        int devices_fd = open("/sys/bus/pci/devices", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (devices_fd < 0 || n_devices == 0)
+                return -1;
+        size_t n_attrs = sizeof(pci_attributes) / sizeof(pci_attributes[0]);
+        *ret_files = n_devices * n_attrs;
+        double ms[RUNS];
+        for (int run = 0; run <= RUNS; run++) {
+                double t0 = now_ms();
+                size_t done = 0;
+                while (done < reads)
+                        for (size_t d = 0; d < n_devices && done < reads; d++) {
+                                int dev_fd = openat(devices_fd, names[d],
+                                                    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                                if (dev_fd < 0)
+                                        return -1;
+                                for (size_t a = 0; a < n_attrs && done < reads; a++, done++) {
+                                        char buf[64];
+                                        int fd = openat(dev_fd, pci_attributes[a],
+                                                        O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                                        if (fd < 0)
+                                                continue;
+                                        (void)!read(fd, buf, sizeof(buf));
+                                        close(fd);
+                                }
+                                close(dev_fd);
+                        }
+                if (run > 0)
+                        ms[run - 1] = now_ms() - t0;
+        }
+        close(devices_fd);
+        qsort(ms, RUNS, sizeof(ms[0]), compare_double);
+        return ms[RUNS / 2];
+}
+
 int main(int argc, char **argv)
 {
         if (argc != 2) {
@@ -149,6 +217,11 @@ int main(int argc, char **argv)
         qsort(ms, RUNS, sizeof(ms[0]), compare_double);
         printf("%zu RDMA devices, %zu files: median %.1f ms (min %.1f, max %.1f)\n", n, n_files,
                ms[RUNS / 2], ms[0], ms[RUNS - 1]);
+        size_t real_files = 0;
+        double real = real_sysfs_ms(n_files, &real_files);
+        if (real >= 0)
+                printf("real sysfs: %zu reads of %zu PCI attribute files: median %.1f ms\n",
+                       n_files, real_files, real);
         for (size_t i = 0; i < n; i++) {
                 for (size_t k = 0; k < devices[i].n_files; k++)
                         free(devices[i].files[k]);

@@ -101,6 +101,13 @@ void metrics_writer_done(struct metrics_writer *w)
         *w = (struct metrics_writer){ 0 };
 }
 
+int metrics_writer_reserve(struct metrics_writer *w, size_t n)
+{
+        if (n >= SIZE_MAX - w->len)
+                return -ENOMEM;
+        return grow_array((void **)&w->buf, &w->cap, w->len + n + 1, 1);
+}
+
 void metrics_family(struct metrics_writer *w, const char *name, enum metrics_type type,
                     const char *help)
 {

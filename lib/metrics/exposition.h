@@ -52,6 +52,9 @@ struct metrics_writer {
 };
 
 void metrics_writer_done(struct metrics_writer *w);
+/* Room for n bytes of text before the first write, so that text of a known size (a scrape of
+ * the same node is as long as the last) is written into one buffer without regrowing it. */
+int metrics_writer_reserve(struct metrics_writer *w, size_t n);
 
 /* The "# HELP" and "# TYPE" lines of a family; samples of it follow. */
 void metrics_family(struct metrics_writer *w, const char *name, enum metrics_type type,

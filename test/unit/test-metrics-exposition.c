@@ -47,6 +47,31 @@ static void test_help_and_type_precede_samples(void **state)
                             "sriov_agent_up 1\n");
 }
 
+/* Text within the reserved room is written into that one buffer; beyond it the buffer grows
+ * as without a reserve, and the text is the same either way. */
+static void test_reserve_keeps_one_buffer(void **state)
+{
+        struct metrics_writer w = { 0 };
+        assert_int_equal(metrics_writer_reserve(&w, 4096), 0);
+        const char *const buf = w.buf;
+        assert_non_null(buf);
+        metrics_family(&w, "sriov_agent_up", METRICS_GAUGE, "Always 1.");
+        for (int i = 0; i < 100; i++)
+                metrics_sample(&w, "sriov_agent_up", METRICS_NO_LABELS, 1);
+        assert_true(w.len < 4096);
+        assert_ptr_equal(w.buf, buf);
+        for (int i = 0; i < 400; i++)
+                metrics_sample(&w, "sriov_agent_up", METRICS_NO_LABELS, 1);
+        _cleanup_free_ char *text = finish(&w);
+        struct metrics_writer plain = { 0 };
+        metrics_family(&plain, "sriov_agent_up", METRICS_GAUGE, "Always 1.");
+        for (int i = 0; i < 500; i++)
+                metrics_sample(&plain, "sriov_agent_up", METRICS_NO_LABELS, 1);
+        _cleanup_free_ char *plain_text = finish(&plain);
+        assert_string_equal(text, plain_text);
+        assert_int_equal(metrics_writer_reserve(&w, SIZE_MAX), -ENOMEM);
+}
+
 static void test_label_values_are_escaped(void **state)
 {
         struct metrics_writer w = { 0 };
@@ -269,6 +294,7 @@ int main(void)
                 cmocka_unit_test(test_numbers_as_printf_writes_them),
                 cmocka_unit_test(test_openmetrics),
                 cmocka_unit_test(test_accept_negotiation),
+                cmocka_unit_test(test_reserve_keeps_one_buffer),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
