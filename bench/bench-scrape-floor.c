@@ -97,6 +97,17 @@ static int list_device(int class_fd, const char *name, struct device *d)
         return r;
 }
 
+/* What a scrape does per file, relative to an open directory; a missing file is skipped. */
+static void read_file_at(int dir_fd, const char *name)
+{
+        char buf[64];
+        int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return;
+        (void)!read(fd, buf, sizeof(buf));
+        close(fd);
+}
+
 /* Attributes every PCI device has, read-only and without side effects on read. */
 static const char *const pci_attributes[] = {
         "vendor",
@@ -118,18 +129,23 @@ static const char *const pci_attributes[] = {
 /* Median ms of `reads` opens, reads and closes of the real /sys PCI attributes, or < 0. */
 static double real_sysfs_ms(size_t reads, size_t *ret_files)
 {
-        DIR *devices = opendir("/sys/bus/pci/devices");
-        if (!devices)
+        int devices_fd = open("/sys/bus/pci/devices", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *devices = devices_fd < 0 ? NULL : fdopendir(dup(devices_fd));
+        if (!devices) {
+                if (devices_fd >= 0)
+                        close(devices_fd);
                 return -1;
+        }
         char names[64][NAME_MAX + 1];
         size_t n_devices = 0;
         for (struct dirent *e; n_devices < 64 && (e = readdir(devices));)
                 if (e->d_name[0] != '.')
                         snprintf(names[n_devices++], sizeof(names[0]), "%s", e->d_name);
         closedir(devices);
-        int devices_fd = open("/sys/bus/pci/devices", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (devices_fd < 0 || n_devices == 0)
+        if (n_devices == 0) {
+                close(devices_fd);
                 return -1;
+        }
         size_t n_attrs = sizeof(pci_attributes) / sizeof(pci_attributes[0]);
         *ret_files = n_devices * n_attrs;
         double ms[RUNS];
@@ -140,17 +156,12 @@ static double real_sysfs_ms(size_t reads, size_t *ret_files)
                         for (size_t d = 0; d < n_devices && done < reads; d++) {
                                 int dev_fd = openat(devices_fd, names[d],
                                                     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                                if (dev_fd < 0)
+                                if (dev_fd < 0) {
+                                        close(devices_fd);
                                         return -1;
-                                for (size_t a = 0; a < n_attrs && done < reads; a++, done++) {
-                                        char buf[64];
-                                        int fd = openat(dev_fd, pci_attributes[a],
-                                                        O_RDONLY | O_CLOEXEC | O_NOCTTY);
-                                        if (fd < 0)
-                                                continue;
-                                        (void)!read(fd, buf, sizeof(buf));
-                                        close(fd);
                                 }
+                                for (size_t a = 0; a < n_attrs && done < reads; a++, done++)
+                                        read_file_at(dev_fd, pci_attributes[a]);
                                 close(dev_fd);
                         }
                 if (run > 0)
@@ -200,15 +211,8 @@ int main(int argc, char **argv)
                             openat(class_fd, devices[i].ports, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                         if (ports_fd < 0)
                                 continue;
-                        for (size_t k = 0; k < devices[i].n_files; k++) {
-                                char buf[64];
-                                int fd = openat(ports_fd, devices[i].files[k],
-                                                O_RDONLY | O_CLOEXEC | O_NOCTTY);
-                                if (fd < 0)
-                                        continue;
-                                (void)!read(fd, buf, sizeof(buf));
-                                close(fd);
-                        }
+                        for (size_t k = 0; k < devices[i].n_files; k++)
+                                read_file_at(ports_fd, devices[i].files[k]);
                         close(ports_fd);
                 }
                 if (run > 0)
