@@ -774,9 +774,11 @@ static int request_setup(struct kube_request *r, const struct kube_request_opts 
                         curl_easy_setopt(e, CURLOPT_TIMEOUT, (long)o->timeout_s);
                 if (o->idle_timeout_s) {
                         /* libcurl's transfer speed is the average over its last 5 s, so its
-                         * low-speed clock starts up to 5 s after the last byte: given the
-                         * idle limit itself, a silent stream ended up to 5 s after it (the
-                         * bench's silent stream resumed after 97 s once, its bound 96 s). */
+                         * low-speed clock starts 5 s after the last byte of a stream that
+                         * carried some: given the idle limit itself, such a stream ended 5 s
+                         * after it (the bench's silent stream resumed after 97 s once, its
+                         * bound 96 s). A stream that never carried a byte now ends 5 s before
+                         * it (70 s, still above the API server's minute between bookmarks). */
                         long slow = o->idle_timeout_s > CURL_SPEED_WINDOW_S
                                         ? (long)(o->idle_timeout_s - CURL_SPEED_WINDOW_S)
                                         : 1L;

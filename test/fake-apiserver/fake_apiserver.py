@@ -1629,6 +1629,8 @@ class Handler(BaseHTTPRequestHandler):
                     while True:
                         if st.close_generation != gen:
                             return
+                        if st.silence_generation != silence_gen:
+                            break  # silenced while waiting: nothing more is sent (above)
                         now = time.monotonic()
                         if now >= deadline:
                             break
@@ -1665,7 +1667,7 @@ class Handler(BaseHTTPRequestHandler):
                             wait = min(wait, self.server.bookmark_interval -
                                        (now - last_bookmark))
                         wake.wait(max(0.01, wait))
-                if not pending:
+                if not pending and st.silence_generation == silence_gen:
                     break
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
