@@ -25,8 +25,8 @@
  * watches included); further requests wait inside curl. Over HTTP/2 they share one anyway. */
 #define MAX_CONNECTIONS    16
 #define MAX_COLLECTED_BODY KUBE_MAX_BODY
-/* The window over which libcurl averages a transfer's speed for CURLOPT_LOW_SPEED_TIME. */
-#define CURL_SPEED_WINDOW_S 5
+/* How late a silent stream's end may come: sd-event may coalesce its timer with others. */
+#define IDLE_ACCURACY_USEC (100ULL * 1000)
 /* Answers whose buffer grew beyond this are followed by malloc_trim(). */
 #define KUBE_TRIM_AFTER_BODY (64u * 1024)
 /* While recovering from a lost or overloaded API server, one agent starts at most one request
@@ -93,8 +93,19 @@ struct kube_request {
         bool urgent;
         uint64_t paced_seq;
         uint64_t sent_usec; /* when handed to curl, 0 before */
+        /* Streams: ended when nothing arrived for idle_usec (0: no limit); each chunk only
+         * stamps last_data_usec, the timer catches up when it fires. */
+        uint64_t idle_usec, last_data_usec;
+        sd_event_source *idle_timer;
         char error_text[CURL_ERROR_SIZE];
 };
+
+static uint64_t http_now(const struct kube_http *h)
+{
+        uint64_t now = 0;
+        sd_event_now(h->event, CLOCK_MONOTONIC, &now);
+        return now;
+}
 
 static void request_free(struct kube_request *r)
 {
@@ -107,6 +118,7 @@ static void request_free(struct kube_request *r)
                 curl_multi_remove_handle(h->multi, r->easy);
                 curl_easy_cleanup(r->easy);
         }
+        sd_event_source_disable_unref(r->idle_timer);
         if (r->prev)
                 r->prev->next = r->next;
         else
@@ -227,6 +239,7 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userdata)
 
         if (r->cancelled)
                 return 0;
+        r->last_data_usec = http_now(r->http);
         if (r->on_data && kube_request_status(r) == 200) {
                 r->in_callback = true;
                 r->http->in_write_callback = true;
@@ -265,13 +278,6 @@ static void count_request(struct kube_http_stats *st, const char *verb, long cod
 const struct kube_http_stats *kube_http_stats(const struct kube_http *h)
 {
         return &h->stats;
-}
-
-static uint64_t http_now(const struct kube_http *h)
-{
-        uint64_t now = 0;
-        sd_event_now(h->event, CLOCK_MONOTONIC, &now);
-        return now;
 }
 
 static bool same_key(const struct hold *o, const struct kube_request *r)
@@ -457,11 +463,44 @@ static int timerfunc_cb(CURLM *multi, long timeout_ms, void *userp)
         return 0;
 }
 
+/* A stream silent for its idle limit: a dead path TCP has not noticed, a stuck server. Ended
+ * here, at the limit after its last byte, not by libcurl's low-speed check, which averages over
+ * 5 s (a stream ended up to 5 s before or after the limit) and, while a stream is below the
+ * speed, wakes the process every second for each: a settled agent's four quiet watches woke it
+ * 119 times in 30 s, 3 times with this timer (bench 3c). Ends it as a timeout, like any
+ * transport failure. */
+static int idle_cb(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct kube_request *r = userdata;
+        uint64_t due = r->last_data_usec + r->idle_usec;
+        if (usec < due) {
+                if (sd_event_source_set_time(s, due) >= 0 &&
+                    sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) >= 0)
+                        return 0;
+                /* cannot wait on: end it now rather than never */
+        }
+        snprintf(r->error_text, sizeof(r->error_text), "nothing received for %llu s",
+                 (unsigned long long)(r->idle_usec / (1000 * 1000)));
+        struct kube_http *h = r->http;
+        finish_request(h, r->easy, CURLE_OPERATION_TIMEDOUT);
+        sweep_cancelled(h);
+        return 0;
+}
+
 static int add_to_multi(struct kube_request *r)
 {
-        if (curl_multi_add_handle(r->http->multi, r->easy) != CURLM_OK)
+        struct kube_http *h = r->http;
+        uint64_t now = http_now(h);
+        if (r->idle_usec) {
+                r->last_data_usec = now;
+                int k = sd_event_add_time(h->event, &r->idle_timer, CLOCK_MONOTONIC,
+                                          now + r->idle_usec, IDLE_ACCURACY_USEC, idle_cb, r);
+                if (k < 0)
+                        return log_error_errno(k, "cannot time the stream %s", r->url);
+        }
+        if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK)
                 return log_error_errno(-ENOMEM, "cannot queue a request to %s", r->url);
-        r->sent_usec = http_now(r->http);
+        r->sent_usec = now;
         return 0;
 }
 
@@ -772,19 +811,7 @@ static int request_setup(struct kube_request *r, const struct kube_request_opts 
         if (o->on_data) {
                 if (o->timeout_s)
                         curl_easy_setopt(e, CURLOPT_TIMEOUT, (long)o->timeout_s);
-                if (o->idle_timeout_s) {
-                        /* libcurl's transfer speed is the average over its last 5 s, so its
-                         * low-speed clock starts 5 s after the last byte of a stream that
-                         * carried some: given the idle limit itself, such a stream ended 5 s
-                         * after it (the bench's silent stream resumed after 97 s once, its
-                         * bound 96 s). A stream that never carried a byte now ends 5 s before
-                         * it (70 s, still above the API server's minute between bookmarks). */
-                        long slow = o->idle_timeout_s > CURL_SPEED_WINDOW_S
-                                        ? (long)(o->idle_timeout_s - CURL_SPEED_WINDOW_S)
-                                        : 1L;
-                        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-                        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, slow);
-                }
+                r->idle_usec = (uint64_t)o->idle_timeout_s * 1000 * 1000; /* idle_cb */
         } else
                 curl_easy_setopt(e, CURLOPT_TIMEOUT,
                                  (long)(o->timeout_s ? o->timeout_s : DEFAULT_TIMEOUT_S));

@@ -251,24 +251,45 @@ static void test_expired_storm_bounded(void **state)
                 fail_msg("%ld lists with 410 on every watch: no relist", later);
 }
 
+/* How late a silent stream may end: the loop's turns of up to 100 ms and a loaded machine. */
+static double silent_stream_slack_s(void)
+{
+        return RUNNING_ON_VALGRIND ? 3.0 : 1.5;
+}
+
+/* Waits until the agent ends one more watch stream (at most 30 s); seconds since `start`. */
+static double seconds_until_watch_ends(struct fake *f, uint64_t ends, uint64_t start)
+{
+        while (kube_http_stats(f->agent)->watch_ends == ends &&
+               now_usec() - start < 30 * 1000 * 1000)
+                sd_event_run(f->event, 100 * 1000);
+        return (double)(now_usec() - start) / 1e6;
+}
+
+static struct kube_informer_opts silent_informer(struct seen *s, unsigned idle_s)
+{
+        return (struct kube_informer_opts){
+                .kind = "Node",
+                .path = "/api/v1/nodes",
+                .callbacks = { on_added, on_updated, on_deleted, s },
+                .on_synced = on_synced,
+                .synced_userdata = s,
+                .watch_timeout_s = 60,
+                .watch_idle_timeout_s = idle_s,
+        };
+}
+
 /* A watch stream that goes silent without closing (a dead path TCP has not noticed) is
  * dropped once the idle limit has passed since its last byte, neither sooner (the API server's
- * bookmarks come once a minute) nor 5 s later (libcurl checks a speed averaged over 5 s), and
+ * bookmarks come once a minute) nor later (libcurl's low-speed check, used before, averaged
+ * over 5 s: 14.0 s for a limit of 8 s, then 9.0 s with the limit less 5 s given to it), and
  * resumed from the last resourceVersion: nothing is missed. */
 static void test_silent_watch_resumed(void **state)
 {
         struct fake *f = *state;
         struct seen s = {};
         const unsigned idle_s = 8;
-        const struct kube_informer_opts o = {
-                .kind = "Node",
-                .path = "/api/v1/nodes",
-                .callbacks = { on_added, on_updated, on_deleted, &s },
-                .on_synced = on_synced,
-                .synced_userdata = &s,
-                .watch_timeout_s = 60,
-                .watch_idle_timeout_s = idle_s,
-        };
+        const struct kube_informer_opts o = silent_informer(&s, idle_s);
         struct kube_informer *inf;
         assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
         assert_int_equal(kube_informer_start(inf), 0);
@@ -280,21 +301,17 @@ static void test_silent_watch_resumed(void **state)
                          200);
         assert_true(run_until(f, &s.n, 4, 10 * 1000 * 1000));
         uint64_t ends = kube_http_stats(f->agent)->watch_ends;
-        fault(f, "{\"silence_watches\":true}");
         uint64_t start = now_usec();
+        fault(f, "{\"silence_watches\":true}");
         assert_int_equal(request(f, f->admin, "PATCH", "/api/v1/nodes/n2",
                                  "application/merge-patch+json",
                                  "{\"metadata\":{\"labels\":{\"after\":\"silence\"}}}", NULL, 0),
                          200);
-        while (kube_http_stats(f->agent)->watch_ends == ends &&
-               now_usec() - start < 30 * 1000 * 1000)
-                sd_event_run(f->event, 100 * 1000);
-        double ended_s = (double)(now_usec() - start) / 1e6;
+        double ended_s = seconds_until_watch_ends(f, ends, start);
         print_message("silent stream ended %.1f s after its last event (idle limit %u s)\n",
                       ended_s, idle_s);
         assert_int_equal(s.n, 4); /* the silent stream did not carry the change */
-        /* libcurl checks once a second; 3 s of slack for a loaded machine */
-        if (ended_s < idle_s - 1 || ended_s > idle_s + 3)
+        if (ended_s < idle_s - 0.5 || ended_s > idle_s + silent_stream_slack_s())
                 fail_msg("a stream silent since its last event ended after %.1f s, not %u s",
                          ended_s, idle_s);
         /* Within a hang deadline that still ends well before the 60 s watch timeout: the
@@ -302,6 +319,42 @@ static void test_silent_watch_resumed(void **state)
         assert_true(run_until(f, &s.n, 5, 30 * 1000 * 1000));
         assert_string_equal(s.lines[4], "updated n2");
         assert_int_equal(s.synced, 1); /* resumed, not relisted */
+        kube_informer_free(inf);
+}
+
+/* A watch stream that never carries a byte after its headers (the server stuck from the
+ * start) ends at the idle limit after it was sent, not sooner: libcurl's check, used before,
+ * ended it 5 s early. */
+static void test_never_fed_watch_ends_at_limit(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        const unsigned idle_s = 8;
+        const struct kube_informer_opts o = silent_informer(&s, idle_s);
+        struct kube_informer *inf;
+        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
+        assert_int_equal(kube_informer_start(inf), 0);
+        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
+        uint64_t sent = now_usec(); /* no later than the watch was sent */
+        while (stat_value(f, "watching") < 1 && now_usec() - sent < 10 * 1000 * 1000)
+                run_until(f, NULL, 0, 50 * 1000);
+        assert_int_equal(stat_value(f, "watching"), 1);
+        uint64_t ends = kube_http_stats(f->agent)->watch_ends;
+        fault(f, "{\"silence_watches\":true}");
+        double ended_s = seconds_until_watch_ends(f, ends, sent);
+        print_message("a stream never fed ended %.1f s after it was sent (idle limit %u s)\n",
+                      ended_s, idle_s);
+        if (ended_s < idle_s - 0.5 || ended_s > idle_s + silent_stream_slack_s())
+                fail_msg("a stream that never carried an event ended after %.1f s, not %u s",
+                         ended_s, idle_s);
+        /* the next watch is served: a change made now arrives */
+        assert_int_equal(request(f, f->admin, "PATCH", "/api/v1/nodes/n2",
+                                 "application/merge-patch+json",
+                                 "{\"metadata\":{\"labels\":{\"after\":\"silence\"}}}", NULL, 0),
+                         200);
+        assert_true(run_until(f, &s.n, 4, 10 * 1000 * 1000));
+        assert_string_equal(s.lines[3], "updated n2");
+        assert_int_equal(s.synced, 1);
         kube_informer_free(inf);
 }
 
@@ -496,6 +549,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_expired_storm_bounded, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_retry_after, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_silent_watch_resumed, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_never_fed_watch_ends_at_limit, start_fake,
+                                                stop_fake),
                 cmocka_unit_test_setup_teardown(test_oversized_list_paged, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_memory_budget, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_undecodable_isolated, start_fake, stop_fake),
