@@ -36,6 +36,12 @@
 #define RETRY_MIN_USEC    (1 * 1000000ULL)
 #define RETRY_MAX_USEC    (300 * 1000000ULL)
 #define POLICY_DIR_EVENTS (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE)
+/* How late a periodic check may run: a tenth of the interval, at most 1 s. sd-event wakes a
+ * timer at the last point of its per-boot grid (whole seconds, plus a fixed offset) inside the
+ * window, and the check re-arms itself from the moment it ran, just past a grid point: given
+ * 1 s, a 1 s interval became 2 s whenever nothing else woke the loop (a settled cluster-mode
+ * agent, since its watches no longer do every second). */
+#define RESYNC_MAX_ACCURACY_USEC (1000ULL * 1000)
 /* Without inotify: a changed policy or RDMA shared config file is seen within this. */
 #define FILE_POLL_USEC (2ULL * 1000 * 1000)
 
@@ -155,6 +161,12 @@ static int schedule(struct agent *a, const char *why, bool leading_edge)
 int agent_schedule_reconcile(struct agent *a, const char *why)
 {
         return schedule(a, why, false);
+}
+
+static uint64_t resync_accuracy_usec(uint64_t resync_usec)
+{
+        uint64_t tenth = resync_usec / 10;
+        return tenth < RESYNC_MAX_ACCURACY_USEC ? tenth + 1 : RESYNC_MAX_ACCURACY_USEC;
 }
 
 static int on_resync(sd_event_source *s, uint64_t usec, void *userdata)
@@ -722,8 +734,9 @@ int agent_new(const struct agent_config *config, struct agent **ret)
         uint64_t first = config->policy_dir ? 0 : config->debounce_usec;
         if ((r = sd_event_add_time_relative(a->event, &a->debounce, CLOCK_MONOTONIC, first,
                                             10 * 1000, on_debounce, a)) < 0 ||
-            (r = sd_event_add_time_relative(a->event, &a->resync, CLOCK_MONOTONIC,
-                                            config->resync_usec, 1000 * 1000, on_resync, a)) < 0 ||
+            (r = sd_event_add_time_relative(
+                 a->event, &a->resync, CLOCK_MONOTONIC, config->resync_usec,
+                 resync_accuracy_usec(config->resync_usec), on_resync, a)) < 0 ||
             (r = sd_event_add_time_relative(a->event, &a->retry, CLOCK_MONOTONIC, RETRY_MIN_USEC,
                                             100 * 1000, on_retry, a)) < 0)
                 goto fail;

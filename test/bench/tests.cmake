@@ -54,7 +54,8 @@ if(Python3_Interpreter_FOUND AND NOT SANITIZE)
                          TIMEOUT 90)
 endif()
 
-# Counted, not timed: an idle agent's event loop does not wake up between periodic checks.
+# Counted, not timed: an idle agent's event loop does not wake up between periodic checks, and
+# makes them at the interval it is given.
 if(Python3_Interpreter_FOUND)
     add_test(NAME integration/idle-wakeups
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/bench/idle-wakeups.py

@@ -266,9 +266,10 @@ static double seconds_until_watch_ends(struct fake *f, uint64_t ends, uint64_t s
         return (double)(now_usec() - start) / 1e6;
 }
 
-static struct kube_informer_opts silent_informer(struct seen *s, unsigned idle_s)
+/* A Node informer with the given idle limit, started and synced. */
+static struct kube_informer *synced_informer(struct fake *f, struct seen *s, unsigned idle_s)
 {
-        return (struct kube_informer_opts){
+        const struct kube_informer_opts o = {
                 .kind = "Node",
                 .path = "/api/v1/nodes",
                 .callbacks = { on_added, on_updated, on_deleted, s },
@@ -277,6 +278,22 @@ static struct kube_informer_opts silent_informer(struct seen *s, unsigned idle_s
                 .watch_timeout_s = 60,
                 .watch_idle_timeout_s = idle_s,
         };
+        struct kube_informer *inf;
+        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
+        assert_int_equal(kube_informer_start(inf), 0);
+        assert_true(run_until(f, &s->synced, 1, 10 * 1000 * 1000));
+        return inf;
+}
+
+/* Labels node `name` with label=value. */
+static void label_node(struct fake *f, const char *name, const char *label, const char *value)
+{
+        char path[64], body[128];
+        snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
+        snprintf(body, sizeof(body), "{\"metadata\":{\"labels\":{\"%s\":\"%s\"}}}", label, value);
+        assert_int_equal(
+            request(f, f->admin, "PATCH", path, "application/merge-patch+json", body, NULL, 0),
+            200);
 }
 
 /* A watch stream that goes silent without closing (a dead path TCP has not noticed) is
@@ -289,24 +306,14 @@ static void test_silent_watch_resumed(void **state)
         struct fake *f = *state;
         struct seen s = {};
         const unsigned idle_s = 8;
-        const struct kube_informer_opts o = silent_informer(&s, idle_s);
-        struct kube_informer *inf;
-        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
-        assert_int_equal(kube_informer_start(inf), 0);
-        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
+        struct kube_informer *inf = synced_informer(f, &s, idle_s);
         /* the stream's last bytes: an event, then the silence at once */
-        assert_int_equal(request(f, f->admin, "PATCH", "/api/v1/nodes/n1",
-                                 "application/merge-patch+json",
-                                 "{\"metadata\":{\"labels\":{\"before\":\"silence\"}}}", NULL, 0),
-                         200);
+        label_node(f, "n1", "before", "silence");
         assert_true(run_until(f, &s.n, 4, 10 * 1000 * 1000));
         uint64_t ends = kube_http_stats(f->agent)->watch_ends;
         uint64_t start = now_usec();
         fault(f, "{\"silence_watches\":true}");
-        assert_int_equal(request(f, f->admin, "PATCH", "/api/v1/nodes/n2",
-                                 "application/merge-patch+json",
-                                 "{\"metadata\":{\"labels\":{\"after\":\"silence\"}}}", NULL, 0),
-                         200);
+        label_node(f, "n2", "after", "silence");
         double ended_s = seconds_until_watch_ends(f, ends, start);
         print_message("silent stream ended %.1f s after its last event (idle limit %u s)\n",
                       ended_s, idle_s);
@@ -330,12 +337,8 @@ static void test_never_fed_watch_ends_at_limit(void **state)
         struct fake *f = *state;
         struct seen s = {};
         const unsigned idle_s = 8;
-        const struct kube_informer_opts o = silent_informer(&s, idle_s);
-        struct kube_informer *inf;
-        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
-        assert_int_equal(kube_informer_start(inf), 0);
-        assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
-        uint64_t sent = now_usec(); /* no later than the watch was sent */
+        struct kube_informer *inf = synced_informer(f, &s, idle_s);
+        uint64_t sent = now_usec(); /* about when the watch went: it follows the list at once */
         while (stat_value(f, "watching") < 1 && now_usec() - sent < 10 * 1000 * 1000)
                 run_until(f, NULL, 0, 50 * 1000);
         assert_int_equal(stat_value(f, "watching"), 1);
@@ -348,10 +351,7 @@ static void test_never_fed_watch_ends_at_limit(void **state)
                 fail_msg("a stream that never carried an event ended after %.1f s, not %u s",
                          ended_s, idle_s);
         /* the next watch is served: a change made now arrives */
-        assert_int_equal(request(f, f->admin, "PATCH", "/api/v1/nodes/n2",
-                                 "application/merge-patch+json",
-                                 "{\"metadata\":{\"labels\":{\"after\":\"silence\"}}}", NULL, 0),
-                         200);
+        label_node(f, "n2", "after", "silence");
         assert_true(run_until(f, &s.n, 4, 10 * 1000 * 1000));
         assert_string_equal(s.lines[3], "updated n2");
         assert_int_equal(s.synced, 1);
