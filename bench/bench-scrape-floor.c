@@ -132,8 +132,11 @@ static const char *const pci_attributes[] = {
         "consistent_dma_mask_bits",
 };
 
-/* Median ms of `reads` opens, reads and closes of the real /sys PCI attributes, or < 0. */
-static double real_sysfs_ms(size_t reads, size_t *ret_files)
+#define MAX_PCI_DEVICES 64
+
+/* Opens /sys/bus/pci/devices and names up to MAX_PCI_DEVICES of its devices: the directory's
+ * fd, or -1 when it cannot be read or holds none. */
+static int pci_devices(char names[MAX_PCI_DEVICES][NAME_MAX + 1], size_t *ret_n)
 {
         int devices_fd = open("/sys/bus/pci/devices", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *devices = devices_fd < 0 ? NULL : fdopendir(dup(devices_fd));
@@ -142,16 +145,27 @@ static double real_sysfs_ms(size_t reads, size_t *ret_files)
                         close(devices_fd);
                 return -1;
         }
-        char names[64][NAME_MAX + 1];
-        size_t n_devices = 0;
-        for (struct dirent *e; n_devices < 64 && (e = readdir(devices));)
+        size_t n = 0;
+        for (struct dirent *e; n < MAX_PCI_DEVICES && (e = readdir(devices));)
                 if (e->d_name[0] != '.')
-                        snprintf(names[n_devices++], sizeof(names[0]), "%s", e->d_name);
+                        snprintf(names[n++], sizeof(names[0]), "%s", e->d_name);
         closedir(devices);
-        if (n_devices == 0) {
+        if (n == 0) {
                 close(devices_fd);
                 return -1;
         }
+        *ret_n = n;
+        return devices_fd;
+}
+
+/* Median ms of `reads` opens, reads and closes of the real /sys PCI attributes, or < 0. */
+static double real_sysfs_ms(size_t reads, size_t *ret_files)
+{
+        char names[MAX_PCI_DEVICES][NAME_MAX + 1];
+        size_t n_devices = 0;
+        int devices_fd = pci_devices(names, &n_devices);
+        if (devices_fd < 0)
+                return -1;
         size_t n_attrs = sizeof(pci_attributes) / sizeof(pci_attributes[0]);
         *ret_files = n_devices * n_attrs;
         double ms[RUNS];
@@ -204,13 +218,13 @@ static double kept_open_ms(size_t reads, long *ret_slab_kb)
         limit.rlim_cur = limit.rlim_max;
         if (setrlimit(RLIMIT_NOFILE, &limit) < 0)
                 return -1;
-        int *fds = calloc(reads, sizeof(*fds));
-        int devices_fd = open("/sys/bus/pci/devices", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *devices = !fds || devices_fd < 0 ? NULL : fdopendir(devices_fd);
-        if (!devices) {
+        char names[MAX_PCI_DEVICES][NAME_MAX + 1];
+        size_t n_devices = 0;
+        int devices_fd = pci_devices(names, &n_devices);
+        int *fds = devices_fd < 0 ? NULL : calloc(reads, sizeof(*fds));
+        if (!fds) {
                 if (devices_fd >= 0)
                         close(devices_fd);
-                free(fds);
                 return -1;
         }
         size_t n_attrs = sizeof(pci_attributes) / sizeof(pci_attributes[0]), opened = 0;
@@ -218,13 +232,11 @@ static double kept_open_ms(size_t reads, long *ret_slab_kb)
         long slab_before = slab_kb();
         while (opened < reads) {
                 size_t before = opened;
-                rewinddir(devices);
-                for (struct dirent *e; opened < reads && (e = readdir(devices));)
-                        for (size_t a = 0; a < n_attrs && opened < reads && e->d_name[0] != '.';
-                             a++) {
+                for (size_t d = 0; d < n_devices && opened < reads; d++)
+                        for (size_t a = 0; a < n_attrs && opened < reads; a++) {
                                 char rel[NAME_MAX * 2 + 2];
-                                snprintf(rel, sizeof(rel), "%s/%s", e->d_name, pci_attributes[a]);
-                                int fd = openat(dirfd(devices), rel, O_RDONLY | O_CLOEXEC);
+                                snprintf(rel, sizeof(rel), "%s/%s", names[d], pci_attributes[a]);
+                                int fd = openat(devices_fd, rel, O_RDONLY | O_CLOEXEC);
                                 if (fd >= 0 && pread(fd, buf, sizeof(buf), 0) >= 0)
                                         fds[opened++] = fd;
                                 else if (fd >= 0)
@@ -244,7 +256,7 @@ static double kept_open_ms(size_t reads, long *ret_slab_kb)
         for (size_t i = 0; i < opened; i++)
                 close(fds[i]);
         free(fds);
-        closedir(devices);
+        close(devices_fd);
         if (opened < reads || slab_before < 0 || slab_after < 0)
                 return -1;
         *ret_slab_kb = slab_after - slab_before;

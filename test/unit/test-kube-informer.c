@@ -71,23 +71,45 @@ static long wait_for_stat(struct fake *f, const char *name, long base, long want
         return n;
 }
 
-static struct kube_informer *node_informer(struct fake *f, struct seen *s, const char *selector,
-                                           unsigned page_size)
+/* A Node informer reporting into s, watches of 30 s; the caller adjusts the rest. */
+static struct kube_informer_opts node_informer_opts(struct seen *s)
 {
-        const struct kube_informer_opts o = {
+        return (struct kube_informer_opts){
                 .kind = "Node",
                 .path = "/api/v1/nodes",
-                .field_selector = selector,
                 .callbacks = { on_added, on_updated, on_deleted, s },
                 .on_synced = on_synced,
                 .synced_userdata = s,
-                .list_page_size = page_size,
                 .watch_timeout_s = 30,
         };
+}
+
+static struct kube_informer *started_informer(struct fake *f, const struct kube_informer_opts *o)
+{
         struct kube_informer *inf;
-        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
+        assert_int_equal(kube_informer_new(f->agent, o, &inf), 0);
         assert_int_equal(kube_informer_start(inf), 0);
         return inf;
+}
+
+static struct kube_informer *node_informer(struct fake *f, struct seen *s, const char *selector,
+                                           unsigned page_size)
+{
+        struct kube_informer_opts o = node_informer_opts(s);
+        o.field_selector = selector;
+        o.list_page_size = page_size;
+        return started_informer(f, &o);
+}
+
+/* Labels node `name` with label=value. */
+static void label_node(struct fake *f, const char *name, const char *label, const char *value)
+{
+        char path[64], body[128];
+        snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
+        snprintf(body, sizeof(body), "{\"metadata\":{\"labels\":{\"%s\":\"%s\"}}}", label, value);
+        assert_int_equal(
+            request(f, f->admin, "PATCH", path, "application/merge-patch+json", body, NULL, 0),
+            200);
 }
 
 static void test_paged_list_and_updates(void **state)
@@ -125,10 +147,7 @@ static void test_paged_list_and_updates(void **state)
         assert_true(kube_informer_has_synced(inf));
         assert_true(strlen(kube_informer_resource_version(inf)) > 0);
 
-        assert_int_equal(
-            request(f, f->admin, "PATCH", "/api/v1/nodes/n2", "application/merge-patch+json",
-                    "{\"metadata\":{\"labels\":{\"highnet-node\":\"true\"}}}", NULL, 0),
-            200);
+        label_node(f, "n2", "highnet-node", "true");
         assert_true(run_until(f, &s.n, after_relist + 1, 10 * 1000 * 1000));
         assert_string_equal(s.lines[after_relist], "updated n2");
         json_t *n2 = kube_cache_get(kube_informer_cache(inf), NULL, "n2");
@@ -147,10 +166,8 @@ static void test_field_selector(void **state)
         assert_true(run_until(f, &s.synced, 1, 10 * 1000 * 1000));
         assert_int_equal(s.n, 1);
         assert_string_equal(s.lines[0], "added n1");
-        request(f, f->admin, "PATCH", "/api/v1/nodes/n3", "application/merge-patch+json",
-                "{\"metadata\":{\"labels\":{\"x\":\"1\"}}}", NULL, 0);
-        request(f, f->admin, "PATCH", "/api/v1/nodes/n1", "application/merge-patch+json",
-                "{\"metadata\":{\"labels\":{\"x\":\"1\"}}}", NULL, 0);
+        label_node(f, "n3", "x", "1");
+        label_node(f, "n1", "x", "1");
         assert_true(run_until(f, &s.n, 2, 10 * 1000 * 1000));
         assert_string_equal(s.lines[1], "updated n1");
         run_until(f, NULL, 0, 300 * 1000);
@@ -266,34 +283,15 @@ static double seconds_until_watch_ends(struct fake *f, uint64_t ends, uint64_t s
         return (double)(now_usec() - start) / 1e6;
 }
 
-/* A Node informer with the given idle limit, started and synced. */
+/* A Node informer with the given idle limit and 60 s watches, started and synced. */
 static struct kube_informer *synced_informer(struct fake *f, struct seen *s, unsigned idle_s)
 {
-        const struct kube_informer_opts o = {
-                .kind = "Node",
-                .path = "/api/v1/nodes",
-                .callbacks = { on_added, on_updated, on_deleted, s },
-                .on_synced = on_synced,
-                .synced_userdata = s,
-                .watch_timeout_s = 60,
-                .watch_idle_timeout_s = idle_s,
-        };
-        struct kube_informer *inf;
-        assert_int_equal(kube_informer_new(f->agent, &o, &inf), 0);
-        assert_int_equal(kube_informer_start(inf), 0);
+        struct kube_informer_opts o = node_informer_opts(s);
+        o.watch_timeout_s = 60;
+        o.watch_idle_timeout_s = idle_s;
+        struct kube_informer *inf = started_informer(f, &o);
         assert_true(run_until(f, &s->synced, 1, 10 * 1000 * 1000));
         return inf;
-}
-
-/* Labels node `name` with label=value. */
-static void label_node(struct fake *f, const char *name, const char *label, const char *value)
-{
-        char path[64], body[128];
-        snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
-        snprintf(body, sizeof(body), "{\"metadata\":{\"labels\":{\"%s\":\"%s\"}}}", label, value);
-        assert_int_equal(
-            request(f, f->admin, "PATCH", path, "application/merge-patch+json", body, NULL, 0),
-            200);
 }
 
 /* A watch stream that goes silent without closing (a dead path TCP has not noticed) is
