@@ -93,8 +93,8 @@ struct kube_request {
         bool urgent;
         uint64_t paced_seq;
         uint64_t sent_usec; /* when handed to curl, 0 before */
-        /* Streams: ended when nothing arrived for idle_usec (0: no limit); each chunk only
-         * stamps last_data_usec, the timer catches up when it fires. */
+        /* Streams: ended when no message completed for idle_usec (0: no limit); each message
+         * only stamps last_data_usec, the timer catches up when it fires. */
         uint64_t idle_usec, last_data_usec;
         sd_event_source *idle_timer;
         char error_text[CURL_ERROR_SIZE];
@@ -239,7 +239,6 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userdata)
 
         if (r->cancelled)
                 return 0;
-        r->last_data_usec = http_now(r->http);
         if (r->on_data && kube_request_status(r) == 200) {
                 r->in_callback = true;
                 r->http->in_write_callback = true;
@@ -254,6 +253,8 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userdata)
                 r->abort_error = k;
                 return 0; /* makes curl fail the transfer with CURLE_WRITE_ERROR */
         }
+        if (k > 0)
+                r->last_data_usec = http_now(r->http); /* a message: the stream is alive */
         return len;
 }
 
@@ -463,12 +464,13 @@ static int timerfunc_cb(CURLM *multi, long timeout_ms, void *userp)
         return 0;
 }
 
-/* A stream silent for its idle limit: a dead path TCP has not noticed, a stuck server. Ended
- * here, at the limit after its last byte, not by libcurl's low-speed check, which averages over
- * 5 s (a stream ended up to 5 s before or after the limit) and, while a stream is below the
- * speed, wakes the process every second for each: a settled agent's four quiet watches woke it
- * 119 times in 30 s, 3 times with this timer (bench 3c). Ends it as a timeout, like any
- * transport failure. */
+/* A stream without a message for its idle limit: a dead path TCP has not noticed, a stuck
+ * server, or one trickling bytes that never make a message (a blank line a minute would hold
+ * a byte-stamped stream open for ever). Ended here, at the limit after its last message, not
+ * by libcurl's low-speed check, which averages over 5 s (a stream ended up to 5 s before or
+ * after the limit) and, while a stream is below the speed, wakes the process every second for
+ * each: a settled agent's four quiet watches woke it 119 times in 30 s, 3 times with this
+ * timer (bench 3c). Ends it as a timeout, like any transport failure. */
 static int idle_cb(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct kube_request *r = userdata;
@@ -479,7 +481,7 @@ static int idle_cb(sd_event_source *s, uint64_t usec, void *userdata)
                         return 0;
                 /* cannot wait on: end it now rather than never */
         }
-        snprintf(r->error_text, sizeof(r->error_text), "nothing received for %llu s",
+        snprintf(r->error_text, sizeof(r->error_text), "no message received for %llu s",
                  (unsigned long long)(r->idle_usec / (1000 * 1000)));
         struct kube_http *h = r->http;
         finish_request(h, r->easy, CURLE_OPERATION_TIMEDOUT);

@@ -5,7 +5,8 @@
  * curl's sockets become sd-event I/O sources and its timer an sd-event time source, so no call
  * here ever blocks the loop. Every request carries the current bearer token (re-read from a
  * rotating token file), the kubeconfig's TLS settings, a connect timeout, and either a total
- * timeout (ordinary requests) or an idle timeout (watch streams, which live for minutes).
+ * timeout (ordinary requests) or an idle timeout (watch streams, which live for minutes: ended
+ * when their consumer has seen no whole message for that long).
  *
  * Completion is reported once through on_done, from the event loop, never from inside
  * kube_http_start(). A 200 response with on_data set is streamed to on_data as bytes arrive;
@@ -39,8 +40,10 @@
 struct kube_http;
 struct kube_request;
 
-/* Streamed bytes of a 200 response. Returning a negative errno aborts the request; on_done
- * then reports that error. */
+/* Streamed bytes of a 200 response. Returns a negative errno to abort the request (on_done
+ * then reports that error), 0 when the bytes completed no message, > 0 when they completed at
+ * least one: only that keeps a stream from its idle limit, so bytes that never make a message
+ * (a trickle of keep-alive blank lines) do not hold a dead stream open. */
 typedef int (*kube_data_fn)(struct kube_request *req, const char *data, size_t len, void *userdata);
 /* error: 0 or a negative errno for a transport failure (-ETIMEDOUT, -ECONNREFUSED, ...).
  * status: the HTTP status, 0 if none arrived. body: the collected body of a non-streamed
@@ -57,9 +60,11 @@ struct kube_request_opts {
         kube_data_fn on_data; /* set for watch streams */
         kube_done_fn on_done;
         void *userdata;
-        unsigned timeout_s;      /* whole request; 0 = default (30 s) unless on_data is set */
-        unsigned idle_timeout_s; /* streams: abort when nothing arrives for this long */
-        bool paced;              /* always through the pacing queue (a restart after a failure) */
+        unsigned timeout_s; /* whole request; 0 = default (30 s) unless on_data is set */
+        /* Streams: end with -ETIMEDOUT when no message (on_data > 0) completed for this long,
+         * counted from when the request was sent. */
+        unsigned idle_timeout_s;
+        bool paced; /* always through the pacing queue (a restart after a failure) */
         /* Never paced: only its own resource's Retry-After holds it (the Lease holder's
          * renewal, which has a deadline); first in the queue when held. */
         bool urgent;

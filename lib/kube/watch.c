@@ -69,6 +69,9 @@ struct kube_informer {
         enum informer_step next_step;
         uint64_t backoff_usec;
         uint64_t watch_started_usec;
+        /* Lines decoded from watch streams, bookmarks and errors too: a stream that adds none
+         * for its idle limit is dead. */
+        uint64_t stream_messages;
         unsigned watch_events;
         bool relist_requested; /* a 410 or a broken stream asked for a fresh list */
         bool list_from_rv;     /* after a 410: list "not older than" our resourceVersion */
@@ -491,6 +494,7 @@ static int watch_event(enum kube_watch_event_type type, json_t *object, void *us
         struct kube_informer *inf = userdata;
         char desc[512];
 
+        inf->stream_messages++;
         switch (type) {
         case KUBE_WATCH_ERROR:
                 kube_status_describe_json(0, object, desc, sizeof(desc));
@@ -545,13 +549,16 @@ static int watch_event(enum kube_watch_event_type type, json_t *object, void *us
 static int watch_data(struct kube_request *req, const char *data, size_t len, void *userdata)
 {
         struct kube_informer *inf = userdata;
+        uint64_t before = inf->stream_messages;
         int k = kube_watch_stream_feed(&inf->stream, data, len, watch_event, inf);
         if (k == -EBADMSG || k == -EFBIG || k == -ENOMEM) {
                 log_error("%s informer: %s; ending the watch and relisting", inf->kind,
                           inf->stream.error);
                 inf->relist_requested = true;
         }
-        return k;
+        if (k < 0)
+                return k;
+        return inf->stream_messages != before; /* an event or bookmark: keeps the idle limit off */
 }
 
 static void watch_done(struct kube_request *req, int error, long status, const char *body,
@@ -630,8 +637,9 @@ static int informer_watch(struct kube_informer *inf)
                 .userdata = inf,
                 .paced = inf->restarting,
                 /* We ask for bookmarks, which the API server sends about once a minute even
-                 * when nothing changes: a watch silent for longer than that is dead even if
-                 * TCP has not noticed. It is resumed from the last resourceVersion. */
+                 * when nothing changes: a watch without an event or bookmark for longer than
+                 * that is dead even if TCP has not noticed, whatever bytes it still carries.
+                 * It is resumed from the last resourceVersion. */
                 .idle_timeout_s = inf->watch_idle_timeout_s,
         };
         k = kube_http_start(inf->http, &opts, &inf->request);

@@ -40,6 +40,8 @@ agent's), so an anonymous kubectl can drive the test meanwhile:
   endless_continue: true     every list page carries a continue token (a hostile server)
   silence_watches: true      the open watch streams go silent (nothing sent, not even
                              bookmarks) without closing; later watches are served normally
+  trickle_watches: S         as silence_watches, but each stream still sends a blank line
+                             every S seconds (a proxy's keep-alive with nothing behind it)
   prune_unknown: true|false  prune fields a CRD's structural schema does not declare (default
                              true, like a real server; a Warning header names each)
   watch_errors: N            the next N watches (-1: every watch) get one ERROR event with
@@ -628,6 +630,7 @@ class Store:
         self.refuse_until = 0.0
         self.close_generation = 0
         self.silence_generation = 0
+        self.trickle_s = 0.0  # silenced streams send a blank line this often (0: nothing)
         self.snapshots = {}   # continue token id -> (resourceVersion, items) of a paged list
         self.stats = {"requests": 0, "watches": 0, "lists": 0, "patches": 0, "creates": 0,
                       "lists_cached": 0, "lists_consistent": 0, "gets": 0, "throttled": 0,
@@ -1180,6 +1183,10 @@ class Handler(BaseHTTPRequestHandler):
                         st.close_generation += 1
                     elif k == "silence_watches":
                         st.silence_generation += 1
+                        st.trickle_s = 0.0
+                    elif k == "trickle_watches":
+                        st.silence_generation += 1
+                        st.trickle_s = float(v)
                     elif k == "refuse_ms":
                         st.refuse_until = time.monotonic() + float(v) / 1000.0
                     elif k == "clear_requests":
@@ -1620,12 +1627,16 @@ class Handler(BaseHTTPRequestHandler):
                         return  # abrupt close, no final chunk
                 pending = []
                 with st.lock:
+                    last_trickle = time.monotonic()
                     while st.silence_generation != silence_gen:
                         # A dead path that TCP has not noticed: keep the connection, send
-                        # nothing (no event, no bookmark) until closed.
+                        # nothing (no event, no bookmark) until closed, or only blank lines.
                         if st.close_generation != gen:
                             return
-                        wake.wait(0.5)
+                        if st.trickle_s and time.monotonic() - last_trickle >= st.trickle_s:
+                            last_trickle = time.monotonic()
+                            self.write_chunk(b"\n")
+                        wake.wait(min(0.5, st.trickle_s) if st.trickle_s else 0.5)
                     while True:
                         if st.close_generation != gen:
                             return

@@ -295,7 +295,7 @@ static struct kube_informer *synced_informer(struct fake *f, struct seen *s, uns
 }
 
 /* A watch stream that goes silent without closing (a dead path TCP has not noticed) is
- * dropped once the idle limit has passed since its last byte, neither sooner (the API server's
+ * dropped once the idle limit has passed since its last event, neither sooner (the API server's
  * bookmarks come once a minute) nor later (libcurl's low-speed check, used before, averaged
  * over 5 s: 14.0 s for a limit of 8 s, then 9.0 s with the limit less 5 s given to it), and
  * resumed from the last resourceVersion: nothing is missed. */
@@ -324,6 +324,36 @@ static void test_silent_watch_resumed(void **state)
         assert_true(run_until(f, &s.n, 5, 30 * 1000 * 1000));
         assert_string_equal(s.lines[4], "updated n2");
         assert_int_equal(s.synced, 1); /* resumed, not relisted */
+        kube_informer_free(inf);
+}
+
+/* A stream that still carries bytes but no event or bookmark (a proxy's keep-alive blank line
+ * every second, the server behind it gone) is as dead as a silent one: dropped at the idle
+ * limit after its last event and resumed. Stamped per byte, the limit never came (the stream
+ * lived until the server's timeoutSeconds; a blank line a minute would have held it for ever). */
+static void test_trickled_watch_ends_at_limit(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        const unsigned idle_s = 8;
+        struct kube_informer *inf = synced_informer(f, &s, idle_s);
+        label_node(f, "n1", "before", "trickle");
+        assert_true(run_until(f, &s.n, 4, 10 * 1000 * 1000));
+        uint64_t ends = kube_http_stats(f->agent)->watch_ends;
+        uint64_t start = now_usec();
+        fault(f, "{\"trickle_watches\":1}");
+        label_node(f, "n2", "after", "trickle");
+        double ended_s = seconds_until_watch_ends(f, ends, start);
+        print_message("a trickling stream ended %.1f s after its last event (idle limit %u s)\n",
+                      ended_s, idle_s);
+        assert_int_equal(s.n, 4);
+        if (ended_s < idle_s - 0.5 || ended_s > idle_s + silent_stream_slack_s())
+                fail_msg("a stream carrying only blank lines since its last event ended after "
+                         "%.1f s, not %u s",
+                         ended_s, idle_s);
+        assert_true(run_until(f, &s.n, 5, 30 * 1000 * 1000));
+        assert_string_equal(s.lines[4], "updated n2");
+        assert_int_equal(s.synced, 1);
         kube_informer_free(inf);
 }
 
@@ -547,6 +577,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_expired_storm_bounded, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_retry_after, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_silent_watch_resumed, start_fake, stop_fake),
+                cmocka_unit_test_setup_teardown(test_trickled_watch_ends_at_limit, start_fake,
+                                                stop_fake),
                 cmocka_unit_test_setup_teardown(test_never_fed_watch_ends_at_limit, start_fake,
                                                 stop_fake),
                 cmocka_unit_test_setup_teardown(test_oversized_list_paged, start_fake, stop_fake),
