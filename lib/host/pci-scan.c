@@ -303,13 +303,13 @@ static int read_rdma_nic(const struct discover_scan *scan, const char *addr, str
  * function. Virtual devices (rxe) have no card: they are tied to a netdev. */
 static int scan_rdma_nics(const struct discover_scan *scan, struct inventory *inv)
 {
-        if (scan->rdma.n_rdma_functions == 0)
+        if (scan->rdma.n_function_devices == 0)
                 return 0; /* no RDMA stack loaded, or virtual devices only */
         _cleanup_free_ const char **known = NULL;
         size_t n_known = 0;
         int r = sriov_addresses(inv, &known, &n_known);
-        for (size_t f = 0; r >= 0 && f < scan->rdma.n_rdma_functions; f++) {
-                const char *addr = scan->rdma.rdma_functions[f];
+        for (size_t f = 0; r >= 0 && f < scan->rdma.n_function_devices; f++) {
+                const char *addr = scan->rdma.function_devices[f].pci_address;
                 if (bsearch(&addr, known, n_known, sizeof(*known), compare_str_ptr))
                         continue;
                 bool seen = false;

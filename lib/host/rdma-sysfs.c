@@ -146,30 +146,38 @@ static int read_local_char_devices(int fn_fd, const char *class_dir, struct rdma
         return r;
 }
 
-static int compare_function_char_devices(const void *a, const void *b)
+static int compare_function_entries(const void *a, const void *b)
 {
-        const struct rdma_function_char_device *x = a, *y = b;
+        const struct rdma_function_entry *x = a, *y = b;
         int c = strcmp(x->pci_address, y->pci_address);
         return c ? c : strcmp(x->name, y->name);
+}
+
+/* The index of the first of entries (sorted by compare_function_entries) that names
+ * pci_address, or where it would be: the function's entries follow it. */
+static size_t first_entry_of(const struct rdma_function_entry *entries, size_t n,
+                             const char *pci_address)
+{
+        struct rdma_function_entry key = { 0 };
+        size_t lo = 0, hi = n;
+
+        strcpy(key.pci_address, pci_address); /* the caller's, bounded by PCI_ADDR_MAX */
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (compare_function_entries(&entries[mid], &key) < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
 }
 
 /* The function's own entries of the class walk, all its one RDMA device's. */
 static int add_function_char_devices(const struct rdma_scan *scan, const char *pci_address,
                                      struct rdma_device *dev)
 {
-        struct rdma_function_char_device key = { 0 };
-        const struct rdma_function_char_device *all = scan->function_char_devices;
-        size_t lo = 0, hi = scan->n_function_char_devices;
-
-        strcpy(key.pci_address, pci_address); /* the caller's, bounded by PCI_ADDR_MAX */
-        while (lo < hi) {                     /* the first entry not before (pci_address, "") */
-                size_t mid = lo + (hi - lo) / 2;
-                if (compare_function_char_devices(&all[mid], &key) < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        for (size_t i = lo;
+        const struct rdma_function_entry *all = scan->function_char_devices;
+        for (size_t i = first_entry_of(all, scan->n_function_char_devices, pci_address);
              i < scan->n_function_char_devices && strcmp(all[i].pci_address, pci_address) == 0;
              i++) {
                 char path[RDMA_NAME_MAX + 32];
@@ -181,34 +189,43 @@ static int add_function_char_devices(const struct rdma_scan *scan, const char *p
         return 0;
 }
 
-/* RDMA devices under the PCI function directory (ConnectX style). */
+/* One RDMA device under the PCI function directory, infiniband/<name>. */
+static int read_pci_device(int fn_fd, const char *name, struct rdma_device **list, size_t *n,
+                           char **error)
+{
+        char rel[RDMA_NAME_MAX + 16], shown[64];
+        struct rdma_device *dev;
+
+        if (!rdma_name_is_valid(name))
+                return host_device_error_append(error, "infiniband/'%s': not a valid device name",
+                                                host_printable_name(name, shown, sizeof(shown)));
+        int r = append_device(list, n, name, &dev);
+        if (r < 0 || !dev || path_printf(rel, sizeof(rel), "infiniband/%s", name) < 0)
+                return r;
+        return read_device_attributes(fn_fd, rel, dev, error);
+}
+
+/* RDMA devices under the PCI function directory (ConnectX style): the class walk's when it
+ * was whole (no listing of the function's infiniband/, the same names: the kernel makes each
+ * class link with its device), else the directory's. */
 static int read_pci_devices(const struct rdma_scan *scan, int fn_fd, const char *pci_address,
                             struct rdma_device **list, size_t *n, char **error)
 {
-        _cleanup_sysfs_dir_ struct sysfs_dir d;
-        if (host_sysfs_dir_open_at(&d, fn_fd, "infiniband") < 0)
-                return 0;
-
         int r = 0;
-        const char *name;
-        while (r >= 0 && (name = host_sysfs_dir_next(&d))) {
-                char rel[RDMA_NAME_MAX + 16], shown[64];
-                struct rdma_device *dev;
-
-                if (name[0] == '.')
-                        continue;
-                if (!rdma_name_is_valid(name)) {
-                        r = host_device_error_append(
-                            error, "infiniband/'%s': not a valid device name",
-                            host_printable_name(name, shown, sizeof(shown)));
-                        continue;
-                }
-                r = append_device(list, n, name, &dev);
-                if (r < 0 || !dev)
-                        continue;
-                if (path_printf(rel, sizeof(rel), "infiniband/%s", name) < 0)
-                        continue;
-                r = read_device_attributes(fn_fd, rel, dev, error);
+        if (scan->function_devices_valid && pci_address && strlen(pci_address) < PCI_ADDR_MAX) {
+                const struct rdma_function_entry *all = scan->function_devices;
+                for (size_t i = first_entry_of(all, scan->n_function_devices, pci_address);
+                     r >= 0 && i < scan->n_function_devices &&
+                     strcmp(all[i].pci_address, pci_address) == 0;
+                     i++)
+                        r = read_pci_device(fn_fd, all[i].name, list, n, error);
+        } else {
+                _cleanup_sysfs_dir_ struct sysfs_dir d;
+                if (host_sysfs_dir_open_at(&d, fn_fd, "infiniband") < 0)
+                        return 0;
+                for (const char *name; r >= 0 && (name = host_sysfs_dir_next(&d));)
+                        if (name[0] != '.')
+                                r = read_pci_device(fn_fd, name, list, n, error);
         }
         if (r < 0 || *n == 0)
                 return r;
@@ -302,17 +319,14 @@ static bool link_pci_function(char *target, const char *dir, const char *name,
         return true;
 }
 
-static int add_rdma_function(struct rdma_scan *scan, const char *addr)
+static int add_function_entry(struct rdma_function_entry **entries, size_t *n, size_t *cap,
+                              const char *addr, const char *name)
 {
-        if (scan->n_rdma_functions == scan->rdma_functions_size) {
-                size_t size = scan->rdma_functions_size ? 2 * scan->rdma_functions_size : 16;
-                void *p = realloc(scan->rdma_functions, size * sizeof(*scan->rdma_functions));
-                if (!p)
-                        return -ENOMEM;
-                scan->rdma_functions = p;
-                scan->rdma_functions_size = size;
-        }
-        strcpy(scan->rdma_functions[scan->n_rdma_functions++], addr);
+        if (GROW_ARRAY(*entries, *cap, *n + 1) < 0)
+                return -ENOMEM;
+        struct rdma_function_entry *p = &(*entries)[(*n)++];
+        strcpy(p->pci_address, addr);
+        strcpy(p->name, name); /* the callers' rdma_name_is_valid() bounded it */
         return 0;
 }
 
@@ -323,6 +337,7 @@ static int read_ties(struct rdma_scan *scan)
                 return 0;
 
         int r = 0;
+        bool whole = true; /* every entry told a function's device from a virtual one */
         const char *name;
         while (r >= 0 && (name = host_sysfs_dir_next(&d))) {
                 char rel[NAME_MAX + 32], parent[IFNAME_MAX + 1], shown[64], target[PATH_MAX],
@@ -332,10 +347,18 @@ static int read_ties(struct rdma_scan *scan)
                         continue;
                 snprintf(rel, sizeof(rel), "class/infiniband/%s", name);
                 ssize_t len = readlinkat(scan->root_fd, rel, target, sizeof(target) - 1);
-                if (len > 0) {
+                if (len <= 0)
+                        whole = false;
+                else {
                         target[len] = '\0';
                         if (link_pci_function(target, "infiniband", name, addr)) {
-                                r = add_rdma_function(scan, addr);
+                                /* A name too long to keep: the function is still one with
+                                 * RDMA, its devices are left to its listing, which reports it. */
+                                bool keep = rdma_name_is_valid(name);
+                                whole = whole && keep;
+                                r = add_function_entry(
+                                    &scan->function_devices, &scan->n_function_devices,
+                                    &scan->cap_function_devices, addr, keep ? name : "");
                                 continue; /* a card's device: no `parent` */
                         }
                 }
@@ -358,18 +381,12 @@ static int read_ties(struct rdma_scan *scan)
                 strcpy(p[scan->n_ties].netdev, parent);
                 scan->n_ties++;
         }
-        return r;
-}
-
-static int add_function_char_device(struct rdma_scan *scan, const char *addr, const char *name)
-{
-        if (GROW_ARRAY(scan->function_char_devices, scan->cap_function_char_devices,
-                       scan->n_function_char_devices + 1) < 0)
-                return -ENOMEM;
-        struct rdma_function_char_device *p =
-            &scan->function_char_devices[scan->n_function_char_devices++];
-        strcpy(p->pci_address, addr);
-        strcpy(p->name, name); /* rdma_name_is_valid() bounded it */
+        if (r < 0)
+                return r;
+        scan->function_devices_valid = whole && d.error >= 0;
+        if (scan->n_function_devices > 1)
+                qsort(scan->function_devices, scan->n_function_devices,
+                      sizeof(*scan->function_devices), compare_function_entries);
         return 0;
 }
 
@@ -421,7 +438,9 @@ static int read_class_char_devices(struct rdma_scan *scan, const char *class_nam
                         continue; /* abi_version, a file */
                 target[len] = '\0';
                 if (link_pci_function(target, class_name, name, addr))
-                        r = add_function_char_device(scan, addr, name);
+                        r = add_function_entry(&scan->function_char_devices,
+                                               &scan->n_function_char_devices,
+                                               &scan->cap_function_char_devices, addr, name);
                 else if (scan->n_ties > 0)
                         r = add_class_char_device(scan, rel, name);
         }
@@ -437,9 +456,9 @@ int host_rdma_scan_init(struct rdma_scan *scan, int root_fd)
 
         int r = read_ties(scan), verbs = 0, mad = 0;
         /* No RDMA device at all: nothing to attribute, nothing to walk. */
-        if (r >= 0 && (scan->n_rdma_functions > 0 || scan->n_ties > 0))
+        if (r >= 0 && (scan->n_function_devices > 0 || scan->n_ties > 0))
                 r = verbs = read_class_char_devices(scan, "infiniband_verbs");
-        if (r >= 0 && (scan->n_rdma_functions > 0 || scan->n_ties > 0))
+        if (r >= 0 && (scan->n_function_devices > 0 || scan->n_ties > 0))
                 r = mad = read_class_char_devices(scan, "infiniband_mad");
         if (r < 0) {
                 host_rdma_scan_done(scan);
@@ -448,13 +467,13 @@ int host_rdma_scan_init(struct rdma_scan *scan, int root_fd)
         scan->function_char_devices_valid = verbs > 0 && mad > 0;
         if (scan->n_function_char_devices > 1)
                 qsort(scan->function_char_devices, scan->n_function_char_devices,
-                      sizeof(*scan->function_char_devices), compare_function_char_devices);
+                      sizeof(*scan->function_char_devices), compare_function_entries);
         return 0;
 }
 
 void host_rdma_scan_done(struct rdma_scan *scan)
 {
-        free(scan->rdma_functions);
+        free(scan->function_devices);
         free(scan->ties);
         free(scan->class_char_devices);
         free(scan->function_char_devices);

@@ -13,8 +13,10 @@
  * names the PCI function it sits under): a function with one RDMA device owns all of its own,
  * so no `ibdev` is read for it; only a function with several reads its entries' `ibdev` (two
  * listings and three reads per function before: 28 % of a full rediscovery on cx6 trees). It reads
- * each class/infiniband link once: a target under a PCI function is a card's device, anything else
- * (devices/virtual/...) may have a `parent` netdev. Opening <name>/parent of every entry instead
+ * each class/infiniband link once: a target under a PCI function is a card's device, and names
+ * the function's devices without a listing of its infiniband/ (3 of 43 system calls per cx6
+ * function; listed still where the walk was not whole), anything else (devices/virtual/...) may
+ * have a `parent` netdev. Opening <name>/parent of every entry instead
  * failed for each of the 1000+ PCI ones after a walk through the link: 2-10 ms on 8x128. Names read
  * from files (ibdev, parent) are checked before they are used in paths; bad ones are reported,
  * never followed. */
@@ -35,10 +37,11 @@ struct rdma_char_device {
         char path[RDMA_NAME_MAX + 32]; /* "/dev/infiniband/uverbs3" */
 };
 
-/* A class/infiniband_verbs or class/infiniband_mad entry under a PCI function. */
-struct rdma_function_char_device {
+/* A class/infiniband, class/infiniband_verbs or class/infiniband_mad entry under a PCI
+ * function: the function and the entry's name. */
+struct rdma_function_entry {
         char pci_address[PCI_ADDR_MAX];
-        char name[RDMA_NAME_MAX]; /* "uverbs3", "umad3", "issm3" */
+        char name[RDMA_NAME_MAX]; /* "mlx5_3"; "uverbs3", "umad3", "issm3" */
 };
 
 struct rdma_scan {
@@ -46,16 +49,19 @@ struct rdma_scan {
         bool has_rdma_cm;
         struct rdma_tie *ties;   /* class/infiniband/<name>/parent */
         size_t n_ties, cap_ties; /* cap_*: allocated, for util/array.h */
-        /* PCI functions with an RDMA device, from the class/infiniband links' targets (one
-         * readlinkat each), in that directory's order, repeats kept: where discovery looks for
-         * RDMA NICs that are not SR-IOV. */
-        char (*rdma_functions)[16];
-        size_t n_rdma_functions, rdma_functions_size;
+        /* The RDMA devices of PCI functions (`<function>/infiniband/<name>`), from the
+         * class/infiniband links' targets (one readlinkat each), sorted by PCI address, then
+         * name: where discovery looks for RDMA NICs that are not SR-IOV, and, when valid (the
+         * class was walked whole), each function's devices without listing its `infiniband/`
+         * (a function with none is not even opened there). */
+        struct rdma_function_entry *function_devices;
+        size_t n_function_devices, cap_function_devices;
+        bool function_devices_valid;
         struct rdma_char_device *class_char_devices; /* only read when ties exist */
         size_t n_class_char_devices, cap_class_char_devices;
         /* Sorted by PCI address, then name. Valid only when both classes could be walked
          * (or are absent: their modules not loaded); otherwise each function lists its own. */
-        struct rdma_function_char_device *function_char_devices;
+        struct rdma_function_entry *function_char_devices;
         size_t n_function_char_devices, cap_function_char_devices;
         bool function_char_devices_valid;
 };

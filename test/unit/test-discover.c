@@ -657,6 +657,57 @@ static void test_char_devices_of_one_device_without_ibdev(void **state)
         tree_free(&t);
 }
 
+/* Each VF of ens1f0 has the one RDMA device the generator gave it, with its char devices. */
+static void assert_vfs_rdma_as_generated(const struct tree *t)
+{
+        const struct pf_info *pf = find_pf(t, "ens1f0");
+        json_t *vfs = json_object_get(manifest_pf(t, "ens1f0"), "vfs");
+        assert_int_equal(pf->n_vfs, json_array_size(vfs));
+        for (size_t v = 0; v < pf->n_vfs; v++) {
+                json_t *expected = json_array_get(
+                    json_object_get(json_array_get(vfs, pf->vfs[v].vf_index), "rdma"), 0);
+                assert_null(pf->vfs[v].error);
+                assert_int_equal(pf->vfs[v].n_rdma, 1);
+                assert_rdma_matches(&pf->vfs[v].rdma[0], expected, true);
+        }
+}
+
+/* A function's RDMA devices come from the class/infiniband walk, one readlinkat per device,
+ * instead of a listing of each function's infiniband/; where that walk is not whole its
+ * listing is still read. Here class/infiniband is gone (a tree without it, as written by hand)
+ * and every device is still found. */
+static void test_rdma_devices_without_class_dir(void **state)
+{
+        struct tree t = {};
+        char path[512];
+        tree_make(&t, NULL);
+        snprintf(path, sizeof(path), "%s/class/infiniband", t.root);
+        assert_int_equal(nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+        tree_discover(&t);
+        assert_vfs_rdma_as_generated(&t);
+        tree_free(&t);
+}
+
+/* An entry of class/infiniband that names no device (not a link: readlinkat fails) makes the
+ * walk not whole: a VF whose own link is missing from it still has its device, from its
+ * listing. */
+static void test_rdma_devices_class_walk_not_whole(void **state)
+{
+        struct tree t = {};
+        char path[512];
+        tree_make(&t, NULL);
+        json_t *vf0 = json_array_get(json_object_get(manifest_pf(&t, "ens1f0"), "vfs"), 0);
+        const char *name = json_string_value(
+            json_object_get(json_array_get(json_object_get(vf0, "rdma"), 0), "name"));
+        snprintf(path, sizeof(path), "%s/class/infiniband/%s", t.root, name);
+        assert_int_equal(unlink(path), 0);
+        snprintf(path, sizeof(path), "%s/class/infiniband/not-a-link", t.root);
+        assert_int_equal(write_file_atomic(path, "x", 1, 0644), 0);
+        tree_discover(&t);
+        assert_vfs_rdma_as_generated(&t);
+        tree_free(&t);
+}
+
 static void test_hostile_virtfn_link(void **state)
 {
         struct tree t = {};
@@ -731,6 +782,8 @@ int main(void)
                 cmocka_unit_test(test_garble_orphan_vf),
                 cmocka_unit_test(test_garble_hostile_names),
                 cmocka_unit_test(test_char_devices_of_one_device_without_ibdev),
+                cmocka_unit_test(test_rdma_devices_without_class_dir),
+                cmocka_unit_test(test_rdma_devices_class_walk_not_whole),
                 cmocka_unit_test(test_hostile_virtfn_link),
                 cmocka_unit_test(test_empty_and_missing_roots),
                 cmocka_unit_test(test_scale),
