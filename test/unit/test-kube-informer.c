@@ -294,6 +294,36 @@ static struct kube_informer *synced_informer(struct fake *f, struct seen *s, uns
         return inf;
 }
 
+/* Makes the open watch stream dead by `fault` (a fake API server switch) right after an event,
+ * changes a node meanwhile, and checks that the stream ended at the idle limit after that event
+ * (to within the slack) and that the informer resumed from its resourceVersion: the change
+ * arrives, nothing is relisted. `what` names the dead stream in messages. */
+static void check_dead_stream_resumed(struct fake *f, const char *fault_json, const char *what)
+{
+        struct seen s = {};
+        const unsigned idle_s = 8;
+        struct kube_informer *inf = synced_informer(f, &s, idle_s);
+        /* the stream's last event, then the fault at once */
+        label_node(f, "n1", "before", "dead");
+        assert_true(run_until(f, &s.n, 4, 10 * 1000 * 1000));
+        uint64_t ends = kube_http_stats(f->agent)->watch_ends;
+        uint64_t start = now_usec();
+        fault(f, fault_json);
+        label_node(f, "n2", "after", "dead");
+        double ended_s = seconds_until_watch_ends(f, ends, start);
+        print_message("%s ended %.1f s after its last event (idle limit %u s)\n", what, ended_s,
+                      idle_s);
+        assert_int_equal(s.n, 4); /* the dead stream did not carry the change */
+        if (ended_s < idle_s - 0.5 || ended_s > idle_s + silent_stream_slack_s())
+                fail_msg("%s ended %.1f s after its last event, not %u s", what, ended_s, idle_s);
+        /* Within a hang deadline that still ends well before the 60 s watch timeout: the
+         * idle limit, not the timeout, ended the stream. */
+        assert_true(run_until(f, &s.n, 5, 30 * 1000 * 1000));
+        assert_string_equal(s.lines[4], "updated n2");
+        assert_int_equal(s.synced, 1); /* resumed, not relisted */
+        kube_informer_free(inf);
+}
+
 /* A watch stream that goes silent without closing (a dead path TCP has not noticed) is
  * dropped once the idle limit has passed since its last event, neither sooner (the API server's
  * bookmarks come once a minute) nor later (libcurl's low-speed check, used before, averaged
@@ -301,30 +331,7 @@ static struct kube_informer *synced_informer(struct fake *f, struct seen *s, uns
  * resumed from the last resourceVersion: nothing is missed. */
 static void test_silent_watch_resumed(void **state)
 {
-        struct fake *f = *state;
-        struct seen s = {};
-        const unsigned idle_s = 8;
-        struct kube_informer *inf = synced_informer(f, &s, idle_s);
-        /* the stream's last bytes: an event, then the silence at once */
-        label_node(f, "n1", "before", "silence");
-        assert_true(run_until(f, &s.n, 4, 10 * 1000 * 1000));
-        uint64_t ends = kube_http_stats(f->agent)->watch_ends;
-        uint64_t start = now_usec();
-        fault(f, "{\"silence_watches\":true}");
-        label_node(f, "n2", "after", "silence");
-        double ended_s = seconds_until_watch_ends(f, ends, start);
-        print_message("silent stream ended %.1f s after its last event (idle limit %u s)\n",
-                      ended_s, idle_s);
-        assert_int_equal(s.n, 4); /* the silent stream did not carry the change */
-        if (ended_s < idle_s - 0.5 || ended_s > idle_s + silent_stream_slack_s())
-                fail_msg("a stream silent since its last event ended after %.1f s, not %u s",
-                         ended_s, idle_s);
-        /* Within a hang deadline that still ends well before the 60 s watch timeout: the
-         * idle limit, not the timeout, ended the silent stream. */
-        assert_true(run_until(f, &s.n, 5, 30 * 1000 * 1000));
-        assert_string_equal(s.lines[4], "updated n2");
-        assert_int_equal(s.synced, 1); /* resumed, not relisted */
-        kube_informer_free(inf);
+        check_dead_stream_resumed(*state, "{\"silence_watches\":true}", "a silent stream");
 }
 
 /* A stream that still carries bytes but no event or bookmark (a proxy's keep-alive blank line
@@ -333,28 +340,8 @@ static void test_silent_watch_resumed(void **state)
  * lived until the server's timeoutSeconds; a blank line a minute would have held it for ever). */
 static void test_trickled_watch_ends_at_limit(void **state)
 {
-        struct fake *f = *state;
-        struct seen s = {};
-        const unsigned idle_s = 8;
-        struct kube_informer *inf = synced_informer(f, &s, idle_s);
-        label_node(f, "n1", "before", "trickle");
-        assert_true(run_until(f, &s.n, 4, 10 * 1000 * 1000));
-        uint64_t ends = kube_http_stats(f->agent)->watch_ends;
-        uint64_t start = now_usec();
-        fault(f, "{\"trickle_watches\":1}");
-        label_node(f, "n2", "after", "trickle");
-        double ended_s = seconds_until_watch_ends(f, ends, start);
-        print_message("a trickling stream ended %.1f s after its last event (idle limit %u s)\n",
-                      ended_s, idle_s);
-        assert_int_equal(s.n, 4);
-        if (ended_s < idle_s - 0.5 || ended_s > idle_s + silent_stream_slack_s())
-                fail_msg("a stream carrying only blank lines since its last event ended after "
-                         "%.1f s, not %u s",
-                         ended_s, idle_s);
-        assert_true(run_until(f, &s.n, 5, 30 * 1000 * 1000));
-        assert_string_equal(s.lines[4], "updated n2");
-        assert_int_equal(s.synced, 1);
-        kube_informer_free(inf);
+        check_dead_stream_resumed(*state, "{\"trickle_watches\":1}",
+                                  "a stream carrying only blank lines");
 }
 
 /* A watch stream that never carries a byte after its headers (the server stuck from the
