@@ -3,23 +3,22 @@
  *
  * Two ways an RDMA device belongs to a function: it sits under the function's PCI directory
  * (`infiniband/mlx5_N`, as ConnectX does), or it is a virtual device whose `parent` attribute
- * names one of the function's netdevs (Soft-RoCE `rxe`). For each device: node GUID, port 1
- * state and link layer, and its char devices as /dev paths: uverbsN (infiniband_verbs), umadN
- * and issmN (infiniband_mad), and /dev/infiniband/rdma_cm when class/misc/rdma_cm exists.
+ * names one of the function's netdevs (Soft-RoCE `rxe`). For each device: node GUID, port 1 state
+ * and link layer, and its char devices as /dev paths: uverbsN (infiniband_verbs), umadN and issmN
+ * (infiniband_mad), and /dev/infiniband/rdma_cm when class/misc/rdma_cm exists.
  *
  * rdma_scan holds what is read once per discovery (rxe ties, rdma_cm, class-level char devices,
  * the PCI functions of RDMA devices) so that per-function lookups stay cheap. The char devices
  * come from one walk of class/infiniband_verbs and class/infiniband_mad (a readlinkat per entry
- * names the PCI function it sits under): a function with one RDMA device owns all of its own,
- * so no `ibdev` is read for it; only a function with several reads its entries' `ibdev` (two
- * listings and three reads per function before: 28 % of a full rediscovery on cx6 trees). It reads
- * each class/infiniband link once: a target under a PCI function is a card's device, and names
- * the function's devices without a listing of its infiniband/ (3 of 43 system calls per cx6
- * function; listed still where the walk was not whole), anything else (devices/virtual/...) may
- * have a `parent` netdev. Opening <name>/parent of every entry instead
- * failed for each of the 1000+ PCI ones after a walk through the link: 2-10 ms on 8x128. Names read
- * from files (ibdev, parent) are checked before they are used in paths; bad ones are reported,
- * never followed. */
+ * names the PCI function it sits under): a function with one RDMA device owns all of its own, so
+ * no `ibdev` is read for it; only a function with several reads its entries' `ibdev` (two listings
+ * and three reads per function before: 28 % of a full rediscovery on cx6 trees). It reads each
+ * class/infiniband link once: a target under a PCI function is a card's device, and names the
+ * function's devices without a listing of its infiniband/ (3 of 43 system calls per cx6 function;
+ * listed still where the walk was not whole), anything else (devices/virtual/...) may have a
+ * `parent` netdev. Opening <name>/parent of every entry instead failed for each of the 1000+ PCI
+ * ones after a walk through the link: 2-10 ms on 8x128. Names read from files (ibdev, parent) are
+ * checked before they are used in paths; bad ones are reported, never followed. */
 #pragma once
 
 #include <stdbool.h>
