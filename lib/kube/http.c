@@ -93,8 +93,8 @@ struct kube_request {
         bool urgent;
         uint64_t paced_seq;
         uint64_t sent_usec; /* when handed to curl, 0 before */
-        /* Streams: ended when no message completed for idle_usec (0: no limit); each message
-         * only stamps last_data_usec, the timer catches up when it fires. */
+        /* Streams: ended when on_data has not found them alive for idle_usec (0: no limit);
+         * each such call only stamps last_data_usec, the timer catches up when it fires. */
         uint64_t idle_usec, last_data_usec;
         sd_event_source *idle_timer;
         char error_text[CURL_ERROR_SIZE];
@@ -254,7 +254,7 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userdata)
                 return 0; /* makes curl fail the transfer with CURLE_WRITE_ERROR */
         }
         if (k > 0)
-                r->last_data_usec = http_now(r->http); /* a message: the stream is alive */
+                r->last_data_usec = http_now(r->http); /* the consumer says it is alive */
         return len;
 }
 
@@ -464,9 +464,9 @@ static int timerfunc_cb(CURLM *multi, long timeout_ms, void *userp)
         return 0;
 }
 
-/* A stream without a message for its idle limit: a dead path TCP has not noticed, a stuck
+/* A stream not found alive for its idle limit: a dead path TCP has not noticed, a stuck
  * server, or one trickling bytes that never make a message (a blank line a minute would hold
- * a byte-stamped stream open for ever). Ended here, at the limit after its last message, not
+ * a byte-stamped stream open for ever). Ended here, at the limit after its last sign, not
  * by libcurl's low-speed check, which averages over 5 s (a stream ended up to 5 s before or
  * after the limit) and, while a stream is below the speed, wakes the process every second for
  * each: a settled agent's four quiet watches woke it 119 times in 30 s, 3 times with this

@@ -41,9 +41,10 @@ struct kube_http;
 struct kube_request;
 
 /* Streamed bytes of a 200 response. Returns a negative errno to abort the request (on_done
- * then reports that error), 0 when the bytes completed no message, > 0 when they completed at
- * least one: only that keeps a stream from its idle limit, so bytes that never make a message
- * (a trickle of keep-alive blank lines) do not hold a dead stream open. */
+ * then reports that error), > 0 when the bytes show the stream alive (they completed a
+ * message, or moved one far enough along), else 0: only > 0 keeps a stream from its idle
+ * limit, so bytes that make no message (a trickle of keep-alive blank lines) do not hold a
+ * dead stream open. */
 typedef int (*kube_data_fn)(struct kube_request *req, const char *data, size_t len, void *userdata);
 /* error: 0 or a negative errno for a transport failure (-ETIMEDOUT, -ECONNREFUSED, ...).
  * status: the HTTP status, 0 if none arrived. body: the collected body of a non-streamed
@@ -61,7 +62,7 @@ struct kube_request_opts {
         kube_done_fn on_done;
         void *userdata;
         unsigned timeout_s; /* whole request; 0 = default (30 s) unless on_data is set */
-        /* Streams: end with -ETIMEDOUT when no message (on_data > 0) completed for this long,
+        /* Streams: end with -ETIMEDOUT when on_data has not returned > 0 for this long,
          * counted from when the request was sent. */
         unsigned idle_timeout_s;
         bool paced; /* always through the pacing queue (a restart after a failure) */

@@ -33,6 +33,10 @@
 #define TIMER_ACCURACY_USEC (50ULL * 1000)
 /* Bookmarks arrive about every 60 s: one missed by 15 s means the stream is dead. */
 #define WATCH_IDLE_TIMEOUT_S 75
+/* An event still arriving keeps its stream alive while it grows by this much per idle limit
+ * (55 B/s at 75 s): a large object over a slow link is not cut, and a server trickling bytes
+ * that make no event must keep up this rate into a line bounded by the event size limit. */
+#define WATCH_PROGRESS_BYTES 4096
 /* A watch that lived this long worked: the backoff starts over (as client-go's). */
 #define HEALTHY_WATCH_USEC (30ULL * 1000 * 1000)
 
@@ -70,8 +74,9 @@ struct kube_informer {
         uint64_t backoff_usec;
         uint64_t watch_started_usec;
         /* Lines decoded from watch streams, bookmarks and errors too: a stream that adds none
-         * for its idle limit is dead. */
+         * for its idle limit, nor WATCH_PROGRESS_BYTES to the line it is sending, is dead. */
         uint64_t stream_messages;
+        size_t stream_progress_mark; /* the unfinished line's length when last counted alive */
         unsigned watch_events;
         bool relist_requested; /* a 410 or a broken stream asked for a fresh list */
         bool list_from_rv;     /* after a 410: list "not older than" our resourceVersion */
@@ -558,7 +563,13 @@ static int watch_data(struct kube_request *req, const char *data, size_t len, vo
         }
         if (k < 0)
                 return k;
-        return inf->stream_messages != before; /* an event or bookmark: keeps the idle limit off */
+        /* An event or bookmark, or an event well on its way: keeps the idle limit off. */
+        size_t pending = kube_watch_stream_pending(&inf->stream);
+        if (inf->stream_messages == before &&
+            pending < inf->stream_progress_mark + WATCH_PROGRESS_BYTES)
+                return 0;
+        inf->stream_progress_mark = pending;
+        return 1;
 }
 
 static void watch_done(struct kube_request *req, int error, long status, const char *body,
@@ -626,6 +637,7 @@ static int informer_watch(struct kube_informer *inf)
                 return k;
 
         kube_watch_stream_reset(&inf->stream);
+        inf->stream_progress_mark = 0;
         inf->watch_events = 0;
         inf->watch_error = false;
         inf->watch_error_retry_usec = 0;

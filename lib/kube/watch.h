@@ -55,8 +55,9 @@ struct kube_informer_opts {
         unsigned list_page_size;  /* 0 = 500 */
         size_t max_object_size;   /* 0 = KUBE_MAX_OBJECT_SIZE (512 KiB): larger ones are stubs */
         /* A watch stream without an event or bookmark this long (whatever other bytes it
-         * carries) is dropped and resumed from the last resourceVersion; 0 = 75 s (the API server
-         * bookmarks about every 60 s). */
+         * carries, unless an event is on its way at 4 KiB per limit at least) is dropped and
+         * resumed from the last resourceVersion; 0 = 75 s (the API server bookmarks about
+         * every 60 s). */
         unsigned watch_idle_timeout_s;
         /* All cached objects together (their JSON size): objects beyond it become stubs
          * reported as invalid, so memory is bounded whatever the namespace holds. 0 = 2 MiB. */

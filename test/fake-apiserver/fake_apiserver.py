@@ -42,6 +42,8 @@ agent's), so an anonymous kubectl can drive the test meanwhile:
                              bookmarks) without closing; later watches are served normally
   trickle_watches: S         as silence_watches, but each stream still sends a blank line
                              every S seconds (a proxy's keep-alive with nothing behind it)
+  slow_events_bps: N         while not 0, every watch event is sent in 1 KiB chunks at N bytes
+                             a second (a large object over a slow link)
   prune_unknown: true|false  prune fields a CRD's structural schema does not declare (default
                              true, like a real server; a Warning header names each)
   watch_errors: N            the next N watches (-1: every watch) get one ERROR event with
@@ -625,7 +627,7 @@ class Store:
                        "watch_error_code": 500, "throttle": 0, "retry_after_s": 1,
                        "throttle_path": "", "throttle_method": "",
                        "watch_timeout_scale": 1.0,
-                       "endless_continue": False}
+                       "endless_continue": False, "slow_events_bps": 0}
         self.request_local = threading.local()  # per request: warnings for the reply
         self.refuse_until = 0.0
         self.close_generation = 0
@@ -1622,7 +1624,14 @@ class Handler(BaseHTTPRequestHandler):
             while True:
                 for etype, obj in pending:
                     line, cut = self.encode_event(etype, obj, res, query)
-                    self.write_chunk(line)
+                    with st.lock:
+                        bps = int(st.faults["slow_events_bps"])
+                    if bps > 0:
+                        for i in range(0, len(line), 1024):
+                            self.write_chunk(line[i:i + 1024])
+                            time.sleep(len(line[i:i + 1024]) / bps)
+                    else:
+                        self.write_chunk(line)
                     if cut:
                         return  # abrupt close, no final chunk
                 pending = []

@@ -344,6 +344,36 @@ static void test_trickled_watch_ends_at_limit(void **state)
                                   "a stream carrying only blank lines");
 }
 
+/* A large event over a slow link (40 KiB at 4 KiB/s: 10 s, past the 8 s idle limit) is not a
+ * dead stream: it keeps growing, so it is delivered on the stream it started on. Timed by whole
+ * lines only, the stream was ended 8 s in, and every new one again: the change never came. */
+static void test_slow_large_event_delivered(void **state)
+{
+        struct fake *f = *state;
+        struct seen s = {};
+        struct kube_informer *inf = synced_informer(f, &s, 8);
+        uint64_t ends = kube_http_stats(f->agent)->watch_ends;
+        fault(f, "{\"slow_events_bps\":4096}");
+        size_t pad = 40 * 1024;
+        char *body = malloc(pad + 128);
+        assert_non_null(body);
+        int n = snprintf(body, 128, "{\"metadata\":{\"annotations\":{\"big\":\"");
+        memset(body + n, 'x', pad);
+        strcpy(body + n + pad, "\"}}}");
+        assert_int_equal(request(f, f->admin, "PATCH", "/api/v1/nodes/n2",
+                                 "application/merge-patch+json", body, NULL, 0),
+                         200);
+        free(body);
+        uint64_t start = now_usec();
+        assert_true(run_until(f, &s.n, 4, 30 * 1000 * 1000));
+        print_message("a 40 KiB event at 4 KiB/s delivered after %.1f s (idle limit 8 s)\n",
+                      (double)(now_usec() - start) / 1e6);
+        assert_string_equal(s.lines[3], "updated n2");
+        assert_int_equal(kube_http_stats(f->agent)->watch_ends, ends); /* on the same stream */
+        fault(f, "{\"slow_events_bps\":0}");
+        kube_informer_free(inf);
+}
+
 /* A watch stream that never carries a byte after its headers (the server stuck from the
  * start) ends at the idle limit after it was sent, not sooner: libcurl's check, used before,
  * ended it 5 s early. */
@@ -567,6 +597,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_trickled_watch_ends_at_limit, start_fake,
                                                 stop_fake),
                 cmocka_unit_test_setup_teardown(test_never_fed_watch_ends_at_limit, start_fake,
+                                                stop_fake),
+                cmocka_unit_test_setup_teardown(test_slow_large_event_delivered, start_fake,
                                                 stop_fake),
                 cmocka_unit_test_setup_teardown(test_oversized_list_paged, start_fake, stop_fake),
                 cmocka_unit_test_setup_teardown(test_memory_budget, start_fake, stop_fake),
