@@ -153,35 +153,40 @@ static int compare_function_entries(const void *a, const void *b)
         return c ? c : strcmp(x->name, y->name);
 }
 
-/* The index of the first of entries (sorted by compare_function_entries) that names
- * pci_address, or where it would be: the function's entries follow it. */
-static size_t first_entry_of(const struct rdma_function_entry *entries, size_t n,
-                             const char *pci_address)
+/* The entries of entries (sorted by compare_function_entries) that name pci_address: the
+ * first of them, and their number in *ret_n (0 and NULL: none). */
+static const struct rdma_function_entry *function_entries(const struct rdma_function_entry *entries,
+                                                          size_t n, const char *pci_address,
+                                                          size_t *ret_n)
 {
         struct rdma_function_entry key = { 0 };
         size_t lo = 0, hi = n;
 
         strcpy(key.pci_address, pci_address); /* the caller's, bounded by PCI_ADDR_MAX */
-        while (lo < hi) {
+        while (lo < hi) {                     /* the first entry not before (pci_address, "") */
                 size_t mid = lo + (hi - lo) / 2;
                 if (compare_function_entries(&entries[mid], &key) < 0)
                         lo = mid + 1;
                 else
                         hi = mid;
         }
-        return lo;
+        size_t end = lo;
+        while (end < n && strcmp(entries[end].pci_address, pci_address) == 0)
+                end++;
+        *ret_n = end - lo;
+        return *ret_n ? entries + lo : NULL; /* entries is NULL when the walk found none */
 }
 
 /* The function's own entries of the class walk, all its one RDMA device's. */
 static int add_function_char_devices(const struct rdma_scan *scan, const char *pci_address,
                                      struct rdma_device *dev)
 {
-        const struct rdma_function_entry *all = scan->function_char_devices;
-        for (size_t i = first_entry_of(all, scan->n_function_char_devices, pci_address);
-             i < scan->n_function_char_devices && strcmp(all[i].pci_address, pci_address) == 0;
-             i++) {
+        size_t n;
+        const struct rdma_function_entry *own = function_entries(
+            scan->function_char_devices, scan->n_function_char_devices, pci_address, &n);
+        for (size_t i = 0; i < n; i++) {
                 char path[RDMA_NAME_MAX + 32];
-                snprintf(path, sizeof(path), DEV_INFINIBAND "%s", all[i].name);
+                snprintf(path, sizeof(path), DEV_INFINIBAND "%s", own[i].name);
                 int r = add_char_device(dev, path);
                 if (r < 0)
                         return r;
@@ -213,12 +218,11 @@ static int read_pci_devices(const struct rdma_scan *scan, int fn_fd, const char 
 {
         int r = 0;
         if (scan->function_devices_valid && pci_address && strlen(pci_address) < PCI_ADDR_MAX) {
-                const struct rdma_function_entry *all = scan->function_devices;
-                for (size_t i = first_entry_of(all, scan->n_function_devices, pci_address);
-                     r >= 0 && i < scan->n_function_devices &&
-                     strcmp(all[i].pci_address, pci_address) == 0;
-                     i++)
-                        r = read_pci_device(fn_fd, all[i].name, list, n, error);
+                size_t n_own;
+                const struct rdma_function_entry *own = function_entries(
+                    scan->function_devices, scan->n_function_devices, pci_address, &n_own);
+                for (size_t i = 0; r >= 0 && i < n_own; i++)
+                        r = read_pci_device(fn_fd, own[i].name, list, n, error);
         } else {
                 _cleanup_sysfs_dir_ struct sysfs_dir d;
                 if (host_sysfs_dir_open_at(&d, fn_fd, "infiniband") < 0)

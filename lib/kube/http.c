@@ -481,7 +481,7 @@ static int idle_cb(sd_event_source *s, uint64_t usec, void *userdata)
                         return 0;
                 /* cannot wait on: end it now rather than never */
         }
-        snprintf(r->error_text, sizeof(r->error_text), "no message received for %llu s",
+        snprintf(r->error_text, sizeof(r->error_text), "no progress for %llu s",
                  (unsigned long long)(r->idle_usec / (1000 * 1000)));
         struct kube_http *h = r->http;
         finish_request(h, r->easy, CURLE_OPERATION_TIMEDOUT);

@@ -7,10 +7,11 @@ generated tree of 2 PFs x 64 VFs (netdevs only: e810; with an RDMA device and ch
 every function: cx6) and on an empty tree; the difference divided by the 130 functions must stay
 within the budget below (measured: 27.8 and 40.0; 27.8 and 43.0 before a function's RDMA
 devices came from the class/infiniband walk instead of a listing of its infiniband/ each; 27.8
-and 54.9 before the char devices came from one walk of their two class directories instead of two listings and three `ibdev` reads per
-function; 30.4 and 58.5 before discovery stopped reading pci.ids for names it does not show
-and opening <rdma>/parent under every class/infiniband entry; 34.3 and 61.5 before VF netdevs
-stopped reading operstate and physfn its dangling check). Exit 1 when it does not.
+and 54.9 before the char devices came from one walk of their two class directories instead of
+two listings and three `ibdev` reads per function; 30.4 and 58.5 before discovery stopped
+reading pci.ids for names it does not show and opening <rdma>/parent under every
+class/infiniband entry; 34.3 and 61.5 before VF netdevs stopped reading operstate and physfn
+its dangling check). Exit 1 when it does not.
 """
 import argparse
 import os

@@ -1628,8 +1628,9 @@ class Handler(BaseHTTPRequestHandler):
                         bps = int(st.faults["slow_events_bps"])
                     if bps > 0:
                         for i in range(0, len(line), 1024):
-                            self.write_chunk(line[i:i + 1024])
-                            time.sleep(len(line[i:i + 1024]) / bps)
+                            chunk = line[i:i + 1024]
+                            self.write_chunk(chunk)
+                            time.sleep(len(chunk) / bps)
                     else:
                         self.write_chunk(line)
                     if cut:
